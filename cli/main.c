@@ -1,0 +1,97 @@
+/*
+ * main.c: the tma program: global options, then one subcommand.  Each
+ * subcommand lives in its own cmd_*.c file and is listed in the table below.
+ */
+#include "cli_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+static const cli_command_t commands[] = {
+    {"info", "print a .tmag graph's header, counts and statistics", cli_cmd_info},
+};
+
+static void print_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: tma [--log-level error|warn|info|debug] COMMAND [options]\n"
+            "       tma --version | --help | help COMMAND\n\n"
+            "tma trains GNNs for link prediction on graphs too large for one machine, with\n"
+            "time-based model aggregation over randomized graph partitions.\n\n"
+            "Commands:\n");
+    for (size_t i = 0; i < TMA_ARRAY_LEN(commands); i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nRun 'tma COMMAND --help' for a command's options.\n");
+}
+
+static void print_version(void)
+{
+    printf("tma %s\n", tma_version());
+#ifdef HAVE_CUDA
+    printf("CUDA support: compiled in\n");
+#else
+    printf("CUDA support: not compiled in\n");
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            print_version();
+            return CLI_EXIT_OK;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (strncmp(a, "--log-level", 11) == 0) {
+            const char *v = a[11] == '=' ? a + 12 : (a[11] == '\0' && i + 1 < argc ? argv[++i] : NULL);
+            tma_log_level_t lv;
+            if (!v || tma_log_parse_level(v, &lv) != TMA_OK) {
+                fprintf(stderr, "tma: --log-level: expected error, warn, info or debug\n");
+                return CLI_EXIT_USAGE;
+            }
+            tma_log_set_level(lv);
+        } else {
+            fprintf(stderr, "tma: unknown option '%s'\nTry 'tma --help'.\n", a);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        print_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[i];
+    if (strcmp(name, "help") == 0) {
+        if (i + 1 >= argc) {
+            print_usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        name = argv[i + 1];
+        for (size_t k = 0; k < TMA_ARRAY_LEN(commands); k++) {
+            if (strcmp(commands[k].name, name) == 0) {
+                char *hargv[] = {(char *)name, "--help", NULL};
+                return commands[k].run(2, hargv);
+            }
+        }
+        fprintf(stderr, "tma: unknown command '%s'\nTry 'tma --help'.\n", name);
+        return CLI_EXIT_USAGE;
+    }
+    for (size_t k = 0; k < TMA_ARRAY_LEN(commands); k++) {
+        if (strcmp(commands[k].name, name) == 0) {
+            /* libcurl's global state is the program's to set up, not a library's. */
+            if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                fprintf(stderr, "tma: libcurl failed to initialise\n");
+                return CLI_EXIT_RUNTIME;
+            }
+            int rc = commands[k].run(argc - i, argv + i);
+            curl_global_cleanup();
+            return rc;
+        }
+    }
+    fprintf(stderr, "tma: unknown command '%s'\nTry 'tma --help'.\n", name);
+    return CLI_EXIT_USAGE;
+}

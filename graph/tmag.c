@@ -1,0 +1,637 @@
+/*
+ * tmag.c: the .tmag file (docs/formats.md) and the tma_graph_t lifetime.
+ *
+ * A file is a 4 KiB header (magic, version, counts, a table of sections and
+ * a CRC32C of the header) followed by page-aligned sections, each with its
+ * own CRC32C.  Opening maps the file and points the graph's arrays into the
+ * map, so a graph of any size opens in the time it takes to checksum it.
+ */
+#include "tma_graph.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "graph"
+
+#define TMAG_MAGIC "TMAGRAPH"
+#define TMAG_HEADER_BYTES 4096u
+#define TMAG_ALIGN 4096u
+#define TMAG_MAX_SECTIONS 16
+
+enum {
+    SEC_INDPTR = 1,
+    SEC_INDICES = 2,
+    SEC_FEATURES = 3,
+    SEC_LABELS = 4,
+    SEC_VAL_EDGES = 5,
+    SEC_TEST_EDGES = 6,
+    SEC_VAL_NEG = 7,
+    SEC_TEST_NEG = 8,
+    SEC_GLOBAL_IDS = 9,
+};
+
+typedef struct tmag_section {
+    uint32_t id;
+    uint32_t elem_size;
+    uint64_t offset;
+    uint64_t count;
+    uint32_t crc;
+    uint32_t reserved;
+} tmag_section_t;
+
+/* The on-disk header (little-endian, packed by construction: all fields are
+ * naturally aligned).  Its size is fixed by TMAG_HEADER_BYTES; the last four
+ * bytes of that block hold the CRC32C of the bytes before them. */
+typedef struct tmag_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_bytes;
+    uint32_t kind;
+    uint32_t flags;
+    uint64_t num_nodes;
+    uint64_t num_edges;
+    uint64_t num_train_edges;
+    uint64_t num_val;
+    uint64_t num_test;
+    uint32_t feature_dim;
+    uint32_t num_negatives;
+    uint32_t num_classes;
+    uint32_t shard_index;
+    uint32_t num_shards;
+    uint32_t num_sections;
+    uint64_t split_seed;
+    uint64_t graph_id;
+    uint64_t file_bytes; /* the whole file's size: a shorter file is truncated */
+    uint64_t reserved[7];
+    tmag_section_t sections[TMAG_MAX_SECTIONS];
+} tmag_header_t;
+
+_Static_assert(sizeof(tmag_section_t) == 32, "section entry layout");
+_Static_assert(sizeof(tmag_header_t) + 4 <= TMAG_HEADER_BYTES, "header fits its block");
+
+struct tma_graph_store {
+    tma_mmap_t map;
+    void **owned;
+    size_t n_owned, cap_owned;
+};
+
+/* ------------------------------------------------------------------ lifetime */
+
+tma_status_t tma_graph_create(tma_graph_t **g_p)
+{
+    tma_graph_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return TMA_ERR_NOMEM;
+    g->store = calloc(1, sizeof *g->store);
+    if (!g->store) {
+        free(g);
+        return TMA_ERR_NOMEM;
+    }
+    *g_p = g;
+    return TMA_OK;
+}
+
+void *tma_graph_alloc(tma_graph_t *g, size_t bytes)
+{
+    struct tma_graph_store *s = g->store;
+    if (s->n_owned == s->cap_owned) {
+        size_t cap = s->cap_owned ? s->cap_owned * 2 : 16;
+        void **n = realloc(s->owned, cap * sizeof *n);
+        if (!n) {
+            tma_log_error(COMP, "out of memory");
+            return NULL;
+        }
+        s->owned = n;
+        s->cap_owned = cap;
+    }
+    void *p = tma_alloc_aligned(bytes);
+    if (!p) {
+        tma_log_error(COMP, "out of memory allocating %zu bytes", bytes);
+        return NULL;
+    }
+    s->owned[s->n_owned++] = p;
+    return p;
+}
+
+void tma_graph_destroy(tma_graph_t *g)
+{
+    if (!g)
+        return;
+    if (g->store) {
+        for (size_t i = 0; i < g->store->n_owned; i++)
+            tma_free_aligned(g->store->owned[i]);
+        free(g->store->owned);
+        tma_mmap_close(&g->store->map);
+        free(g->store);
+    }
+    free(g);
+}
+
+/* ------------------------------------------------------------------ queries */
+
+int tma_graph_has_edge(const tma_graph_t *g, int64_t u, int64_t v)
+{
+    int64_t lo = g->indptr[u], hi = g->indptr[u + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int64_t x = g->indices[mid];
+        if (x == v)
+            return 1;
+        if (x < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+cJSON *tma_graph_info_json(const tma_graph_t *g)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    int64_t max_deg = 0, isolated = 0;
+    for (int64_t v = 0; v < g->num_nodes; v++) {
+        int64_t d = tma_graph_degree(g, v);
+        if (d > max_deg)
+            max_deg = d;
+        isolated += d == 0;
+    }
+    char id[32];
+    snprintf(id, sizeof id, "%016" PRIx64, g->graph_id);
+    cJSON_AddStringToObject(o, "kind", g->kind == TMA_GRAPH_SHARD ? "shard" : "graph");
+    cJSON_AddNumberToObject(o, "nodes", (double)g->num_nodes);
+    cJSON_AddNumberToObject(o, "edges", (double)g->num_edges);
+    cJSON_AddNumberToObject(o, "feature_dim", g->feature_dim);
+    cJSON_AddNumberToObject(o, "train_edges", (double)g->num_train_edges);
+    cJSON_AddNumberToObject(o, "val_edges", (double)g->num_val);
+    cJSON_AddNumberToObject(o, "test_edges", (double)g->num_test);
+    cJSON_AddNumberToObject(o, "negatives_per_edge", g->num_negatives);
+    cJSON_AddBoolToObject(o, "has_labels", g->labels != NULL);
+    cJSON_AddNumberToObject(o, "num_classes", g->num_classes);
+    cJSON_AddNumberToObject(o, "avg_train_degree",
+                            g->num_nodes ? 2.0 * (double)g->num_train_edges / (double)g->num_nodes : 0.0);
+    cJSON_AddNumberToObject(o, "max_train_degree", (double)max_deg);
+    cJSON_AddNumberToObject(o, "isolated_train_nodes", (double)isolated);
+    cJSON_AddNumberToObject(o, "split_seed", (double)g->split_seed);
+    cJSON_AddStringToObject(o, "graph_id", id);
+    if (g->kind == TMA_GRAPH_SHARD) {
+        cJSON_AddNumberToObject(o, "shard_index", g->shard_index);
+        cJSON_AddNumberToObject(o, "num_shards", g->num_shards);
+    }
+    return o;
+}
+
+/* ------------------------------------------------------------------ validation */
+
+static tma_status_t check_pairs(const char *what, const char *name, const int64_t *e, int64_t n,
+                                int64_t nodes)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t u = e[2 * i], v = e[2 * i + 1];
+        if (u < 0 || u >= nodes || v < 0 || v >= nodes || u == v) {
+            tma_log_error(COMP, "%s: %s edge %" PRId64 " (%" PRId64 ", %" PRId64
+                                ") is out of range or a self-loop (nodes: %" PRId64 ")",
+                          what, name, i, u, v, nodes);
+            return TMA_ERR_FORMAT;
+        }
+    }
+    return TMA_OK;
+}
+
+static tma_status_t check_negatives(const tma_graph_t *g, const char *what, const char *name,
+                                    const int64_t *edges, const int64_t *neg, int64_t n)
+{
+    int64_t bad = -1;
+    const int64_t k = g->num_negatives;
+#pragma omp parallel for schedule(static) reduction(max : bad)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t u = edges[2 * i];
+        for (int64_t j = 0; j < k; j++) {
+            int64_t t = neg[i * k + j];
+            if (t < 0 || t >= g->num_nodes || t == u || tma_graph_has_edge(g, u, t))
+                bad = i > bad ? i : bad;
+        }
+    }
+    if (bad >= 0) {
+        tma_log_error(COMP,
+                      "%s: %s negatives of edge %" PRId64 " include an out-of-range node, the head "
+                      "itself, or a neighbour",
+                      what, name, bad);
+        return TMA_ERR_FORMAT;
+    }
+    return TMA_OK;
+}
+
+/* The invariants every graph holds; `full` adds the O(m log d) symmetry check
+ * and the check that evaluation edges are not training edges. */
+static tma_status_t validate(const tma_graph_t *g, const char *what, int full)
+{
+    const int64_t n = g->num_nodes;
+    if (n < 0 || g->num_train_edges < 0 || g->num_val < 0 || g->num_test < 0 || g->feature_dim < 0 ||
+        g->num_negatives < 0 || g->num_classes < 0) {
+        tma_log_error(COMP, "%s: negative count in the header", what);
+        return TMA_ERR_FORMAT;
+    }
+    if (!g->indptr || (g->num_train_edges > 0 && !g->indices)) {
+        tma_log_error(COMP, "%s: missing adjacency arrays", what);
+        return TMA_ERR_FORMAT;
+    }
+    if (g->indptr[0] != 0 || g->indptr[n] != 2 * g->num_train_edges) {
+        tma_log_error(COMP, "%s: CSR row pointers do not span the %" PRId64 " adjacency entries", what,
+                      2 * g->num_train_edges);
+        return TMA_ERR_FORMAT;
+    }
+    int64_t bad_row = -1;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(max : bad_row)
+    for (int64_t v = 0; v < n; v++) {
+        int64_t a = g->indptr[v], b = g->indptr[v + 1];
+        if (a > b || a < 0 || b > 2 * g->num_train_edges) {
+            bad_row = v > bad_row ? v : bad_row;
+            continue;
+        }
+        int64_t prev = -1;
+        for (int64_t e = a; e < b; e++) {
+            int64_t u = g->indices[e];
+            if (u <= prev || u >= n || u == v) {
+                bad_row = v > bad_row ? v : bad_row;
+                break;
+            }
+            prev = u;
+        }
+    }
+    if (bad_row >= 0) {
+        tma_log_error(COMP,
+                      "%s: adjacency row of node %" PRId64
+                      " is broken (non-monotone pointers, unsorted or duplicate neighbours, a "
+                      "self-loop, or an id out of range)",
+                      what, bad_row);
+        return TMA_ERR_FORMAT;
+    }
+    if (full) {
+        int64_t asym = -1;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(max : asym)
+        for (int64_t v = 0; v < n; v++)
+            for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+                if (!tma_graph_has_edge(g, g->indices[e], v)) {
+                    asym = v > asym ? v : asym;
+                    break;
+                }
+        if (asym >= 0) {
+            tma_log_error(COMP, "%s: edge at node %" PRId64 " is stored in one direction only", what,
+                          asym);
+            return TMA_ERR_FORMAT;
+        }
+    }
+    if (g->feature_dim > 0 && n > 0 && !g->features) {
+        tma_log_error(COMP, "%s: feature_dim is %d but there are no features", what, g->feature_dim);
+        return TMA_ERR_FORMAT;
+    }
+    if (g->labels) {
+        for (int64_t v = 0; v < n; v++) {
+            if (g->labels[v] < 0 || g->labels[v] >= g->num_classes) {
+                tma_log_error(COMP, "%s: label of node %" PRId64 " is %d, outside [0, %d)", what, v,
+                              g->labels[v], g->num_classes);
+                return TMA_ERR_FORMAT;
+            }
+        }
+    }
+    tma_status_t st;
+    if ((st = check_pairs(what, "validation", g->val_edges, g->num_val, n)) != TMA_OK ||
+        (st = check_pairs(what, "test", g->test_edges, g->num_test, n)) != TMA_OK)
+        return st;
+    if (g->num_val + g->num_test > 0 && g->num_negatives > 0) {
+        if ((g->num_val && !g->val_neg) || (g->num_test && !g->test_neg)) {
+            tma_log_error(COMP, "%s: evaluation edges without their negatives", what);
+            return TMA_ERR_FORMAT;
+        }
+        if ((st = check_negatives(g, what, "validation", g->val_edges, g->val_neg, g->num_val)) != TMA_OK ||
+            (st = check_negatives(g, what, "test", g->test_edges, g->test_neg, g->num_test)) != TMA_OK)
+            return st;
+    }
+    if (full) {
+        for (int s = 0; s < 2; s++) {
+            const int64_t *e = s ? g->test_edges : g->val_edges;
+            int64_t m = s ? g->num_test : g->num_val;
+            for (int64_t i = 0; i < m; i++) {
+                if (tma_graph_has_edge(g, e[2 * i], e[2 * i + 1])) {
+                    tma_log_error(COMP, "%s: %s edge (%" PRId64 ", %" PRId64 ") is also a training edge",
+                                  what, s ? "test" : "validation", e[2 * i], e[2 * i + 1]);
+                    return TMA_ERR_FORMAT;
+                }
+            }
+        }
+    }
+    if (g->kind == TMA_GRAPH_SHARD) {
+        if (!g->global_ids && n > 0) {
+            tma_log_error(COMP, "%s: a shard without its global id map", what);
+            return TMA_ERR_FORMAT;
+        }
+        if (g->num_shards <= 0 || g->shard_index < 0 || g->shard_index >= g->num_shards) {
+            tma_log_error(COMP, "%s: shard index %d of %d is out of range", what, g->shard_index,
+                          g->num_shards);
+            return TMA_ERR_FORMAT;
+        }
+        for (int64_t v = 0; v < n; v++) {
+            if (g->global_ids[v] < 0) {
+                tma_log_error(COMP, "%s: negative global id at local node %" PRId64, what, v);
+                return TMA_ERR_FORMAT;
+            }
+        }
+    } else if (g->kind != TMA_GRAPH_FULL) {
+        tma_log_error(COMP, "%s: unknown graph kind %d", what, (int)g->kind);
+        return TMA_ERR_FORMAT;
+    }
+    return TMA_OK;
+}
+
+tma_status_t tma_graph_validate(const tma_graph_t *g, const char *what)
+{
+    return validate(g, what, 1);
+}
+
+/* ------------------------------------------------------------------ writing */
+
+typedef struct sec_src {
+    uint32_t id;
+    uint32_t elem_size;
+    const void *data;
+    uint64_t count;
+} sec_src_t;
+
+static int collect_sections(const tma_graph_t *g, sec_src_t *s)
+{
+    int n = 0;
+    s[n++] = (sec_src_t){SEC_INDPTR, 8, g->indptr, (uint64_t)g->num_nodes + 1};
+    s[n++] = (sec_src_t){SEC_INDICES, 8, g->indices, 2 * (uint64_t)g->num_train_edges};
+    s[n++] = (sec_src_t){SEC_FEATURES, 4, g->features, (uint64_t)g->num_nodes * (uint64_t)g->feature_dim};
+    if (g->labels)
+        s[n++] = (sec_src_t){SEC_LABELS, 4, g->labels, (uint64_t)g->num_nodes};
+    s[n++] = (sec_src_t){SEC_VAL_EDGES, 8, g->val_edges, 2 * (uint64_t)g->num_val};
+    s[n++] = (sec_src_t){SEC_TEST_EDGES, 8, g->test_edges, 2 * (uint64_t)g->num_test};
+    s[n++] = (sec_src_t){SEC_VAL_NEG, 8, g->val_neg, (uint64_t)g->num_val * (uint64_t)g->num_negatives};
+    s[n++] = (sec_src_t){SEC_TEST_NEG, 8, g->test_neg, (uint64_t)g->num_test * (uint64_t)g->num_negatives};
+    if (g->kind == TMA_GRAPH_SHARD)
+        s[n++] = (sec_src_t){SEC_GLOBAL_IDS, 8, g->global_ids, (uint64_t)g->num_nodes};
+    return n;
+}
+
+/* CRC of a large array in parallel chunks, combined by hashing the chunk CRCs
+ * in order: the same bytes always give the same value, whatever the thread
+ * count, because the chunk size is fixed. */
+static uint32_t section_crc(const void *data, uint64_t bytes)
+{
+    const uint64_t chunk = 16u << 20;
+    uint64_t nchunks = (bytes + chunk - 1) / chunk;
+    if (nchunks <= 1)
+        return tma_crc32c(0, data, bytes);
+    uint32_t *crcs = malloc(nchunks * sizeof *crcs);
+    if (!crcs) {
+        return tma_crc32c(0, data, bytes) ^ 0x5a5a5a5au; /* differs: forces a clear mismatch */
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (uint64_t c = 0; c < nchunks; c++) {
+        uint64_t off = c * chunk;
+        uint64_t len = bytes - off < chunk ? bytes - off : chunk;
+        crcs[c] = tma_crc32c(0, (const char *)data + off, len);
+    }
+    uint32_t r = tma_crc32c(0, crcs, nchunks * sizeof *crcs);
+    free(crcs);
+    return r;
+}
+
+uint64_t tma_graph_content_id(const tma_graph_t *g)
+{
+    sec_src_t s[TMAG_MAX_SECTIONS];
+    int n = collect_sections(g, s);
+    uint64_t h = tma_hash64((uint64_t)g->num_nodes) ^ tma_hash64((uint64_t)g->num_edges + 17);
+    for (int i = 0; i < n; i++) {
+        uint64_t crc = s[i].count ? section_crc(s[i].data, s[i].count * s[i].elem_size) : 0;
+        h = tma_hash64(h ^ ((uint64_t)s[i].id << 32 | crc)) ^ s[i].count;
+    }
+    return h ? h : 1;
+}
+
+tma_status_t tma_graph_write(tma_graph_t *g, const char *path)
+{
+    tma_status_t st = validate(g, path, 1);
+    if (st != TMA_OK)
+        return st;
+    if (g->kind == TMA_GRAPH_FULL)
+        g->graph_id = tma_graph_content_id(g);
+
+    sec_src_t src[TMAG_MAX_SECTIONS];
+    int nsec = collect_sections(g, src);
+    tma_afile_t *af;
+    st = tma_afile_open(path, &af);
+    if (st != TMA_OK)
+        return st;
+
+    static const char zeros[TMAG_ALIGN];
+    unsigned char *hbuf = calloc(1, TMAG_HEADER_BYTES);
+    if (!hbuf) {
+        tma_afile_abort(af);
+        return TMA_ERR_NOMEM;
+    }
+    tmag_header_t h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, TMAG_MAGIC, 8);
+    h.version = TMA_TMAG_VERSION;
+    h.header_bytes = TMAG_HEADER_BYTES;
+    h.kind = (uint32_t)g->kind;
+    h.flags = g->labels ? 1u : 0u;
+    h.num_nodes = (uint64_t)g->num_nodes;
+    h.num_edges = (uint64_t)g->num_edges;
+    h.num_train_edges = (uint64_t)g->num_train_edges;
+    h.num_val = (uint64_t)g->num_val;
+    h.num_test = (uint64_t)g->num_test;
+    h.feature_dim = (uint32_t)g->feature_dim;
+    h.num_negatives = (uint32_t)g->num_negatives;
+    h.num_classes = (uint32_t)g->num_classes;
+    h.shard_index = (uint32_t)g->shard_index;
+    h.num_shards = (uint32_t)g->num_shards;
+    h.num_sections = (uint32_t)nsec;
+    h.split_seed = g->split_seed;
+    h.graph_id = g->graph_id;
+
+    /* Placeholder header, then each section on a page boundary. */
+    st = tma_afile_write(af, hbuf, TMAG_HEADER_BYTES);
+    for (int i = 0; i < nsec && st == TMA_OK; i++) {
+        uint64_t bytes = src[i].count * src[i].elem_size;
+        uint64_t off = tma_afile_offset(af);
+        h.sections[i] = (tmag_section_t){src[i].id, src[i].elem_size, off, src[i].count,
+                                         bytes ? section_crc(src[i].data, bytes) : 0, 0};
+        if (bytes)
+            st = tma_afile_write(af, src[i].data, bytes);
+        uint64_t pad = (TMAG_ALIGN - (tma_afile_offset(af) % TMAG_ALIGN)) % TMAG_ALIGN;
+        if (st == TMA_OK && pad)
+            st = tma_afile_write(af, zeros, pad);
+    }
+    if (st == TMA_OK) {
+        h.file_bytes = tma_afile_offset(af);
+        memcpy(hbuf, &h, sizeof h);
+        uint32_t crc = tma_crc32c(0, hbuf, TMAG_HEADER_BYTES - 4);
+        memcpy(hbuf + TMAG_HEADER_BYTES - 4, &crc, 4);
+        st = tma_afile_pwrite(af, hbuf, TMAG_HEADER_BYTES, 0);
+    }
+    free(hbuf);
+    if (st != TMA_OK) {
+        tma_afile_abort(af);
+        return st;
+    }
+    return tma_afile_commit(af);
+}
+
+/* ------------------------------------------------------------------ reading */
+
+static const tmag_section_t *find_section(const tmag_header_t *h, uint32_t id)
+{
+    for (uint32_t i = 0; i < h->num_sections; i++)
+        if (h->sections[i].id == id)
+            return &h->sections[i];
+    return NULL;
+}
+
+/* Points *dst at section `id` after checking its element size, count, bounds
+ * and (unless skipped) checksum.  A missing optional section leaves NULL. */
+static tma_status_t bind_section(const char *path, const tma_mmap_t *m, const tmag_header_t *h,
+                                 uint32_t id, const char *name, uint32_t elem_size, uint64_t count,
+                                 int required, int verify, const void **dst)
+{
+    const tmag_section_t *s = find_section(h, id);
+    *dst = NULL;
+    if (!s) {
+        if (required && count > 0) {
+            tma_log_error(COMP, "%s: the %s section is missing", path, name);
+            return TMA_ERR_FORMAT;
+        }
+        return TMA_OK;
+    }
+    uint64_t bytes;
+    if (s->elem_size != elem_size || s->count != count ||
+        __builtin_mul_overflow(s->count, (uint64_t)s->elem_size, &bytes)) {
+        tma_log_error(COMP, "%s: the %s section holds %" PRIu64 " items of %u bytes, expected %" PRIu64
+                            " of %u",
+                      path, name, s->count, s->elem_size, count, elem_size);
+        return TMA_ERR_FORMAT;
+    }
+    if (s->offset < TMAG_HEADER_BYTES || s->offset % 8 != 0 || s->offset > m->size ||
+        bytes > m->size - s->offset) {
+        tma_log_error(COMP, "%s: truncated: the %s section needs bytes up to %" PRIu64
+                            " but the file has %zu",
+                      path, name, s->offset + bytes, m->size);
+        return TMA_ERR_FORMAT;
+    }
+    const void *p = (const char *)m->data + s->offset;
+    if (verify && bytes && section_crc(p, bytes) != s->crc) {
+        tma_log_error(COMP, "%s: checksum mismatch in the %s section: the file is corrupted", path, name);
+        return TMA_ERR_CHECKSUM;
+    }
+    *dst = bytes ? p : NULL;
+    return TMA_OK;
+}
+
+tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
+{
+    tma_graph_t *g;
+    tma_status_t st = tma_graph_create(&g);
+    if (st != TMA_OK)
+        return st;
+    tma_mmap_t *m = &g->store->map;
+    st = tma_mmap_open(path, m);
+    if (st != TMA_OK)
+        goto fail;
+    if (m->size < TMAG_HEADER_BYTES) {
+        if (m->size >= 8 && memcmp(m->data, TMAG_MAGIC, 8) != 0)
+            tma_log_error(COMP, "%s: not a .tmag graph file (bad magic)", path);
+        else
+            tma_log_error(COMP, "%s: truncated: %zu bytes, shorter than the %u-byte header", path,
+                          m->size, TMAG_HEADER_BYTES);
+        st = TMA_ERR_FORMAT;
+        goto fail;
+    }
+    tmag_header_t h;
+    memcpy(&h, m->data, sizeof h);
+    if (memcmp(h.magic, TMAG_MAGIC, 8) != 0) {
+        tma_log_error(COMP, "%s: not a .tmag graph file (bad magic)", path);
+        st = TMA_ERR_FORMAT;
+        goto fail;
+    }
+    if (h.version != TMA_TMAG_VERSION) {
+        tma_log_error(COMP, "%s: .tmag version %u, this tma reads version %d; re-import the graph", path,
+                      h.version, TMA_TMAG_VERSION);
+        st = TMA_ERR_MISMATCH;
+        goto fail;
+    }
+    uint32_t want_crc;
+    memcpy(&want_crc, (const char *)m->data + TMAG_HEADER_BYTES - 4, 4);
+    if (h.header_bytes != TMAG_HEADER_BYTES ||
+        tma_crc32c(0, m->data, TMAG_HEADER_BYTES - 4) != want_crc) {
+        tma_log_error(COMP, "%s: header checksum mismatch: the file is corrupted", path);
+        st = TMA_ERR_CHECKSUM;
+        goto fail;
+    }
+    const uint64_t lim = (uint64_t)1 << 40;
+    if (h.num_sections > TMAG_MAX_SECTIONS || h.num_nodes >= lim || h.num_train_edges >= lim ||
+        h.num_val >= lim || h.num_test >= lim || h.num_edges >= lim || h.feature_dim > (1u << 24) ||
+        h.num_negatives > (1u << 20) || h.num_classes > (1u << 24) || h.kind > 1 ||
+        h.num_shards > (1u << 24)) {
+        tma_log_error(COMP, "%s: header counts are out of range", path);
+        st = TMA_ERR_FORMAT;
+        goto fail;
+    }
+    if (h.file_bytes != m->size) {
+        tma_log_error(COMP, "%s: %s: the file has %zu bytes, its header says %" PRIu64, path,
+                      m->size < h.file_bytes ? "truncated" : "trailing bytes", m->size, h.file_bytes);
+        st = TMA_ERR_FORMAT;
+        goto fail;
+    }
+    g->kind = (tma_graph_kind_t)h.kind;
+    g->num_nodes = (int64_t)h.num_nodes;
+    g->num_edges = (int64_t)h.num_edges;
+    g->num_train_edges = (int64_t)h.num_train_edges;
+    g->num_val = (int64_t)h.num_val;
+    g->num_test = (int64_t)h.num_test;
+    g->feature_dim = (int32_t)h.feature_dim;
+    g->num_negatives = (int32_t)h.num_negatives;
+    g->num_classes = (int32_t)h.num_classes;
+    g->shard_index = (int32_t)h.shard_index;
+    g->num_shards = (int32_t)h.num_shards;
+    g->split_seed = h.split_seed;
+    g->graph_id = h.graph_id;
+
+    int verify = !(flags & TMA_GRAPH_OPEN_NO_VERIFY);
+    const uint64_t n = h.num_nodes;
+    const void *p;
+#define BIND(id, name, esz, cnt, req, field, type)                                                 \
+    do {                                                                                           \
+        st = bind_section(path, m, &h, id, name, esz, cnt, req, verify, &p);                       \
+        if (st != TMA_OK)                                                                          \
+            goto fail;                                                                             \
+        g->field = (type)p;                                                                        \
+    } while (0)
+    BIND(SEC_INDPTR, "row pointer", 8, n + 1, 1, indptr, const int64_t *);
+    BIND(SEC_INDICES, "adjacency", 8, 2 * h.num_train_edges, 1, indices, const int64_t *);
+    BIND(SEC_FEATURES, "feature", 4, n * h.feature_dim, 1, features, const float *);
+    BIND(SEC_LABELS, "label", 4, n, (h.flags & 1u) != 0, labels, const int32_t *);
+    BIND(SEC_VAL_EDGES, "validation edge", 8, 2 * h.num_val, 1, val_edges, const int64_t *);
+    BIND(SEC_TEST_EDGES, "test edge", 8, 2 * h.num_test, 1, test_edges, const int64_t *);
+    BIND(SEC_VAL_NEG, "validation negative", 8, h.num_val * h.num_negatives, 1, val_neg, const int64_t *);
+    BIND(SEC_TEST_NEG, "test negative", 8, h.num_test * h.num_negatives, 1, test_neg, const int64_t *);
+    BIND(SEC_GLOBAL_IDS, "global id", 8, n, h.kind == TMA_GRAPH_SHARD, global_ids, const int64_t *);
+#undef BIND
+    if (!g->indptr) {
+        tma_log_error(COMP, "%s: the row pointer section is missing", path);
+        st = TMA_ERR_FORMAT;
+        goto fail;
+    }
+    st = validate(g, path, 0);
+    if (st != TMA_OK)
+        goto fail;
+    *g_p = g;
+    return TMA_OK;
+fail:
+    tma_graph_destroy(g);
+    return st;
+}

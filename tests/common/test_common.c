@@ -1,0 +1,206 @@
+/* test_common.c: the common layer: statuses, RNG, CRC32C, files, JSON helpers. */
+#include "tma_test.h"
+
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
+
+uint32_t tma_crc32c_sw(uint32_t crc, const void *data, size_t len);
+
+static void test_status(void)
+{
+    CHECK(tma_status_group(TMA_OK) == TMA_GROUP_OK);
+    CHECK(tma_status_group(TMA_ERR_FORMAT) == TMA_GROUP_INPUT);
+    CHECK(tma_status_group(TMA_ERR_IO) == TMA_GROUP_SYSTEM);
+    CHECK(tma_status_group(TMA_ERR_TIMEOUT) == TMA_GROUP_PEER);
+    CHECK(tma_status_group(TMA_ERR_FENCED) == TMA_GROUP_JOB);
+    CHECK(strcmp(tma_status_str(TMA_ERR_CHECKSUM), "checksum mismatch") == 0);
+    CHECK(strcmp(tma_status_str(-12345), "unknown error") == 0);
+}
+
+static void test_rng(void)
+{
+    tma_rng_t a, b, c;
+    tma_rng_seed(&a, 42, 0);
+    tma_rng_seed(&b, 42, 0);
+    tma_rng_seed(&c, 42, 1);
+    int same = 1, diff = 0;
+    for (int i = 0; i < 100; i++) {
+        uint64_t x = tma_rng_next(&a), y = tma_rng_next(&b), z = tma_rng_next(&c);
+        same &= x == y;
+        diff += x != z;
+    }
+    CHECK(same);
+    CHECK(diff > 95);
+    /* below(n) is uniform: chi-square over 10 buckets. */
+    int64_t counts[10] = {0};
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        uint64_t v = tma_rng_below(&a, 10);
+        CHECK(v < 10);
+        counts[v < 10 ? v : 0]++;
+    }
+    double chi = 0;
+    for (int k = 0; k < 10; k++) {
+        double e = n / 10.0;
+        chi += (counts[k] - e) * (counts[k] - e) / e;
+    }
+    CHECK_MSG(chi < 30, "chi-square %g", chi); /* df=9: p < 1e-3 beyond 27.9 */
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; i++) {
+        double u = tma_rng_uniform(&a);
+        CHECK(u >= 0 && u < 1);
+        double g = tma_rng_normal(&a);
+        sum += g;
+        sq += g * g;
+    }
+    CHECK_NEAR(sum / n, 0.0, 0.02);
+    CHECK_NEAR(sq / n, 1.0, 0.02);
+    int64_t v[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = i;
+    tma_rng_shuffle_i64(&a, v, 100);
+    int64_t s = 0;
+    int moved = 0;
+    for (int i = 0; i < 100; i++) {
+        s += v[i];
+        moved += v[i] != i;
+    }
+    CHECK(s == 4950);
+    CHECK(moved > 80);
+    CHECK(tma_hash64(1) != tma_hash64(2));
+}
+
+static void test_crc(void)
+{
+    const char *s = "123456789";
+    CHECK(tma_crc32c(0, s, 9) == 0xE3069283u);
+    CHECK(tma_crc32c_sw(0, s, 9) == 0xE3069283u);
+    /* Chunked equals whole; hardware equals table, at odd offsets and lengths. */
+    unsigned char buf[4099];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)(i * 131 + 7);
+    for (size_t off = 0; off < 9; off++) {
+        size_t len = sizeof buf - off;
+        uint32_t whole = tma_crc32c(0, buf + off, len);
+        CHECK(whole == tma_crc32c_sw(0, buf + off, len));
+        uint32_t part = tma_crc32c(0, buf + off, 1000);
+        part = tma_crc32c(part, buf + off + 1000, len - 1000);
+        CHECK(part == whole);
+    }
+    CHECK(tma_crc32c(0, buf, 0) == 0);
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_files(void)
+{
+    char *dir = tma_test_tmpdir("common");
+    char *path = tma_path_join(dir, "a.bin");
+    CHECK_OK(tma_file_write_atomic(path, "hello", 5));
+    char *data;
+    size_t len;
+    CHECK_OK(tma_file_read_all(path, &data, &len));
+    CHECK(len == 5 && memcmp(data, "hello", 5) == 0 && data[5] == '\0');
+    free(data);
+
+    /* An aborted write leaves the old file and no temporary behind. */
+    tma_afile_t *af;
+    CHECK_OK(tma_afile_open(path, &af));
+    CHECK_OK(tma_afile_write(af, "XXXXXXXXXX", 10));
+    CHECK(count_entries(dir) == 2);
+    tma_afile_abort(af);
+    CHECK(count_entries(dir) == 1);
+    CHECK_OK(tma_file_read_all(path, &data, &len));
+    CHECK(len == 5);
+    free(data);
+
+    /* pwrite patches a header after the body. */
+    CHECK_OK(tma_afile_open(path, &af));
+    CHECK_OK(tma_afile_write(af, "....body", 8));
+    CHECK(tma_afile_offset(af) == 8);
+    CHECK_OK(tma_afile_pwrite(af, "HEAD", 4, 0));
+    CHECK_OK(tma_afile_commit(af));
+    tma_mmap_t m = {0};
+    CHECK_OK(tma_mmap_open(path, &m));
+    CHECK(m.size == 8 && memcmp(m.data, "HEADbody", 8) == 0);
+    tma_mmap_close(&m);
+    CHECK(m.data == NULL);
+    CHECK(count_entries(dir) == 1);
+
+    CHECK_STATUS(tma_mmap_open("/nonexistent/x", &m), TMA_ERR_NOT_FOUND);
+    char *deep = tma_path_join(dir, "x/y/z");
+    CHECK_OK(tma_mkdir_p(deep));
+    CHECK_OK(tma_mkdir_p(deep));
+    CHECK(tma_dir_exists(deep));
+    CHECK(!tma_file_exists(deep));
+    char *sub = tma_path_join(dir, "x");
+    CHECK_OK(tma_remove_tree(sub));
+    CHECK(!tma_dir_exists(sub));
+    CHECK_OK(tma_remove_tree(sub));
+    free(sub);
+    free(deep);
+    free(path);
+    tma_test_cleanup_dir(dir);
+}
+
+static void test_json(void)
+{
+    cJSON *root;
+    const char *text = "{\"a\": 3, \"b\": 2.5, \"c\": \"x\", \"d\": true, \"e\": 1.5}";
+    CHECK_OK(tma_json_parse(text, strlen(text), "t", &root));
+    int64_t i;
+    double d;
+    const char *s;
+    int b;
+    CHECK_OK(tma_json_get_int(root, "a", 0, 0, 10, "t", &i));
+    CHECK(i == 3);
+    CHECK_OK(tma_json_get_int(root, "zz", 7, 0, 10, "t", &i));
+    CHECK(i == 7);
+    CHECK_STATUS(tma_json_get_int(root, "a", 0, 5, 10, "t", &i), TMA_ERR_CONFIG);
+    CHECK_STATUS(tma_json_get_int(root, "e", 0, 0, 10, "t", &i), TMA_ERR_CONFIG);
+    CHECK_STATUS(tma_json_get_int(root, "c", 0, 0, 10, "t", &i), TMA_ERR_CONFIG);
+    CHECK_OK(tma_json_get_double(root, "b", 0, 0, 10, "t", &d));
+    CHECK(d == 2.5);
+    CHECK_OK(tma_json_get_string(root, "c", NULL, "t", &s));
+    CHECK(strcmp(s, "x") == 0);
+    CHECK_STATUS(tma_json_get_string(root, "a", NULL, "t", &s), TMA_ERR_CONFIG);
+    CHECK_OK(tma_json_get_bool(root, "d", 0, "t", &b));
+    CHECK(b == 1);
+    static const char *const ok_keys[] = {"a", "b", "c", "d", "e", NULL};
+    static const char *const few_keys[] = {"a", NULL};
+    CHECK_OK(tma_json_check_keys(root, ok_keys, "t"));
+    CHECK_STATUS(tma_json_check_keys(root, few_keys, "t"), TMA_ERR_CONFIG);
+    cJSON_Delete(root);
+    CHECK_STATUS(tma_json_parse("{\"a\":", 5, "t", &root), TMA_ERR_CONFIG);
+    CHECK_STATUS(tma_json_parse("{} x", 4, "t", &root), TMA_ERR_CONFIG);
+    CHECK_STATUS(tma_json_parse("", 0, "t", &root), TMA_ERR_CONFIG);
+
+    CHECK(tma_parse_i64("123", &i) == 0 && i == 123);
+    CHECK(tma_parse_i64("12x", &i) != 0);
+    CHECK(tma_parse_i64("", &i) != 0);
+    CHECK(tma_parse_i64("99999999999999999999", &i) != 0);
+    CHECK(tma_parse_double("0.25", &d) == 0 && d == 0.25);
+    CHECK(tma_parse_double("nan", &d) != 0);
+    CHECK(tma_parse_double("1e", &d) != 0);
+}
+
+int main(void)
+{
+    test_status();
+    test_rng();
+    test_crc();
+    test_files();
+    test_json();
+    return tma_test_done();
+}

@@ -1,0 +1,188 @@
+/* test_tmag.c: the .tmag format: round trip, and refusal of truncated,
+ * corrupted and inconsistent files. */
+#include "tma_test.h"
+#include "tma_graph.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A small graph: a ring of n nodes plus chords, 2 validation and 1 test edge
+ * (removed from the ring), 3 negatives each. */
+static tma_graph_t *make_graph(void)
+{
+    tma_graph_t *g;
+    CHECK_OK(tma_graph_create(&g));
+    const int64_t n = 10;
+    /* training edges: ring i-(i+1) for i=0..9 except (0,1),(2,3),(4,5) held out */
+    int64_t adj[10][10];
+    int deg[10] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = (i + 1) % n;
+        if ((i == 0 || i == 2 || i == 4))
+            continue;
+        adj[i][deg[i]++] = j;
+        adj[j][deg[j]++] = i;
+    }
+    int64_t *indptr = tma_graph_alloc(g, (n + 1) * 8);
+    int64_t m2 = 0;
+    for (int i = 0; i < n; i++)
+        m2 += deg[i];
+    int64_t *indices = tma_graph_alloc(g, m2 * 8);
+    indptr[0] = 0;
+    for (int i = 0; i < n; i++) {
+        /* sort row */
+        for (int a = 0; a < deg[i]; a++)
+            for (int b = a + 1; b < deg[i]; b++)
+                if (adj[i][b] < adj[i][a]) {
+                    int64_t t = adj[i][a];
+                    adj[i][a] = adj[i][b];
+                    adj[i][b] = t;
+                }
+        memcpy(indices + indptr[i], adj[i], deg[i] * 8);
+        indptr[i + 1] = indptr[i] + deg[i];
+    }
+    g->num_nodes = n;
+    g->num_train_edges = m2 / 2;
+    g->num_edges = m2 / 2 + 3;
+    g->indptr = indptr;
+    g->indices = indices;
+    g->feature_dim = 3;
+    float *f = tma_graph_alloc(g, n * 3 * 4);
+    for (int i = 0; i < n * 3; i++)
+        f[i] = (float)i * 0.5f;
+    g->features = f;
+    int32_t *lab = tma_graph_alloc(g, n * 4);
+    for (int i = 0; i < n; i++)
+        lab[i] = i % 2;
+    g->labels = lab;
+    g->num_classes = 2;
+    int64_t *ve = tma_graph_alloc(g, 4 * 8), *te = tma_graph_alloc(g, 2 * 8);
+    ve[0] = 0; ve[1] = 1; ve[2] = 2; ve[3] = 3;
+    te[0] = 4; te[1] = 5;
+    g->val_edges = ve;
+    g->test_edges = te;
+    g->num_val = 2;
+    g->num_test = 1;
+    g->num_negatives = 3;
+    int64_t *vn = tma_graph_alloc(g, 6 * 8), *tn = tma_graph_alloc(g, 3 * 8);
+    int64_t vneg[6] = {5, 6, 7, 6, 7, 8}, tneg[3] = {7, 8, 1};
+    memcpy(vn, vneg, sizeof vneg);
+    memcpy(tn, tneg, sizeof tneg);
+    g->val_neg = vn;
+    g->test_neg = tn;
+    g->split_seed = 99;
+    return g;
+}
+
+static void write_bytes(const char *path, const void *p, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    CHECK(write(fd, p, n) == (ssize_t)n);
+    close(fd);
+}
+
+int main(void)
+{
+    tma_log_set_level(TMA_LOG_ERROR);
+    char *dir = tma_test_tmpdir("tmag");
+    char *path = tma_path_join(dir, "g.tmag");
+    tma_graph_t *g = make_graph();
+    CHECK_OK(tma_graph_write(g, path));
+    CHECK(g->graph_id != 0);
+
+    tma_graph_t *r;
+    CHECK_OK(tma_graph_open(path, 0, &r));
+    CHECK(r->num_nodes == g->num_nodes && r->num_train_edges == g->num_train_edges);
+    CHECK(r->num_edges == g->num_edges && r->feature_dim == 3 && r->num_classes == 2);
+    CHECK(memcmp(r->indptr, g->indptr, (g->num_nodes + 1) * 8) == 0);
+    CHECK(memcmp(r->indices, g->indices, 2 * g->num_train_edges * 8) == 0);
+    CHECK(memcmp(r->features, g->features, g->num_nodes * 3 * 4) == 0);
+    CHECK(memcmp(r->labels, g->labels, g->num_nodes * 4) == 0);
+    CHECK(memcmp(r->val_edges, g->val_edges, 4 * 8) == 0);
+    CHECK(memcmp(r->test_neg, g->test_neg, 3 * 8) == 0);
+    CHECK(r->graph_id == g->graph_id && r->split_seed == 99 && r->kind == TMA_GRAPH_FULL);
+    CHECK(tma_graph_has_edge(r, 1, 2) && !tma_graph_has_edge(r, 0, 1));
+    cJSON *info = tma_graph_info_json(r);
+    CHECK(cJSON_GetObjectItem(info, "nodes")->valuedouble == 10);
+    CHECK(cJSON_IsTrue(cJSON_GetObjectItem(info, "has_labels")));
+    cJSON_Delete(info);
+    tma_graph_destroy(r);
+
+    /* The content id depends on the content. */
+    float *f = (float *)g->features;
+    uint64_t id0 = tma_graph_content_id(g);
+    f[0] = 42.0f;
+    CHECK(tma_graph_content_id(g) != id0);
+
+    /* Corruption and truncation are refused with the right status. */
+    char *bytes;
+    size_t len;
+    CHECK_OK(tma_file_read_all(path, &bytes, &len));
+    char *bad = tma_path_join(dir, "bad.tmag");
+    for (size_t cut = 0; cut < len; cut += len / 7 + 1) {
+        write_bytes(bad, bytes, cut);
+        CHECK_MSG(tma_graph_open(bad, 0, &r) != TMA_OK, "truncated at %zu opened", cut);
+    }
+    write_bytes(bad, bytes, len - 1);
+    CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_FORMAT);
+    bytes[4100] ^= 1; /* inside the row pointer section */
+    write_bytes(bad, bytes, len);
+    CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_CHECKSUM);
+    bytes[4100] ^= 1;
+    bytes[40] ^= 1; /* header */
+    write_bytes(bad, bytes, len);
+    CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_CHECKSUM);
+    bytes[40] ^= 1;
+    bytes[0] = 'X';
+    write_bytes(bad, bytes, len);
+    CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_FORMAT);
+    write_bytes(bad, "", 0);
+    CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_FORMAT);
+    CHECK_STATUS(tma_graph_open("/nonexistent.tmag", 0, &r), TMA_ERR_NOT_FOUND);
+    free(bytes);
+
+    /* Broken graphs are refused before anything is written. */
+    int64_t *ind = (int64_t *)g->indices;
+    int64_t keep = ind[0];
+    ind[0] = 99;
+    CHECK_STATUS(tma_graph_write(g, bad), TMA_ERR_FORMAT);
+    ind[0] = keep;
+    int64_t *vn = (int64_t *)g->val_neg;
+    vn[0] = 1; /* head of val edge 0 is node 0; node 1 is fine */
+    CHECK_OK(tma_graph_validate(g, "g"));
+    vn[0] = 0; /* the head itself */
+    CHECK_STATUS(tma_graph_validate(g, "g"), TMA_ERR_FORMAT);
+    vn[0] = 9; /* a training neighbour of node 0 */
+    CHECK_STATUS(tma_graph_validate(g, "g"), TMA_ERR_FORMAT);
+    vn[0] = 5;
+    int64_t *ve = (int64_t *)g->val_edges;
+    ve[0] = 1; ve[1] = 2; /* a training edge as a validation edge */
+    CHECK_STATUS(tma_graph_validate(g, "g"), TMA_ERR_FORMAT);
+    ve[0] = 0; ve[1] = 1;
+    CHECK_OK(tma_graph_validate(g, "g"));
+
+    /* A shard round-trips with its global ids. */
+    g->kind = TMA_GRAPH_SHARD;
+    g->num_val = g->num_test = 0;
+    g->shard_index = 1;
+    g->num_shards = 3;
+    int64_t *gid = tma_graph_alloc(g, g->num_nodes * 8);
+    for (int64_t i = 0; i < g->num_nodes; i++)
+        gid[i] = 100 + i;
+    g->global_ids = gid;
+    g->graph_id = 1234;
+    CHECK_OK(tma_graph_write(g, path));
+    CHECK_OK(tma_graph_open(path, 0, &r));
+    CHECK(r->kind == TMA_GRAPH_SHARD && r->shard_index == 1 && r->num_shards == 3);
+    CHECK(r->global_ids[3] == 103 && r->graph_id == 1234);
+    tma_graph_destroy(r);
+
+    tma_graph_destroy(g);
+    free(bad);
+    free(path);
+    tma_test_cleanup_dir(dir);
+    return tma_test_done();
+}

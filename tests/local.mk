@@ -1,0 +1,15 @@
+# tests/: every test runs through tests/harness.sh (time limit, leftover-process check).
+TEST_EXTENSIONS = .sh .py
+LOG_COMPILER = $(top_builddir)/tests/harness.sh
+SH_LOG_COMPILER = $(top_builddir)/tests/harness.sh
+PY_LOG_COMPILER = $(top_builddir)/tests/harness.sh
+EXTRA_DIST += tests/harness.sh.in tests/lib.sh
+
+# Small helpers shared by the C tests.
+check_LIBRARIES = tests/libtma_test.a
+tests_libtma_test_a_SOURCES = tests/tma_test.c tests/tma_test.h
+
+TMA_TEST_LDADD = tests/libtma_test.a $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+
+include tests/common/local.mk
+include tests/graph/local.mk
