@@ -62,6 +62,48 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv);
 } cli_command_t;
 
+/* ------------------------------------------------------------------ child processes (proc.c) */
+
+#include <sys/types.h>
+
+typedef struct cli_proc {
+    char name[64];
+    pid_t pid;
+    int running;
+    int status; /* waitpid status once it has exited */
+} cli_proc_t;
+
+/* Starts argv[0] (PATH search) with stdout/stderr appended to log_path (or
+ * inherited when NULL), in its own process group, killed if the launcher dies.
+ * TMA_ERR_NOT_FOUND when the program does not exist. */
+tma_status_t cli_proc_spawn(cli_proc_t *p, const char *name, char *const argv[], const char *log_path);
+/* 1 while running; reaps it otherwise. */
+int cli_proc_poll(cli_proc_t *p);
+/* Exit code once ended (128 + signal for a signal), -1 while running. */
+int cli_proc_exit_code(const cli_proc_t *p);
+void cli_proc_signal(cli_proc_t *p, int sig);
+/* Waits up to timeout seconds; 1 if it ended. */
+int cli_proc_wait(cli_proc_t *p, double timeout);
+/* SIGTERM, then SIGKILL after `grace` seconds; reaps it. */
+void cli_proc_stop(cli_proc_t *p, double grace);
+/* A currently free TCP port on host (IPv4 literal). */
+tma_status_t cli_free_port(const char *host, int *port_p);
+
+/* ------------------------------------------------------------------ private etcd (etcd_local.c) */
+
+typedef struct cli_etcd {
+    cli_proc_t proc;
+    char data_dir[1024];
+    char client_url[64]; /* http://127.0.0.1:PORT */
+} cli_etcd_t;
+
+/* Starts a one-member etcd on free loopback ports with data in data_dir and
+ * waits until it is healthy (30 s).  TMA_ERR_NOT_FOUND, with a message naming
+ * the package, when the etcd program is missing. */
+tma_status_t cli_etcd_start(cli_etcd_t *e, const char *data_dir, const char *log_path);
+/* Stops it and removes its data directory unless keep_data. */
+void cli_etcd_stop(cli_etcd_t *e, int keep_data);
+
 /* The subcommands, one file each. */
 int cli_cmd_info(int argc, char **argv);
 
