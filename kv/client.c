@@ -10,7 +10,9 @@
  * when it is idempotent (KV_CALL_RETRY), or when etcd answered that it
  * refused it before applying (no leader, too many requests).  When every
  * endpoint refused the connection in a row the call fails at once with
- * TMA_ERR_UNAVAILABLE instead of spinning until its deadline.
+ * TMA_ERR_UNAVAILABLE instead of spinning until its deadline.  An idempotent
+ * call gives each attempt at most half of the request timeout (at least
+ * 1 s), so one stuck member cannot use up the whole deadline.
  */
 #include "kv_int.h"
 
@@ -411,6 +413,7 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
 {
     size_t n = kv->n_endpoints;
     size_t ep = kv_endpoint_current(kv);
+    size_t at = ep; /* the endpoint of the attempt being judged */
     size_t refused = 0;
     int refreshed = 0;
     double backoff = 0.02;
@@ -424,9 +427,10 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
             /* "Unavailable" answers until the end mean the cluster could not
              * serve; anything else is a plain timeout. */
             tma_status_t st = last == TMA_ERR_UNAVAILABLE ? TMA_ERR_UNAVAILABLE : TMA_ERR_TIMEOUT;
-            log_failure(flags, st, kv->endpoints[ep], path, last_what);
+            log_failure(flags, st, kv->endpoints[at], path, last_what);
             return st;
         }
+        at = ep;
         if (want_auth) {
             pthread_mutex_lock(&kv->auth_mu);
             int have = kv->token != NULL;
@@ -441,7 +445,13 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
         tma_status_t st = kv_conn_prepare(kv, c, ep, path, flags, &gen);
         if (st != TMA_OK)
             return st;
-        long left_ms = (long)ceil(left * 1000.0);
+        /* An idempotent call gives one attempt at most half its time: a
+         * request stuck on a member (a proposal sent to a leader that just
+         * died waits for etcd's own 5 s timeout) is then sent elsewhere. */
+        double attempt = left;
+        if (flags & KV_CALL_RETRY)
+            attempt = TMA_MIN(left, TMA_MAX(1.0, kv->request_timeout_s / 2));
+        long left_ms = (long)ceil(attempt * 1000.0);
         curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, left_ms);
         curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS,
                          TMA_MAX(1L, TMA_MIN(left_ms, (long)(kv->connect_timeout_s * 1000.0))));
@@ -470,12 +480,12 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
                 if (err.status == TMA_ERR_PERMISSION || err.status == TMA_ERR_MALFORMED ||
                     err.status == TMA_ERR_INVALID || err.status == TMA_ERR_UNAVAILABLE ||
                     err.status == TMA_ERR_TIMEOUT)
-                    log_failure(flags, err.status, kv->endpoints[ep], path, err.message);
+                    log_failure(flags, err.status, kv->endpoints[at], path, err.message);
                 return err.status;
             }
             last = err.status;
             snprintf(last_what, sizeof(last_what), "%s", err.message);
-            tma_log_debug(KV_COMP, "%s%s: %s; trying the next endpoint", kv->endpoints[ep], path,
+            tma_log_debug(KV_COMP, "%s%s: %s; trying the next endpoint", kv->endpoints[at], path,
                           err.message);
             refused = 0;
             kv_endpoint_advance(kv, ep);
@@ -486,7 +496,7 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
         }
 
         if (cc == CURLE_WRITE_ERROR && c->write_status != TMA_OK) {
-            log_failure(flags, c->write_status, kv->endpoints[ep], path,
+            log_failure(flags, c->write_status, kv->endpoints[at], path,
                         c->write_status == TMA_ERR_NOMEM ? "out of memory for the answer"
                                                          : "the answer is too large");
             return c->write_status;
@@ -494,7 +504,7 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
         st = kv_curl_status(cc, c->errbuf);
         const char *why = c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc);
         if (st == TMA_ERR_PERMISSION || st == TMA_ERR_NOMEM || st == TMA_ERR_INVALID) {
-            log_failure(flags, st, kv->endpoints[ep], path, why);
+            log_failure(flags, st, kv->endpoints[at], path, why);
             return st;
         }
         /* Bytes of the request went out: the server may have acted on it. */
@@ -505,17 +515,17 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
         int sent = req_size > 0 || sent_bytes > 0;
         last = st;
         snprintf(last_what, sizeof(last_what), "%s", why);
-        tma_log_debug(KV_COMP, "%s%s: %s%s", kv->endpoints[ep], path, why,
+        tma_log_debug(KV_COMP, "%s%s: %s%s", kv->endpoints[at], path, why,
                       sent ? " (after sending)" : "");
         kv_endpoint_advance(kv, ep);
         if (sent && !(flags & KV_CALL_RETRY)) {
-            log_failure(flags, st, kv->endpoints[ep], path, why);
+            log_failure(flags, st, kv->endpoints[at], path, why);
             return st;
         }
         ep = (ep + 1) % n;
         if (!sent && (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)) {
             if (++refused >= n) {
-                log_failure(flags, TMA_ERR_UNAVAILABLE, kv->endpoints[ep], path,
+                log_failure(flags, TMA_ERR_UNAVAILABLE, kv->endpoints[at], path,
                             n > 1 ? "every endpoint refused the connection" : why);
                 return TMA_ERR_UNAVAILABLE;
             }
@@ -564,8 +574,6 @@ tma_status_t kv_auth_refresh(tma_kv_t *kv, uint64_t gen)
         token = NULL;
         kv->token_gen++;
         tma_log_debug(KV_COMP, "authenticated as '%s'", kv->user);
-    } else if (st == TMA_ERR_PERMISSION) {
-        tma_log_error(KV_COMP, "etcd refused user '%s': wrong user name or password", kv->user);
     }
 out:
     free(token);

@@ -462,14 +462,22 @@ tma_status_t tma_kv_parse_error(long http_code, const char *body, size_t len, tm
     snippet[k] = '\0';
     snprintf(err->message, sizeof(err->message), "HTTP %ld with %s%s%s", http_code,
              len ? "an unexpected body: " : "an empty body", snippet, len > k ? "..." : "");
-    if (http_code == 401 || http_code == 403)
+    if (http_code == 401 || http_code == 403) {
         err->status = TMA_ERR_PERMISSION;
-    else if (http_code == 408 || http_code == 504)
+    } else if (len >= 20 && memmem(body, len, "CommonName of client", 20)) {
+        /* etcd 3.4's gateway, with auth enabled, refuses client certificates
+         * that have a Common Name. */
+        snprintf(err->message, sizeof(err->message),
+                 "etcd refuses a client certificate with a Common Name on its JSON gateway "
+                 "while authentication is enabled; use a certificate without a CN");
+        err->status = TMA_ERR_PERMISSION;
+    } else if (http_code == 408 || http_code == 504) {
         err->status = TMA_ERR_TIMEOUT;
-    else if (http_code >= 500 && http_code <= 599)
+    } else if (http_code >= 500 && http_code <= 599) {
         err->status = TMA_ERR_UNAVAILABLE;
-    else
+    } else {
         err->status = TMA_ERR_MALFORMED;
+    }
     return err->status;
 }
 

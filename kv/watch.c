@@ -38,9 +38,11 @@ struct tma_kv_watch {
     /* The current stream, reset by stream_once(). */
     long http_code;
     int got_created;
+    int outage;            /* the stream broke and has not been re-created yet */
     int terminal;          /* a line ended the watch for good */
     int reauth;            /* the token went stale: authenticate and reconnect */
     tma_status_t line_err; /* why a line stopped the stream */
+    char why[1024];        /* what went wrong last, for the log */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -118,12 +120,18 @@ static int handle_line(tma_kv_watch_t *w, const char *p, size_t n)
             tma_log_error(KV_COMP, "watch %s: malformed line from etcd (%zu bytes)", w->key.data, n);
         else if (err.token_invalid && w->kv->user)
             w->reauth = 1;
+        if (st != TMA_ERR_MALFORMED)
+            snprintf(w->why, sizeof(w->why), "%s", err.message);
         else if (st == TMA_ERR_PERMISSION || st == TMA_ERR_COMPACTED)
             w->terminal = 1;
         return -1;
     }
     if (r.created && !r.canceled) {
         w->got_created = 1;
+        if (w->outage)
+            tma_log_info(KV_COMP, "watch %s: re-created at %s, resuming at revision %lld",
+                         w->key.data, w->conn->url.data, (long long)w->next_rev);
+        w->outage = 0;
         if (w->next_rev == 0)
             w->next_rev = r.revision + 1; /* "from now": after the revision it was created at */
         if (get_state(w) == W_STARTING)
@@ -144,6 +152,8 @@ static int handle_line(tma_kv_watch_t *w, const char *p, size_t n)
     if (r.canceled) {
         st = cancel_status(w, &r);
         w->line_err = st;
+        snprintf(w->why, sizeof(w->why), "etcd cancelled the watch: %.500s",
+                 r.cancel_reason[0] ? r.cancel_reason : "no reason given");
         if (!w->reauth) {
             w->terminal = 1;
             if (st == TMA_ERR_CANCELLED)
@@ -226,6 +236,7 @@ static tma_status_t stream_once(tma_kv_watch_t *w, size_t ep, double start_deadl
     w->terminal = 0;
     w->reauth = 0;
     w->line_err = TMA_OK;
+    snprintf(w->why, sizeof(w->why), "%.500s/v3/watch: the stream ended", kv->endpoints[ep]);
     kv_buf_clear(&w->line);
     kv_buf_clear(&c->resp);
     c->errbuf[0] = '\0';
@@ -260,7 +271,8 @@ static tma_status_t stream_once(tma_kv_watch_t *w, size_t ep, double start_deadl
         if (!running)
             break;
         int timeout_ms = 1000;
-        if (start_deadline > 0) {
+        /* The start deadline bounds the creation only, never the stream. */
+        if (start_deadline > 0 && !w->got_created) {
             double left = start_deadline - tma_clock_now();
             if (left <= 0) {
                 cc = CURLE_OPERATION_TIMEDOUT;
@@ -287,8 +299,9 @@ static tma_status_t stream_once(tma_kv_watch_t *w, size_t ep, double start_deadl
         *refused_p = req_size == 0 && (cc == CURLE_COULDNT_CONNECT ||
                                        cc == CURLE_COULDNT_RESOLVE_HOST);
         st = kv_curl_status(cc, c->errbuf);
-        tma_log_debug(KV_COMP, "watch %s: %s%s: %s", w->key.data, kv->endpoints[ep], "/v3/watch",
-                      c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc));
+        snprintf(w->why, sizeof(w->why), "%.500s/v3/watch: %.300s", kv->endpoints[ep],
+                 c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc));
+        tma_log_debug(KV_COMP, "watch %s: %s", w->key.data, w->why);
         return st;
     }
     if (w->http_code != 200 && w->http_code != 0) {
@@ -298,8 +311,8 @@ static tma_status_t stream_once(tma_kv_watch_t *w, size_t ep, double start_deadl
             w->reauth = 1;
         else if (st == TMA_ERR_PERMISSION || st == TMA_ERR_INVALID || st == TMA_ERR_MALFORMED)
             w->terminal = 1;
-        tma_log_debug(KV_COMP, "watch %s: %s/v3/watch: %s", w->key.data, kv->endpoints[ep],
-                      err.message);
+        snprintf(w->why, sizeof(w->why), "%.500s/v3/watch: %.300s", kv->endpoints[ep], err.message);
+        tma_log_debug(KV_COMP, "watch %s: %s", w->key.data, w->why);
         return st;
     }
     /* Handle a last line that had no newline. */
@@ -352,16 +365,16 @@ static void *watch_main(void *arg)
     size_t ep = kv_endpoint_current(kv);
     size_t refused = 0;
     double backoff = 0.05;
-    int outage = 0;
     tma_status_t last = TMA_ERR_TIMEOUT;
 
     while (!stopped(w)) {
-        int starting = get_state(w) == W_STARTING;
         int was_refused = 0;
         uint64_t gen = 0;
-        tma_status_t st = stream_once(w, ep, starting ? start_deadline : 0, &was_refused, &gen);
+        tma_status_t st = stream_once(w, ep, get_state(w) == W_STARTING ? start_deadline : 0,
+                                      &was_refused, &gen);
         if (stopped(w))
             break;
+        int starting = get_state(w) == W_STARTING; /* still not created */
         if (w->terminal) {
             if (starting)
                 set_state(w, W_DONE, st);
@@ -370,11 +383,7 @@ static void *watch_main(void *arg)
             break;
         }
         if (w->got_created) {
-            /* The stream worked for a while: the outage, if any, is over. */
-            if (outage)
-                tma_log_info(KV_COMP, "watch %s: reconnected to %s", w->key.data,
-                             kv->endpoints[ep]);
-            outage = 0;
+            /* The stream worked for a while: start counting failures afresh. */
             refused = 0;
             backoff = 0.05;
         }
@@ -385,7 +394,7 @@ static void *watch_main(void *arg)
         }
         if (st == TMA_ERR_PERMISSION || st == TMA_ERR_NOMEM || st == TMA_ERR_INVALID) {
             /* Retrying will not help: wrong credentials, TLS refused, a bug. */
-            tma_log_error(KV_COMP, "watch %s: %s", w->key.data, tma_status_str(st));
+            tma_log_error(KV_COMP, "watch %s: %s (%s)", w->key.data, w->why, tma_status_str(st));
             if (starting)
                 set_state(w, W_DONE, st);
             else
@@ -408,11 +417,11 @@ static void *watch_main(void *arg)
             }
             continue;
         }
-        if (!outage)
+        if (!w->outage)
             tma_log_warn(KV_COMP,
-                         "watch %s: stream lost (%s); reconnecting and resuming at revision %lld",
-                         w->key.data, tma_status_str(st), (long long)w->next_rev);
-        outage = 1;
+                         "watch %s: stream lost: %s (%s); reconnecting, resuming at revision %lld",
+                         w->key.data, w->why, tma_status_str(st), (long long)w->next_rev);
+        w->outage = 1;
         /* A pause only after every endpoint failed in turn. */
         if (refused == 0 || refused % n == 0) {
             pause_for(w, backoff);

@@ -156,6 +156,8 @@ void tma_test_tls_make(const char *dir, tma_test_tls_t *tls)
     tls->server_key = xprintf("%s/server.key", dir);
     tls->client_cert = xprintf("%s/client.pem", dir);
     tls->client_key = xprintf("%s/client.key", dir);
+    tls->client_cn_cert = xprintf("%s/client-cn.pem", dir);
+    tls->client_cn_key = xprintf("%s/client-cn.key", dir);
     tls->other_ca = xprintf("%s/other-ca.pem", dir);
     char *ext_srv = xprintf("%s/server.ext", dir), *ext_cli = xprintf("%s/client.ext", dir);
     FILE *f = fopen(ext_srv, "w");
@@ -178,9 +180,13 @@ void tma_test_tls_make(const char *dir, tma_test_tls_t *tls)
         xprintf("cd '%s' && openssl req %s -keyout server.key -out server.csr -subj /CN=127.0.0.1 "
                 "&& openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
                 "-out server.pem -days 2 -extfile server.ext", dir, key),
-        xprintf("cd '%s' && openssl req %s -keyout client.key -out client.pem.csr "
-                "-subj /CN=tma-test-client && openssl x509 -req -in client.pem.csr -CA ca.pem "
+        xprintf("cd '%s' && openssl req %s -keyout client.key -out client.csr "
+                "-subj /O=tma-test && openssl x509 -req -in client.csr -CA ca.pem "
                 "-CAkey ca.key -CAcreateserial -out client.pem -days 2 -extfile client.ext",
+                dir, key),
+        xprintf("cd '%s' && openssl req %s -keyout client-cn.key -out client-cn.csr "
+                "-subj /CN=tma-test-client && openssl x509 -req -in client-cn.csr -CA ca.pem "
+                "-CAkey ca.key -CAcreateserial -out client-cn.pem -days 2 -extfile client.ext",
                 dir, key),
     };
     for (size_t i = 0; i < TMA_ARRAY_LEN(cmds); i++) {
@@ -200,6 +206,8 @@ void tma_test_tls_free(tma_test_tls_t *tls)
     free(tls->server_key);
     free(tls->client_cert);
     free(tls->client_key);
+    free(tls->client_cn_cert);
+    free(tls->client_cn_key);
     free(tls->other_ca);
     memset(tls, 0, sizeof(*tls));
 }

@@ -20,8 +20,11 @@ typedef struct tma_test_tls {
     char *ca;          /* the CA that signed the server and client certificates */
     char *server_cert; /* for 127.0.0.1 / localhost, server and client auth */
     char *server_key;
-    char *client_cert; /* CN=tma-test-client */
+    char *client_cert; /* no Common Name (O=tma-test): etcd 3.4's gateway refuses
+                          client certificates with one once auth is enabled */
     char *client_key;
+    char *client_cn_cert; /* CN=tma-test-client */
+    char *client_cn_key;
     char *other_ca;    /* an unrelated CA: verifying the server with it must fail */
 } tma_test_tls_t;
 

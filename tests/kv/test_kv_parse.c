@@ -278,6 +278,8 @@ static void test_errors(void)
         {404, "404 page not found\n", TMA_ERR_MALFORMED, 0, 0},
         {401, "", TMA_ERR_PERMISSION, 0, 0},
         {200, "{}", TMA_ERR_MALFORMED, 0, 0},
+        {400, "CommonName of client sending a request against gateway will be ignored and not "
+              "used as expected\n", TMA_ERR_PERMISSION, 0, 0},
         {500, "{\"code\":99,\"message\":\"x\"}", TMA_ERR_UNAVAILABLE, 0, 0},
     };
     for (size_t i = 0; i < TMA_ARRAY_LEN(cases); i++) {
