@@ -41,6 +41,7 @@ struct tma_kv_watch {
     int outage;            /* the stream broke and has not been re-created yet */
     int terminal;          /* a line ended the watch for good */
     int reauth;            /* the token went stale: authenticate and reconnect */
+    int denials;           /* "permission denied" cancels since the last good creation */
     tma_status_t line_err; /* why a line stopped the stream */
     char why[1024];        /* what went wrong last, for the log */
 
@@ -92,8 +93,14 @@ static tma_status_t cancel_status(tma_kv_watch_t *w, const tma_kv_watch_resp_t *
     const char *why = r->cancel_reason;
     if (r->compact_revision > 0)
         return TMA_ERR_COMPACTED;
-    if (strstr(why, "permission denied"))
+    if (strstr(why, "permission denied")) {
+        /* etcd says "permission denied" for a stale token too (one from
+         * before an auth change), so a client with credentials logs in
+         * again once before it believes the denial. */
+        if (w->kv->user && w->denials++ == 0)
+            w->reauth = 1;
         return TMA_ERR_PERMISSION;
+    }
     if (w->kv->user && (strstr(why, "auth token") || strstr(why, "user name is empty") ||
                         strstr(why, "revision of auth store is old"))) {
         w->reauth = 1;
@@ -128,6 +135,7 @@ static int handle_line(tma_kv_watch_t *w, const char *p, size_t n)
     }
     if (r.created && !r.canceled) {
         w->got_created = 1;
+        w->denials = 0;
         if (w->outage)
             tma_log_info(KV_COMP, "watch %s: re-created at %s, resuming at revision %lld",
                          w->key.data, w->conn->url.data, (long long)w->next_rev);
@@ -247,8 +255,10 @@ static tma_status_t stream_once(tma_kv_watch_t *w, size_t ep, double start_deadl
         pthread_mutex_unlock(&kv->auth_mu);
         if (!have) {
             tma_status_t st = kv_auth_refresh(kv, 0);
-            if (st != TMA_OK)
+            if (st != TMA_OK) {
+                snprintf(w->why, sizeof(w->why), "could not log in as user '%.200s'", kv->user);
                 return st;
+            }
         }
     }
     if (build_request(w) != 0)
@@ -391,6 +401,7 @@ static void *watch_main(void *arg)
             st = kv_auth_refresh(kv, gen);
             if (st == TMA_OK)
                 continue;
+            snprintf(w->why, sizeof(w->why), "could not log in again as user '%.200s'", kv->user);
         }
         if (st == TMA_ERR_PERMISSION || st == TMA_ERR_NOMEM || st == TMA_ERR_INVALID) {
             /* Retrying will not help: wrong credentials, TLS refused, a bug. */

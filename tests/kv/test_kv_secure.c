@@ -117,13 +117,26 @@ static void test_auth(void)
               (unsigned long long)gen);
     CHECK(kvt_wait_events(&rec, 1, 10));
     CHECK(rec.end_status == TMA_OK);
+
+    /* Any change to users or roles makes every token issued before it
+     * stale.  A restart then makes the watch reconnect with its stale token
+     * (etcd answers "permission denied"): it and the next call must log in
+     * again by themselves. */
+    CHECK(tma_test_etcdctl(etcd, "--user", "root:rootpw", "user", "add", "bob:bpw", NULL) == 0);
+    tma_test_etcd_restart(etcd, 0);
+    gen = kv->token_gen;
+    int64_t rev = 0;
+    CHECK_OK(tma_kv_put(kv, "/tma/job/members/3", "up", 2, 0, &rev));
+    CHECK(kv->token_gen > gen);
+    CHECK_MSG(kvt_wait_events(&rec, 2, 15), "the watch did not come back after the restart");
+    CHECK(rec.end_status == TMA_OK && rec.n >= 2 && rec.ev[rec.n - 1].mod_revision == rev);
     tma_kv_watch_stop(w);
     kvt_recorder_free(&rec);
 
     /* Taking the role away applies at once, to a client already logged in. */
     CHECK(tma_test_etcdctl(etcd, "--user", "root:rootpw", "user", "revoke-role", "alice", "trainer",
                            NULL) == 0);
-    CHECK_STATUS(tma_kv_put(kv, "/tma/job/members/3", "up", 2, 0, NULL), TMA_ERR_PERMISSION);
+    CHECK_STATUS(tma_kv_put(kv, "/tma/job/members/4", "up", 2, 0, NULL), TMA_ERR_PERMISSION);
     tma_kv_destroy(kv);
 
     kv = connect_as(tls.ca, 1, "alice", "wrong");
