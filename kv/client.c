@@ -320,13 +320,15 @@ tma_status_t kv_conn_prepare(tma_kv_t *kv, kv_conn_t *c, size_t ep, const char *
         return TMA_ERR_NOMEM;
     curl_easy_setopt(c->curl, CURLOPT_URL, c->url.data);
 
-    int want_auth = kv->user && !(flags & KV_CALL_NO_AUTH);
+    /* Without a token yet the request goes out bare; etcd then asks for one. */
+    int want_auth = 0;
     uint64_t gen = 0;
     char *token = NULL;
-    if (want_auth) {
+    if (kv->user && !(flags & KV_CALL_NO_AUTH)) {
         pthread_mutex_lock(&kv->auth_mu);
         gen = kv->token_gen;
-        if (kv->token && (!c->headers || !c->headers_auth || c->headers_gen != gen))
+        want_auth = kv->token != NULL;
+        if (want_auth && (!c->headers || !c->headers_auth || c->headers_gen != gen))
             token = tma_strdup_printf("Authorization: %s", kv->token);
         pthread_mutex_unlock(&kv->auth_mu);
     }

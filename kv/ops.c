@@ -379,6 +379,21 @@ static tma_status_t guarded_put(tma_kv_t *kv, const tma_kv_cmp_t *cmp, const cha
     return tma_kv_txn(kv, &txn, res_p);
 }
 
+/* A put guarded by one compare: TMA_ERR_COMPARE_FAILED when it did not hold. */
+static tma_status_t swap(tma_kv_t *kv, const tma_kv_cmp_t *cmp, const void *value, size_t value_len,
+                         int64_t lease, int64_t *revision_p)
+{
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof(res));
+    tma_status_t st = guarded_put(kv, cmp, cmp->key, value, value_len, lease, 0, &res);
+    if (st == TMA_OK && !res.succeeded)
+        st = TMA_ERR_COMPARE_FAILED;
+    if (st == TMA_OK && revision_p)
+        *revision_p = res.revision;
+    tma_kv_result_free(&res);
+    return st;
+}
+
 tma_status_t tma_kv_cas(tma_kv_t *kv, const char *key, int64_t expected_mod_revision,
                         const void *value, size_t value_len, int64_t lease, int64_t *revision_p)
 {
@@ -386,15 +401,7 @@ tma_status_t tma_kv_cas(tma_kv_t *kv, const char *key, int64_t expected_mod_revi
         return TMA_ERR_INVALID;
     const tma_kv_cmp_t cmp = {.key = key, .target = TMA_KV_CMP_MOD, .op = TMA_KV_EQUAL,
                               .number = expected_mod_revision};
-    tma_kv_result_t res;
-    memset(&res, 0, sizeof(res));
-    tma_status_t st = guarded_put(kv, &cmp, key, value, value_len, lease, 0, &res);
-    if (st == TMA_OK && !res.succeeded)
-        st = TMA_ERR_COMPARE_FAILED;
-    if (st == TMA_OK && revision_p)
-        *revision_p = res.revision;
-    tma_kv_result_free(&res);
-    return st;
+    return swap(kv, &cmp, value, value_len, lease, revision_p);
 }
 
 tma_status_t tma_kv_cas_value(tma_kv_t *kv, const char *key, const void *expected,
@@ -405,15 +412,7 @@ tma_status_t tma_kv_cas_value(tma_kv_t *kv, const char *key, const void *expecte
         return TMA_ERR_INVALID;
     const tma_kv_cmp_t cmp = {.key = key, .target = TMA_KV_CMP_VALUE, .op = TMA_KV_EQUAL,
                               .value = expected, .value_len = expected_len};
-    tma_kv_result_t res;
-    memset(&res, 0, sizeof(res));
-    tma_status_t st = guarded_put(kv, &cmp, key, value, value_len, lease, 0, &res);
-    if (st == TMA_OK && !res.succeeded)
-        st = TMA_ERR_COMPARE_FAILED;
-    if (st == TMA_OK && revision_p)
-        *revision_p = res.revision;
-    tma_kv_result_free(&res);
-    return st;
+    return swap(kv, &cmp, value, value_len, lease, revision_p);
 }
 
 tma_status_t tma_kv_put_if_absent(tma_kv_t *kv, const char *key, const void *value,

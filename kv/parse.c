@@ -503,6 +503,22 @@ static tma_status_t unwrap_stream(const cJSON *root, const cJSON **inner, tma_kv
     return TMA_OK;
 }
 
+/* Parses one answer of a streaming endpoint: *root_p (to delete) and the
+ * message inside it.  A stream's error object is returned as its status. */
+static tma_status_t open_stream_message(const char *body, size_t len, tma_kv_error_t *err,
+                                        cJSON **root_p, const cJSON **inner_p)
+{
+    *root_p = parse_body(body, len);
+    if (!*root_p)
+        return TMA_ERR_MALFORMED;
+    tma_status_t st = unwrap_stream(*root_p, inner_p, err);
+    if (st != TMA_OK) {
+        cJSON_Delete(*root_p);
+        *root_p = NULL;
+    }
+    return st;
+}
+
 /* ------------------------------------------------------------------ results */
 
 #define KV_MAX_TXN_DEPTH 8
@@ -624,15 +640,13 @@ out:
 
 tma_status_t tma_kv_parse_lease(const char *body, size_t len, tma_kv_lease_resp_t *out_p)
 {
-    cJSON *root = parse_body(body, len);
-    if (!root)
-        return TMA_ERR_MALFORMED;
+    cJSON *root;
+    const cJSON *inner;
+    tma_status_t st = open_stream_message(body, len, NULL, &root, &inner);
+    if (st != TMA_OK)
+        return st;
     tma_kv_lease_resp_t out;
     memset(&out, 0, sizeof(out));
-    const cJSON *inner = NULL;
-    tma_status_t st = unwrap_stream(root, &inner, NULL);
-    if (st != TMA_OK)
-        goto done;
     st = TMA_ERR_MALFORMED;
     if (parse_header(inner, &out.revision) != 0 || js_i64(inner, "ID", &out.id) != 0 ||
         js_i64(inner, "TTL", &out.ttl) != 0 || js_i64(inner, "grantedTTL", &out.granted_ttl) != 0)
@@ -677,15 +691,13 @@ static int parse_event(const cJSON *obj, kv_arena_t **arena, tma_kv_event_t *ev)
 tma_status_t tma_kv_parse_watch(const char *line, size_t len, kv_arena_t **arena,
                                 tma_kv_watch_resp_t *out_p, tma_kv_error_t *err)
 {
-    cJSON *root = parse_body(line, len);
-    if (!root)
-        return TMA_ERR_MALFORMED;
+    cJSON *root;
+    const cJSON *inner;
+    tma_status_t st = open_stream_message(line, len, err, &root, &inner);
+    if (st != TMA_OK)
+        return st;
     tma_kv_watch_resp_t out;
     memset(&out, 0, sizeof(out));
-    const cJSON *inner = NULL;
-    tma_status_t st = unwrap_stream(root, &inner, err);
-    if (st != TMA_OK)
-        goto done;
     st = TMA_ERR_MALFORMED;
     if (parse_header(inner, &out.revision) != 0 || js_i64(inner, "watch_id", &out.watch_id) != 0 ||
         js_i64(inner, "compact_revision", &out.compact_revision) != 0 ||
