@@ -20,6 +20,12 @@ enum { W_STARTING = 0, W_RUNNING = 1, W_DONE = 2 };
 /* One line of a watch stream may not grow past this. */
 #define KV_MAX_WATCH_LINE ((size_t)256 << 20)
 
+/* A quiet stream may sit on a member that hangs (its kernel keeps the
+ * connection open) or that lost its cluster (it gets no new events): after
+ * this many seconds of silence the watch asks that member a quorum read, and
+ * moves to another member when it gets no answer. */
+#define KV_WATCH_PROBE_AFTER 5.0
+
 struct tma_kv_watch {
     tma_kv_t *kv;
     struct tma_kv_watch *next; /* in kv->watches, under kv->watch_mu */
@@ -39,6 +45,7 @@ struct tma_kv_watch {
     long http_code;
     int got_created;
     int outage;            /* the stream broke and has not been re-created yet */
+    double last_rx;        /* when the stream last brought bytes */
     int terminal;          /* a line ended the watch for good */
     int reauth;            /* the token went stale: authenticate and reconnect */
     int denials;           /* "permission denied" cancels since the last good creation */
@@ -181,6 +188,7 @@ static size_t watch_write(char *p, size_t size, size_t nmemb, void *ud)
     size_t n = size * nmemb;
     if (stopped(w))
         return 0;
+    w->last_rx = tma_clock_now();
     if (w->http_code == 0)
         curl_easy_getinfo(w->conn->curl, CURLINFO_RESPONSE_CODE, &w->http_code);
     if (w->http_code != 200) {
@@ -230,6 +238,48 @@ static int build_request(tma_kv_watch_t *w)
     return bad || kv_buf_adds(b, "}}");
 }
 
+/* 1 when member ep answers a quorum read (of the watched key's count) in
+ * time; any answer but "unavailable" or a timeout counts. */
+static int probe_member(tma_kv_watch_t *w, size_t ep)
+{
+    tma_kv_t *kv = w->kv;
+    kv_conn_t *c = kv_conn_get(kv);
+    if (!c)
+        return 1;
+    int alive = 1;
+    uint64_t gen;
+    if (kv_buf_adds(&c->req, "{\"key\":\"") == 0 &&
+        kv_buf_add_b64(&c->req, w->key.data, w->key.len) == 0 &&
+        kv_buf_adds(&c->req, "\",\"count_only\":true}") == 0 &&
+        kv_conn_prepare(kv, c, ep, "/v3/kv/range", 0, &gen) == TMA_OK) {
+        long ms = (long)(TMA_MAX(1.0, kv->request_timeout_s / 2) * 1000.0);
+        curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, ms);
+        curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
+        kv_buf_clear(&c->resp);
+        c->errbuf[0] = '\0';
+        CURLcode cc = curl_easy_perform(c->curl);
+        long code = 0;
+        const char *why = c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc);
+        if (cc == CURLE_OK) {
+            curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
+            if (code != 200) {
+                tma_kv_error_t err;
+                tma_status_t st = tma_kv_parse_error(code, c->resp.data, c->resp.len, &err);
+                alive = st != TMA_ERR_UNAVAILABLE && st != TMA_ERR_TIMEOUT;
+                if (!alive)
+                    snprintf(w->why, sizeof(w->why), "%.500s: a quorum read failed: %.300s",
+                             kv->endpoints[ep], err.message);
+            }
+        } else {
+            alive = 0;
+            snprintf(w->why, sizeof(w->why), "%.500s did not answer a quorum read: %.300s",
+                     kv->endpoints[ep], why);
+        }
+    }
+    kv_conn_put(kv, c);
+    return alive;
+}
+
 /* Runs one stream against endpoint ep until it ends.  Returns why it ended:
  * TMA_OK (etcd closed it, or stop), a transport status, or the status of a
  * line or error answer; *refused_p says the connection was refused. */
@@ -274,12 +324,23 @@ static tma_status_t stream_once(tma_kv_watch_t *w, size_t ep, double start_deadl
     curl_multi_add_handle(w->multi, c->curl);
 
     CURLcode cc = CURLE_OK;
-    int running = 1;
+    int running = 1, probe_failed = 0;
+    double last_probe = tma_clock_now();
+    w->last_rx = last_probe;
     while (running && !stopped(w)) {
         if (curl_multi_perform(w->multi, &running) != CURLM_OK)
             break;
         if (!running)
             break;
+        double now = tma_clock_now();
+        if (w->got_created && now - w->last_rx > KV_WATCH_PROBE_AFTER &&
+            now - last_probe > KV_WATCH_PROBE_AFTER) {
+            last_probe = now;
+            if (!probe_member(w, ep)) {
+                probe_failed = 1;
+                break;
+            }
+        }
         int timeout_ms = 1000;
         /* The start deadline bounds the creation only, never the stream. */
         if (start_deadline > 0 && !w->got_created) {
@@ -303,6 +364,8 @@ static tma_status_t stream_once(tma_kv_watch_t *w, size_t ep, double start_deadl
         return TMA_OK;
     if (w->line_err != TMA_OK || w->terminal || w->reauth)
         return w->line_err != TMA_OK ? w->line_err : TMA_ERR_PERMISSION;
+    if (probe_failed)
+        return TMA_ERR_TIMEOUT;
     if (cc != CURLE_OK) {
         long req_size = 0;
         curl_easy_getinfo(c->curl, CURLINFO_REQUEST_SIZE, &req_size);

@@ -10,6 +10,7 @@
 #include "kv_test_util.h"
 #include "tma_test_etcd.h"
 
+#include <signal.h>
 #include <string.h>
 
 static tma_test_etcd_t *etcd;
@@ -75,6 +76,33 @@ static void failover_round(tma_kv_t *kv, kvt_recorder_t *r, int victim, const ch
     CHECK(kv_endpoint_current(kv) != (size_t)victim);
 }
 
+/* A member that hangs (SIGSTOP) keeps its connections open, so nothing
+ * breaks: a watch on it notices by its liveness probe and moves on. */
+static void test_hung_member(tma_kv_t *kv)
+{
+    int hung = (int)(kv_endpoint_current(kv) + 1) % 3;
+    char eps[512];
+    snprintf(eps, sizeof(eps), "%s,%s,%s", tma_test_etcd_endpoint(etcd, hung),
+             tma_test_etcd_endpoint(etcd, (hung + 1) % 3), tma_test_etcd_endpoint(etcd, (hung + 2) % 3));
+    tma_kv_t *pinned = kvt_connect(eps, 5); /* starts on the member about to hang */
+    kvt_recorder_t r;
+    kvt_recorder_init(&r);
+    tma_kv_watch_t *w = NULL;
+    tma_kv_watch_opts_t wo = {.flags = TMA_KV_PREFIX};
+    CHECK_OK(tma_kv_watch_start(pinned, "/c/h/", &wo, kvt_recorder_fn, &r, &w));
+    tma_log_info("test", "stopping member %d (%s) under a watch", hung,
+                 tma_test_etcd_endpoint(etcd, hung));
+    kill(tma_test_etcd_pid(etcd, hung), SIGSTOP);
+    int64_t rev = 0;
+    CHECK_OK(tma_kv_put(kv, "/c/h/x", "x", 1, 0, &rev));
+    struct seen s = {&r, rev};
+    CHECK_MSG(tma_test_wait_for(seen_fn, &s, 30), "the watch stayed on the hung member");
+    kill(tma_test_etcd_pid(etcd, hung), SIGCONT);
+    tma_kv_watch_stop(w);
+    tma_kv_destroy(pinned);
+    kvt_recorder_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     tma_test_under_valgrind(argc, argv);
@@ -108,6 +136,7 @@ int main(int argc, char **argv)
     /* Again with whichever member serves now. */
     in_use = kv_endpoint_current(kv);
     failover_round(kv, &r, (int)in_use, "/c/b-");
+    tma_test_etcd_restart(etcd, (int)in_use);
 
     /* The kept lease (TTL 3 s) lived through both failovers. */
     while (tma_clock_now() - t0 < 7.0) {
@@ -118,20 +147,18 @@ int main(int argc, char **argv)
     CHECK_OK(tma_kv_lease_revoke(kv, lease));
     CHECK(!kvt_exists(kv, "/m/member-1"));
 
+    test_hung_member(kv);
+
     /* Two of three down: no quorum, so no write can commit before the deadline. */
-    int other = -1;
-    for (int i = 0; i < 3; i++) {
-        if (i != (int)in_use && tma_test_etcd_pid(etcd, i) > 0)
-            other = i;
-    }
-    CHECK(other >= 0);
-    tma_test_etcd_kill(etcd, other);
+    int a = (int)kv_endpoint_current(kv), b = (a + 1) % 3;
+    tma_test_etcd_kill(etcd, a);
+    tma_test_etcd_kill(etcd, b);
     tma_kv_t *quick = kvt_connect(tma_test_etcd_endpoints(etcd), 1.0);
     tma_status_t st = tma_kv_put(quick, "/c/no-quorum", "x", 1, 0, NULL);
     CHECK_MSG(st == TMA_ERR_TIMEOUT || st == TMA_ERR_UNAVAILABLE, "without quorum: %s",
               tma_status_str(st));
-    tma_test_etcd_restart(etcd, (int)in_use);
-    tma_test_etcd_restart(etcd, other);
+    tma_test_etcd_restart(etcd, a);
+    tma_test_etcd_restart(etcd, b);
     CHECK_OK(tma_kv_put(quick, "/c/quorum", "x", 1, 0, NULL));
     tma_kv_destroy(quick);
 
