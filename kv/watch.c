@@ -130,12 +130,16 @@ static int handle_line(tma_kv_watch_t *w, const char *p, size_t n)
     tma_status_t st = tma_kv_parse_watch(p, n, &w->arena, &r, &err);
     if (st != TMA_OK) {
         w->line_err = st;
-        if (st == TMA_ERR_MALFORMED)
+        if (st == TMA_ERR_MALFORMED) {
+            /* Reconnect: a fresh stream starts clean. */
             tma_log_error(KV_COMP, "watch %s: malformed line from etcd (%zu bytes)", w->key.data, n);
-        else if (err.token_invalid && w->kv->user)
+            snprintf(w->why, sizeof(w->why), "a malformed line from etcd");
+            return -1;
+        }
+        /* The stream itself failed ({"error":...}). */
+        snprintf(w->why, sizeof(w->why), "%s", err.message);
+        if (w->kv->user && (err.token_invalid || (st == TMA_ERR_PERMISSION && w->denials++ == 0)))
             w->reauth = 1;
-        if (st != TMA_ERR_MALFORMED)
-            snprintf(w->why, sizeof(w->why), "%s", err.message);
         else if (st == TMA_ERR_PERMISSION || st == TMA_ERR_COMPACTED)
             w->terminal = 1;
         return -1;

@@ -27,3 +27,7 @@ check_PROGRAMS += tests/kv/test_kv_secure
 tests_kv_test_kv_secure_SOURCES = tests/kv/test_kv_secure.c $(KV_TEST_UTIL)
 tests_kv_test_kv_secure_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/kv/test_kv_secure
+
+# The etcd helpers in tests/lib.sh for shell tests.
+dist_check_SCRIPTS += tests/kv/test_etcd_helper.sh
+TESTS += tests/kv/test_etcd_helper.sh
