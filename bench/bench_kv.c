@@ -1,12 +1,12 @@
 /*
- * kv_bench.c: latency of the etcd client, one request at a time, against a
+ * bench_kv.c: latency of the etcd client, one request at a time, against a
  * running etcd: put, get, txn (a compare-and-swap) and watch delivery (from
  * issuing a put to the watcher's callback).  With --etcdctl it also runs
  * `etcdctl watch` (etcd's own tool, over gRPC) in one process on the same
  * keys and times when each event line reaches this program, side by side
  * with this client's watch on the very same puts.
  *
- *   kv_bench --endpoints http://127.0.0.1:2379 [-n 2000] [--etcdctl /usr/bin/etcdctl]
+ *   bench_kv --endpoints http://127.0.0.1:2379 [-n 2000] [--etcdctl /usr/bin/etcdctl]
  *
  * Prints one line per measurement: name, count, mean, p50, p90, p99, max (µs).
  */
@@ -49,7 +49,7 @@ static void report(const char *name, uint64_t *ns, int n)
 
 static void die_st(const char *what, tma_status_t st)
 {
-    fprintf(stderr, "kv_bench: %s: %s\n", what, tma_status_str(st));
+    fprintf(stderr, "bench_kv: %s: %s\n", what, tma_status_str(st));
     exit(1);
 }
 
@@ -163,12 +163,12 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--etcdctl") == 0 && i + 1 < argc)
             etcdctl = argv[++i];
         else {
-            fprintf(stderr, "usage: kv_bench --endpoints URLS [-n N] [--etcdctl PATH]\n");
+            fprintf(stderr, "usage: bench_kv --endpoints URLS [-n N] [--etcdctl PATH]\n");
             return 2;
         }
     }
     if (!endpoints || n < 10 || n > 1000000) {
-        fprintf(stderr, "usage: kv_bench --endpoints URLS [-n N>=10] [--etcdctl PATH]\n");
+        fprintf(stderr, "usage: bench_kv --endpoints URLS [-n N>=10] [--etcdctl PATH]\n");
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -249,7 +249,7 @@ int main(int argc, char **argv)
         snprintf(key, sizeof(key), "%s%d", WATCH_PREFIX, 0);
         while (!arrived(&theirs, 0)) {
             if (tma_clock_now() > deadline) {
-                fprintf(stderr, "kv_bench: etcdctl watch shows nothing\n");
+                fprintf(stderr, "bench_kv: etcdctl watch shows nothing\n");
                 return 1;
             }
             tma_kv_put(kv, key, value, sizeof(value), 0, NULL);
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
         double deadline = tma_clock_now() + 10;
         while (!arrived(&mine, i) || (etcdctl && !arrived(&theirs, i))) {
             if (tma_clock_now() > deadline) {
-                fprintf(stderr, "kv_bench: event %d never arrived\n", i);
+                fprintf(stderr, "bench_kv: event %d never arrived\n", i);
                 return 1;
             }
             usleep(20);

@@ -1,12 +1,12 @@
 #!/bin/bash
-# kv_bench.sh: latency of the tma etcd client next to etcd's own tooling,
+# bench_kv.sh: latency of the tma etcd client next to etcd's own tooling,
 # in one run, against one private single-member etcd (data folder on tmpfs
 # unless BENCH_TMPDIR says otherwise).
 #
-#   cd _build && make bench/kv_bench && ../bench/kv_bench.sh [N]      (N: requests per row, default 2000)
+#   cd _build && make bench/bench_kv && ../bench/bench_kv.sh [N]      (N: requests per row, default 2000)
 #
 # What is compared, and how:
-#  1. bench/kv_bench: this client (libcurl + cJSON over etcd's JSON gateway),
+#  1. bench/bench_kv: this client (libcurl + cJSON over etcd's JSON gateway),
 #     one request at a time: put, get, txn (compare-and-swap), prefix range
 #     of 100 keys, and watch delivery (issuing a put -> the event in the
 #     callback), with `etcdctl watch` (gRPC, one process) timed on the very
@@ -21,8 +21,8 @@ set -u
 N=${1:-2000}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${TMA_BUILDDIR:-$PWD}
-BENCH=$BUILD/bench/kv_bench
-[ -x "$BENCH" ] || { echo "build it first: make bench/kv_bench (in the build folder)" >&2; exit 2; }
+BENCH=$BUILD/bench/bench_kv
+[ -x "$BENCH" ] || { echo "build it first: make bench/bench_kv (in the build folder)" >&2; exit 2; }
 export TMPDIR=${BENCH_TMPDIR:-/dev/shm}
 export TMA_ETCD=${TMA_ETCD:-$(command -v etcd)}
 export TMA_ETCDCTL=${TMA_ETCDCTL:-$(command -v etcdctl)}
@@ -35,7 +35,7 @@ echo "# $(date -u +%F) $(uname -m), $(nproc) cores, $(grep -m1 'model name' /pro
 echo "# $("$TMA_ETCD" --version | head -1), $(curl --version | head -1 | cut -d' ' -f1-2), data on $TMPDIR, N=$N"
 echo
 echo "## 1. tma kv client (and etcdctl watch on the same puts)"
-"$BENCH" --endpoints "$E" -n "$N" --etcdctl "$TMA_ETCDCTL" || fail "kv_bench failed"
+"$BENCH" --endpoints "$E" -n "$N" --etcdctl "$TMA_ETCDCTL" || fail "bench_kv failed"
 
 b() { printf %s "$1" | base64 -w0; }
 VAL=$(b "$(printf 'v%.0s' $(seq 64))")
