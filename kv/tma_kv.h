@@ -12,9 +12,9 @@
  * creates a client (the tma program does so in main()).  Two background kinds
  * of thread exist: one lease keeper per client (started by the first
  * tma_kv_lease_keep()) and one thread per watch.  Callbacks run on those
- * threads; they may call any function of this header except where noted, and
- * they should be cheap (set a flag, push to a queue), because the next event
- * of that watch, or the next keep-alive of that client, waits for them.
+ * threads; they may call any function of this header but tma_kv_destroy(),
+ * and they should be cheap (set a flag, push to a queue), because the next
+ * event of that watch, or the next keep-alive of that client, waits for them.
  *
  * Statuses.  Every call returns TMA_OK or one of:
  *   TMA_ERR_UNAVAILABLE     no endpoint could serve the request (all refused
@@ -107,7 +107,8 @@ typedef enum {
 } tma_kv_op_type_t;
 
 /* The answer to one operation.  Zero it before first use; the memory it
- * points to is its own until tma_kv_result_free(). */
+ * points to is its own until tma_kv_result_free().  A call that fills a
+ * result overwrites it without freeing: free a result before reusing it. */
 typedef struct tma_kv_result {
     tma_kv_op_type_t type;
     int64_t revision;  /* the store's revision when the operation was applied */
@@ -283,7 +284,8 @@ tma_status_t tma_kv_lease_keep(tma_kv_t *kv, int64_t lease, tma_kv_lease_lost_fn
                                void *arg);
 
 /* Stops renewing a lease (it then expires after its TTL).  TMA_ERR_NOT_FOUND
- * when it was not kept.  Once this returns, its lost_fn is not called. */
+ * when it was not kept (or was just lost: its lost_fn may be running).  Once
+ * this returns TMA_OK, its lost_fn is never called. */
 tma_status_t tma_kv_lease_keep_stop(tma_kv_t *kv, int64_t lease);
 
 /* ------------------------------------------------------------------ watches */
