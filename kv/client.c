@@ -17,6 +17,7 @@
 #include "kv_int.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -312,6 +313,34 @@ double kv_deadline(const tma_kv_t *kv)
 
 /* ------------------------------------------------------------------ requests */
 
+CURLcode kv_perform(CURL *curl)
+{
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    CURLcode cc = curl_easy_perform(curl);
+    if (!sigismember(&old, SIGPIPE)) {
+        /* Swallow a SIGPIPE this transfer raised before unblocking. */
+        sigset_t pending;
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            sigtimedwait(&pipe_set, NULL, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    return cc;
+}
+
+void kv_thread_block_sigpipe(void)
+{
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+}
+
 tma_status_t kv_conn_prepare(tma_kv_t *kv, kv_conn_t *c, size_t ep, const char *path,
                              unsigned flags, uint64_t *gen_p)
 {
@@ -460,7 +489,7 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
         kv_buf_clear(&c->resp);
         c->write_status = TMA_OK;
         c->errbuf[0] = '\0';
-        CURLcode cc = curl_easy_perform(c->curl);
+        CURLcode cc = kv_perform(c->curl);
 
         if (cc == CURLE_OK) {
             long code = 0;

@@ -187,6 +187,13 @@ tma_status_t kv_auth_refresh(tma_kv_t *kv, uint64_t gen);
 void kv_endpoint_advance(tma_kv_t *kv, size_t ep);
 size_t kv_endpoint_current(tma_kv_t *kv);
 
+/* curl_easy_perform() with SIGPIPE blocked in the calling thread (a peer
+ * that closed a TLS connection must not kill the program; the signal
+ * disposition is the program's, so it is not touched). */
+CURLcode kv_perform(CURL *curl);
+/* Blocks SIGPIPE for the rest of a thread the library owns. */
+void kv_thread_block_sigpipe(void);
+
 /* Maps a libcurl failure to a status. */
 tma_status_t kv_curl_status(CURLcode cc, const char *errbuf);
 /* The deadline of a call starting now. */

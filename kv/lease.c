@@ -177,6 +177,7 @@ static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds)
 static void *keeper_main(void *arg)
 {
     tma_kv_t *kv = arg;
+    kv_thread_block_sigpipe();
     pthread_mutex_lock(&kv->lease_mu);
     while (!kv->keeper_stop) {
         /* The entry due first. */

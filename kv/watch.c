@@ -261,7 +261,7 @@ static int probe_member(tma_kv_watch_t *w, size_t ep)
         curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
         kv_buf_clear(&c->resp);
         c->errbuf[0] = '\0';
-        CURLcode cc = curl_easy_perform(c->curl);
+        CURLcode cc = kv_perform(c->curl);
         long code = 0;
         const char *why = c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc);
         if (cc == CURLE_OK) {
@@ -437,6 +437,7 @@ static void *watch_main(void *arg)
     tma_kv_watch_t *w = arg;
     tma_kv_t *kv = w->kv;
     w->self = pthread_self();
+    kv_thread_block_sigpipe();
     double start_deadline = kv_deadline(kv);
     size_t n = kv->n_endpoints;
     size_t ep = kv_endpoint_current(kv);
