@@ -11,7 +11,7 @@
  * refused it before applying (no leader, too many requests).  When every
  * endpoint refused the connection in a row the call fails at once with
  * TMA_ERR_UNAVAILABLE instead of spinning until its deadline.  An idempotent
- * call gives each attempt at most half of the request timeout (at least
+ * call gives each attempt at most a third of the request timeout (at least
  * 1 s), so one stuck member cannot use up the whole deadline.
  */
 #include "kv_int.h"
@@ -476,12 +476,13 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
         tma_status_t st = kv_conn_prepare(kv, c, ep, path, flags, &gen);
         if (st != TMA_OK)
             return st;
-        /* An idempotent call gives one attempt at most half its time: a
-         * request stuck on a member (a proposal sent to a leader that just
-         * died waits for etcd's own 5 s timeout) is then sent elsewhere. */
+        /* An idempotent call gives one attempt at most a third of its time:
+         * a request stuck on a member (a hung member, or a proposal sent to a
+         * leader that just died, which waits for etcd's own 5 s timeout) is
+         * then sent to the others in turn. */
         double attempt = left;
         if (flags & KV_CALL_RETRY)
-            attempt = TMA_MIN(left, TMA_MAX(1.0, kv->request_timeout_s / 2));
+            attempt = TMA_MIN(left, TMA_MAX(1.0, kv->request_timeout_s / 3));
         long left_ms = (long)ceil(attempt * 1000.0);
         curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, left_ms);
         curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS,

@@ -256,7 +256,7 @@ static int probe_member(tma_kv_watch_t *w, size_t ep)
         kv_buf_add_b64(&c->req, w->key.data, w->key.len) == 0 &&
         kv_buf_adds(&c->req, "\",\"count_only\":true}") == 0 &&
         kv_conn_prepare(kv, c, ep, "/v3/kv/range", 0, &gen) == TMA_OK) {
-        long ms = (long)(TMA_MAX(1.0, kv->request_timeout_s / 2) * 1000.0);
+        long ms = (long)(TMA_MAX(1.0, kv->request_timeout_s / 3) * 1000.0);
         curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, ms);
         curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, ms);
         kv_buf_clear(&c->resp);
