@@ -10,6 +10,7 @@
  *
  * Prints one line per measurement: name, count, mean, p50, p90, p99, max (µs).
  */
+#include "kv_int.h" /* the parser, for the parse-only row */
 #include "tma_kv.h"
 
 #include <errno.h>
@@ -232,6 +233,34 @@ int main(int argc, char **argv)
         tma_kv_result_free(&r);
     }
     report("range (prefix, 100 keys)", ns, n);
+
+    /* The client's own share of a range: parsing an answer of 100 pairs
+     * shaped like the ones above (no network). */
+    kv_buf_t body = {0};
+    kv_buf_adds(&body, "{\"header\":{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":"
+                       "\"4000\",\"raft_term\":\"2\"},\"kvs\":[");
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "/bench/put/%d", i);
+        kv_buf_adds(&body, i ? ",{\"key\":\"" : "{\"key\":\"");
+        kv_buf_add_b64(&body, key, strlen(key));
+        kv_buf_addf(&body, "\",\"create_revision\":\"%d\",\"mod_revision\":\"%d\",\"version\":\"1\","
+                           "\"value\":\"", 100 + i, 100 + i);
+        kv_buf_add_b64(&body, value, sizeof(value));
+        kv_buf_adds(&body, "\"}");
+    }
+    kv_buf_adds(&body, "],\"more\":true,\"count\":\"2000\"}");
+    for (int i = 0; i < n; i++) {
+        tma_kv_result_t r = {0};
+        uint64_t t0 = tma_clock_ns();
+        if ((st = tma_kv_parse_result(TMA_KV_OP_RANGE, body.data, body.len, &r)) != TMA_OK)
+            die_st("parse", st);
+        ns[i] = tma_clock_ns() - t0;
+        tma_kv_result_free(&r);
+    }
+    char row[64];
+    snprintf(row, sizeof(row), "parse range answer (%zu kB)", body.len / 1000);
+    report(row, ns, n);
+    kv_buf_free(&body);
 
     /* Watch delivery: this client's watch and, with --etcdctl, etcdctl's,
      * both on every put of the same loop. */
