@@ -7,9 +7,11 @@ EXTRA_DIST += tests/harness.sh.in tests/lib.sh
 
 # Small helpers shared by the C tests.
 check_LIBRARIES = tests/libtma_test.a
-tests_libtma_test_a_SOURCES = tests/tma_test.c tests/tma_test.h
+tests_libtma_test_a_SOURCES = tests/tma_test.c tests/tma_test.h \
+	tests/tma_test_etcd.c tests/tma_test_etcd.h
 
 TMA_TEST_LDADD = tests/libtma_test.a $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 
 include tests/common/local.mk
 include tests/graph/local.mk
+include tests/kv/local.mk
