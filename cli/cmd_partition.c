@@ -92,8 +92,8 @@ int cli_cmd_partition(int argc, char **argv)
         printf("%.4f", r->label_tv);
     else
         printf("-");
-    printf("  feature_mean_dist %.4f  seconds %.3f (assign %.3f, shards %.3f)\n", r->feature_mean_dist,
-           r->seconds, r->seconds_assign, r->seconds_shards);
+    printf("  feature_mean_dist %.4f  seconds %.3f (assign %.3f, extract %.3f, write %.3f)\n",
+           r->feature_mean_dist, r->seconds, r->seconds_assign, r->seconds_extract, r->seconds_write);
     tma_partition_result_destroy(r);
     return CLI_EXIT_OK;
 }
