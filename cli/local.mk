@@ -3,3 +3,5 @@ bin_PROGRAMS += tma
 tma_SOURCES = cli/main.c cli/args.c cli/cli_int.h \
 	cli/cmd_info.c cli/proc.c cli/etcd_local.c
 tma_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+# The graph commands.
+tma_SOURCES += cli/cmd_import.c cli/cmd_gen.c cli/cmd_partition.c

@@ -11,6 +11,9 @@
 
 static const cli_command_t commands[] = {
     {"info", "print a .tmag graph's header, counts and statistics", cli_cmd_info},
+    {"import", "read a dataset (edge list, OGB raw, .npz) into a .tmag graph", cli_cmd_import},
+    {"gen", "generate a synthetic graph (sbm, rmat) into a .tmag graph", cli_cmd_gen},
+    {"partition", "cut a graph's training edges into shards (random, supernode:N, metis)", cli_cmd_partition},
 };
 
 static void print_usage(FILE *out)
