@@ -234,8 +234,7 @@ tma_status_t tma_transport_hello_decode(const void *payload, size_t len, const c
 }
 
 void tma_transport_frame_damage(unsigned char hdr[TMA_TRANSPORT_HEADER_BYTES],
-                                tma_transport_fault_t fault, size_t *hdr_len_p,
-                                size_t *send_len_p)
+                                tma_transport_fault_t fault, size_t *hdr_len_p, size_t *send_len_p)
 {
     switch (fault) {
     case TMA_TRANSPORT_FAULT_HEADER_BYTE:

@@ -103,7 +103,7 @@ uint64_t tma_transport_job_id(const char *job);
  * Sets f->crc.  Pure: no I/O, no allocation.
  */
 void tma_transport_frame_encode(tma_transport_frame_t *f, const void *payload, size_t len,
-                      unsigned char out[TMA_TRANSPORT_HEADER_BYTES]);
+                                unsigned char out[TMA_TRANSPORT_HEADER_BYTES]);
 
 /*
  * Decodes and validates a header: `len` bytes at `bytes` (fewer than 64 is a
@@ -115,21 +115,23 @@ void tma_transport_frame_encode(tma_transport_frame_t *f, const void *payload, s
  * NULL) set to a constant description.  Pure: reads only bytes[0..len).
  */
 tma_status_t tma_transport_frame_decode(const void *bytes, size_t len, uint64_t max_payload,
-                              tma_transport_frame_t *f_p, const char **why_p);
+                                        tma_transport_frame_t *f_p, const char **why_p);
 
 /* Checks a decoded frame's CRC against its payload (len = f->length bytes).
  * TMA_OK, or TMA_ERR_CHECKSUM. */
-tma_status_t tma_transport_frame_verify(const tma_transport_frame_t *f, const void *payload, size_t len);
+tma_status_t tma_transport_frame_verify(const tma_transport_frame_t *f, const void *payload,
+                                        size_t len);
 
 /* Hello payload: u32 flags (0), u16 job length, u16 token length, job, token.
  * encode writes at most TMA_TRANSPORT_HELLO_MAX bytes to out and returns the
  * length, or 0 when the job or token is too long or empty. */
-size_t tma_transport_hello_encode(const char *job, const char *token, unsigned char *out, size_t cap);
+size_t tma_transport_hello_encode(const char *job, const char *token, unsigned char *out,
+                                  size_t cap);
 /* Parses a hello payload; *job_p and *token_p point into `payload` (not NUL
  * terminated).  TMA_ERR_MALFORMED with *why_p on any inconsistency. */
 tma_status_t tma_transport_hello_decode(const void *payload, size_t len, const char **job_p,
-                              size_t *job_len_p, const char **token_p, size_t *token_len_p,
-                              const char **why_p);
+                                        size_t *job_len_p, const char **token_p,
+                                        size_t *token_len_p, const char **why_p);
 
 /* ------------------------------------------------------------------ configuration */
 
@@ -152,8 +154,8 @@ typedef enum {
  * bad frame), TMA_ERR_CLOSED (this transport is being destroyed). */
 typedef struct tma_transport_event {
     tma_transport_event_kind_t kind;
-    uint32_t peer;    /* the peer's member id */
-    char addr[64];    /* the peer's "host:port" as seen from here */
+    uint32_t peer; /* the peer's member id */
+    char addr[64]; /* the peer's "host:port" as seen from here */
     tma_status_t reason;
 } tma_transport_event_t;
 
@@ -259,8 +261,9 @@ tma_status_t tma_transport_send(tma_transport_t *t, uint32_t peer, const tma_tra
  * failure in peer order.
  */
 tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, size_t n,
-                                     const tma_transport_meta_t *meta, const float *data, size_t count,
-                                     tma_transport_mem_t mem, double timeout_s, tma_status_t *status_p);
+                                     const tma_transport_meta_t *meta, const float *data,
+                                     size_t count, tma_transport_mem_t mem, double timeout_s,
+                                     tma_status_t *status_p);
 
 /* ------------------------------------------------------------------ receiving */
 
@@ -269,20 +272,20 @@ tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, 
 
 typedef enum {
     TMA_TRANSPORT_MSG_TENSOR = 0, /* a tensor arrived (and passed its checksum) */
-    TMA_TRANSPORT_MSG_EVENT = 1,   /* a connection ended: see `event` */
+    TMA_TRANSPORT_MSG_EVENT = 1,  /* a connection ended: see `event` */
 } tma_transport_msg_kind_t;
 
 /* One received item.  Filled by tma_transport_recv; give it back with
  * tma_transport_msg_release. */
 typedef struct tma_transport_msg {
     tma_transport_msg_kind_t kind;
-    uint32_t peer;       /* sender's member id */
+    uint32_t peer;             /* sender's member id */
     tma_transport_meta_t meta; /* TMA_TRANSPORT_MSG_TENSOR */
-    float *data;         /* TMA_TRANSPORT_MSG_TENSOR: count values */
+    float *data;               /* TMA_TRANSPORT_MSG_TENSOR: count values */
     size_t count;
-    int in_place;           /* 1: data is the buffer given to tma_transport_post */
+    int in_place;                /* 1: data is the buffer given to tma_transport_post */
     tma_transport_event_t event; /* TMA_TRANSPORT_MSG_EVENT: the ended connection */
-    void *priv_;            /* private */
+    void *priv_;                 /* private */
 } tma_transport_msg_t;
 
 /*
@@ -311,11 +314,11 @@ tma_status_t tma_transport_post_cancel(tma_transport_t *t, float *buf, double ti
  * from `peer` (or TMA_TRANSPORT_ANY_PEER) with `tag` (or TMA_TRANSPORT_ANY_TAG): a tensor, whose
  * CRC this call checks (a tensor failing it is dropped, logged and its
  * sender flagged), or the end of a matching peer's connection (an event
- * matches any tag).  Items from one peer come in arrival order.
+ * matches any tag).  Items come in the order they finished arriving.
  * Errors: TMA_ERR_TIMEOUT, TMA_ERR_CLOSED.
  */
-tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag,
-                                double timeout_s, tma_transport_msg_t *msg_p);
+tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag, double timeout_s,
+                                tma_transport_msg_t *msg_p);
 
 /* Gives a received item's buffer back (to the pool, or ends the post).
  * Accepts a zeroed msg; zeroes it. */
@@ -326,16 +329,16 @@ void tma_transport_msg_release(tma_transport_t *t, tma_transport_msg_t *msg);
 typedef struct tma_transport_stats {
     uint64_t msgs_sent, bytes_sent;
     uint64_t msgs_received, bytes_received;
-    uint64_t frames_dropped;  /* bad frames and failed checksums */
-    uint64_t peers_refused;   /* hellos refused */
+    uint64_t frames_dropped; /* bad frames and failed checksums */
+    uint64_t peers_refused;  /* hellos refused */
     uint64_t peers_flagged;
-    uint32_t connections;     /* open (hello done) */
-    uint32_t endpoints;       /* UCX endpoints not yet released (any state) */
-    uint32_t tx_active;       /* sends handed to UCX and not complete */
-    uint32_t rx_active;       /* tensors arriving right now */
-    uint32_t rx_held;         /* arrivals waiting for a buffer */
-    uint32_t rx_queued;       /* items waiting for tma_transport_recv */
-    uint64_t pool_bytes;      /* bytes the receive pool holds */
+    uint32_t connections; /* open (hello done) */
+    uint32_t endpoints;   /* UCX endpoints not yet released (any state) */
+    uint32_t tx_active;   /* sends handed to UCX and not complete */
+    uint32_t rx_active;   /* tensors arriving right now */
+    uint32_t rx_held;     /* arrivals waiting for a buffer */
+    uint32_t rx_queued;   /* items waiting for tma_transport_recv */
+    uint64_t pool_bytes;  /* bytes the receive pool holds */
 } tma_transport_stats_t;
 
 void tma_transport_stats(tma_transport_t *t, tma_transport_stats_t *s_p);

@@ -24,6 +24,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -38,9 +39,9 @@
 
 #define AM_ID 17
 #define ACK_BYTES 8
-#define CLOSE_GRACE_S 5.0    /* a clean close that takes longer is forced */
-#define MAX_CONNS 4096       /* connections beyond this are rejected */
-#define IDLE_WAKE_MS 200     /* the progress thread looks at deadlines this often */
+#define CLOSE_GRACE_S 5.0 /* a clean close that takes longer is forced */
+#define MAX_CONNS 4096    /* connections beyond this are rejected */
+#define IDLE_WAKE_MS 200  /* the progress thread looks at deadlines this often */
 #define POOL_ALIGN 4096u
 
 #define DEFAULT_MAX_MESSAGE (4ull << 30)
@@ -68,18 +69,18 @@ typedef struct conn {
     uint64_t uid;
     conn_state_t state;
     close_stage_t close_stage;
-    int outgoing;      /* we connected */
-    int authed;        /* passed the hello; events are reported */
-    int bye_received;  /* the peer announced a clean close */
-    int ep_closed;     /* ucp_ep_close_nbx was called */
-    int held;          /* arrivals of this connection waiting for a buffer */
-    int doomed;        /* to be ended by the progress loop (see conn_doom) */
+    int outgoing;     /* we connected */
+    int authed;       /* passed the hello; events are reported */
+    int bye_received; /* the peer announced a clean close */
+    int ep_closed;    /* ucp_ep_close_nbx was called */
+    int held;         /* arrivals of this connection waiting for a buffer */
+    int doomed;       /* to be ended by the progress loop (see conn_doom) */
     tma_transport_event_kind_t doom_kind;
     tma_status_t doom_reason;
-    int refs;          /* 1 for the list + one per UCX request that names it */
+    int refs; /* 1 for the list + one per UCX request that names it */
     uint32_t peer;
     char addr[64];
-    double deadline;   /* hello or clean-close deadline; 0 none */
+    double deadline;    /* hello or clean-close deadline; 0 none */
     struct cmd *waiter; /* connect() or disconnect() waiting on this connection */
     /* Control frames (hello, ack, bye) stay here until UCX is done with them. */
     unsigned char ctl_hdr[TMA_TRANSPORT_HEADER_BYTES];
@@ -192,9 +193,9 @@ struct tma_transport {
     uint64_t pool_total;
     uint32_t *open_peers;
     size_t n_open, cap_open;
-    int retry;   /* a buffer was freed or posted: retry held arrivals */
+    int retry;        /* a buffer was freed or posted: retry held arrivals */
     int held_waiting; /* some arrival waits for a buffer */
-    int closing; /* destroy began */
+    int closing;      /* destroy began */
 
     /* Progress thread only. */
     conn_t *conns;
@@ -607,7 +608,8 @@ static void conn_close_ep(conn_t *c)
     c->ep_closed = 1;
     ucp_request_param_t p;
     memset(&p, 0, sizeof p);
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.flags = UCP_EP_CLOSE_FLAG_FORCE;
     p.cb.send = close_done_cb;
     p.user_data = c;
@@ -681,8 +683,9 @@ static void conn_finish(conn_t *c)
     if (c->waiter) {
         cmd_t *w = c->waiter;
         c->waiter = NULL;
-        tma_status_t st = w->kind == CMD_DISCONNECT ? TMA_OK
-                          : reason == TMA_ERR_PEER_FAILED ? TMA_ERR_UNAVAILABLE : reason;
+        tma_status_t st = w->kind == CMD_DISCONNECT       ? TMA_OK
+                          : reason == TMA_ERR_PEER_FAILED ? TMA_ERR_UNAVAILABLE
+                                                          : reason;
         cmd_complete(t, w, st);
     }
     conn_drop_held(c);
@@ -718,11 +721,14 @@ static void conn_flag(conn_t *c, tma_status_t reason, const char *why)
     STAT_ADD(t, frames_dropped, 1);
     if (c->authed) {
         STAT_ADD(t, peers_flagged, 1);
-        tma_log_error(COMP, "peer %u at %s sent a bad frame (%s): dropped it and disconnected the peer",
+        tma_log_error(COMP,
+                      "peer %u at %s sent a bad frame (%s): dropped it and disconnected the peer",
                       c->peer, c->addr, why);
     } else {
-        tma_log_error(COMP, "connection from %s sent a bad frame before its hello was accepted (%s): "
-                            "closed", c->addr, why);
+        tma_log_error(COMP,
+                      "connection from %s sent a bad frame before its hello was accepted (%s): "
+                      "closed",
+                      c->addr, why);
     }
     conn_doom(c, TMA_TRANSPORT_EV_FLAGGED, reason);
 }
@@ -798,6 +804,29 @@ static void control_header(tma_transport_t *t, tma_transport_frame_type_t type, 
     tma_transport_frame_encode(&f, payload, len, out);
 }
 
+/* At debug level, says which UCX transports carry a connection (the lanes
+ * of ucp_ep_print_info), e.g. "tcp/lo". */
+static void log_lanes(conn_t *c)
+{
+    if (tma_log_get_level() < TMA_LOG_DEBUG)
+        return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return;
+    ucp_ep_print_info(c->ep, f);
+    fclose(f);
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (strstr(line, "lane"))
+            tma_log_debug(COMP, "peer %u lanes: %s", c->peer, line + strspn(line, "# "));
+    }
+    free(buf);
+}
+
 /* A connection passed its hello: make it the one for its member id. */
 static void conn_open(conn_t *c)
 {
@@ -817,6 +846,7 @@ static void conn_open(conn_t *c)
     pthread_cond_broadcast(&t->rx_cond);
     pthread_mutex_unlock(&t->lock);
     tma_log_debug(COMP, "peer %u at %s connected", c->peer, c->addr);
+    log_lanes(c);
     emit_event(t, c, TMA_TRANSPORT_EV_CONNECTED, TMA_OK);
 }
 
@@ -963,8 +993,8 @@ static void rx_start(tma_transport_t *t, node_t *n, void *data, int held)
     }
     ucp_request_param_t p;
     memset(&p, 0, sizeof p);
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     p.cb.recv_am = rndv_done_cb;
     p.user_data = n;
     p.memory_type = UCS_MEMORY_TYPE_HOST;
@@ -1027,8 +1057,8 @@ static void retry_held(tma_transport_t *t)
     }
 }
 
-static void on_hello(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f, const void *data,
-                     size_t len)
+static void on_hello(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f,
+                     const void *data, size_t len)
 {
     const char *job, *token, *why = NULL;
     size_t jl, tl;
@@ -1051,7 +1081,8 @@ static void on_hello(tma_transport_t *t, conn_t *c, const tma_transport_frame_t 
     memcpy(c->ctl_payload, ack, ACK_BYTES);
     /* The ack carries the connector's job id, so that a refused peer of
      * another job reads the refusal rather than a frame of a foreign job. */
-    control_header(t, TMA_TRANSPORT_FRAME_HELLO_ACK, f->job_id, c->ctl_payload, ACK_BYTES, c->ctl_hdr);
+    control_header(t, TMA_TRANSPORT_FRAME_HELLO_ACK, f->job_id, c->ctl_payload, ACK_BYTES,
+                   c->ctl_hdr);
     conn_send_ctl(c, c->ctl_hdr, sizeof c->ctl_hdr, c->ctl_payload, ACK_BYTES);
     if (conn_gone(c))
         return;
@@ -1102,7 +1133,8 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, v
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     ucs_status_t drop = rndv ? UCS_ERR_REJECTED : UCS_OK;
     conn_t *c = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
-                    ? conn_by_ep(t, param->reply_ep) : NULL;
+                    ? conn_by_ep(t, param->reply_ep)
+                    : NULL;
     if (!c) {
         STAT_ADD(t, frames_dropped, 1);
         tma_log_warn(COMP, "dropped a frame from an unknown endpoint");
@@ -1237,7 +1269,8 @@ static void conn_request_cb(ucp_conn_request_h req, void *arg)
     }
 }
 
-/* ------------------------------------------------------------------ commands on the progress thread */
+/* ------------------------------------------------------------------ commands on the progress
+ * thread */
 
 static void do_connect(tma_transport_t *t, cmd_t *cmd)
 {
@@ -1273,7 +1306,8 @@ static void do_connect(tma_transport_t *t, cmd_t *cmd)
         conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
         return;
     }
-    size_t len = tma_transport_hello_encode(t->job, t->token, c->ctl_payload, sizeof c->ctl_payload);
+    size_t len =
+        tma_transport_hello_encode(t->job, t->token, c->ctl_payload, sizeof c->ctl_payload);
     control_header(t, TMA_TRANSPORT_FRAME_HELLO, t->job_id, c->ctl_payload, len, c->ctl_hdr);
     size_t hdr_len = sizeof c->ctl_hdr;
     if (cmd->fault == TMA_TRANSPORT_FAULT_PAYLOAD_BYTE)
@@ -1451,8 +1485,8 @@ static int check_deadlines(tma_transport_t *t)
             continue;
         if (now >= c->deadline) {
             if (c->state == CONN_HELLO_WAIT) {
-                tma_log_warn(COMP, "connection from %s sent no hello within %.1f s: closed", c->addr,
-                             t->hello_timeout);
+                tma_log_warn(COMP, "connection from %s sent no hello within %.1f s: closed",
+                             c->addr, t->hello_timeout);
                 conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_TIMEOUT);
             } else if (c->state == CONN_CONNECTING) {
                 tma_log_error(COMP, "no answer from %s within the connect timeout", c->addr);
@@ -1547,8 +1581,8 @@ static tma_status_t ucx_setup(tma_transport_t *t)
     }
     ucp_params_t params;
     memset(&params, 0, sizeof params);
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
-                        UCP_PARAM_FIELD_NAME;
+    params.field_mask =
+        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
     params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 0;
     params.name = "tma";
@@ -1620,9 +1654,9 @@ static tma_status_t listener_setup(tma_transport_t *t, const char *listen)
     format_sockaddr((struct sockaddr *)&la.sockaddr, sizeof la.sockaddr, t->listen_addr,
                     sizeof t->listen_addr);
     const struct sockaddr *bound = (const struct sockaddr *)&la.sockaddr;
-    t->listen_port = ntohs(bound->sa_family == AF_INET6
-                               ? ((const struct sockaddr_in6 *)bound)->sin6_port
-                               : ((const struct sockaddr_in *)bound)->sin_port);
+    t->listen_port =
+        ntohs(bound->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)bound)->sin6_port
+                                           : ((const struct sockaddr_in *)bound)->sin_port);
     tma_log_info(COMP, "member %u listening on %s", t->self_id, t->listen_addr);
     return TMA_OK;
 }
@@ -1632,12 +1666,15 @@ tma_status_t tma_transport_create(const tma_transport_config_t *cfg, tma_transpo
     tma_status_t st = TMA_OK;
     const char *token = cfg->token ? cfg->token : getenv("TMA_JOB_TOKEN");
     if (!cfg->job || !*cfg->job || strlen(cfg->job) > TMA_TRANSPORT_JOB_MAX) {
-        tma_log_error(COMP, "transport: the job name must have 1 to %d bytes", TMA_TRANSPORT_JOB_MAX);
+        tma_log_error(COMP, "transport: the job name must have 1 to %d bytes",
+                      TMA_TRANSPORT_JOB_MAX);
         return TMA_ERR_CONFIG;
     }
     if (!token || !*token || strlen(token) > TMA_TRANSPORT_TOKEN_MAX) {
-        tma_log_error(COMP, "transport: no job token (1 to %d bytes): set it in the job config or in "
-                            "the TMA_JOB_TOKEN environment variable", TMA_TRANSPORT_TOKEN_MAX);
+        tma_log_error(COMP,
+                      "transport: no job token (1 to %d bytes): set it in the job config or in "
+                      "the TMA_JOB_TOKEN environment variable",
+                      TMA_TRANSPORT_TOKEN_MAX);
         return TMA_ERR_CONFIG;
     }
     if (cfg->self_id == UINT32_MAX) {
@@ -1867,8 +1904,9 @@ static tma_status_t check_mem(tma_transport_mem_t mem, const char *what)
     if (mem == TMA_TRANSPORT_MEM_HOST)
         return TMA_OK;
     if (mem == TMA_TRANSPORT_MEM_CUDA) {
-        tma_log_error(COMP, "%s: CUDA memory is not supported yet (this UCX cannot send device "
-                            "memory; staging through host memory comes with the CUDA backend)",
+        tma_log_error(COMP,
+                      "%s: CUDA memory is not supported yet (this UCX cannot send device "
+                      "memory; staging through host memory comes with the CUDA backend)",
                       what);
         return TMA_ERR_UNSUPPORTED;
     }
@@ -1886,8 +1924,8 @@ tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, 
         return st;
     size_t bytes;
     if (tma_mul_overflow(count, sizeof(float), &bytes) || bytes > t->max_message) {
-        tma_log_error(COMP, "send: %zu values exceed the largest message (%" PRIu64 " bytes)", count,
-                      t->max_message);
+        tma_log_error(COMP, "send: %zu values exceed the largest message (%" PRIu64 " bytes)",
+                      count, t->max_message);
         return TMA_ERR_RANGE;
     }
     if (n == 0)
@@ -2099,7 +2137,8 @@ static int node_matches(const node_t *n, uint32_t peer, uint32_t tag)
 {
     if (peer != TMA_TRANSPORT_ANY_PEER && n->peer != peer)
         return 0;
-    return n->kind == TMA_TRANSPORT_MSG_EVENT || tag == TMA_TRANSPORT_ANY_TAG || n->frame.tag == tag;
+    return n->kind == TMA_TRANSPORT_MSG_EVENT || tag == TMA_TRANSPORT_ANY_TAG ||
+           n->frame.tag == tag;
 }
 
 tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag, double timeout_s,
@@ -2148,8 +2187,10 @@ tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag,
         }
         if (tma_transport_frame_verify(&n->frame, n->data, n->bytes) != TMA_OK) {
             STAT_ADD(t, frames_dropped, 1);
-            tma_log_error(COMP, "a %zu-byte tensor from peer %u failed its checksum: dropped it and "
-                                "disconnected the peer", n->bytes, n->peer);
+            tma_log_error(COMP,
+                          "a %zu-byte tensor from peer %u failed its checksum: dropped it and "
+                          "disconnected the peer",
+                          n->bytes, n->peer);
             cmd_t *k = calloc(1, sizeof *k);
             if (k) {
                 k->kind = CMD_KILL;

@@ -12,7 +12,6 @@
  * (payload bytes sent).  TMA_TRANSPORT_FAULT_PAYLOAD_BYTE is the caller's
  * (it needs a writable payload). */
 void tma_transport_frame_damage(unsigned char hdr[TMA_TRANSPORT_HEADER_BYTES],
-                                tma_transport_fault_t fault, size_t *hdr_len_p,
-                                size_t *send_len_p);
+                                tma_transport_fault_t fault, size_t *hdr_len_p, size_t *send_len_p);
 
 #endif

@@ -36,11 +36,11 @@ static void test_layout(void)
     unsigned char h[TMA_TRANSPORT_HEADER_BYTES];
     tma_transport_frame_encode(&f, payload, sizeof payload, h);
     CHECK(memcmp(h, "TMAF", 4) == 0);
-    CHECK(h[4] == 1 && h[5] == 0);           /* version */
-    CHECK(h[6] == 3 && h[7] == 0);           /* type */
-    CHECK(h[8] == 9 && h[12] == 42);         /* tag, sender */
-    CHECK(h[24] == 0x08 && h[31] == 0x01);   /* epoch, little-endian */
-    CHECK(h[32] == 77 && h[40] == 12);       /* round, length */
+    CHECK(h[4] == 1 && h[5] == 0);         /* version */
+    CHECK(h[6] == 3 && h[7] == 0);         /* type */
+    CHECK(h[8] == 9 && h[12] == 42);       /* tag, sender */
+    CHECK(h[24] == 0x08 && h[31] == 0x01); /* epoch, little-endian */
+    CHECK(h[32] == 77 && h[40] == 12);     /* round, length */
     for (int i = 48; i < 60; i++)
         CHECK(h[i] == 0);
     uint32_t crc = tma_crc32c(tma_crc32c(0, h, 60), payload, sizeof payload);
@@ -196,7 +196,8 @@ static void test_hello(void)
     CHECK(tma_transport_hello_encode("", "tok", buf, sizeof buf) == 0);
     CHECK(tma_transport_hello_encode("job", "tok", buf, 10) == 0);
     longname[TMA_TRANSPORT_JOB_MAX] = '\0';
-    CHECK(tma_transport_hello_encode(longname, longname, buf, sizeof buf) == TMA_TRANSPORT_HELLO_MAX);
+    CHECK(tma_transport_hello_encode(longname, longname, buf, sizeof buf) ==
+          TMA_TRANSPORT_HELLO_MAX);
 
     /* Every truncation, and inconsistent lengths, are refused. */
     n = tma_transport_hello_encode("job-a", "tok", buf, sizeof buf);

@@ -69,7 +69,8 @@ static int free_port(void)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t l = sizeof a;
     int port = -1;
-    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(s, (struct sockaddr *)&a, &l) == 0)
+    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &l) == 0)
         port = ntohs(a.sin_port);
     close(s);
     return port;
@@ -90,7 +91,8 @@ static void test_config_errors(void)
     cfg.job = "";
     CHECK_STATUS(tma_transport_create(&cfg, &t), TMA_ERR_CONFIG);
     cfg.job = PEER_JOB;
-    const char *bad[] = {"127.0.0.1", "127.0.0.1:x", "127.0.0.1:70000", "[::1:5", "no-such-host.invalid:5"};
+    const char *bad[] = {"127.0.0.1", "127.0.0.1:x", "127.0.0.1:70000", "[::1:5",
+                         "no-such-host.invalid:5"};
     for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++) {
         cfg.listen = bad[i];
         CHECK_STATUS(tma_transport_create(&cfg, &t), TMA_ERR_CONFIG);
@@ -107,9 +109,11 @@ static void test_config_errors(void)
     /* Calls that fail without touching the network. */
     float x[4] = {1, 2, 3, 4};
     tma_transport_meta_t m = {1, 0, 0};
-    CHECK_STATUS(tma_transport_send(a, 3, &m, x, 4, TMA_TRANSPORT_MEM_CUDA, 1), TMA_ERR_UNSUPPORTED);
+    CHECK_STATUS(tma_transport_send(a, 3, &m, x, 4, TMA_TRANSPORT_MEM_CUDA, 1),
+                 TMA_ERR_UNSUPPORTED);
     CHECK_STATUS(tma_transport_post(a, 3, ANYT, x, 4, TMA_TRANSPORT_MEM_CUDA), TMA_ERR_UNSUPPORTED);
-    CHECK_STATUS(tma_transport_send(a, 3, &m, x, 4, HOST, 1), TMA_ERR_UNAVAILABLE); /* not connected */
+    CHECK_STATUS(tma_transport_send(a, 3, &m, x, 4, HOST, 1),
+                 TMA_ERR_UNAVAILABLE); /* not connected */
     CHECK_STATUS(tma_transport_disconnect(a, 3, 1), TMA_ERR_NOT_FOUND);
     CHECK_STATUS(tma_transport_wait_peer(a, 3, 0.05), TMA_ERR_TIMEOUT);
     tma_transport_msg_t msg;
@@ -139,7 +143,8 @@ static void test_config_errors(void)
 static void test_roundtrip(void)
 {
     peer_proc_t echo;
-    if (peer_proc_start(&echo, 20, "--id", "7", "--listen", "127.0.0.1:0", "--mode", "echo", NULL) != 0) {
+    if (peer_proc_start(&echo, 20, "--id", "7", "--listen", "127.0.0.1:0", "--mode", "echo",
+                        NULL) != 0) {
         CHECK(0);
         return;
     }
@@ -219,9 +224,11 @@ static void test_refused(void)
 
     /* ... and in-process clients with the wrong token and the wrong job. */
     tma_transport_t *c1 = make(4, NULL, NULL, "wrong-token");
-    CHECK_STATUS(tma_transport_connect(c1, tma_transport_address(srv), 10, NULL), TMA_ERR_PERMISSION);
+    CHECK_STATUS(tma_transport_connect(c1, tma_transport_address(srv), 10, NULL),
+                 TMA_ERR_PERMISSION);
     tma_transport_t *c2 = make(5, NULL, "other-job", NULL);
-    CHECK_STATUS(tma_transport_connect(c2, tma_transport_address(srv), 10, NULL), TMA_ERR_PERMISSION);
+    CHECK_STATUS(tma_transport_connect(c2, tma_transport_address(srv), 10, NULL),
+                 TMA_ERR_PERMISSION);
     tma_transport_stats_t s;
     tma_transport_stats(srv, &s);
     CHECK_MSG(s.peers_refused == 3, "refused %llu", (unsigned long long)s.peers_refused);
@@ -283,11 +290,13 @@ static void test_bad_frames(void)
         (void)st; /* a checksum failure is found by the receiver later */
         tma_status_t reason = 0;
         int kind = expect_event(srv, id, 10, &reason);
-        CHECK_MSG(kind == TMA_TRANSPORT_EV_FLAGGED, "fault %d: event %d", (int)cases[i].fault, kind);
+        CHECK_MSG(kind == TMA_TRANSPORT_EV_FLAGGED, "fault %d: event %d", (int)cases[i].fault,
+                  kind);
         CHECK_MSG(reason == cases[i].reason, "fault %d: reason %d", (int)cases[i].fault, reason);
         /* The flagged sender learns that its connection is gone. */
         int ckind = expect_event(c, 0, 10, NULL);
-        CHECK_MSG(ckind == TMA_TRANSPORT_EV_FAILED, "fault %d: sender saw %d", (int)cases[i].fault, ckind);
+        CHECK_MSG(ckind == TMA_TRANSPORT_EV_FAILED, "fault %d: sender saw %d", (int)cases[i].fault,
+                  ckind);
         tma_transport_stats_t s;
         tma_transport_stats(srv, &s);
         CHECK(s.frames_dropped == ++dropped);
@@ -298,12 +307,14 @@ static void test_bad_frames(void)
         CHECK_OK(tma_transport_send(good, 0, &m, x, 8, HOST, 10));
         tma_transport_msg_t msg;
         CHECK_OK(tma_transport_recv(srv, 100, ANYT, 10, &msg));
-        CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 8 && memcmp(msg.data, x, 32) == 0);
+        CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 8 &&
+              memcmp(msg.data, x, 32) == 0);
         tma_transport_msg_release(srv, &msg);
     }
     /* Damaged hellos never get a connection. */
-    tma_transport_fault_t hello_faults[] = {TMA_TRANSPORT_FAULT_PAYLOAD_BYTE, TMA_TRANSPORT_FAULT_MAGIC,
-                                            TMA_TRANSPORT_FAULT_LENGTH, TMA_TRANSPORT_FAULT_SHORT_HEADER};
+    tma_transport_fault_t hello_faults[] = {TMA_TRANSPORT_FAULT_PAYLOAD_BYTE,
+                                            TMA_TRANSPORT_FAULT_MAGIC, TMA_TRANSPORT_FAULT_LENGTH,
+                                            TMA_TRANSPORT_FAULT_SHORT_HEADER};
     for (size_t i = 0; i < TMA_ARRAY_LEN(hello_faults); i++) {
         tma_transport_t *c = make(50, NULL, NULL, NULL);
         tma_transport_test_inject(c, hello_faults[i]);
@@ -376,7 +387,8 @@ static void test_backpressure_and_posts(void)
     CHECK_OK(tma_transport_post_cancel(srv, dst, 1));
     CHECK_OK(tma_transport_post(srv, 2, 2, dst, n, HOST));
     CHECK_OK(tma_transport_recv(srv, 2, 2, 10, &msg));
-    CHECK(msg.in_place && msg.data == dst && msg.count == n && memcmp(dst, x, n * sizeof(float)) == 0);
+    CHECK(msg.in_place && msg.data == dst && msg.count == n &&
+          memcmp(dst, x, n * sizeof(float)) == 0);
     tma_transport_msg_release(srv, &msg);
     pthread_join(th, NULL);
     CHECK_OK(job.st);
@@ -445,7 +457,8 @@ static void test_backpressure_and_posts(void)
 static void test_reconnect(void)
 {
     peer_proc_t c1, c2;
-    if (peer_proc_start(&c1, 20, "--id", "0", "--listen", "127.0.0.1:0", "--mode", "echo", NULL) != 0) {
+    if (peer_proc_start(&c1, 20, "--id", "0", "--listen", "127.0.0.1:0", "--mode", "echo", NULL) !=
+        0) {
         CHECK(0);
         return;
     }
@@ -464,7 +477,8 @@ static void test_reconnect(void)
     CHECK(reason == TMA_ERR_PEER_FAILED);
     CHECK_STATUS(tma_transport_send(w, 0, &m, x, 64, HOST, 1), TMA_ERR_UNAVAILABLE);
 
-    if (peer_proc_start(&c2, 20, "--id", "0", "--listen", "127.0.0.1:0", "--mode", "echo", NULL) != 0) {
+    if (peer_proc_start(&c2, 20, "--id", "0", "--listen", "127.0.0.1:0", "--mode", "echo", NULL) !=
+        0) {
         CHECK(0);
         tma_transport_destroy(w);
         return;

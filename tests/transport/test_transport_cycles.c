@@ -52,7 +52,8 @@ static void exchange(tma_transport_t *srv, tma_transport_t *c, uint32_t id, int 
     CHECK_OK(tma_transport_send(c, 0, &m, x, 300, HOST, 10));
     tma_transport_msg_t msg;
     CHECK_OK(tma_transport_recv(srv, id, ANYT, 10, &msg));
-    CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 300 && msg.meta.round == (uint64_t)i);
+    CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 300 &&
+          msg.meta.round == (uint64_t)i);
     if (msg.kind == TMA_TRANSPORT_MSG_TENSOR)
         CHECK(memcmp(msg.data, x, sizeof x) == 0);
     tma_transport_msg_release(srv, &msg);
@@ -110,7 +111,8 @@ int main(void)
         expect_closed(c, 0); /* the client is told of its own close too */
     }
     int fds3 = count_fds(srv, c);
-    CHECK_MSG(fds3 == fds2, "open fds %d before 50 connect/disconnect cycles, %d after", fds2, fds3);
+    CHECK_MSG(fds3 == fds2, "open fds %d before 50 connect/disconnect cycles, %d after", fds2,
+              fds3);
 
     tma_transport_stats_t s;
     tma_transport_stats(srv, &s);

@@ -27,10 +27,14 @@ static const struct {
     const char *name;
     tma_transport_fault_t fault;
 } faults[] = {
-    {"payload", TMA_TRANSPORT_FAULT_PAYLOAD_BYTE}, {"header", TMA_TRANSPORT_FAULT_HEADER_BYTE},
-    {"magic", TMA_TRANSPORT_FAULT_MAGIC},          {"version", TMA_TRANSPORT_FAULT_VERSION},
-    {"type", TMA_TRANSPORT_FAULT_TYPE},            {"length", TMA_TRANSPORT_FAULT_LENGTH},
-    {"truncate", TMA_TRANSPORT_FAULT_TRUNCATE},    {"short", TMA_TRANSPORT_FAULT_SHORT_HEADER},
+    {"payload", TMA_TRANSPORT_FAULT_PAYLOAD_BYTE},
+    {"header", TMA_TRANSPORT_FAULT_HEADER_BYTE},
+    {"magic", TMA_TRANSPORT_FAULT_MAGIC},
+    {"version", TMA_TRANSPORT_FAULT_VERSION},
+    {"type", TMA_TRANSPORT_FAULT_TYPE},
+    {"length", TMA_TRANSPORT_FAULT_LENGTH},
+    {"truncate", TMA_TRANSPORT_FAULT_TRUNCATE},
+    {"short", TMA_TRANSPORT_FAULT_SHORT_HEADER},
     {"job", TMA_TRANSPORT_FAULT_JOB},
 };
 
@@ -131,7 +135,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "send1")) {
         tma_transport_test_inject(t, fault);
         tma_transport_meta_t m = {1, 0, 0};
-        tma_status_t st = tma_transport_send(t, peer, &m, buf, (size_t)count, TMA_TRANSPORT_MEM_HOST, 10);
+        tma_status_t st =
+            tma_transport_send(t, peer, &m, buf, (size_t)count, TMA_TRANSPORT_MEM_HOST, 10);
         printf("SENT %d\n", st);
     }
     uint64_t round = 0;
@@ -139,7 +144,8 @@ int main(int argc, char **argv)
     while (!stdin_closed()) {
         if (!strcmp(mode, "stream")) {
             tma_transport_meta_t m = {1, 0, round++};
-            tma_status_t st = tma_transport_send(t, peer, &m, buf, (size_t)count, TMA_TRANSPORT_MEM_HOST, 30);
+            tma_status_t st =
+                tma_transport_send(t, peer, &m, buf, (size_t)count, TMA_TRANSPORT_MEM_HOST, 30);
             if (st != TMA_OK) {
                 printf("SENT %d\n", st);
                 break;
@@ -147,7 +153,8 @@ int main(int argc, char **argv)
             continue;
         }
         tma_transport_msg_t msg;
-        tma_status_t st = tma_transport_recv(t, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.002, &msg);
+        tma_status_t st =
+            tma_transport_recv(t, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.002, &msg);
         if (!rx_seen) {
             /* Tell the test that a tensor is arriving (it may stop us now). */
             tma_transport_stats_t s;
@@ -172,7 +179,8 @@ int main(int argc, char **argv)
             continue;
         }
         if (!strcmp(mode, "echo")) {
-            st = tma_transport_send(t, msg.peer, &msg.meta, msg.data, msg.count, TMA_TRANSPORT_MEM_HOST, 30);
+            st = tma_transport_send(t, msg.peer, &msg.meta, msg.data, msg.count,
+                                    TMA_TRANSPORT_MEM_HOST, 30);
             if (st != TMA_OK)
                 printf("ECHO-FAILED %d\n", st);
         }
