@@ -21,7 +21,9 @@ enum {
     OFF_EPOCH = 24,
     OFF_ROUND = 32,
     OFF_LENGTH = 40,
-    OFF_RESERVED = 48, /* 12 bytes, zero */
+    OFF_TOTAL = 48,
+    OFF_CHUNK = 56,
+    OFF_SEQ = 58,
     OFF_CRC = 60,
 };
 
@@ -89,7 +91,9 @@ static void header_fields(const tma_transport_frame_t *f, unsigned char *out)
     put64(out + OFF_EPOCH, f->epoch);
     put64(out + OFF_ROUND, f->round);
     put64(out + OFF_LENGTH, f->length);
-    memset(out + OFF_RESERVED, 0, OFF_CRC - OFF_RESERVED);
+    put64(out + OFF_TOTAL, f->total);
+    put16(out + OFF_CHUNK, f->chunk);
+    put16(out + OFF_SEQ, f->seq);
 }
 
 void tma_transport_frame_encode(tma_transport_frame_t *f, const void *payload, size_t len,
@@ -130,13 +134,10 @@ tma_status_t tma_transport_frame_decode(const void *bytes, size_t len, uint64_t 
     f.epoch = get64(p + OFF_EPOCH);
     f.round = get64(p + OFF_ROUND);
     f.length = get64(p + OFF_LENGTH);
+    f.total = get64(p + OFF_TOTAL);
+    f.chunk = get16(p + OFF_CHUNK);
+    f.seq = get16(p + OFF_SEQ);
     f.crc = get32(p + OFF_CRC);
-    for (int i = OFF_RESERVED; i < OFF_CRC; i++) {
-        if (p[i]) {
-            why = "reserved header bytes are not zero";
-            goto bad;
-        }
-    }
     switch (f.type) {
     case TMA_TRANSPORT_FRAME_HELLO:
         if (f.length < HELLO_FIXED || f.length > TMA_TRANSPORT_HELLO_MAX)
@@ -150,18 +151,29 @@ tma_status_t tma_transport_frame_decode(const void *bytes, size_t len, uint64_t 
         if (f.length != 0)
             why = "bad bye length";
         break;
-    case TMA_TRANSPORT_FRAME_TENSOR:
-        if (f.length > max_payload)
+    case TMA_TRANSPORT_FRAME_TENSOR: {
+        const uint64_t chunk = TMA_TRANSPORT_CHUNK_BYTES;
+        uint64_t nchunks = f.total ? (f.total - 1) / chunk + 1 : 1;
+        uint64_t off = (uint64_t)f.chunk * chunk;
+        if (f.total > max_payload)
             why = "tensor longer than the largest message allowed";
-        else if (f.length % sizeof(float))
+        else if (f.total % sizeof(float))
             why = "tensor length is not a multiple of 4";
+        else if (nchunks > TMA_TRANSPORT_MAX_CHUNKS)
+            why = "tensor has more chunks than a chunk index can count";
+        else if (f.chunk >= nchunks)
+            why = "chunk index beyond the end of the tensor";
+        else if (f.length != (f.total - off < chunk ? f.total - off : chunk))
+            why = "chunk length does not match the tensor length";
         break;
+    }
     default:
         why = "unknown frame type";
         break;
     }
-    if (!why && f.type != TMA_TRANSPORT_FRAME_TENSOR && f.tag != 0)
-        why = "control frame with a tag";
+    if (!why && f.type != TMA_TRANSPORT_FRAME_TENSOR &&
+        (f.tag != 0 || f.total != 0 || f.chunk != 0 || f.seq != 0))
+        why = "control frame with tensor fields set";
     if (why)
         goto bad;
     *f_p = f;

@@ -60,6 +60,12 @@ typedef struct tma_transport tma_transport_t;
 #define TMA_TRANSPORT_MAGIC 0x46414d54u /* the bytes "TMAF" read as a little-endian u32 */
 #define TMA_TRANSPORT_VERSION 1
 #define TMA_TRANSPORT_HEADER_BYTES 64
+/* Tensors longer than this travel as several frames ("chunks") of this many
+ * bytes (the last one shorter), each with its own header and CRC, so that
+ * checksumming one chunk overlaps the transfer of the others. */
+#define TMA_TRANSPORT_CHUNK_BYTES (4u << 20)
+/* A tensor has at most this many chunks (the chunk index is a u16). */
+#define TMA_TRANSPORT_MAX_CHUNKS 65536u
 /* The longest job name and token a hello may carry (bytes). */
 #define TMA_TRANSPORT_JOB_MAX 255
 #define TMA_TRANSPORT_TOKEN_MAX 255
@@ -90,7 +96,10 @@ typedef struct tma_transport_frame {
     uint64_t job_id; /* tma_transport_job_id(job name) */
     uint64_t epoch;  /* the coordinator epoch the sender acts under */
     uint64_t round;  /* the aggregation round */
-    uint64_t length; /* payload bytes after the header */
+    uint64_t length; /* payload bytes after the header (this chunk's) */
+    uint64_t total;  /* tensor frames: bytes of the whole tensor; else 0 */
+    uint16_t chunk;  /* tensor frames: payload goes at chunk * TMA_TRANSPORT_CHUNK_BYTES */
+    uint16_t seq;    /* tensor frames: the sender's tensor number (mod 2^16) */
     uint32_t crc;    /* CRC32C of header bytes 0..59, then of the payload */
 } tma_transport_frame_t;
 
@@ -107,9 +116,11 @@ void tma_transport_frame_encode(tma_transport_frame_t *f, const void *payload, s
 
 /*
  * Decodes and validates a header: `len` bytes at `bytes` (fewer than 64 is a
- * truncated header).  Checks magic, version, type, the reserved bytes, the
- * payload length against max_payload and the type (tensor payloads are a
- * multiple of 4, hellos at most TMA_TRANSPORT_HELLO_MAX, acks 8, byes 0).
+ * truncated header).  Checks magic, version, type and lengths: a tensor's
+ * total is a multiple of 4 and at most max_payload, its chunk index lies in
+ * the tensor and its length is exactly that chunk's; hellos carry 8 to
+ * TMA_TRANSPORT_HELLO_MAX bytes, acks 8, byes 0, and control frames have
+ * tag, total, chunk and seq 0.
  * It does not check the CRC (the payload may not have arrived yet).
  * Returns TMA_OK and fills *f_p, or TMA_ERR_MALFORMED with *why_p (when not
  * NULL) set to a constant description.  Pure: reads only bytes[0..len).
@@ -311,10 +322,10 @@ tma_status_t tma_transport_post_cancel(tma_transport_t *t, float *buf, double ti
 
 /*
  * Waits up to timeout_s seconds (< 0 for ever, 0 polls) for the next item
- * from `peer` (or TMA_TRANSPORT_ANY_PEER) with `tag` (or TMA_TRANSPORT_ANY_TAG): a tensor, whose
- * CRC this call checks (a tensor failing it is dropped, logged and its
- * sender flagged), or the end of a matching peer's connection (an event
- * matches any tag).  Items come in the order they finished arriving.
+ * from `peer` (or TMA_TRANSPORT_ANY_PEER) with `tag` (or
+ * TMA_TRANSPORT_ANY_TAG): a tensor (whose every chunk passed its CRC), or
+ * the end of a matching peer's connection (an event matches any tag).
+ * Items come in the order they finished arriving.
  * Errors: TMA_ERR_TIMEOUT, TMA_ERR_CLOSED.
  */
 tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag, double timeout_s,
@@ -347,7 +358,7 @@ void tma_transport_stats(tma_transport_t *t, tma_transport_stats_t *s_p);
  * HELLO faults) is damaged after its CRC is computed. */
 typedef enum {
     TMA_TRANSPORT_FAULT_NONE = 0,
-    TMA_TRANSPORT_FAULT_PAYLOAD_BYTE, /* one payload bit flipped (sent from a copy) */
+    TMA_TRANSPORT_FAULT_PAYLOAD_BYTE, /* one payload bit of the last chunk flipped (from a copy) */
     TMA_TRANSPORT_FAULT_HEADER_BYTE,  /* one bit of the epoch flipped */
     TMA_TRANSPORT_FAULT_MAGIC,        /* wrong magic */
     TMA_TRANSPORT_FAULT_VERSION,      /* version 99 */

@@ -41,6 +41,8 @@
 #define ACK_BYTES 8
 #define CLOSE_GRACE_S 5.0 /* a clean close that takes longer is forced */
 #define MAX_CONNS 4096    /* connections beyond this are rejected */
+#define MAX_ASSEMBLING 64 /* tensors one peer may have arriving at once */
+#define SEND_WINDOW 4     /* chunks of one send in flight at once */
 #define IDLE_WAKE_MS 200  /* the progress thread looks at deadlines this often */
 #define POOL_ALIGN 4096u
 
@@ -73,7 +75,9 @@ typedef struct conn {
     int authed;       /* passed the hello; events are reported */
     int bye_received; /* the peer announced a clean close */
     int ep_closed;    /* ucp_ep_close_nbx was called */
-    int held;         /* arrivals of this connection waiting for a buffer */
+    int held;         /* chunks of this connection waiting for a buffer */
+    struct node *assembling; /* tensors partly arrived */
+    int n_assembling;
     int doomed;       /* to be ended by the progress loop (see conn_doom) */
     tma_transport_event_kind_t doom_kind;
     tma_status_t doom_reason;
@@ -142,11 +146,12 @@ typedef struct pbuf {
     void *data;
 } pbuf_t;
 
-/* One arrival: in flight (progress thread), held, or queued for recv(). */
+/* A tensor being assembled from its chunks (progress thread), then an item
+ * in the receive queue; or a queued event. */
 typedef struct node {
-    struct node *next;
+    struct node *next; /* the connection's assembling list, then the queue */
     tma_transport_msg_kind_t kind;
-    tma_transport_frame_t frame;
+    tma_transport_frame_t frame; /* its first chunk's header: tag, epoch, round, total, seq */
     uint32_t peer;
     uint64_t conn_uid;
     void *data;
@@ -154,11 +159,24 @@ typedef struct node {
     post_t *post;
     pbuf_t *pbuf;
     tma_transport_event_t ev;
-    /* in flight or held */
+    /* assembly */
     conn_t *conn;
+    int have_dest;
+    int failed;
+    uint32_t nchunks, chunks_done;
+    uint32_t chunks_busy; /* held or being received */
+} node_t;
+
+/* One chunk of a tensor: being received, or held until its tensor has a
+ * destination.  Holds a reference on its connection. */
+typedef struct chunk {
+    struct chunk *next; /* the held list */
+    node_t *node;
+    conn_t *conn;
+    tma_transport_frame_t frame;
     void *desc; /* held: the UCX data descriptor */
     int rndv;
-} node_t;
+} chunk_t;
 
 struct tma_transport {
     /* Fixed at create. */
@@ -202,13 +220,14 @@ struct tma_transport {
     uint32_t n_conns;
     uint64_t next_uid;
     cmd_t *active_sends;
-    node_t *held_head, *held_tail;
+    chunk_t *held_head, *held_tail;
     int shutdown;
     double shutdown_deadline;
     int any_doomed;
 
     tma_transport_stats_t st; /* updated with atomics */
     int fault;                /* tma_transport_fault_t for the next frame */
+    uint32_t next_seq;        /* tensor numbers for the frames' seq field */
 };
 
 #define STAT_ADD(t, field, v) __atomic_add_fetch(&(t)->st.field, (v), __ATOMIC_RELAXED)
@@ -618,27 +637,42 @@ static void conn_close_ep(conn_t *c)
         c->refs++;
 }
 
-/* Gives back the arrivals of c that wait for a buffer. */
-static void conn_drop_held(conn_t *c)
+static void node_settle(tma_transport_t *t, node_t *n);
+static void assembling_unlink(conn_t *c, node_t *n);
+
+/* Gives back the held chunks of c and fails its partly arrived tensors
+ * (those with chunks still in UCX's hands go when the chunks settle). */
+static void conn_drop_arrivals(conn_t *c)
 {
     tma_transport_t *t = c->t;
-    node_t **pp = &t->held_head;
-    node_t *prev = NULL;
+    chunk_t **pp = &t->held_head, *prev = NULL;
     while (*pp) {
-        node_t *n = *pp;
-        if (n->conn != c) {
-            prev = n;
-            pp = &n->next;
+        chunk_t *k = *pp;
+        if (k->conn != c) {
+            prev = k;
+            pp = &k->next;
             continue;
         }
-        *pp = n->next;
-        if (t->held_tail == n)
+        *pp = k->next;
+        if (t->held_tail == k)
             t->held_tail = prev;
-        ucp_am_data_release(t->worker, n->desc);
+        ucp_am_data_release(t->worker, k->desc);
         STAT_SUB(t, rx_held, 1);
         c->held--;
+        k->node->chunks_busy--;
+        k->node->failed = 1;
+        free(k);
         conn_unref(c);
-        free(n);
+    }
+    while (c->assembling) {
+        node_t *n = c->assembling;
+        n->failed = 1;
+        if (n->chunks_busy) {
+            /* Leave the list; the last chunk's settling frees it. */
+            assembling_unlink(c, n);
+        } else {
+            node_settle(t, n);
+        }
     }
 }
 
@@ -688,7 +722,7 @@ static void conn_finish(conn_t *c)
                                                           : reason;
         cmd_complete(t, w, st);
     }
-    conn_drop_held(c);
+    conn_drop_arrivals(c);
     conn_close_ep(c);
     if (was_authed)
         emit_event(t, c, kind, reason);
@@ -919,43 +953,16 @@ static void conn_start_close(conn_t *c, close_stage_t stage)
 
 /* ------------------------------------------------------------------ arrivals */
 
-static void rx_finish(tma_transport_t *t, node_t *n, ucs_status_t status)
-{
-    conn_t *c = n->conn;
-    n->conn = NULL;
-    n->peer = c->peer;
-    n->conn_uid = c->uid;
-    if (status == UCS_OK) {
-        n->kind = TMA_TRANSPORT_MSG_TENSOR;
-        pthread_mutex_lock(&t->lock);
-        if (n->post)
-            n->post->state = POST_FILLED;
-        queue_append_locked(t, n);
-        pthread_mutex_unlock(&t->lock);
-    } else {
-        tma_log_debug(COMP, "a tensor from peer %u did not arrive: %s", c->peer,
-                      ucs_status_string(status));
-        pthread_mutex_lock(&t->lock);
-        node_release_dest_locked(t, n);
-        pthread_mutex_unlock(&t->lock);
-        free(n);
-    }
-    conn_unref(c);
-}
-
-static void rndv_done_cb(void *req, ucs_status_t status, size_t length, void *user_data)
-{
-    node_t *n = user_data;
-    tma_transport_t *t = n->conn->t;
-    ucp_request_free(req);
-    STAT_SUB(t, rx_active, 1);
-    if (status == UCS_OK && length != n->bytes)
-        status = UCS_ERR_MESSAGE_TRUNCATED;
-    rx_finish(t, n, status);
-}
+/*
+ * A tensor arrives as one or more chunks (frames), each received straight
+ * into its place in the tensor's destination and checked against its own
+ * CRC at once, while it is still in cache.  The tensor is queued for recv()
+ * when every chunk has arrived and passed; a bad chunk flags the peer and
+ * the tensor is dropped once its other chunks have settled.
+ */
 
 /* Picks where a tensor lands: a matching post, else a pool buffer.
- * 0 when nothing is free (the arrival is held). */
+ * 0 when nothing is free (its chunks are held). */
 static int rx_pick_dest(tma_transport_t *t, node_t *n)
 {
     int ok = 1;
@@ -975,86 +982,229 @@ static int rx_pick_dest(tma_transport_t *t, node_t *n)
         else
             ok = 0, t->held_waiting = 1; /* the next freed buffer retries it */
     }
+    n->have_dest = ok;
     pthread_mutex_unlock(&t->lock);
     return ok;
 }
 
-/* Moves the data of an arrival that has a destination; `data` is the UCX
- * payload (eager) or the rendezvous descriptor. */
-static void rx_start(tma_transport_t *t, node_t *n, void *data, int held)
+static void assembling_unlink(conn_t *c, node_t *n)
 {
-    if (!n->rndv) {
-        if (n->bytes)
-            memcpy(n->data, data, n->bytes);
+    for (node_t **pp = &c->assembling; *pp; pp = &(*pp)->next) {
+        if (*pp == n) {
+            *pp = n->next;
+            n->next = NULL;
+            c->n_assembling--;
+            return;
+        }
+    }
+}
+
+/* Queues a complete tensor, or frees a failed one whose chunks all settled. */
+static void node_settle(tma_transport_t *t, node_t *n)
+{
+    conn_t *c = n->conn;
+    if (n->failed) {
+        if (n->chunks_busy)
+            return; /* the last chunk to settle frees it */
+        assembling_unlink(c, n);
+        pthread_mutex_lock(&t->lock);
+        node_release_dest_locked(t, n);
+        pthread_mutex_unlock(&t->lock);
+        free(n);
+        conn_unref(c);
+        return;
+    }
+    if (n->chunks_done < n->nchunks)
+        return;
+    assembling_unlink(c, n);
+    n->kind = TMA_TRANSPORT_MSG_TENSOR;
+    n->peer = c->peer;
+    n->conn_uid = c->uid;
+    n->conn = NULL;
+    pthread_mutex_lock(&t->lock);
+    if (n->post)
+        n->post->state = POST_FILLED;
+    queue_append_locked(t, n);
+    pthread_mutex_unlock(&t->lock);
+    conn_unref(c);
+}
+
+static void *chunk_dest(const chunk_t *k)
+{
+    return (char *)k->node->data + (size_t)k->frame.chunk * TMA_TRANSPORT_CHUNK_BYTES;
+}
+
+static void chunk_finish(tma_transport_t *t, chunk_t *k, ucs_status_t status)
+{
+    node_t *n = k->node;
+    conn_t *c = k->conn;
+    if (status == UCS_OK && !n->failed) {
+        if (tma_transport_frame_verify(&k->frame, chunk_dest(k), k->frame.length) != TMA_OK) {
+            n->failed = 1;
+            if (!conn_gone(c))
+                conn_flag(c, TMA_ERR_CHECKSUM, "checksum mismatch");
+        } else {
+            n->chunks_done++;
+        }
+    } else if (status != UCS_OK) {
+        if (!n->failed)
+            tma_log_debug(COMP, "a tensor from peer %u did not arrive: %s", c->peer,
+                          ucs_status_string(status));
+        n->failed = 1;
+    }
+    n->chunks_busy--;
+    free(k);
+    node_settle(t, n);
+    conn_unref(c);
+}
+
+static void chunk_rndv_cb(void *req, ucs_status_t status, size_t length, void *user_data)
+{
+    chunk_t *k = user_data;
+    tma_transport_t *t = k->conn->t;
+    ucp_request_free(req);
+    STAT_SUB(t, rx_active, 1);
+    if (status == UCS_OK && length != k->frame.length)
+        status = UCS_ERR_MESSAGE_TRUNCATED;
+    chunk_finish(t, k, status);
+}
+
+/* Moves a chunk whose tensor has a destination; `data` is the UCX payload
+ * (eager) or the rendezvous descriptor; `held` says UCX kept it for us. */
+static void chunk_start(tma_transport_t *t, chunk_t *k, void *data, int held)
+{
+    if (k->node->failed) {
         if (held)
             ucp_am_data_release(t->worker, data);
-        rx_finish(t, n, UCS_OK);
+        chunk_finish(t, k, UCS_ERR_CANCELED);
+        return;
+    }
+    if (!k->rndv) {
+        if (k->frame.length)
+            memcpy(chunk_dest(k), data, k->frame.length);
+        if (held)
+            ucp_am_data_release(t->worker, data);
+        chunk_finish(t, k, UCS_OK);
         return;
     }
     ucp_request_param_t p;
     memset(&p, 0, sizeof p);
     p.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    p.cb.recv_am = rndv_done_cb;
-    p.user_data = n;
+    p.cb.recv_am = chunk_rndv_cb;
+    p.user_data = k;
     p.memory_type = UCS_MEMORY_TYPE_HOST;
-    void *req = ucp_am_recv_data_nbx(t->worker, data, n->data, n->bytes, &p);
+    void *req = ucp_am_recv_data_nbx(t->worker, data, chunk_dest(k), k->frame.length, &p);
     if (req == NULL)
-        rx_finish(t, n, UCS_OK);
+        chunk_finish(t, k, UCS_OK);
     else if (UCS_PTR_IS_ERR(req))
-        rx_finish(t, n, UCS_PTR_STATUS(req));
+        chunk_finish(t, k, UCS_PTR_STATUS(req));
     else
         STAT_ADD(t, rx_active, 1);
 }
 
-static void held_append(tma_transport_t *t, node_t *n)
+static void held_append(tma_transport_t *t, chunk_t *k)
 {
-    n->next = NULL;
+    k->next = NULL;
     if (t->held_tail)
-        t->held_tail->next = n;
+        t->held_tail->next = k;
     else
-        t->held_head = n;
-    t->held_tail = n;
-    n->conn->held++;
+        t->held_head = k;
+    t->held_tail = k;
+    k->conn->held++;
     STAT_ADD(t, rx_held, 1);
 }
 
-/* Retries held arrivals in order; a connection's later arrivals never pass
- * its earlier ones. */
+/* Retries held chunks in order; a connection's later chunks never pass its
+ * earlier ones. */
 static void retry_held(tma_transport_t *t)
 {
-    node_t *n = t->held_head, *prev = NULL;
+    chunk_t *k = t->held_head, *prev = NULL;
     uint64_t blocked[16];
     int nblocked = 0;
-    while (n) {
-        node_t *next = n->next;
+    while (k) {
+        chunk_t *next = k->next;
         int skip = 0;
         for (int i = 0; i < nblocked; i++)
-            skip |= blocked[i] == n->conn->uid;
-        if (!skip && rx_pick_dest(t, n)) {
+            skip |= blocked[i] == k->conn->uid;
+        if (!skip && (k->node->have_dest || rx_pick_dest(t, k->node))) {
             if (prev)
                 prev->next = next;
             else
                 t->held_head = next;
-            if (t->held_tail == n)
+            if (t->held_tail == k)
                 t->held_tail = prev;
-            n->conn->held--;
+            k->conn->held--;
             STAT_SUB(t, rx_held, 1);
-            void *desc = n->desc;
-            n->desc = NULL;
-            rx_start(t, n, desc, 1);
+            void *desc = k->desc;
+            k->desc = NULL;
+            chunk_start(t, k, desc, 1);
         } else {
             if (!skip && nblocked < (int)TMA_ARRAY_LEN(blocked))
-                blocked[nblocked++] = n->conn->uid;
-            prev = n;
+                blocked[nblocked++] = k->conn->uid;
+            prev = k;
         }
-        n = next;
+        k = next;
     }
     if (!t->held_head) {
         pthread_mutex_lock(&t->lock);
         t->held_waiting = 0;
         pthread_mutex_unlock(&t->lock);
     }
+}
+
+/* A tensor chunk passed the header checks: find or start its tensor, then
+ * receive it (or hold it until the tensor has a destination). */
+static ucs_status_t on_chunk(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f,
+                             void *data, int rndv, ucs_status_t drop)
+{
+    node_t *n = c->assembling;
+    while (n && n->frame.seq != f->seq)
+        n = n->next;
+    if (n && (n->frame.total != f->total || n->frame.tag != f->tag ||
+              n->frame.epoch != f->epoch || n->frame.round != f->round)) {
+        conn_flag(c, TMA_ERR_MALFORMED, "chunk does not belong to the tensor it names");
+        return drop;
+    }
+    if (!n) {
+        if (c->n_assembling >= MAX_ASSEMBLING) {
+            conn_flag(c, TMA_ERR_MALFORMED, "too many tensors arriving at once");
+            return drop;
+        }
+        n = calloc(1, sizeof *n);
+        if (!n) {
+            tma_log_error(COMP, "out of memory: dropped a tensor from peer %u", c->peer);
+            return drop;
+        }
+        n->frame = *f;
+        n->bytes = f->total;
+        n->nchunks = f->total ? (uint32_t)((f->total - 1) / TMA_TRANSPORT_CHUNK_BYTES + 1) : 1;
+        n->conn = c;
+        c->refs++;
+        n->next = c->assembling;
+        c->assembling = n;
+        c->n_assembling++;
+    }
+    chunk_t *k = calloc(1, sizeof *k);
+    if (!k) {
+        tma_log_error(COMP, "out of memory: dropped a tensor from peer %u", c->peer);
+        n->failed = 1;
+        node_settle(t, n);
+        return drop;
+    }
+    k->node = n;
+    k->conn = c;
+    k->frame = *f;
+    k->rndv = rndv;
+    c->refs++;
+    n->chunks_busy++;
+    if (c->held > 0 || (!n->have_dest && !rx_pick_dest(t, n))) {
+        k->desc = data;
+        held_append(t, k);
+        return UCS_INPROGRESS;
+    }
+    chunk_start(t, k, data, 0);
+    return rndv ? UCS_INPROGRESS : UCS_OK;
 }
 
 static void on_hello(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f,
@@ -1211,23 +1361,7 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, v
         conn_flag(c, TMA_ERR_MALFORMED, "tensor before hello");
         return drop;
     }
-    node_t *n = calloc(1, sizeof *n);
-    if (!n) {
-        tma_log_error(COMP, "out of memory: dropped a tensor from peer %u", c->peer);
-        return drop;
-    }
-    n->frame = f;
-    n->bytes = length;
-    n->conn = c;
-    n->rndv = rndv;
-    c->refs++;
-    if (c->held > 0 || !rx_pick_dest(t, n)) {
-        n->desc = data;
-        held_append(t, n);
-        return UCS_INPROGRESS;
-    }
-    rx_start(t, n, data, 0);
-    return rndv ? UCS_INPROGRESS : UCS_OK;
+    return on_chunk(t, c, &f, data, rndv, drop);
 }
 
 static void conn_request_cb(ucp_conn_request_h req, void *arg)
@@ -1330,8 +1464,6 @@ static void send_finish(tma_transport_t *t, cmd_t *cmd, ucs_status_t status)
     tma_status_t st;
     if (status == UCS_OK) {
         st = TMA_OK;
-        STAT_ADD(t, msgs_sent, 1);
-        STAT_ADD(t, bytes_sent, cmd->send_len);
     } else if (cmd->timed_out) {
         st = TMA_ERR_TIMEOUT;
     } else if (status == UCS_ERR_CANCELED && t->shutdown) {
@@ -1776,14 +1908,22 @@ void tma_transport_destroy(tma_transport_t *t)
         ucp_cleanup(t->ctx);
     pthread_mutex_unlock(&g_ucx_lock);
     /* Whatever is left of connections that did not close (the worker is gone). */
+    for (chunk_t *k = t->held_head, *next; k; k = next) {
+        next = k->next;
+        free(k);
+    }
     while (t->conns) {
         conn_t *c = t->conns;
         t->conns = c->next;
+        for (node_t *n = c->assembling, *next; n; n = next) {
+            next = n->next;
+            if (n->pbuf) {
+                tma_free_aligned(n->pbuf->data);
+                free(n->pbuf);
+            }
+            free(n);
+        }
         free(c);
-    }
-    for (node_t *n = t->held_head, *next; n; n = next) {
-        next = n->next;
-        free(n);
     }
     for (node_t *n = t->q_head, *next; n; n = next) {
         next = n->next;
@@ -1914,6 +2054,30 @@ static tma_status_t check_mem(tma_transport_mem_t mem, const char *what)
     return TMA_ERR_INVALID;
 }
 
+/* Waits until the n sends of one window slot are done and records the first
+ * failure of each peer. */
+static void send_slot_wait(tma_transport_t *t, cmd_t *slot, size_t n, tma_status_t *res)
+{
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < n; i++) {
+        while (!slot[i].done)
+            pthread_cond_wait(&t->done_cond, &t->lock);
+    }
+    pthread_mutex_unlock(&t->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (res[i] == TMA_OK && slot[i].st != TMA_OK)
+            res[i] = slot[i].st;
+        slot[i].done = 0;
+    }
+}
+
+/*
+ * The send path: the tensor goes out in chunks of TMA_TRANSPORT_CHUNK_BYTES.
+ * This thread checksums chunk i while up to SEND_WINDOW - 1 earlier chunks
+ * are on their way, so the CRC work overlaps the transfer and each chunk is
+ * still in cache when UCX sends it.  Every chunk goes to every peer before
+ * the next is checksummed; a peer that failed gets no further chunks.
+ */
 tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, size_t n,
                                      const tma_transport_meta_t *meta, const float *data,
                                      size_t count, tma_transport_mem_t mem, double timeout_s,
@@ -1932,6 +2096,28 @@ tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, 
         return TMA_OK;
     if (!data && count)
         return TMA_ERR_INVALID;
+    const size_t chunk = TMA_TRANSPORT_CHUNK_BYTES;
+    size_t nchunks = bytes ? (bytes - 1) / chunk + 1 : 1;
+    if (nchunks > TMA_TRANSPORT_MAX_CHUNKS) {
+        tma_log_error(COMP, "send: %zu bytes need more than %u chunks", bytes,
+                      TMA_TRANSPORT_MAX_CHUNKS);
+        return TMA_ERR_RANGE;
+    }
+    tma_status_t one_res, *res = status_p ? status_p : n == 1 ? &one_res : calloc(n, sizeof *res);
+    cmd_t one_cmd[SEND_WINDOW];
+    cmd_t *cmds = n == 1 ? one_cmd : calloc(SEND_WINDOW * n, sizeof *cmds);
+    if (!res || !cmds) {
+        if (res != status_p && res != &one_res)
+            free(res);
+        if (cmds != one_cmd)
+            free(cmds);
+        return TMA_ERR_NOMEM;
+    }
+    memset(cmds, 0, SEND_WINDOW * n * sizeof *cmds);
+    for (size_t p = 0; p < n; p++)
+        res[p] = TMA_OK;
+    unsigned char hdr[SEND_WINDOW][TMA_TRANSPORT_HEADER_BYTES];
+    void *copy = NULL;
     tma_transport_frame_t f;
     memset(&f, 0, sizeof f);
     f.version = TMA_TRANSPORT_VERSION;
@@ -1941,75 +2127,74 @@ tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, 
     f.round = meta ? meta->round : 0;
     f.sender = t->self_id;
     f.job_id = t->job_id;
-    f.length = bytes;
-    unsigned char hdr[TMA_TRANSPORT_HEADER_BYTES];
-    tma_transport_frame_encode(&f, data, bytes, hdr);
-
-    size_t hdr_len = sizeof hdr, send_len = bytes;
-    const void *payload = data;
-    void *copy = NULL;
+    f.total = bytes;
+    f.seq = (uint16_t)__atomic_fetch_add(&t->next_seq, 1, __ATOMIC_RELAXED);
     tma_transport_fault_t fault =
         (tma_transport_fault_t)__atomic_exchange_n(&t->fault, 0, __ATOMIC_RELAXED);
-    if (fault == TMA_TRANSPORT_FAULT_PAYLOAD_BYTE && bytes) {
-        copy = malloc(bytes); /* test hook only: never damage the caller's data */
-        if (!copy)
-            return TMA_ERR_NOMEM;
-        memcpy(copy, data, bytes);
-        ((unsigned char *)copy)[bytes / 2] ^= 0x10;
-        payload = copy;
-    } else if (fault != TMA_TRANSPORT_FAULT_NONE) {
-        tma_transport_frame_damage(hdr, fault, &hdr_len, &send_len);
-    }
-
-    cmd_t one, *cmds = n == 1 ? &one : calloc(n, sizeof *cmds);
-    if (!cmds) {
-        free(copy);
-        return TMA_ERR_NOMEM;
-    }
     double deadline = deadline_from(timeout_s);
-    for (size_t i = 0; i < n; i++) {
-        memset(&cmds[i], 0, sizeof cmds[i]);
-        cmds[i].kind = CMD_SEND;
-        cmds[i].peer = peers[i];
-        cmds[i].hdr = hdr;
-        cmds[i].hdr_len = hdr_len;
-        cmds[i].data = payload;
-        cmds[i].send_len = send_len;
-        cmds[i].deadline = deadline;
-    }
-    /* Queue all at once so the sends run side by side. */
-    pthread_mutex_lock(&t->lock);
-    if (t->closing) {
+
+    for (size_t i = 0; i < nchunks; i++) {
+        size_t s = i % SEND_WINDOW, off = i * chunk;
+        cmd_t *slot = &cmds[s * n];
+        if (i >= SEND_WINDOW)
+            send_slot_wait(t, slot, n, res);
+        const unsigned char *payload = (const unsigned char *)data + off;
+        f.chunk = (uint16_t)i;
+        f.length = bytes - off < chunk ? bytes - off : chunk;
+        tma_transport_frame_encode(&f, payload, f.length, hdr[s]);
+        size_t hdr_len = TMA_TRANSPORT_HEADER_BYTES, send_len = f.length;
+        /* Test faults: a payload bit in the last chunk (after others landed),
+         * anything else in the first. */
+        if (i == nchunks - 1 && fault == TMA_TRANSPORT_FAULT_PAYLOAD_BYTE && f.length) {
+            copy = malloc(f.length); /* test hook only: never damage the caller's data */
+            if (copy) {
+                memcpy(copy, payload, f.length);
+                ((unsigned char *)copy)[f.length / 2] ^= 0x10;
+                payload = copy;
+            }
+        } else if (i == 0 && fault != TMA_TRANSPORT_FAULT_NONE &&
+                   fault != TMA_TRANSPORT_FAULT_PAYLOAD_BYTE) {
+            tma_transport_frame_damage(hdr[s], fault, &hdr_len, &send_len);
+        }
+        pthread_mutex_lock(&t->lock);
+        int closing = t->closing;
+        for (size_t p = 0; p < n; p++) {
+            cmd_t *c = &slot[p];
+            memset(c, 0, sizeof *c);
+            c->kind = CMD_SEND;
+            c->peer = peers[p];
+            c->hdr = hdr[s];
+            c->hdr_len = hdr_len;
+            c->data = payload;
+            c->send_len = send_len;
+            c->deadline = deadline;
+            if (res[p] != TMA_OK || closing) {
+                if (closing)
+                    res[p] = TMA_ERR_CLOSED;
+                c->done = 1; /* nothing to send to a failed peer */
+                continue;
+            }
+            if (t->cmd_tail)
+                t->cmd_tail->next = c;
+            else
+                t->cmd_head = c;
+            t->cmd_tail = c;
+        }
         pthread_mutex_unlock(&t->lock);
-        st = TMA_ERR_CLOSED;
-        for (size_t i = 0; i < n && status_p; i++)
-            status_p[i] = st;
-        goto out;
+        wake(t);
     }
-    for (size_t i = 0; i < n; i++) {
-        if (t->cmd_tail)
-            t->cmd_tail->next = &cmds[i];
-        else
-            t->cmd_head = &cmds[i];
-        t->cmd_tail = &cmds[i];
-    }
-    pthread_mutex_unlock(&t->lock);
-    wake(t);
-    pthread_mutex_lock(&t->lock);
-    for (size_t i = 0; i < n; i++) {
-        while (!cmds[i].done)
-            pthread_cond_wait(&t->done_cond, &t->lock);
-    }
-    pthread_mutex_unlock(&t->lock);
+    for (size_t i = 0; i < SEND_WINDOW && i < nchunks; i++)
+        send_slot_wait(t, &cmds[((nchunks - 1 - i) % SEND_WINDOW) * n], n, res);
     st = TMA_OK;
-    for (size_t i = 0; i < n; i++) {
-        if (status_p)
-            status_p[i] = cmds[i].st;
-        if (st == TMA_OK && cmds[i].st != TMA_OK)
-            st = cmds[i].st;
+    for (size_t p = 0; p < n && st == TMA_OK; p++)
+        st = res[p];
+    if (st == TMA_OK) {
+        STAT_ADD(t, msgs_sent, n);
+        STAT_ADD(t, bytes_sent, (uint64_t)n * bytes);
     }
-out:
-    if (cmds != &one)
+    if (res != status_p && res != &one_res)
+        free(res);
+    if (cmds != one_cmd)
         free(cmds);
     free(copy);
     return st;
@@ -2184,35 +2369,6 @@ tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag,
         if (n->kind == TMA_TRANSPORT_MSG_EVENT) {
             msg_p->event = n->ev;
             return TMA_OK;
-        }
-        if (tma_transport_frame_verify(&n->frame, n->data, n->bytes) != TMA_OK) {
-            STAT_ADD(t, frames_dropped, 1);
-            tma_log_error(COMP,
-                          "a %zu-byte tensor from peer %u failed its checksum: dropped it and "
-                          "disconnected the peer",
-                          n->bytes, n->peer);
-            cmd_t *k = calloc(1, sizeof *k);
-            if (k) {
-                k->kind = CMD_KILL;
-                k->detached = 1;
-                k->conn_uid = n->conn_uid;
-                k->reason = TMA_ERR_CHECKSUM;
-                if (cmd_submit(t, k) != TMA_OK)
-                    free(k);
-            }
-            pthread_mutex_lock(&t->lock);
-            if (n->post) {
-                n->post->state = POST_FREE; /* the next tensor may land there */
-                n->post = NULL;
-                pthread_cond_broadcast(&t->rx_cond);
-            }
-            node_free_locked(t, n);
-            int kick = t->retry;
-            pthread_mutex_unlock(&t->lock);
-            if (kick)
-                wake(t);
-            memset(msg_p, 0, sizeof *msg_p);
-            continue;
         }
         STAT_ADD(t, msgs_received, 1);
         STAT_ADD(t, bytes_received, n->bytes);

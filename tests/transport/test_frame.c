@@ -25,6 +25,8 @@ static tma_transport_frame_t tensor_frame(uint64_t len)
     f.epoch = 0x0102030405060708ull;
     f.round = 77;
     f.length = len;
+    f.total = len;
+    f.seq = 0xbeef;
     return f;
 }
 
@@ -41,8 +43,9 @@ static void test_layout(void)
     CHECK(h[8] == 9 && h[12] == 42);       /* tag, sender */
     CHECK(h[24] == 0x08 && h[31] == 0x01); /* epoch, little-endian */
     CHECK(h[32] == 77 && h[40] == 12);     /* round, length */
-    for (int i = 48; i < 60; i++)
-        CHECK(h[i] == 0);
+    CHECK(h[48] == 12 && h[55] == 0);      /* total */
+    CHECK(h[56] == 0 && h[57] == 0);       /* chunk */
+    CHECK(h[58] == 0xef && h[59] == 0xbe); /* seq */
     uint32_t crc = tma_crc32c(tma_crc32c(0, h, 60), payload, sizeof payload);
     CHECK(h[60] == (crc & 0xff) && h[63] == (crc >> 24));
     CHECK(f.crc == crc);
@@ -60,6 +63,7 @@ static void test_roundtrip(void)
     CHECK_OK(tma_transport_frame_decode(h, sizeof h, MAXP, &g, &why));
     CHECK(g.type == f.type && g.tag == f.tag && g.sender == f.sender && g.job_id == f.job_id);
     CHECK(g.epoch == f.epoch && g.round == f.round && g.length == f.length && g.crc == f.crc);
+    CHECK(g.total == f.total && g.chunk == f.chunk && g.seq == f.seq);
     CHECK_OK(tma_transport_frame_verify(&g, payload, sizeof payload));
     /* A flipped payload bit, a shorter payload, a damaged header field. */
     payload[2] = 4.5f;
@@ -82,6 +86,15 @@ static void expect_bad(const unsigned char *h, size_t len, const char *want)
     const char *why = NULL;
     tma_status_t st = tma_transport_frame_decode(h, len, MAXP, &g, &why);
     CHECK_MSG(st == TMA_ERR_MALFORMED, "expected '%s', got status %d", want, st);
+    CHECK_MSG(why && strstr(why, want), "expected '%s', got '%s'", want, why ? why : "(null)");
+}
+
+static void expect_bad_max(const unsigned char *h, uint64_t max, const char *want)
+{
+    tma_transport_frame_t g;
+    const char *why = NULL;
+    CHECK(tma_transport_frame_decode(h, TMA_TRANSPORT_HEADER_BYTES, max, &g, &why) ==
+          TMA_ERR_MALFORMED);
     CHECK_MSG(why && strstr(why, want), "expected '%s', got '%s'", want, why ? why : "(null)");
 }
 
@@ -120,26 +133,18 @@ static void test_bad_headers(void)
         CHECK_OK(tma_transport_frame_decode(h, hl, MAXP, &g, NULL));
         CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload), TMA_ERR_CHECKSUM);
     }
-    /* The length fault makes the header disagree with what was sent. */
+    /* The length fault makes the header disagree with its tensor. */
     memcpy(h, good, sizeof h);
     size_t hl = sizeof h, sl = sizeof payload;
     tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_LENGTH, &hl, &sl);
     tma_transport_frame_t g;
-    CHECK_OK(tma_transport_frame_decode(h, hl, MAXP, &g, NULL));
-    CHECK(g.length == sizeof payload + 4);
-    CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload), TMA_ERR_CHECKSUM);
+    expect_bad(h, hl, "chunk length");
     hl = sizeof h;
     tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_TRUNCATE, &hl, &sl);
     CHECK(sl == sizeof payload - 4);
     tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_SHORT_HEADER, &hl, &sl);
     CHECK(hl == 40);
 
-    /* Reserved bytes. */
-    for (int i = 48; i < 60; i++) {
-        memcpy(h, good, sizeof h);
-        h[i] = 1;
-        expect_bad(h, sizeof h, "reserved");
-    }
     /* Lengths: over the limit, not whole floats, wrong for control frames. */
     f = tensor_frame((uint64_t)MAXP + 4);
     tma_transport_frame_encode(&f, NULL, 0, h);
@@ -150,6 +155,50 @@ static void test_bad_headers(void)
     f = tensor_frame(UINT64_MAX - 3);
     tma_transport_frame_encode(&f, NULL, 0, h);
     expect_bad(h, sizeof h, "largest");
+
+    /* Chunks of a 10 MiB + 8 byte tensor: three of them, 4, 4 and 2 MiB + 8. */
+    const uint64_t C = TMA_TRANSPORT_CHUNK_BYTES, total = 10 * 1048576 + 8;
+    const uint64_t big_max = 1ull << 40;
+    struct {
+        uint16_t chunk;
+        uint64_t length;
+        const char *why; /* NULL: valid */
+    } chunks[] = {
+        {0, C, NULL},
+        {1, C, NULL},
+        {2, total - 2 * C, NULL},
+        {0, C - 4, "chunk length"},
+        {2, C, "chunk length"},
+        {2, total - 2 * C - 4, "chunk length"},
+        {3, 0, "beyond the end"},
+        {65535, 8, "beyond the end"},
+    };
+    for (size_t i = 0; i < TMA_ARRAY_LEN(chunks); i++) {
+        f = tensor_frame(chunks[i].length);
+        f.total = total;
+        f.chunk = chunks[i].chunk;
+        tma_transport_frame_encode(&f, NULL, 0, h);
+        if (chunks[i].why) {
+            expect_bad_max(h, big_max, chunks[i].why);
+        } else {
+            CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
+            CHECK(g.chunk == chunks[i].chunk && g.length == chunks[i].length && g.total == total);
+        }
+    }
+    /* More chunks than a u16 can index. */
+    f = tensor_frame(C);
+    f.total = (uint64_t)TMA_TRANSPORT_MAX_CHUNKS * C + 4;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad_max(h, big_max, "more chunks");
+    f.total = (uint64_t)TMA_TRANSPORT_MAX_CHUNKS * C;
+    f.chunk = 65535;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
+    /* An empty tensor has one empty chunk. */
+    f = tensor_frame(0);
+    f.chunk = 1;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad(h, sizeof h, "beyond the end");
     struct {
         uint16_t type;
         uint64_t len;
@@ -160,7 +209,7 @@ static void test_bad_headers(void)
         {TMA_TRANSPORT_FRAME_HELLO, TMA_TRANSPORT_HELLO_MAX + 1, 0, "hello length"},
         {TMA_TRANSPORT_FRAME_HELLO_ACK, 4, 0, "hello-ack length"},
         {TMA_TRANSPORT_FRAME_BYE, 8, 0, "bye length"},
-        {TMA_TRANSPORT_FRAME_BYE, 0, 5, "control frame with a tag"},
+        {TMA_TRANSPORT_FRAME_BYE, 0, 5, "control frame with tensor fields"},
         {0, 0, 0, "type"},
         {5, 0, 0, "type"},
     };
@@ -168,8 +217,21 @@ static void test_bad_headers(void)
         f = tensor_frame(ctl[i].len);
         f.type = ctl[i].type;
         f.tag = ctl[i].tag;
+        f.total = 0;
+        f.seq = 0;
         tma_transport_frame_encode(&f, NULL, 0, h);
         expect_bad(h, sizeof h, ctl[i].why);
+    }
+    /* Control frames must leave total, chunk and seq at zero. */
+    for (int field = 0; field < 3; field++) {
+        f = tensor_frame(0);
+        f.type = TMA_TRANSPORT_FRAME_BYE;
+        f.tag = 0;
+        f.total = field == 0 ? 4 : 0;
+        f.chunk = field == 1 ? 1 : 0;
+        f.seq = field == 2 ? 1 : 0;
+        tma_transport_frame_encode(&f, NULL, 0, h);
+        expect_bad(h, sizeof h, "control frame with tensor fields");
     }
     /* A valid header followed by more bytes decodes (the rest is payload). */
     unsigned char big[TMA_TRANSPORT_HEADER_BYTES + 16];
