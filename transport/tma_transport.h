@@ -5,7 +5,8 @@
  * peer's member id (its "sender" id).  It moves float32 tensors (initial,
  * local and global weights, gradients) as framed messages: a 64-byte header
  * (docs/transport.md) with a CRC32C over header and payload, validated
- * before anything is delivered.
+ * before anything is delivered.  Tensors over 4 MiB travel as 4 MiB chunks,
+ * each a frame of its own, so that checksumming overlaps the transfer.
  *
  * A connection starts with a hello carrying the job name and the job token
  * (a shared secret); a peer with the wrong job or token is refused, logged,

@@ -163,6 +163,7 @@ typedef struct node {
     conn_t *conn;
     int have_dest;
     int failed;
+    int warned; /* said that it cannot fit in the pool */
     uint32_t nchunks, chunks_done;
     uint32_t chunks_busy; /* held or being received */
 } node_t;
@@ -984,6 +985,13 @@ static int rx_pick_dest(tma_transport_t *t, node_t *n)
     }
     n->have_dest = ok;
     pthread_mutex_unlock(&t->lock);
+    if (!ok && n->bytes > t->pool_limit && !n->warned) {
+        n->warned = 1;
+        tma_log_warn(COMP,
+                     "a %zu-byte tensor from peer %u is larger than the receive pool (%" PRIu64
+                     " bytes): it waits for a posted buffer",
+                     n->bytes, n->conn->peer, t->pool_limit);
+    }
     return ok;
 }
 
@@ -2186,11 +2194,13 @@ tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, 
     for (size_t i = 0; i < SEND_WINDOW && i < nchunks; i++)
         send_slot_wait(t, &cmds[((nchunks - 1 - i) % SEND_WINDOW) * n], n, res);
     st = TMA_OK;
-    for (size_t p = 0; p < n && st == TMA_OK; p++)
-        st = res[p];
-    if (st == TMA_OK) {
-        STAT_ADD(t, msgs_sent, n);
-        STAT_ADD(t, bytes_sent, (uint64_t)n * bytes);
+    for (size_t p = 0; p < n; p++) {
+        if (res[p] == TMA_OK) {
+            STAT_ADD(t, msgs_sent, 1);
+            STAT_ADD(t, bytes_sent, bytes);
+        } else if (st == TMA_OK) {
+            st = res[p];
+        }
     }
     if (res != status_p && res != &one_res)
         free(res);
