@@ -1,12 +1,12 @@
 /*
- * transport_bw.c: streaming throughput of the tma transport, the number that
- * bench/transport_bw.sh puts beside `ucx_perftest -t tag_bw`.
+ * bench_transport.c: streaming throughput of the tma transport, the number that
+ * bench/bench_transport.sh puts beside `ucx_perftest -t tag_bw`.
  *
- *   transport_bw --listen HOST:PORT
+ *   bench_transport --listen HOST:PORT
  *       receives tensors and gives each buffer back at once (recv checks
  *       every CRC); answers each "done" message.  Prints "ADDR host:port",
  *       serves until its stdin closes.
- *   transport_bw --connect HOST:PORT --bytes N --iters K [--warmup W] [--threads T]
+ *   bench_transport --connect HOST:PORT --bytes N --iters K [--warmup W] [--threads T]
  *       sends K tensors of N bytes (after W untimed ones), then "done", and
  *       times first send to answer.  T threads send in turn (each its own
  *       buffer), so one thread's CRC overlaps another's transfer.  Prints
@@ -130,14 +130,14 @@ int main(int argc, char **argv)
         else
             bad = 1;
         if (bad) {
-            fprintf(stderr, "transport_bw: bad option %s %s\n", a, v);
+            fprintf(stderr, "bench_transport: bad option %s %s\n", a, v);
             return 2;
         }
     }
     if (listen)
         return serve(listen);
     if (!connect_to) {
-        fprintf(stderr, "usage: transport_bw --listen ADDR | --connect ADDR --bytes N --iters K "
+        fprintf(stderr, "usage: bench_transport --listen ADDR | --connect ADDR --bytes N --iters K "
                         "[--warmup W] [--threads T]\n");
         return 2;
     }
@@ -170,7 +170,7 @@ int main(int argc, char **argv)
         st = run(t, s, (int)threads, iters, 1);
     double dt = tma_clock_now() - t0;
     if (st != TMA_OK) {
-        fprintf(stderr, "transport_bw: %s\n", tma_status_str(st));
+        fprintf(stderr, "bench_transport: %s\n", tma_status_str(st));
         rc = 1;
     } else {
         printf("bytes %lld iters %lld seconds %.6f MiBps %.1f\n", (long long)bytes,

@@ -1,12 +1,12 @@
 #!/bin/bash
-# transport_bw.sh: tma transport throughput against `ucx_perftest -t tag_bw`,
+# bench_transport.sh: tma transport throughput against `ucx_perftest -t tag_bw`,
 # side by side in one invocation, on this machine's loopback.
 #
-#   bench/transport_bw.sh [BUILDDIR] > table.md
+#   bench/bench_transport.sh [BUILDDIR] > table.md
 #
 # For each message size (1 MiB .. 1 GiB) it runs, REPEATS times and
 # alternating, ucx_perftest tag_bw (server and client, same UCX_TLS and
-# UCX_NET_DEVICES) and bench/transport_bw (one receiver process, one sender
+# UCX_NET_DEVICES) and bench/bench_transport (one receiver process, one sender
 # process), and prints the best MiB/s of each.  tma's number includes what
 # perftest does not do: a CRC32C over every message on both sides.
 # Environment: UCX_TLS (default tcp), UCX_NET_DEVICES (default lo), REPEATS
@@ -14,7 +14,7 @@
 # default 1), TOTAL (bytes per run, default 4 GiB).
 set -u
 B=${1:-_build}
-BW=$B/bench/transport_bw
+BW=$B/bench/bench_transport
 [ -x "$BW" ] || { echo "no $BW: build first (make)" >&2; exit 2; }
 command -v ucx_perftest >/dev/null || { echo "ucx_perftest is missing (apt-get install ucx-utils)" >&2; exit 2; }
 export UCX_TLS=${UCX_TLS:-tcp} UCX_NET_DEVICES=${UCX_NET_DEVICES:-lo}
