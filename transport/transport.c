@@ -1681,6 +1681,9 @@ static void *progress_main(void *arg)
                 stop = 1;
             }
         }
+        /* No busy polling: sleeping in epoll between pieces of a transfer
+         * leaves the CPU to the peer on a shared machine, which measured
+         * faster than spinning (docs/benchmarks.md). */
         ucs_status_t s = work || stop ? UCS_ERR_BUSY : ucp_worker_arm(t->worker);
         pthread_mutex_unlock(&g_ucx_lock);
         if (stop)
