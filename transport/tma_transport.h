@@ -6,7 +6,8 @@
  * local and global weights, gradients) as framed messages: a 64-byte header
  * (docs/transport.md) with a CRC32C over header and payload, validated
  * before anything is delivered.  Tensors over 4 MiB travel as 4 MiB chunks,
- * each a frame of its own, so that checksumming overlaps the transfer.
+ * each a frame of its own, checked as it lands; the sender checksums one
+ * chunk while others are on the wire.
  *
  * A connection starts with a hello carrying the job name and the job token
  * (a shared secret); a peer with the wrong job or token is refused, logged,
@@ -63,7 +64,7 @@ typedef struct tma_transport tma_transport_t;
 #define TMA_TRANSPORT_HEADER_BYTES 64
 /* Tensors longer than this travel as several frames ("chunks") of this many
  * bytes (the last one shorter), each with its own header and CRC, so that
- * checksumming one chunk overlaps the transfer of the others. */
+ * checksumming one chunk can overlap the transfer of the others. */
 #define TMA_TRANSPORT_CHUNK_BYTES (4u << 20)
 /* A tensor has at most this many chunks (the chunk index is a u16). */
 #define TMA_TRANSPORT_MAX_CHUNKS 65536u

@@ -957,7 +957,7 @@ static void conn_start_close(conn_t *c, close_stage_t stage)
 /*
  * A tensor arrives as one or more chunks (frames), each received straight
  * into its place in the tensor's destination and checked against its own
- * CRC at once, while it is still in cache.  The tensor is queued for recv()
+ * CRC as soon as it has landed.  The tensor is queued for recv()
  * when every chunk has arrived and passed; a bad chunk flags the peer and
  * the tensor is dropped once its other chunks have settled.
  */
@@ -2085,9 +2085,9 @@ static void send_slot_wait(tma_transport_t *t, cmd_t *slot, size_t n, tma_status
 /*
  * The send path: the tensor goes out in chunks of TMA_TRANSPORT_CHUNK_BYTES.
  * This thread checksums chunk i while up to SEND_WINDOW - 1 earlier chunks
- * are on their way, so the CRC work overlaps the transfer and each chunk is
- * still in cache when UCX sends it.  Every chunk goes to every peer before
- * the next is checksummed; a peer that failed gets no further chunks.
+ * are on their way, so the CRC work can overlap the transfer.  Every chunk
+ * goes to every peer before the next is checksummed; a peer that failed
+ * gets no further chunks.
  */
 tma_status_t tma_transport_send_many(tma_transport_t *t, const uint32_t *peers, size_t n,
                                      const tma_transport_meta_t *meta, const float *data,
