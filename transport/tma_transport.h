@@ -303,12 +303,11 @@ typedef struct tma_transport_msg {
 
 /*
  * Posts `buf` (count floats) for the next tensor from `peer` with `tag`
- * (TMA_TRANSPORT_ANY_TAG matches any): a tensor of exactly count values lands there
- * with no copy; a tensor of another size goes to the pool as usual and the
- * post stays.  Several posts for one peer are used in posting order.  The
- * buffer belongs to the transport until the message is released or the post
- * is cancelled.  Errors: TMA_ERR_UNSUPPORTED (CUDA), TMA_ERR_INVALID (the
- * buffer is already posted).
+ * (TMA_TRANSPORT_ANY_TAG matches any): a tensor of exactly count values
+ * lands there, every chunk at its place, with no copy; a tensor of another
+ * size goes to the pool as usual and the post stays.  Several posts for one peer are used in
+ * posting order.  The buffer belongs to the transport until the message is released or the post is
+ * cancelled.  Errors: TMA_ERR_UNSUPPORTED (CUDA), TMA_ERR_INVALID (the buffer is already posted).
  */
 tma_status_t tma_transport_post(tma_transport_t *t, uint32_t peer, uint32_t tag, float *buf,
                                 size_t count, tma_transport_mem_t mem);
@@ -347,17 +346,18 @@ typedef struct tma_transport_stats {
     uint64_t peers_flagged;
     uint32_t connections; /* open (hello done) */
     uint32_t endpoints;   /* UCX endpoints not yet released (any state) */
-    uint32_t tx_active;   /* sends handed to UCX and not complete */
-    uint32_t rx_active;   /* tensors arriving right now */
-    uint32_t rx_held;     /* arrivals waiting for a buffer */
+    uint32_t tx_active;   /* frames (chunks) handed to UCX and not sent yet */
+    uint32_t rx_active;   /* chunks being received by rendezvous right now */
+    uint32_t rx_held;     /* chunks waiting for their tensor to get a buffer */
     uint32_t rx_queued;   /* items waiting for tma_transport_recv */
     uint64_t pool_bytes;  /* bytes the receive pool holds */
 } tma_transport_stats_t;
 
 void tma_transport_stats(tma_transport_t *t, tma_transport_stats_t *s_p);
 
-/* Test hook: the next frame this transport sends (a tensor, or a hello for
- * HELLO faults) is damaged after its CRC is computed. */
+/* Test hook: the next tensor this transport sends (or, if it connects
+ * first, its hello) is damaged after its CRC is computed: a payload bit in
+ * its last chunk, any other fault in its first chunk's header. */
 typedef enum {
     TMA_TRANSPORT_FAULT_NONE = 0,
     TMA_TRANSPORT_FAULT_PAYLOAD_BYTE, /* one payload bit of the last chunk flipped (from a copy) */
@@ -365,7 +365,7 @@ typedef enum {
     TMA_TRANSPORT_FAULT_MAGIC,        /* wrong magic */
     TMA_TRANSPORT_FAULT_VERSION,      /* version 99 */
     TMA_TRANSPORT_FAULT_TYPE,         /* type 77 */
-    TMA_TRANSPORT_FAULT_LENGTH,       /* header claims 4 bytes more than sent */
+    TMA_TRANSPORT_FAULT_LENGTH,       /* header claims 4 bytes more than the chunk has */
     TMA_TRANSPORT_FAULT_TRUNCATE,     /* payload cut 4 bytes short of the header's length */
     TMA_TRANSPORT_FAULT_SHORT_HEADER, /* only 40 header bytes sent */
     TMA_TRANSPORT_FAULT_JOB,          /* another job id in the header */

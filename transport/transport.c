@@ -71,14 +71,14 @@ typedef struct conn {
     uint64_t uid;
     conn_state_t state;
     close_stage_t close_stage;
-    int outgoing;     /* we connected */
-    int authed;       /* passed the hello; events are reported */
-    int bye_received; /* the peer announced a clean close */
-    int ep_closed;    /* ucp_ep_close_nbx was called */
-    int held;         /* chunks of this connection waiting for a buffer */
+    int outgoing;            /* we connected */
+    int authed;              /* passed the hello; events are reported */
+    int bye_received;        /* the peer announced a clean close */
+    int ep_closed;           /* ucp_ep_close_nbx was called */
+    int held;                /* chunks of this connection waiting for a buffer */
     struct node *assembling; /* tensors partly arrived */
     int n_assembling;
-    int doomed;       /* to be ended by the progress loop (see conn_doom) */
+    int doomed; /* to be ended by the progress loop (see conn_doom) */
     tma_transport_event_kind_t doom_kind;
     tma_status_t doom_reason;
     int refs; /* 1 for the list + one per UCX request that names it */
@@ -1169,8 +1169,8 @@ static ucs_status_t on_chunk(tma_transport_t *t, conn_t *c, const tma_transport_
     node_t *n = c->assembling;
     while (n && n->frame.seq != f->seq)
         n = n->next;
-    if (n && (n->frame.total != f->total || n->frame.tag != f->tag ||
-              n->frame.epoch != f->epoch || n->frame.round != f->round)) {
+    if (n && (n->frame.total != f->total || n->frame.tag != f->tag || n->frame.epoch != f->epoch ||
+              n->frame.round != f->round)) {
         conn_flag(c, TMA_ERR_MALFORMED, "chunk does not belong to the tensor it names");
         return drop;
     }

@@ -156,7 +156,8 @@ static void test_roundtrip(void)
     float *x = tma_alloc_aligned(max * sizeof(float));
     float *post = tma_alloc_aligned(max * sizeof(float));
     fill(x, max, 1);
-    const size_t counts[] = {1, 2, 3, 255, 1024, 4097, 65536, 1u << 20, (1u << 20) + 3, 16u << 20, max};
+    const size_t counts[] = {1,         2,  3, 255, 1024, 4097, 65536, 1u << 20, (1u << 20) + 3,
+                             16u << 20, max};
     for (size_t i = 0; i < TMA_ARRAY_LEN(counts); i++) {
         size_t n = counts[i];
         uint32_t want = tma_crc32c(0, x, n * sizeof(float));
@@ -376,9 +377,10 @@ static void test_backpressure_and_posts(void)
     pthread_create(&th, NULL, send_thread, &job);
     tma_transport_stats_t s;
     double deadline = tma_clock_now() + 10;
-    do
+    do {
+        tma_sleep(0.0005); /* poll politely */
         tma_transport_stats(srv, &s);
-    while (s.rx_held < 3 && tma_clock_now() < deadline);
+    } while (s.rx_held < 3 && tma_clock_now() < deadline);
     CHECK_MSG(s.rx_held == 3, "%u chunks held", s.rx_held); /* the tensor has no buffer yet */
     /* A small tensor from another peer is not stuck behind it. */
     tma_transport_meta_t m = {1, 0, 0};
@@ -419,9 +421,10 @@ static void test_backpressure_and_posts(void)
     CHECK_OK(tma_transport_post(srv, 3, ANYT, dst, 4, HOST));
     CHECK_OK(tma_transport_send(c, 0, &m1, x, 4, HOST, 10));
     deadline = tma_clock_now() + 10;
-    do
+    do {
+        tma_sleep(0.0005); /* poll politely */
         tma_transport_stats(srv, &s);
-    while (s.rx_queued == 0 && tma_clock_now() < deadline);
+    } while (s.rx_queued == 0 && tma_clock_now() < deadline);
     CHECK(s.rx_queued == 1);
     CHECK_OK(tma_transport_post_cancel(srv, dst, 1));
     tma_transport_stats(srv, &s);

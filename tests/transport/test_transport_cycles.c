@@ -33,6 +33,7 @@ static int count_fds(tma_transport_t *a, tma_transport_t *b)
     tma_transport_stats_t sa, sb;
     double deadline = tma_clock_now() + 10;
     do {
+        tma_sleep(0.0005); /* poll politely */
         tma_transport_stats(a, &sa);
         sb.endpoints = 0;
         if (b)

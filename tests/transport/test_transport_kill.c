@@ -70,9 +70,10 @@ static void wait_until_idle(tma_transport_t *t)
 {
     tma_transport_stats_t s;
     double deadline = tma_clock_now() + 5;
-    do
+    do {
+        tma_sleep(0.0005); /* poll politely */
         tma_transport_stats(t, &s);
-    while ((s.rx_active || s.tx_active || s.rx_held) && tma_clock_now() < deadline);
+    } while ((s.rx_active || s.tx_active || s.rx_held) && tma_clock_now() < deadline);
     CHECK_MSG(s.rx_active == 0 && s.tx_active == 0 && s.rx_held == 0, "rx %u tx %u held %u",
               s.rx_active, s.tx_active, s.rx_held);
 }
@@ -167,9 +168,10 @@ static void test_receiver_dies(tma_transport_t *srv, const float *x)
              * soon as our send is in flight and check it was not finished. */
             tma_transport_stats_t st;
             double deadline = tma_clock_now() + 10;
-            do
+            do {
+                tma_sleep(0.0005); /* poll politely */
                 tma_transport_stats(srv, &st);
-            while (!st.tx_active && tma_clock_now() < deadline);
+            } while (!st.tx_active && tma_clock_now() < deadline);
             kill(k.pid, SIGSTOP);
             if (__atomic_load_n(&job.done, __ATOMIC_ACQUIRE) == 0)
                 stopped = 1;
