@@ -15,3 +15,4 @@ TMA_TEST_LDADD = tests/libtma_test.a $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 include tests/common/local.mk
 include tests/graph/local.mk
 include tests/kv/local.mk
+include tests/transport/local.mk
