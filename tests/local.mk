@@ -13,3 +13,4 @@ TMA_TEST_LDADD = tests/libtma_test.a $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 
 include tests/common/local.mk
 include tests/graph/local.mk
+include tests/gnn/local.mk
