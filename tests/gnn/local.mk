@@ -11,3 +11,13 @@ TESTS += tests/gnn/test_sampler
 check_PROGRAMS += tests/gnn/test_ops
 tests_gnn_test_ops_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_ops
+
+check_PROGRAMS += tests/gnn/parity_dump
+tests_gnn_parity_dump_LDADD = $(TMA_GNN_TEST_LDADD)
+dist_check_SCRIPTS += tests/gnn/test_parity.sh
+EXTRA_DIST += tests/gnn/parity_torch.py
+TESTS += tests/gnn/test_parity.sh
+
+check_PROGRAMS += tests/gnn/test_gradcheck
+tests_gnn_test_gradcheck_LDADD = $(TMA_GNN_TEST_LDADD)
+TESTS += tests/gnn/test_gradcheck
