@@ -329,3 +329,17 @@ void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_
     if (score_s_p)
         *score_s_p = ev->last_score_s;
 }
+
+void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows)
+{
+    if (rows >= 1 && rows <= ev->chunk_rows)
+        ev->chunk_rows = rows;
+}
+
+tma_status_t gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out)
+{
+    tensor_t R;
+    tma_status_t st = tma_gnn_tensor_upload(&ev->params, params);
+    st = st ? st : infer(ev, &R);
+    return st ? st : tma_gnn_tensor_download(&R, out);
+}

@@ -21,3 +21,11 @@ TESTS += tests/gnn/test_parity.sh
 check_PROGRAMS += tests/gnn/test_gradcheck
 tests_gnn_test_gradcheck_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_gradcheck
+
+check_PROGRAMS += tests/gnn/test_config
+tests_gnn_test_config_LDADD = $(TMA_GNN_TEST_LDADD)
+TESTS += tests/gnn/test_config
+
+check_PROGRAMS += tests/gnn/test_weights
+tests_gnn_test_weights_LDADD = $(TMA_GNN_TEST_LDADD)
+TESTS += tests/gnn/test_weights

@@ -3,7 +3,9 @@
  * everything a PyTorch reimplementation needs to redo them (the features,
  * the initial parameter block and its layout, each step's sampled batch)
  * and what it must agree with (each step's loss and gradient block before
- * clipping, and the parameter block after the Adam step).  Used by
+ * clipping, and the parameter block after the Adam step); then the final
+ * parameters' full-neighbourhood embeddings and validation MRR from the
+ * evaluator (forced into several chunks).  Used by
  * test_parity.sh with parity_torch.py.
  *
  *   parity_dump OUTDIR ENCODER SPARSE LAYERS DECODER_LAYERS CLIP STEPS
@@ -130,11 +132,36 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "s%d_grads.f32", s);
         dump(name, buf, (size_t)np * 4);
         CHECK_OK(tma_gnn_trainer_apply_grads(tr));
+        /* apply_grads clipped the gradient block in place */
+        CHECK_OK(tma_gnn_trainer_get_grads(tr, buf));
+        snprintf(name, sizeof name, "s%d_clipped.f32", s);
+        dump(name, buf, (size_t)np * 4);
         CHECK_OK(tma_gnn_trainer_get_params(tr, buf));
         snprintf(name, sizeof name, "s%d_params.f32", s);
         dump(name, buf, (size_t)np * 4);
         cJSON_AddItemToArray(js, st);
     }
+    /* Full-neighbourhood inference with the final parameters, in several
+     * chunks, and the validation MRR. */
+    tma_gnn_evaluator_t *ev;
+    CHECK_OK(tma_gnn_evaluator_create(rc, g, &ev));
+    gnn_evaluator_set_chunk_rows(ev, 37);
+    CHECK_OK(tma_gnn_trainer_get_params(tr, buf));
+    float *emb = malloc((size_t)(g->num_nodes * rc->hidden) * 4);
+    CHECK_OK(gnn_evaluator_embeddings(ev, buf, emb));
+    double mrr;
+    CHECK_OK(tma_gnn_evaluator_mrr(ev, buf, TMA_GNN_SPLIT_VAL, &mrr));
+    cJSON_AddNumberToObject(meta, "val_mrr", mrr);
+    cJSON_AddNumberToObject(meta, "num_val", (double)g->num_val);
+    cJSON_AddNumberToObject(meta, "num_negatives", g->num_negatives);
+    dump("eval_emb.f32", emb, (size_t)(g->num_nodes * rc->hidden) * 4);
+    dump("train_indptr.i64", g->indptr, (size_t)(g->num_nodes + 1) * 8);
+    dump("train_indices.i64", g->indices, (size_t)(2 * g->num_train_edges) * 8);
+    dump("val_edges.i64", g->val_edges, (size_t)(2 * g->num_val) * 8);
+    dump("val_neg.i64", g->val_neg, (size_t)(g->num_val * g->num_negatives) * 8);
+    free(emb);
+    tma_gnn_evaluator_destroy(ev);
+
     char *text = cJSON_Print(meta);
     dump("meta.json", text, strlen(text));
     cJSON_free(text);

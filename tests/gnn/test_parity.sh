@@ -10,19 +10,22 @@
 dump="$TMA_BUILDDIR/tests/gnn/parity_dump"
 script="$TMA_SRCDIR/tests/gnn/parity_torch.py"
 n=0
-# encoder sparse-features layers decoder-layers clip steps
+dirs=()
+# encoder, sparse features, layers, decoder layers, clip (0: off), steps
 while read -r enc sparse layers dlayers clip steps; do
   dir="$TMP_ROOT/case$n"; n=$((n + 1))
   mkdir -p "$dir"
   "$dump" "$dir" "$enc" "$sparse" "$layers" "$dlayers" "$clip" "$steps" || fail "parity_dump $enc failed"
-  "$TMA_TORCH_PYTHON" "$script" "$dir" || fail "$enc (sparse=$sparse layers=$layers decoder=$dlayers clip=$clip) disagrees with PyTorch"
+  dirs+=("$dir")
 done <<'CASES'
 gcn 0 2 2 0.3 5
 gcn 1 2 2 0.3 5
 gcn 0 2 2 0 4
 sage 0 2 2 0.3 5
 sage 1 3 3 0.3 5
+sage 1 2 2 5 4
 mlp 0 2 2 0.3 5
 mlp 1 2 1 0.3 4
 CASES
+"$TMA_TORCH_PYTHON" "$script" "${dirs[@]}" || fail "tma disagrees with PyTorch (see above)"
 echo "all $n cases agree with PyTorch"
