@@ -64,5 +64,7 @@ typedef struct cli_command {
 
 /* The subcommands, one file each. */
 int cli_cmd_info(int argc, char **argv);
+int cli_cmd_train(int argc, char **argv);
+int cli_cmd_eval(int argc, char **argv);
 
 #endif

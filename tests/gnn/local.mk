@@ -29,3 +29,12 @@ TESTS += tests/gnn/test_config
 check_PROGRAMS += tests/gnn/test_weights
 tests_gnn_test_weights_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_weights
+
+check_PROGRAMS += tests/gnn/test_trainer
+tests_gnn_test_trainer_LDADD = $(TMA_GNN_TEST_LDADD)
+TESTS += tests/gnn/test_trainer
+
+check_PROGRAMS += tests/gnn/write_test_graph
+tests_gnn_write_test_graph_LDADD = $(TMA_GNN_TEST_LDADD)
+dist_check_SCRIPTS += tests/gnn/test_train_cli.sh
+TESTS += tests/gnn/test_train_cli.sh
