@@ -64,6 +64,23 @@ typedef struct cli_command {
 
 /* The subcommands, one file each. */
 int cli_cmd_info(int argc, char **argv);
+int cli_cmd_import(int argc, char **argv);
+int cli_cmd_gen(int argc, char **argv);
+int cli_cmd_partition(int argc, char **argv);
+
+/* The split flags that `tma import` and `tma gen` share (cmd_import.c). */
+struct tma_graph_build_opts;
+struct tma_graph_build_report;
+typedef struct cli_graph_flags {
+    double val, test;
+    int val_seen, test_seen;
+    int64_t negatives, seed;
+} cli_graph_flags_t;
+#define CLI_GRAPH_SPLIT_OPTS(f)                                                                        {"val", 0, CLI_DOUBLE, &(f).val, "X",                                                               "validation edges: a fraction if X < 1, else a count (default 5%, at most 2000)",                  &(f).val_seen},                                                                                       {"test", 0, CLI_DOUBLE, &(f).test, "X", "test edges, as --val (same default)",                      &(f).test_seen},                                                                                  {"negatives", 0, CLI_INT, &(f).negatives, "K",                                                      "fixed negative tails per evaluation edge (default 1000)", NULL},                                 {"seed", 0, CLI_INT, &(f).seed, "S", "seed of the split, negatives and projection (default 0)", NULL}
+/* Checks the flags into *b; returns CLI_EXIT_OK or a usage error's exit code. */
+int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
+/* Prints the builder's counts, one "  key value" line each. */
+void cli_print_build_report(const struct tma_graph_build_report *r);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
 

@@ -13,6 +13,9 @@
 
 static const cli_command_t commands[] = {
     {"info", "print a .tmag graph's header, counts and statistics", cli_cmd_info},
+    {"import", "read a dataset (edge list, OGB raw, .npz) into a .tmag graph", cli_cmd_import},
+    {"gen", "generate a synthetic graph (sbm, rmat) into a .tmag graph", cli_cmd_gen},
+    {"partition", "cut a graph's training edges into shards (random, supernode:N, metis)", cli_cmd_partition},
     {"train", "train one link-prediction model on a whole graph (centralized)", cli_cmd_train},
     {"eval", "test saved weights: MRR on a graph's test or validation edges", cli_cmd_eval},
 };

@@ -113,6 +113,272 @@ int tma_graph_has_edge(const tma_graph_t *g, int64_t u, int64_t v);
  * statistics, graph_id (hex).  Caller owns the object. */
 cJSON *tma_graph_info_json(const tma_graph_t *g);
 
+/* ==================================================================
+ * Building graphs: edge lists, the shared builder (split and negatives),
+ * importers and synthetic generators (graph/build.c, import.c, npz.c,
+ * gen.c, feat.c).  docs/graphs.md describes the behaviour in prose.
+ * ================================================================== */
+
+/* Defaults of the builder and importers. */
+#define TMA_GRAPH_DEFAULT_NEGATIVES 1000
+#define TMA_GRAPH_DEFAULT_EVAL_FRACTION 0.05 /* of the cleaned edges, each for val and test */
+#define TMA_GRAPH_DEFAULT_EVAL_MAX 2000      /* ... but at most this many edges each */
+#define TMA_GRAPH_DEFAULT_FEAT_DIM 64        /* graphs without features */
+/* Seeds are kept below 2^53 so that they survive JSON (partition.json). */
+#define TMA_GRAPH_MAX_SEED ((int64_t)1 << 53)
+
+/* A growable list of undirected edges as interleaved (u, v) int64 pairs.
+ * Zero-initialise it; free with tma_edge_list_free(). */
+typedef struct tma_edge_list {
+    int64_t *pairs; /* [2 * cap] */
+    int64_t count, cap;
+} tma_edge_list_t;
+
+/* Makes room for `cap` edges in all; TMA_ERR_NOMEM (logged) on failure. */
+tma_status_t tma_edge_list_reserve(tma_edge_list_t *el, int64_t cap);
+/* Frees the storage and zeroes the list; accepts a zeroed list. */
+void tma_edge_list_free(tma_edge_list_t *el);
+/* Appends one edge, growing the list geometrically. */
+static inline tma_status_t tma_edge_list_push(tma_edge_list_t *el, int64_t u, int64_t v)
+{
+    if (el->count == el->cap) {
+        tma_status_t st = tma_edge_list_reserve(el, el->cap < 1024 ? 1024 : el->cap * 2);
+        if (st != TMA_OK)
+            return st;
+    }
+    el->pairs[2 * el->count] = u;
+    el->pairs[2 * el->count + 1] = v;
+    el->count++;
+    return TMA_OK;
+}
+
+/* How the builder splits and draws negatives. */
+typedef struct tma_graph_build_opts {
+    /* Validation and test edges: < 0 the default (5% of the cleaned edges,
+     * at most 2000); in [0, 1) a fraction of the cleaned edges (rounded);
+     * >= 1 a count (must be a whole number). */
+    double val, test;
+    int32_t negatives; /* fixed negative tails per evaluation edge (default 1000) */
+    uint64_t seed;     /* < TMA_GRAPH_MAX_SEED */
+} tma_graph_build_opts_t;
+
+/* Sets the defaults above, seed 0. */
+void tma_graph_build_opts_init(tma_graph_build_opts_t *o);
+
+/* What the builder did. */
+typedef struct tma_graph_build_report {
+    int64_t input_edges; /* edges given */
+    int64_t self_loops;  /* dropped */
+    int64_t duplicates;  /* dropped: repeats of an undirected edge, in either direction */
+    int64_t edges;       /* undirected edges after cleaning */
+    int64_t train_edges, val_edges, test_edges;
+    int32_t negatives;
+    double seconds_adjacency, seconds_split, seconds_negatives;
+} tma_graph_build_report_t;
+
+/*
+ * Fills a full graph from an undirected edge list.  `g` must come from
+ * tma_graph_create() with num_nodes set (features and labels, when there are
+ * any, already in place); the builder adds the training CSR, the split and
+ * the negatives, and sets num_edges, split_seed and friends.
+ *
+ * Self-loops and duplicate edges (u-v given twice, in either direction) are
+ * dropped and counted.  The validation and test edges are drawn uniformly
+ * from the cleaned edges without replacement, with a random orientation
+ * (head, tail), and removed from the training graph.  Each gets
+ * o->negatives tails drawn uniformly (with replacement) from the nodes that
+ * are neither the head nor a neighbour of it in the FULL graph.
+ *
+ * Consumes `el`: its storage is freed on return, success or not.
+ * Deterministic for o->seed whatever the OpenMP thread count.
+ * Errors: TMA_ERR_RANGE (a node id outside [0, num_nodes), named with the
+ * edge's index), TMA_ERR_INVALID (no edges, or a split that leaves no
+ * training edge, or a head adjacent to every node), TMA_ERR_NOMEM.
+ */
+tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_graph_build_opts_t *o,
+                             tma_graph_build_report_t *rep_p);
+
+/* How features are produced on import and generation. */
+typedef enum {
+    TMA_FEAT_STORED = 0,    /* the input's features, densified */
+    TMA_FEAT_PROJECTED = 1, /* the input's features through the seeded random projection */
+    TMA_FEAT_DEFAULT = 2,   /* no input features: the projection of one-hot node ids */
+    TMA_FEAT_GENERATED = 3, /* a generator's own features (SBM centroids + noise) */
+} tma_feat_source_t;
+
+/* A short name ("stored", "projected", "default", "generated"). */
+const char *tma_feat_source_str(tma_feat_source_t s);
+
+typedef struct tma_graph_import_opts {
+    tma_graph_build_opts_t build;
+    /* 0: store the features as they are (graphs without features get
+     * TMA_GRAPH_DEFAULT_FEAT_DIM); > 0: this many dense dimensions, by the
+     * seeded random projection when the input's dimension differs. */
+    int32_t feat_dim;
+} tma_graph_import_opts_t;
+
+void tma_graph_import_opts_init(tma_graph_import_opts_t *o);
+
+typedef struct tma_graph_import_report {
+    const char *layout; /* "edge-list", "ogb", "npz" (constant strings) */
+    int64_t nodes;
+    int32_t input_feature_dim; /* 0 without input features */
+    int32_t feature_dim;
+    tma_feat_source_t features;
+    int32_t num_classes; /* 0 without labels */
+    tma_graph_build_report_t build;
+    double seconds_read; /* parsing the input */
+    double seconds;      /* the whole import, without writing */
+} tma_graph_import_report_t;
+
+/*
+ * Reads a dataset into a full graph (not written).  `src` is one of:
+ *   - a folder with edges.txt (+ optional features.txt, labels.txt, meta.txt);
+ *   - an OGB dataset folder, or its raw/ folder, with edge.csv.gz (+ optional
+ *     num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz);
+ *   - a .npz file of CSR arrays (or a folder holding exactly one .npz).
+ * Every error is logged once naming the file and line (or the npz array) at
+ * fault: TMA_ERR_NOT_FOUND (missing file or unknown layout), TMA_ERR_FORMAT
+ * (malformed text, gzip, zip or npy), TMA_ERR_RANGE (an id beyond the node
+ * count), TMA_ERR_UNSUPPORTED (deflated npz members, Fortran order, a dtype
+ * tma does not read).  The caller owns *g_p.
+ */
+tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o, tma_graph_t **g_p,
+                              tma_graph_import_report_t *rep_p);
+
+/* The stochastic block model of the paper's Lemma 1, generalised to k
+ * classes: an edge's endpoints share a class with probability `homophily`;
+ * features are the class centroid (N(0, I)) plus noise * N(0, I). */
+typedef struct tma_gen_sbm_opts {
+    int64_t nodes;
+    int32_t classes;
+    double avg_degree; /* edges drawn: round(nodes * avg_degree / 2) */
+    double homophily;  /* in [0, 1]; must be 1 with one class */
+    int32_t feat_dim;
+    double noise;
+    uint64_t seed;
+} tma_gen_sbm_opts_t;
+
+/* R-MAT (Chakrabarti et al.) with a = 0.57, b = c = 0.19, d = 0.05 over
+ * 2^scale ids (endpoints >= nodes are redrawn); random features (the same
+ * default as an import without features). */
+typedef struct tma_gen_rmat_opts {
+    int64_t nodes; /* 0: 2^scale */
+    int32_t scale; /* 0: the smallest with 2^scale >= nodes */
+    int64_t edges; /* drawn; self-loops and duplicates are then dropped */
+    int32_t feat_dim;
+    uint64_t seed;
+} tma_gen_rmat_opts_t;
+
+typedef struct tma_gen_report {
+    int64_t nodes;
+    int32_t feature_dim;
+    tma_feat_source_t features;
+    int32_t num_classes;
+    double homophily; /* measured over all cleaned edges; -1 without labels */
+    tma_graph_build_report_t build;
+    double seconds_generate, seconds;
+} tma_gen_report_t;
+
+/* Generate a graph and run it through tma_graph_build with `b` (whose seed
+ * should normally equal the generator's).  Deterministic for the seeds
+ * whatever the thread count.  TMA_ERR_INVALID for out-of-range options
+ * (logged, naming the option). */
+tma_status_t tma_graph_gen_sbm(const tma_gen_sbm_opts_t *o, const tma_graph_build_opts_t *b,
+                               tma_graph_t **g_p, tma_gen_report_t *rep_p);
+tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b,
+                                tma_graph_t **g_p, tma_gen_report_t *rep_p);
+
+/* Fraction of the graph's cleaned edges (training + validation + test)
+ * whose endpoints share a label; -1 without labels or edges. */
+double tma_graph_homophily(const tma_graph_t *g);
+
+/* ==================================================================
+ * Partitions (graph/partition.c): node assignments, shard files and the
+ * partition folder (docs/formats.md, "Partition folders").
+ * ================================================================== */
+
+typedef enum {
+    TMA_PARTITION_RANDOM = 0,    /* each node to a shard by a seeded hash */
+    TMA_PARTITION_SUPERNODE = 1, /* METIS mini-clusters, shuffled, dealt to shards */
+    TMA_PARTITION_METIS = 2,     /* METIS k-way into the shard count (PSGD-PA) */
+} tma_partition_scheme_t;
+
+typedef struct tma_partition_opts {
+    tma_partition_scheme_t scheme;
+    int32_t num_shards;
+    int64_t num_clusters; /* supernode only: N mini-clusters */
+    uint64_t seed;        /* < TMA_GRAPH_MAX_SEED */
+} tma_partition_opts_t;
+
+/* Parses "random", "metis" or "supernode:N" into o->scheme and
+ * o->num_clusters; TMA_ERR_INVALID (not logged) otherwise. */
+tma_status_t tma_partition_scheme_parse(const char *s, tma_partition_opts_t *o);
+/* "random", "supernode" or "metis". */
+const char *tma_partition_scheme_str(tma_partition_scheme_t s);
+
+/* Node assignments over g's training graph; part[v] in [0, num_shards).
+ * random: O(n), parallel, deterministic.  metis: METIS_PartGraphKway with
+ * the seed.  supernode: METIS into `clusters` (written to cluster[] when not
+ * NULL), clusters shuffled by the seed and dealt round-robin, so shards'
+ * cluster counts differ by at most one.  METIS needs 32-bit ids: a graph
+ * beyond 2^31 - 1 nodes or adjacency entries is refused (TMA_ERR_RANGE). */
+tma_status_t tma_graph_partition_random(const tma_graph_t *g, int32_t shards, uint64_t seed,
+                                        int32_t *part);
+tma_status_t tma_graph_partition_metis(const tma_graph_t *g, int64_t parts, uint64_t seed,
+                                       int32_t *part);
+tma_status_t tma_graph_partition_supernode(const tma_graph_t *g, int64_t clusters, int32_t shards,
+                                           uint64_t seed, int32_t *cluster, int32_t *part);
+
+/* What a partition run produced (also in partition.json). */
+typedef struct tma_partition_result {
+    tma_partition_opts_t opts;
+    int64_t nodes, train_edges;
+    double edge_ratio;        /* sum of shard edges / training edges */
+    double label_tv;          /* mean over non-empty shards; -1 without labels */
+    double feature_mean_dist; /* mean over non-empty shards */
+    int64_t *shard_nodes, *shard_edges; /* [num_shards] */
+    int64_t *shard_clusters;            /* [num_shards], supernode only (else NULL) */
+    double *shard_label_tv;             /* [num_shards] (-1 without labels or nodes) */
+    double *shard_feature_dist;         /* [num_shards] (-1 for an empty shard) */
+    double seconds_assign, seconds_shards, seconds;
+} tma_partition_result_t;
+
+/*
+ * Partitions g (a full graph opened from graph_path) and writes the folder
+ * `dir`: shard-NNNNN.tmag files (TMA_GRAPH_SHARD: the induced training
+ * subgraph, features, labels, global ids, the parent's graph_id), then
+ * partition.json last, so a folder with partition.json is complete.  A
+ * partition.json and shard files already in `dir` are removed first.  The
+ * caller frees *res_p with tma_partition_result_destroy().
+ */
+tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path,
+                               const tma_partition_opts_t *o, const char *dir,
+                               tma_partition_result_t **res_p);
+void tma_partition_result_destroy(tma_partition_result_t *r);
+
+/* A partition folder as the coordinator and workers see it. */
+typedef struct tma_partition_info {
+    char *dir;
+    char *scheme;           /* "random", "supernode", "metis" */
+    int64_t num_clusters;   /* supernode only, else 0 */
+    int32_t num_shards;
+    uint64_t seed;
+    uint64_t graph_id;      /* the parent graph's id; every shard carries it */
+    char *graph_path;       /* the parent graph's absolute path */
+    int64_t nodes, train_edges;
+    double edge_ratio;
+    int64_t *shard_nodes;   /* [num_shards] */
+    int64_t *shard_edges;   /* [num_shards] */
+    char **shard_paths;     /* [num_shards]: dir joined with each file name */
+} tma_partition_info_t;
+
+/* Reads DIR/partition.json.  TMA_ERR_NOT_FOUND when it is missing (an
+ * incomplete or absent partition), TMA_ERR_CONFIG for a missing or wrong
+ * key (named in the log), TMA_ERR_FORMAT when a shard file it lists is
+ * missing.  Does not open the shards.  Free with tma_partition_info_destroy. */
+tma_status_t tma_partition_info_load(const char *dir, tma_partition_info_t **info_p);
+void tma_partition_info_destroy(tma_partition_info_t *info);
 
 /* ------------------------------------------------------------------ neighbour sampler */
 

@@ -1,3 +1,11 @@
 check_PROGRAMS += tests/graph/test_tmag
 tests_graph_test_tmag_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/graph/test_tmag
+check_PROGRAMS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition
+tests_graph_test_import_LDADD = $(TMA_TEST_LDADD)
+tests_graph_test_gen_LDADD = $(TMA_TEST_LDADD)
+tests_graph_test_partition_LDADD = $(TMA_TEST_LDADD)
+TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition
+dist_check_SCRIPTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh
+TESTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh
+EXTRA_DIST += tests/graph/bad tests/graph/data

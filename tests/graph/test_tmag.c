@@ -164,6 +164,23 @@ int main(void)
     ve[0] = 0; ve[1] = 1;
     CHECK_OK(tma_graph_validate(g, "g"));
 
+    /* An adjacency whose rows are each fine but which is not symmetric
+     * (0-2 and 2-1 are stored one way only) is refused, naming a node. */
+    {
+        tma_graph_t *a;
+        CHECK_OK(tma_graph_create(&a));
+        static const int64_t ip[4] = {0, 2, 3, 4}, ix[4] = {1, 2, 0, 1};
+        static const float fa[3] = {0, 0, 0};
+        a->num_nodes = 3;
+        a->num_edges = a->num_train_edges = 2;
+        a->indptr = ip;
+        a->indices = ix;
+        a->feature_dim = 1;
+        a->features = fa;
+        CHECK_STATUS(tma_graph_validate(a, "asym"), TMA_ERR_FORMAT);
+        tma_graph_destroy(a);
+    }
+
     /* A shard round-trips with its global ids. */
     g->kind = TMA_GRAPH_SHARD;
     g->num_val = g->num_test = 0;

@@ -1,0 +1,99 @@
+/* cmd_partition.c: `tma partition G.tmag --scheme S --shards N -o DIR`:
+ * shard files, partition.json and a table of the shard statistics. */
+#include "cli_int.h"
+#include "tma_graph.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+int cli_cmd_partition(int argc, char **argv)
+{
+    const char *out = NULL, *scheme = NULL;
+    int64_t shards = 0, seed = 0;
+    int shards_seen = 0;
+    const cli_opt_t opts[] = {
+        {"scheme", 0, CLI_STR, &scheme, "random|supernode:N|metis",
+         "random: each node to a seeded random shard; supernode:N: METIS into N mini-clusters, "
+         "shuffled and dealt to the shards; metis: METIS into the shard count (required)",
+         NULL},
+        {"shards", 0, CLI_INT, &shards, "S", "number of shards (required)", &shards_seen},
+        {"seed", 0, CLI_INT, &seed, "X", "seed of the assignment (default 0)", NULL},
+        {"output", 'o', CLI_STR, &out, "DIR",
+         "the partition folder: shard-NNNNN.tmag files and partition.json, written last (required)", NULL},
+        {NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    const cli_spec_t spec = {
+        "partition", "G.tmag --scheme random|supernode:N|metis --shards S [--seed X] -o DIR",
+        "Cuts the training graph of G.tmag into S shards; each shard file holds the induced training "
+        "subgraph, its features, labels and global ids. Prints and saves the statistics: edge_ratio (share "
+        "of training edges kept inside shards), label_tv (mean total-variation distance of the shards' "
+        "label distributions from the graph's) and feature_mean_dist (mean L2 distance of the shards' mean "
+        "features from the graph's). Existing shard files and partition.json in DIR are replaced.",
+        opts, 1, 1};
+    char *pos[CLI_MAX_POS];
+    int npos;
+    int pr = cli_parse(&spec, argc, argv, pos, &npos);
+    if (pr != CLI_PARSE_OK)
+        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (!out)
+        return cli_usage_error("partition", "-o DIR is required");
+    if (!scheme)
+        return cli_usage_error("partition", "--scheme is required (random, supernode:N or metis)");
+    tma_partition_opts_t o = {0};
+    if (tma_partition_scheme_parse(scheme, &o) != TMA_OK)
+        return cli_usage_error("partition", "--scheme: expected random, supernode:N (N >= 1) or metis, got '%s'",
+                               scheme);
+    if (!shards_seen || shards < 1 || shards > (1 << 20))
+        return cli_usage_error("partition", "--shards: expected a count in [1, 1048576]%s",
+                               shards_seen ? "" : " (required)");
+    if (seed < 0 || seed >= TMA_GRAPH_MAX_SEED)
+        return cli_usage_error("partition", "--seed: expected an integer in [0, 2^53), got %" PRId64, seed);
+    if (o.scheme == TMA_PARTITION_SUPERNODE && o.num_clusters < shards)
+        return cli_usage_error("partition", "--scheme supernode:%" PRId64 ": needs at least as many clusters as "
+                               "--shards (%" PRId64 ")", o.num_clusters, shards);
+    o.num_shards = (int32_t)shards;
+    o.seed = (uint64_t)seed;
+
+    tma_graph_t *g;
+    tma_status_t st = tma_graph_open(pos[0], 0, &g);
+    if (st != TMA_OK) {
+        fprintf(stderr, "tma partition: cannot use %s: %s\n", pos[0], tma_status_str(st));
+        return CLI_EXIT_RUNTIME;
+    }
+    tma_partition_result_t *r;
+    st = tma_partition_run(g, pos[0], &o, out, &r);
+    tma_graph_destroy(g);
+    if (st != TMA_OK) {
+        fprintf(stderr, "tma partition: %s: %s; %s has no partition.json\n", pos[0], tma_status_str(st), out);
+        return CLI_EXIT_RUNTIME;
+    }
+    printf("partitioned %s into %s: scheme %s", pos[0], out, tma_partition_scheme_str(o.scheme));
+    if (o.scheme == TMA_PARTITION_SUPERNODE)
+        printf(":%" PRId64, o.num_clusters);
+    printf(", %d shards, seed %" PRId64 "\n", o.num_shards, seed);
+    printf("%6s %12s %14s %9s %10s %10s\n", "shard", "nodes", "edges", "clusters", "label_tv", "feat_dist");
+    for (int32_t s = 0; s < o.num_shards; s++) {
+        printf("%6d %12" PRId64 " %14" PRId64 " ", s, r->shard_nodes[s], r->shard_edges[s]);
+        if (r->shard_clusters)
+            printf("%9" PRId64 " ", r->shard_clusters[s]);
+        else
+            printf("%9s ", "-");
+        if (r->shard_label_tv[s] >= 0)
+            printf("%10.4f ", r->shard_label_tv[s]);
+        else
+            printf("%10s ", "-");
+        if (r->shard_feature_dist[s] >= 0)
+            printf("%10.4f\n", r->shard_feature_dist[s]);
+        else
+            printf("%10s\n", "-");
+    }
+    printf("edge_ratio %.4f  label_tv ", r->edge_ratio);
+    if (r->label_tv >= 0)
+        printf("%.4f", r->label_tv);
+    else
+        printf("-");
+    printf("  feature_mean_dist %.4f  seconds %.3f (assign %.3f, shards %.3f)\n", r->feature_mean_dist,
+           r->seconds, r->seconds_assign, r->seconds_shards);
+    tma_partition_result_destroy(r);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,579 @@
+/*
+ * build.c: the graph builder every importer and generator goes through.
+ *
+ * From an undirected edge list it builds the full adjacency as CSR (degree
+ * count, scatter of both directions, then each row sorted and deduplicated,
+ * which drops duplicate edges without a global sort), draws the seeded
+ * validation/test split, draws each evaluation edge's fixed negatives
+ * against the full graph, and finally removes the evaluation edges so that
+ * the same arrays become the training CSR.  Peak memory is the input pairs
+ * plus one adjacency array (16 bytes an undirected edge each).
+ *
+ * Determinism whatever the thread count: the scatter's order is undone by
+ * the row sort, the split comes from one sequential stream, and each
+ * evaluation edge's negatives from a stream of its own.
+ */
+#include "graph_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "graph"
+
+/* Stream salts, so the split and the negatives never share random numbers
+ * with each other or with a generator seeded the same way. */
+#define SALT_SPLIT 0x5b1170dd5eedull
+#define SALT_NEG 0x4e6e6761746976ull
+
+/* ------------------------------------------------------------------ edge lists */
+
+tma_status_t tma_edge_list_reserve(tma_edge_list_t *el, int64_t cap)
+{
+    if (cap <= el->cap)
+        return TMA_OK;
+    size_t bytes;
+    if (cap < 0 || tma_mul_overflow((size_t)cap, 2 * sizeof(int64_t), &bytes)) {
+        tma_log_error(COMP, "edge list of %" PRId64 " edges is too large", cap);
+        return TMA_ERR_NOMEM;
+    }
+    int64_t *p = realloc(el->pairs, bytes);
+    if (!p) {
+        tma_log_error(COMP, "out of memory growing an edge list to %" PRId64 " edges", cap);
+        return TMA_ERR_NOMEM;
+    }
+    el->pairs = p;
+    el->cap = cap;
+    return TMA_OK;
+}
+
+void tma_edge_list_free(tma_edge_list_t *el)
+{
+    free(el->pairs);
+    memset(el, 0, sizeof *el);
+}
+
+void tma_graph_build_opts_init(tma_graph_build_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->val = -1;
+    o->test = -1;
+    o->negatives = TMA_GRAPH_DEFAULT_NEGATIVES;
+}
+
+/* ------------------------------------------------------------------ sorting */
+
+static void insertion_sort(int64_t *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++) {
+        int64_t x = a[i], j = i;
+        while (j > 0 && a[j - 1] > x) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
+}
+
+static void sift_down(int64_t *a, int64_t root, int64_t n)
+{
+    for (;;) {
+        int64_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && a[c + 1] > a[c])
+            c++;
+        if (a[root] >= a[c])
+            return;
+        int64_t t = a[root];
+        a[root] = a[c];
+        a[c] = t;
+        root = c;
+    }
+}
+
+static void heap_sort(int64_t *a, int64_t n)
+{
+    for (int64_t i = n / 2 - 1; i >= 0; i--)
+        sift_down(a, i, n);
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t t = a[0];
+        a[0] = a[i];
+        a[i] = t;
+        sift_down(a, 0, i);
+    }
+}
+
+static void intro_sort(int64_t *a, int64_t n, int depth)
+{
+    while (n > 24) {
+        if (depth-- == 0) {
+            heap_sort(a, n);
+            return;
+        }
+        /* Median of three as the pivot; Hoare partition. */
+        int64_t x = a[0], y = a[n / 2], z = a[n - 1];
+        int64_t p = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int64_t i = -1, j = n;
+        for (;;) {
+            do
+                i++;
+            while (a[i] < p);
+            do
+                j--;
+            while (a[j] > p);
+            if (i >= j)
+                break;
+            int64_t t = a[i];
+            a[i] = a[j];
+            a[j] = t;
+        }
+        /* Recurse into the smaller side, loop on the larger. */
+        if (j + 1 < n - j - 1) {
+            intro_sort(a, j + 1, depth);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            intro_sort(a + j + 1, n - j - 1, depth);
+            n = j + 1;
+        }
+    }
+    insertion_sort(a, n);
+}
+
+void tma_sort_i64(int64_t *a, int64_t n)
+{
+    int depth = 2;
+    for (int64_t k = n; k > 1; k >>= 1)
+        depth += 2;
+    intro_sort(a, n, depth);
+}
+
+/* ------------------------------------------------------------------ adjacency */
+
+/* Builds the cleaned full adjacency into g->indptr / g->indices (owned by
+ * g) and frees the pairs as soon as they are scattered. */
+static tma_status_t build_adjacency(tma_graph_t *g, tma_edge_list_t *el, tma_graph_build_report_t *rep)
+{
+    const int64_t n = g->num_nodes, m_in = el->count;
+    const int64_t *pairs = el->pairs;
+    int64_t *indptr = tma_graph_alloc(g, ((size_t)n + 1) * sizeof(int64_t));
+    if (!indptr)
+        return TMA_ERR_NOMEM;
+    memset(indptr, 0, ((size_t)n + 1) * sizeof(int64_t));
+
+    /* Degrees (into indptr[v + 1]), self-loops and the first bad edge. */
+    int64_t loops = 0, bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(+ : loops) reduction(min : bad)
+    for (int64_t i = 0; i < m_in; i++) {
+        int64_t u = pairs[2 * i], v = pairs[2 * i + 1];
+        if (u < 0 || u >= n || v < 0 || v >= n) {
+            bad = i < bad ? i : bad;
+        } else if (u == v) {
+            loops++;
+        } else {
+            __atomic_fetch_add(&indptr[u + 1], 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&indptr[v + 1], 1, __ATOMIC_RELAXED);
+        }
+    }
+    if (bad != INT64_MAX) {
+        tma_log_error(COMP, "edge %" PRId64 " (%" PRId64 ", %" PRId64 ") names a node outside [0, %" PRId64 ")",
+                      bad, pairs[2 * bad], pairs[2 * bad + 1], n);
+        return TMA_ERR_RANGE;
+    }
+    for (int64_t v = 0; v < n; v++)
+        indptr[v + 1] += indptr[v];
+    const int64_t entries = indptr[n];
+
+    int64_t *indices = tma_graph_alloc(g, (size_t)(entries ? entries : 1) * sizeof(int64_t));
+    int64_t *cursor = malloc(((size_t)n + 1) * sizeof(int64_t));
+    if (!indices || !cursor) {
+        free(cursor);
+        if (!cursor)
+            tma_log_error(COMP, "out of memory (%" PRId64 " nodes)", n);
+        return TMA_ERR_NOMEM;
+    }
+    memcpy(cursor, indptr, ((size_t)n + 1) * sizeof(int64_t));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < m_in; i++) {
+        int64_t u = pairs[2 * i], v = pairs[2 * i + 1];
+        if (u == v)
+            continue;
+        indices[__atomic_fetch_add(&cursor[u], 1, __ATOMIC_RELAXED)] = v;
+        indices[__atomic_fetch_add(&cursor[v], 1, __ATOMIC_RELAXED)] = u;
+    }
+    tma_edge_list_free(el);
+
+    /* Sort and deduplicate each row; cursor[v] becomes the row's new length. */
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t v = 0; v < n; v++) {
+        int64_t *row = indices + indptr[v];
+        int64_t d = indptr[v + 1] - indptr[v], k = 0;
+        tma_sort_i64(row, d);
+        for (int64_t e = 0; e < d; e++)
+            if (k == 0 || row[e] != row[k - 1])
+                row[k++] = row[e];
+        cursor[v] = k;
+    }
+    /* Compact the rows left (in order: a row only ever moves down). */
+    int64_t out = 0;
+    for (int64_t v = 0; v < n; v++) {
+        int64_t a = indptr[v], k = cursor[v];
+        if (out != a)
+            memmove(indices + out, indices + a, (size_t)k * sizeof(int64_t));
+        indptr[v] = out;
+        out += k;
+    }
+    indptr[n] = out;
+    free(cursor);
+
+    rep->input_edges = m_in;
+    rep->self_loops = loops;
+    rep->duplicates = (entries - out) / 2;
+    rep->edges = out / 2;
+    g->indptr = indptr;
+    g->indices = indices;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ split */
+
+/* Resolves a --val/--test value against m cleaned edges. */
+static tma_status_t eval_count(double x, int64_t m, const char *name, int64_t *n_p)
+{
+    int64_t k;
+    if (x < 0) {
+        k = (int64_t)llround(TMA_GRAPH_DEFAULT_EVAL_FRACTION * (double)m);
+        if (k > TMA_GRAPH_DEFAULT_EVAL_MAX)
+            k = TMA_GRAPH_DEFAULT_EVAL_MAX;
+    } else if (x < 1) {
+        k = (int64_t)llround(x * (double)m);
+    } else {
+        if (x != floor(x) || x > 9e18) {
+            tma_log_error(COMP, "%s edges: %g is neither a fraction below 1 nor a whole count", name, x);
+            return TMA_ERR_INVALID;
+        }
+        k = (int64_t)x;
+    }
+    *n_p = k;
+    return TMA_OK;
+}
+
+/* A set of int64 keys >= 0 (open addressing), for Floyd's sampling. */
+typedef struct i64_set {
+    int64_t *slot;
+    uint64_t mask;
+} i64_set_t;
+
+static int set_insert(i64_set_t *s, int64_t key)
+{
+    uint64_t h = tma_hash64((uint64_t)key) & s->mask;
+    while (s->slot[h] != -1) {
+        if (s->slot[h] == key)
+            return 0;
+        h = (h + 1) & s->mask;
+    }
+    s->slot[h] = key;
+    return 1;
+}
+
+/* k distinct ranks in [0, m), in random order (Floyd's algorithm, then a
+ * shuffle), from one sequential stream. */
+static tma_status_t sample_ranks(int64_t m, int64_t k, tma_rng_t *rng, int64_t *out)
+{
+    uint64_t cap = 16;
+    while (cap < 2 * (uint64_t)k)
+        cap <<= 1;
+    i64_set_t s = {malloc(cap * sizeof(int64_t)), cap - 1};
+    if (!s.slot) {
+        tma_log_error(COMP, "out of memory sampling %" PRId64 " evaluation edges", k);
+        return TMA_ERR_NOMEM;
+    }
+    memset(s.slot, 0xff, cap * sizeof(int64_t));
+    int64_t n = 0;
+    for (int64_t j = m - k; j < m; j++) {
+        int64_t t = (int64_t)tma_rng_below(rng, (uint64_t)j + 1);
+        out[n++] = set_insert(&s, t) ? t : (set_insert(&s, j), j);
+    }
+    free(s.slot);
+    tma_rng_shuffle_i64(rng, out, k);
+    return TMA_OK;
+}
+
+/* Index of the first entry > v in v's sorted row. */
+static int64_t upper_start(const tma_graph_t *g, int64_t v)
+{
+    int64_t lo = g->indptr[v], hi = g->indptr[v + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (g->indices[mid] > v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Draws the evaluation edges: rank r counts the undirected edges (u < v) in
+ * row-major order; each chosen edge gets a random orientation. */
+static tma_status_t draw_split(tma_graph_t *g, int64_t nv, int64_t nt, uint64_t seed, int64_t *eval)
+{
+    const int64_t n = g->num_nodes, k = nv + nt;
+    int64_t *upre = malloc(((size_t)n + 1) * sizeof(int64_t));
+    int64_t *ranks = malloc((size_t)(k ? k : 1) * sizeof(int64_t));
+    tma_status_t st = TMA_OK;
+    if (!upre || !ranks) {
+        tma_log_error(COMP, "out of memory drawing the split");
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    upre[0] = 0;
+#pragma omp parallel for schedule(dynamic, 4096)
+    for (int64_t v = 0; v < n; v++)
+        upre[v + 1] = g->indptr[v + 1] - upper_start(g, v);
+    for (int64_t v = 0; v < n; v++)
+        upre[v + 1] += upre[v];
+
+    tma_rng_t rng;
+    tma_rng_seed(&rng, seed ^ SALT_SPLIT, 0);
+    st = sample_ranks(upre[n], k, &rng, ranks);
+    if (st != TMA_OK)
+        goto done;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t r = ranks[i];
+        /* The node whose upper run holds rank r: last v with upre[v] <= r. */
+        int64_t lo = 0, hi = n;
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (upre[mid] <= r)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        int64_t u = lo, v = g->indices[upper_start(g, u) + (r - upre[u])];
+        if (tma_rng_next(&rng) & 1) {
+            int64_t t = u;
+            u = v;
+            v = t;
+        }
+        eval[2 * i] = u;
+        eval[2 * i + 1] = v;
+    }
+done:
+    free(ranks);
+    free(upre);
+    return st;
+}
+
+/* ------------------------------------------------------------------ negatives */
+
+/* K tails for head u: uniform over the nodes that are neither u nor a
+ * neighbour of u in the full graph (g's CSR before the split is removed). */
+static int draw_negatives(const tma_graph_t *g, int64_t u, int32_t k, tma_rng_t *rng, int64_t *out)
+{
+    const int64_t n = g->num_nodes;
+    const int64_t *row = g->indices + g->indptr[u];
+    const int64_t deg = g->indptr[u + 1] - g->indptr[u];
+    const int64_t cand = n - 1 - deg;
+    if (cand <= 0)
+        return -1;
+    if (cand * 4 >= n) {
+        /* Rejection: at least a quarter of the draws are accepted. */
+        for (int32_t j = 0; j < k;) {
+            int64_t t = (int64_t)tma_rng_below(rng, (uint64_t)n);
+            if (t != u && !tma_graph_has_edge(g, u, t))
+                out[j++] = t;
+        }
+        return 0;
+    }
+    /* A head adjacent to most of the graph: pick the r-th non-neighbour by
+     * walking the sorted row (rare; only tiny or dense graphs get here). */
+    for (int32_t j = 0; j < k; j++) {
+        /* Merge-walk the excluded set (the sorted row and u): every excluded
+         * id at or below the candidate pushes it up by one. */
+        int64_t t = (int64_t)tma_rng_below(rng, (uint64_t)cand), e = 0;
+        int self = 0;
+        for (;;) {
+            int64_t x;
+            if (!self && (e >= deg || u < row[e]))
+                x = u;
+            else if (e < deg)
+                x = row[e];
+            else
+                break;
+            if (x > t)
+                break;
+            t++;
+            if (x == u && !self)
+                self = 1;
+            else
+                e++;
+        }
+        out[j] = t;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ removal */
+
+static int64_t row_find(const tma_graph_t *g, int64_t u, int64_t v)
+{
+    int64_t lo = g->indptr[u], hi = g->indptr[u + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (g->indices[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Drops the evaluation edges from the CSR in place: mark both directions,
+ * then compact (rows only move down). */
+static tma_status_t remove_edges(tma_graph_t *g, const int64_t *eval, int64_t k)
+{
+    int64_t *indptr = (int64_t *)g->indptr, *indices = (int64_t *)g->indices;
+    if (k == 0)
+        return TMA_OK;
+    /* Find every position before marking any: a marked row is no longer
+     * sorted, so binary search must not see it. */
+    int64_t *pos = malloc((size_t)k * 2 * sizeof *pos);
+    if (!pos) {
+        tma_log_error(COMP, "out of memory removing the evaluation edges");
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < k; i++) {
+        int64_t u = eval[2 * i], v = eval[2 * i + 1];
+        pos[2 * i] = row_find(g, u, v);
+        pos[2 * i + 1] = row_find(g, v, u);
+    }
+    for (int64_t i = 0; i < 2 * k; i++)
+        indices[pos[i]] = -1;
+    free(pos);
+    const int64_t n = g->num_nodes;
+    int64_t out = 0;
+    for (int64_t v = 0; v < n; v++) {
+        int64_t a = indptr[v], b = indptr[v + 1];
+        indptr[v] = out;
+        for (int64_t e = a; e < b; e++)
+            if (indices[e] >= 0)
+                indices[out++] = indices[e];
+    }
+    indptr[n] = out;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ the builder */
+
+tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_graph_build_opts_t *o,
+                             tma_graph_build_report_t *rep_p)
+{
+    tma_graph_build_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    tma_status_t st;
+    double t0 = tma_clock_now();
+    if (g->num_nodes <= 0) {
+        tma_log_error(COMP, "a graph needs at least one node");
+        tma_edge_list_free(el);
+        return TMA_ERR_INVALID;
+    }
+    if (o->negatives < 0 || o->negatives > (1 << 20) || o->seed >= (uint64_t)TMA_GRAPH_MAX_SEED) {
+        tma_log_error(COMP, "negatives must be in [0, 2^20] and the seed below 2^53");
+        tma_edge_list_free(el);
+        return TMA_ERR_INVALID;
+    }
+    st = build_adjacency(g, el, &rep);
+    tma_edge_list_free(el);
+    if (st != TMA_OK)
+        return st;
+    const int64_t m = rep.edges;
+    double t1 = tma_clock_now();
+    rep.seconds_adjacency = t1 - t0;
+    if (m == 0) {
+        tma_log_error(COMP, "no edges left after dropping %" PRId64 " self-loops and %" PRId64 " duplicates",
+                      rep.self_loops, rep.duplicates);
+        return TMA_ERR_INVALID;
+    }
+
+    int64_t nv, nt;
+    if ((st = eval_count(o->val, m, "validation", &nv)) != TMA_OK ||
+        (st = eval_count(o->test, m, "test", &nt)) != TMA_OK)
+        return st;
+    if (nv + nt >= m) {
+        tma_log_error(COMP,
+                      "%" PRId64 " validation + %" PRId64 " test edges leave no training edge of the %" PRId64
+                      " edges; ask for fewer (--val, --test)",
+                      nv, nt, m);
+        return TMA_ERR_INVALID;
+    }
+    const int32_t K = o->negatives;
+    int64_t *eval = tma_graph_alloc(g, (size_t)(nv + nt > 0 ? nv + nt : 1) * 2 * sizeof(int64_t));
+    int64_t *neg = tma_graph_alloc(g, (size_t)((nv + nt) * K > 0 ? (nv + nt) * K : 1) * sizeof(int64_t));
+    if (!eval || !neg)
+        return TMA_ERR_NOMEM;
+    st = draw_split(g, nv, nt, o->seed, eval);
+    if (st != TMA_OK)
+        return st;
+    double t2 = tma_clock_now();
+
+    int64_t bad = -1;
+#pragma omp parallel for schedule(dynamic, 8) reduction(max : bad)
+    for (int64_t i = 0; i < nv + nt; i++) {
+        tma_rng_t rng;
+        tma_rng_seed(&rng, o->seed ^ SALT_NEG, (uint64_t)i);
+        if (draw_negatives(g, eval[2 * i], K, &rng, neg + i * K) != 0)
+            bad = i > bad ? i : bad;
+    }
+    if (bad >= 0 && K > 0) {
+        tma_log_error(COMP, "node %" PRId64 " is adjacent to every other node: no negative tail exists for it",
+                      eval[2 * bad]);
+        return TMA_ERR_INVALID;
+    }
+    double t3 = tma_clock_now();
+
+    if ((st = remove_edges(g, eval, nv + nt)) != TMA_OK)
+        return st;
+    g->kind = TMA_GRAPH_FULL;
+    g->num_edges = m;
+    g->num_train_edges = m - nv - nt;
+    g->num_val = nv;
+    g->num_test = nt;
+    g->val_edges = eval;
+    g->test_edges = eval + 2 * nv;
+    g->num_negatives = K;
+    g->val_neg = neg;
+    g->test_neg = neg + nv * K;
+    g->split_seed = o->seed;
+
+    rep.train_edges = g->num_train_edges;
+    rep.val_edges = nv;
+    rep.test_edges = nt;
+    rep.negatives = K;
+    rep.seconds_split = t2 - t1 + (tma_clock_now() - t3);
+    rep.seconds_negatives = t3 - t2;
+    if (rep_p)
+        *rep_p = rep;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ statistics */
+
+double tma_graph_homophily(const tma_graph_t *g)
+{
+    if (!g->labels || g->num_edges <= 0)
+        return -1;
+    int64_t same = 0;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(+ : same)
+    for (int64_t v = 0; v < g->num_nodes; v++)
+        for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+            same += g->labels[v] == g->labels[g->indices[e]];
+    same /= 2; /* each training edge was seen from both ends */
+    const int64_t *ev[2] = {g->val_edges, g->test_edges};
+    const int64_t ec[2] = {g->num_val, g->num_test};
+    for (int s = 0; s < 2; s++)
+        for (int64_t i = 0; i < ec[s]; i++)
+            same += g->labels[ev[s][2 * i]] == g->labels[ev[s][2 * i + 1]];
+    return (double)same / (double)g->num_edges;
+}

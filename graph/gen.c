@@ -1,0 +1,301 @@
+/*
+ * gen.c: synthetic graphs for `tma gen`: a stochastic block model with
+ * homophily h and class-correlated features (the paper's Lemma 1 setting,
+ * generalised to k classes), and R-MAT power-law graphs for scale tests.
+ *
+ * Edges are drawn in fixed blocks of GEN_BLOCK, block b from random stream
+ * b, so a graph depends on its seed only, never on the thread count.  Both
+ * generators hand their edges to the shared builder (cleaning, split,
+ * negatives).
+ */
+#include "graph_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "gen"
+#define GEN_BLOCK 65536
+#define SALT_EDGES 0x65646765ull
+#define SALT_LABELS 0x6c6162656cull
+#define SALT_CENTROID 0x63656e74ull
+#define SALT_NOISE 0x6e6f697365ull
+
+/* Fills el with `m` edges, each from draw(ctx, rng, &u, &v), in parallel
+ * blocks with one stream each. */
+typedef void (*edge_fn)(const void *ctx, tma_rng_t *rng, int64_t *u, int64_t *v);
+
+static tma_status_t draw_edges(tma_edge_list_t *el, int64_t m, uint64_t seed, edge_fn draw, const void *ctx)
+{
+    tma_status_t st = tma_edge_list_reserve(el, m > 0 ? m : 1);
+    if (st != TMA_OK)
+        return st;
+    const int64_t blocks = (m + GEN_BLOCK - 1) / GEN_BLOCK;
+    int64_t *pairs = el->pairs;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t b = 0; b < blocks; b++) {
+        tma_rng_t rng;
+        tma_rng_seed(&rng, seed ^ SALT_EDGES, (uint64_t)b);
+        int64_t end = (b + 1) * GEN_BLOCK < m ? (b + 1) * GEN_BLOCK : m;
+        for (int64_t i = b * GEN_BLOCK; i < end; i++)
+            draw(ctx, &rng, &pairs[2 * i], &pairs[2 * i + 1]);
+    }
+    el->count = m;
+    return TMA_OK;
+}
+
+static tma_status_t finish(tma_graph_t *g, tma_edge_list_t *el, const tma_graph_build_opts_t *b, double t0,
+                           tma_gen_report_t *rep)
+{
+    rep->seconds_generate = tma_clock_now() - t0;
+    tma_status_t st = tma_graph_build(g, el, b, &rep->build);
+    if (st != TMA_OK)
+        return st;
+    rep->nodes = g->num_nodes;
+    rep->feature_dim = g->feature_dim;
+    rep->num_classes = g->num_classes;
+    rep->homophily = tma_graph_homophily(g);
+    rep->seconds = tma_clock_now() - t0;
+    return TMA_OK;
+}
+
+static tma_status_t check_common(const tma_graph_build_opts_t *b, uint64_t seed, int32_t feat_dim)
+{
+    if (seed >= (uint64_t)TMA_GRAPH_MAX_SEED || b->seed >= (uint64_t)TMA_GRAPH_MAX_SEED) {
+        tma_log_error(COMP, "--seed must be below 2^53");
+        return TMA_ERR_INVALID;
+    }
+    if (feat_dim < 1 || feat_dim > (1 << 20)) {
+        tma_log_error(COMP, "--feat-dim must be in [1, 2^20], got %d", feat_dim);
+        return TMA_ERR_INVALID;
+    }
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ SBM */
+
+typedef struct sbm_ctx {
+    int64_t n;
+    int32_t k;
+    double h;
+    const int32_t *label;
+    const int64_t *cstart; /* [k + 1]: class c's nodes are members[cstart[c] .. cstart[c + 1]) */
+    const int64_t *members;
+} sbm_ctx_t;
+
+static void sbm_edge(const void *ctx, tma_rng_t *rng, int64_t *u_p, int64_t *v_p)
+{
+    const sbm_ctx_t *c = ctx;
+    int64_t u = (int64_t)tma_rng_below(rng, (uint64_t)c->n);
+    int32_t cu = c->label[u], cv = cu;
+    if (c->k > 1 && tma_rng_uniform(rng) >= c->h) {
+        cv = (int32_t)tma_rng_below(rng, (uint64_t)c->k - 1);
+        cv += cv >= cu;
+    }
+    int64_t size = c->cstart[cv + 1] - c->cstart[cv], v = u;
+    /* Redraw a self-loop a few times; a class of one node keeps it (dropped later). */
+    for (int tries = 0; v == u && tries < 8; tries++)
+        v = c->members[c->cstart[cv] + (int64_t)tma_rng_below(rng, (uint64_t)size)];
+    *u_p = u;
+    *v_p = v;
+}
+
+tma_status_t tma_graph_gen_sbm(const tma_gen_sbm_opts_t *o, const tma_graph_build_opts_t *b, tma_graph_t **g_p,
+                               tma_gen_report_t *rep_p)
+{
+    tma_gen_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    tma_status_t st = check_common(b, o->seed, o->feat_dim);
+    if (st != TMA_OK)
+        return st;
+    if (o->classes < 1 || o->nodes < 2 || o->nodes < o->classes || o->nodes >= ((int64_t)1 << 40)) {
+        tma_log_error(COMP, "--classes must be >= 1 and --nodes at least 2 and at least --classes (got %" PRId64
+                      " nodes, %d classes)", o->nodes, o->classes);
+        return TMA_ERR_INVALID;
+    }
+    if (!(o->homophily >= 0 && o->homophily <= 1) || (o->classes == 1 && o->homophily < 1)) {
+        tma_log_error(COMP, "--homophily must be in [0, 1] (and 1 with a single class), got %g", o->homophily);
+        return TMA_ERR_INVALID;
+    }
+    if (!(o->avg_degree > 0) || o->avg_degree * (double)o->nodes / 2 > 4e12 || !(o->noise >= 0) ||
+        !isfinite(o->noise)) {
+        tma_log_error(COMP, "--avg-degree must be positive (and not absurd) and --noise >= 0");
+        return TMA_ERR_INVALID;
+    }
+    const int64_t n = o->nodes;
+    const int32_t k = o->classes, F = o->feat_dim;
+    tma_graph_t *g = NULL;
+    tma_edge_list_t el = {0};
+    int64_t *cstart = calloc((size_t)k + 1, sizeof *cstart), *members = malloc((size_t)n * sizeof *members);
+    int64_t *perm = malloc((size_t)n * sizeof *perm);
+    float *centroids = malloc((size_t)k * (size_t)F * sizeof(float));
+    if (!cstart || !members || !perm || !centroids) {
+        tma_log_error(COMP, "out of memory for %" PRId64 " nodes", n);
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    if ((st = tma_graph_create(&g)) != TMA_OK)
+        goto done;
+    g->num_nodes = n;
+    int32_t *label = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
+    float *feat = tma_graph_alloc(g, (size_t)n * (size_t)F * sizeof(float));
+    if (!label || !feat) {
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    /* Balanced classes: v mod k, shuffled. */
+    tma_rng_t rng;
+    tma_rng_seed(&rng, o->seed ^ SALT_LABELS, 0);
+    for (int64_t v = 0; v < n; v++)
+        perm[v] = v % k;
+    tma_rng_shuffle_i64(&rng, perm, n);
+    for (int64_t v = 0; v < n; v++) {
+        label[v] = (int32_t)perm[v];
+        cstart[label[v] + 1]++;
+    }
+    for (int32_t c = 0; c < k; c++)
+        cstart[c + 1] += cstart[c];
+    memcpy(perm, cstart, (size_t)k * sizeof *perm); /* perm reused as per-class cursors */
+    for (int64_t v = 0; v < n; v++)
+        members[perm[label[v]]++] = v;
+
+    /* Features: the class centroid ~ N(0, I) plus noise * N(0, I). */
+    tma_rng_seed(&rng, o->seed ^ SALT_CENTROID, 0);
+    for (int64_t i = 0; i < (int64_t)k * F; i++)
+        centroids[i] = (float)tma_rng_normal(&rng);
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < n; v++) {
+        tma_rng_t r;
+        tma_rng_seed(&r, o->seed ^ SALT_NOISE, (uint64_t)v);
+        const float *cen = centroids + (int64_t)label[v] * F;
+        for (int32_t j = 0; j < F; j++)
+            feat[v * F + j] = cen[j] + (float)(o->noise * tma_rng_normal(&r));
+    }
+    g->labels = label;
+    g->num_classes = k;
+    g->features = feat;
+    g->feature_dim = F;
+    rep.features = TMA_FEAT_GENERATED;
+
+    sbm_ctx_t ctx = {n, k, o->homophily, label, cstart, members};
+    int64_t m = llround(o->avg_degree * (double)n / 2);
+    if ((st = draw_edges(&el, m, o->seed, sbm_edge, &ctx)) != TMA_OK)
+        goto done;
+    st = finish(g, &el, b, t0, &rep);
+done:
+    tma_edge_list_free(&el);
+    free(cstart);
+    free(members);
+    free(perm);
+    free(centroids);
+    if (st != TMA_OK) {
+        tma_graph_destroy(g);
+        return st;
+    }
+    *g_p = g;
+    if (rep_p)
+        *rep_p = rep;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ R-MAT */
+
+typedef struct rmat_ctx {
+    int64_t n;
+    int32_t scale;
+} rmat_ctx_t;
+
+/* Quadrant thresholds in 1/65536: a = 0.57, a + b = 0.76, a + b + c = 0.95. */
+#define RMAT_A 37356u
+#define RMAT_AB 49807u
+#define RMAT_ABC 62259u
+
+static void rmat_edge(const void *ctx, tma_rng_t *rng, int64_t *u_p, int64_t *v_p)
+{
+    const rmat_ctx_t *c = ctx;
+    for (;;) {
+        uint64_t u = 0, v = 0, bits = 0;
+        for (int l = 0; l < c->scale; l++) {
+            /* Four levels from each 64-bit draw, 16 bits of probability each. */
+            if ((l & 3) == 0)
+                bits = tma_rng_next(rng);
+            uint32_t r = (uint32_t)(bits & 0xffff);
+            bits >>= 16;
+            u <<= 1;
+            v <<= 1;
+            if (r >= RMAT_ABC) {
+                u |= 1;
+                v |= 1;
+            } else if (r >= RMAT_AB) {
+                u |= 1;
+            } else if (r >= RMAT_A) {
+                v |= 1;
+            }
+        }
+        if ((int64_t)u < c->n && (int64_t)v < c->n) {
+            *u_p = (int64_t)u;
+            *v_p = (int64_t)v;
+            return;
+        }
+    }
+}
+
+tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b, tma_graph_t **g_p,
+                                tma_gen_report_t *rep_p)
+{
+    tma_gen_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    tma_status_t st = check_common(b, o->seed, o->feat_dim);
+    if (st != TMA_OK)
+        return st;
+    int32_t scale = o->scale;
+    int64_t n = o->nodes;
+    if (scale < 0 || scale > 40 || n < 0 || n > ((int64_t)1 << 40) || (scale == 0 && n == 0)) {
+        tma_log_error(COMP, "give --scale S in [1, 40] or --nodes N in [2, 2^40]");
+        return TMA_ERR_INVALID;
+    }
+    if (scale == 0)
+        while (((int64_t)1 << scale) < n)
+            scale++;
+    if (n == 0)
+        n = (int64_t)1 << scale;
+    if (n < 2 || n > ((int64_t)1 << scale)) {
+        tma_log_error(COMP, "--nodes %" PRId64 " does not fit --scale %d (at most 2^%d nodes)", n, scale, scale);
+        return TMA_ERR_INVALID;
+    }
+    if (o->edges < 1 || o->edges > ((int64_t)1 << 36)) {
+        tma_log_error(COMP, "--edges must be in [1, 2^36], got %" PRId64, o->edges);
+        return TMA_ERR_INVALID;
+    }
+    tma_graph_t *g = NULL;
+    tma_edge_list_t el = {0};
+    if ((st = tma_graph_create(&g)) != TMA_OK)
+        return st;
+    g->num_nodes = n;
+    float *feat = tma_graph_alloc(g, (size_t)n * (size_t)o->feat_dim * sizeof(float));
+    if (!feat) {
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    tma_feat_random_ids(feat, n, o->feat_dim, tma_feat_seed(o->seed));
+    g->features = feat;
+    g->feature_dim = o->feat_dim;
+    rep.features = TMA_FEAT_DEFAULT;
+    rmat_ctx_t ctx = {n, scale};
+    if ((st = draw_edges(&el, o->edges, o->seed, rmat_edge, &ctx)) != TMA_OK)
+        goto done;
+    st = finish(g, &el, b, t0, &rep);
+done:
+    tma_edge_list_free(&el);
+    if (st != TMA_OK) {
+        tma_graph_destroy(g);
+        return st;
+    }
+    *g_p = g;
+    if (rep_p)
+        *rep_p = rep;
+    return TMA_OK;
+}

@@ -1,0 +1,839 @@
+/*
+ * import.c: `tma import`'s library side: detects a dataset's layout, reads
+ * it (edges.txt + features.txt + labels.txt; OGB raw/ gzip CSVs; .npz of CSR
+ * arrays), checks every id against the node count, turns the features into
+ * dense float32 rows (stored, projected, or the default for graphs without
+ * features) and hands the edges to the builder.
+ *
+ * Every reading error is logged once, here, naming the file and line (or the
+ * npz array).  Nothing is written: the caller writes the graph atomically.
+ */
+#include "graph_int.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COMP "import"
+
+/* What a layout reader collects before the graph is built. */
+typedef struct src_data {
+    int64_t nodes;          /* declared node count, or -1 */
+    char *nodes_from;       /* the file that declared it */
+    int64_t max_id;         /* the largest node id seen, or -1 */
+    tma_edge_list_t edges;
+    /* sparse features: (node, column, value) triples */
+    int64_t *fnode;
+    int32_t *fcol;
+    float *fval;
+    int64_t fcount, fcap;
+    /* dense features: one row per node, in node order */
+    float *dense;
+    int64_t dense_rows, dense_cap;
+    int32_t fdim;           /* input feature dimension, 0 without features */
+    int fdim_declared;
+    /* labels, -1 where not given */
+    int32_t *labels;
+    int64_t labels_cap;
+    int32_t classes;
+    char *labels_from;
+} src_data_t;
+
+static void src_free(src_data_t *s)
+{
+    tma_edge_list_free(&s->edges);
+    free(s->nodes_from);
+    free(s->fnode);
+    free(s->fcol);
+    free(s->fval);
+    free(s->dense);
+    free(s->labels);
+    free(s->labels_from);
+}
+
+void tma_graph_import_opts_init(tma_graph_import_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    tma_graph_build_opts_init(&o->build);
+}
+
+/* ------------------------------------------------------------------ checks shared by the readers */
+
+/* A node id read at tr's current line. */
+static tma_status_t check_id(src_data_t *s, const tma_text_reader_t *tr, int64_t id)
+{
+    if (s->nodes >= 0 && id >= s->nodes) {
+        tma_log_error(COMP, "%s:%" PRId64 ": node id %" PRId64 " is beyond the node count %" PRId64 " (from %s)",
+                      tr->path, tr->line, id, s->nodes, s->nodes_from);
+        return TMA_ERR_RANGE;
+    }
+    if (id > s->max_id)
+        s->max_id = id;
+    return TMA_OK;
+}
+
+static tma_status_t push_feature(src_data_t *s, int64_t node, int64_t col, float val)
+{
+    if (s->fcount == s->fcap) {
+        int64_t cap = s->fcap ? 2 * s->fcap : 4096;
+        int64_t *a = realloc(s->fnode, (size_t)cap * sizeof *a);
+        if (a)
+            s->fnode = a;
+        int32_t *b = realloc(s->fcol, (size_t)cap * sizeof *b);
+        if (b)
+            s->fcol = b;
+        float *c = realloc(s->fval, (size_t)cap * sizeof *c);
+        if (c)
+            s->fval = c;
+        if (!a || !b || !c) {
+            tma_log_error(COMP, "out of memory reading features");
+            return TMA_ERR_NOMEM;
+        }
+        s->fcap = cap;
+    }
+    s->fnode[s->fcount] = node;
+    s->fcol[s->fcount] = (int32_t)col;
+    s->fval[s->fcount] = val;
+    s->fcount++;
+    return TMA_OK;
+}
+
+/* Records node's label; a node labelled twice differently is an error. */
+static tma_status_t set_label(src_data_t *s, const tma_text_reader_t *tr, const char *where, int64_t node,
+                              int64_t label)
+{
+    if (label > (1 << 24)) {
+        tma_log_error(COMP, "%s:%" PRId64 ": label %" PRId64 " is too large (labels are class numbers from 0)",
+                      tr ? tr->path : where, tr ? tr->line : 0, label);
+        return TMA_ERR_RANGE;
+    }
+    if (node >= s->labels_cap) {
+        int64_t cap = s->labels_cap ? s->labels_cap : 1024;
+        while (cap <= node)
+            cap *= 2;
+        int32_t *l = realloc(s->labels, (size_t)cap * sizeof *l);
+        if (!l) {
+            tma_log_error(COMP, "out of memory reading labels");
+            return TMA_ERR_NOMEM;
+        }
+        for (int64_t i = s->labels_cap; i < cap; i++)
+            l[i] = -1;
+        s->labels = l;
+        s->labels_cap = cap;
+    }
+    if (s->labels[node] >= 0 && s->labels[node] != label) {
+        tma_log_error(COMP, "%s:%" PRId64 ": node %" PRId64 " is labelled twice (%d, then %" PRId64 ")",
+                      tr ? tr->path : where, tr ? tr->line : 0, node, s->labels[node], label);
+        return TMA_ERR_FORMAT;
+    }
+    s->labels[node] = (int32_t)label;
+    if (label + 1 > s->classes)
+        s->classes = (int32_t)(label + 1);
+    return TMA_OK;
+}
+
+/* Skips blank lines and '#' / '%' comment lines. */
+static int data_line(const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    return *line && *line != '#' && *line != '%';
+}
+
+static tma_status_t no_more_fields(const tma_text_reader_t *tr, char **p, const char *expected)
+{
+    char *extra = tma_text_field(p);
+    if (extra) {
+        tma_log_error(COMP, "%s:%" PRId64 ": unexpected field '%s': expected %s", tr->path, tr->line, extra,
+                      expected);
+        return TMA_ERR_FORMAT;
+    }
+    return TMA_OK;
+}
+
+static tma_status_t need_field(const tma_text_reader_t *tr, char *tok, const char *expected)
+{
+    if (!tok) {
+        tma_log_error(COMP, "%s:%" PRId64 ": too few fields: expected %s", tr->path, tr->line, expected);
+        return TMA_ERR_FORMAT;
+    }
+    return TMA_OK;
+}
+
+static tma_status_t empty_file(const tma_text_reader_t *tr, const char *what)
+{
+    tma_log_error(COMP, "%s: empty file: no %s in it", tr->path, what);
+    return TMA_ERR_FORMAT;
+}
+
+/* ------------------------------------------------------------------ text readers */
+
+/* A file's lines in turn; `each` handles one data line (blank and comment
+ * lines are skipped).  An empty file is an error naming `what`. */
+typedef tma_status_t (*line_fn)(src_data_t *s, tma_text_reader_t *tr, char *line);
+
+static tma_status_t read_lines(src_data_t *s, const char *path, const char *what, line_fn each)
+{
+    tma_text_reader_t tr;
+    tma_status_t st = tma_text_open(&tr, path);
+    if (st != TMA_OK)
+        return st;
+    char *line;
+    size_t len;
+    int64_t rows = 0;
+    int r;
+    while ((r = tma_text_next(&tr, &line, &len)) > 0) {
+        if (!data_line(line))
+            continue;
+        if ((st = each(s, &tr, line)) != TMA_OK)
+            break;
+        rows++;
+    }
+    if (st == TMA_OK && r < 0)
+        st = r;
+    if (st == TMA_OK && rows == 0)
+        st = empty_file(&tr, what);
+    tma_text_close(&tr);
+    return st;
+}
+
+static tma_status_t edge_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+{
+    static const char want[] = "two node ids 'u v'";
+    char *p = line, *a = tma_text_field(&p), *b = tma_text_field(&p);
+    int64_t u, v;
+    tma_status_t st;
+    if ((st = need_field(tr, b, want)) != TMA_OK || (st = no_more_fields(tr, &p, want)) != TMA_OK ||
+        (st = tma_text_parse_id(tr, a, "node id", &u)) != TMA_OK ||
+        (st = tma_text_parse_id(tr, b, "node id", &v)) != TMA_OK || (st = check_id(s, tr, u)) != TMA_OK ||
+        (st = check_id(s, tr, v)) != TMA_OK)
+        return st;
+    return tma_edge_list_push(&s->edges, u, v);
+}
+
+static tma_status_t sparse_feature_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+{
+    static const char want[] = "'node feature value'";
+    char *p = line, *a = tma_text_field(&p), *b = tma_text_field(&p), *c = tma_text_field(&p);
+    int64_t node, col;
+    float val;
+    tma_status_t st;
+    if ((st = need_field(tr, c, want)) != TMA_OK || (st = no_more_fields(tr, &p, want)) != TMA_OK ||
+        (st = tma_text_parse_id(tr, a, "node id", &node)) != TMA_OK ||
+        (st = tma_text_parse_id(tr, b, "feature index", &col)) != TMA_OK ||
+        (st = tma_text_parse_float(tr, c, "feature value", &val)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
+        return st;
+    if ((s->fdim_declared && col >= s->fdim) || col >= (1 << 24)) {
+        tma_log_error(COMP, "%s:%" PRId64 ": feature index %" PRId64 " is beyond the feature dimension %d%s", tr->path,
+                      tr->line, col, s->fdim_declared ? s->fdim : (1 << 24),
+                      s->fdim_declared ? " (from meta.txt)" : "");
+        return TMA_ERR_RANGE;
+    }
+    if (!s->fdim_declared && col + 1 > s->fdim)
+        s->fdim = (int32_t)(col + 1);
+    return push_feature(s, node, col, val);
+}
+
+static tma_status_t label_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+{
+    static const char want[] = "'node label'";
+    char *p = line, *a = tma_text_field(&p), *b = tma_text_field(&p);
+    int64_t node, label;
+    tma_status_t st;
+    if ((st = need_field(tr, b, want)) != TMA_OK || (st = no_more_fields(tr, &p, want)) != TMA_OK ||
+        (st = tma_text_parse_id(tr, a, "node id", &node)) != TMA_OK ||
+        (st = tma_text_parse_id(tr, b, "label", &label)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
+        return st;
+    return set_label(s, tr, NULL, node, label);
+}
+
+/* OGB node-label.csv: one label a line, line i for node i. */
+static tma_status_t label_row_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+{
+    char *p = line, *a = tma_text_field(&p);
+    int64_t label, node = tr->line - 1;
+    tma_status_t st;
+    if ((st = no_more_fields(tr, &p, "one label a line")) != TMA_OK ||
+        (st = tma_text_parse_id(tr, a, "label", &label)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
+        return st;
+    return set_label(s, tr, NULL, node, label);
+}
+
+/* OGB node-feat.csv: one node a line, comma-separated floats, every line as
+ * wide as the first. */
+static tma_status_t dense_feature_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+{
+    int64_t node = tr->line - 1;
+    tma_status_t st = check_id(s, tr, node);
+    if (st != TMA_OK)
+        return st;
+    if (node != s->dense_rows) {
+        tma_log_error(COMP, "%s:%" PRId64 ": blank or comment line inside the feature rows (line i is node i-1)",
+                      tr->path, tr->line);
+        return TMA_ERR_FORMAT;
+    }
+    char *p = line, *tok;
+    int64_t width = 0;
+    while ((tok = tma_text_field(&p)) != NULL) {
+        if (s->fdim && width >= s->fdim) {
+            width++;
+            while (tma_text_field(&p))
+                width++;
+            break;
+        }
+        if ((s->dense_rows + 1) * (int64_t)(s->fdim ? s->fdim : width + 1) > s->dense_cap) {
+            int64_t cap = s->dense_cap ? 2 * s->dense_cap : 1 << 16;
+            float *d = realloc(s->dense, (size_t)cap * sizeof *d);
+            if (!d) {
+                tma_log_error(COMP, "%s: out of memory reading features", tr->path);
+                return TMA_ERR_NOMEM;
+            }
+            s->dense = d;
+            s->dense_cap = cap;
+        }
+        float v;
+        if ((st = tma_text_parse_float(tr, tok, "feature value", &v)) != TMA_OK)
+            return st;
+        s->dense[s->dense_rows * (s->fdim ? s->fdim : 0) + width] = v;
+        width++;
+    }
+    if (!s->fdim) {
+        if (width > (1 << 24)) {
+            tma_log_error(COMP, "%s:%" PRId64 ": %" PRId64 " features in a row is too many", tr->path, tr->line, width);
+            return TMA_ERR_FORMAT;
+        }
+        s->fdim = (int32_t)width;
+    } else if (width != s->fdim) {
+        tma_log_error(COMP, "%s:%" PRId64 ": feature row has %" PRId64 " values, expected %d (the width of line 1)",
+                      tr->path, tr->line, width, s->fdim);
+        return TMA_ERR_FORMAT;
+    }
+    s->dense_rows++;
+    return TMA_OK;
+}
+
+static tma_status_t set_nodes(src_data_t *s, tma_text_reader_t *tr, const char *val)
+{
+    int64_t v;
+    tma_status_t st = tma_text_parse_id(tr, val, "node count", &v);
+    if (st != TMA_OK)
+        return st;
+    if (v == 0 || v >= ((int64_t)1 << 40)) {
+        tma_log_error(COMP, "%s:%" PRId64 ": node count %" PRId64 " is out of range", tr->path, tr->line, v);
+        return TMA_ERR_RANGE;
+    }
+    s->nodes = v;
+    free(s->nodes_from);
+    s->nodes_from = strdup(tr->path);
+    return TMA_OK;
+}
+
+/* meta.txt: "nodes N", "feature_dim D"; other keys (edge counts, label
+ * names) are informational and skipped. */
+static tma_status_t meta_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+{
+    char *p = line, *key = tma_text_field(&p), *val = tma_text_field(&p);
+    tma_status_t st;
+    if (!val) {
+        tma_log_error(COMP, "%s:%" PRId64 ": expected 'key value'", tr->path, tr->line);
+        return TMA_ERR_FORMAT;
+    }
+    if (strcmp(key, "nodes") == 0)
+        return set_nodes(s, tr, val);
+    if (strcmp(key, "feature_dim") == 0) {
+        int64_t v;
+        if ((st = tma_text_parse_id(tr, val, "feature dimension", &v)) != TMA_OK)
+            return st;
+        if (v == 0 || v > (1 << 24)) {
+            tma_log_error(COMP, "%s:%" PRId64 ": feature dimension %" PRId64 " is out of range", tr->path, tr->line, v);
+            return TMA_ERR_RANGE;
+        }
+        s->fdim = (int32_t)v;
+        s->fdim_declared = 1;
+    }
+    return TMA_OK;
+}
+
+/* OGB num-node-list.csv: the node count alone; a second line would be a
+ * second graph. */
+static tma_status_t num_nodes_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+{
+    char *p = line, *val = tma_text_field(&p);
+    tma_status_t st = no_more_fields(tr, &p, "one node count");
+    if (st != TMA_OK)
+        return st;
+    if (s->nodes >= 0) {
+        tma_log_error(COMP, "%s:%" PRId64 ": a second node count: the file describes several graphs; tma imports one",
+                      tr->path, tr->line);
+        return TMA_ERR_FORMAT;
+    }
+    return set_nodes(s, tr, val);
+}
+
+/* The file `base` in `dir` when it exists (else NULL); malloc'd. */
+static char *existing(const char *dir, const char *base)
+{
+    char *p = tma_path_join(dir, base);
+    if (p && tma_file_exists(p))
+        return p;
+    free(p);
+    return NULL;
+}
+
+static tma_status_t read_edge_list_layout(src_data_t *s, const char *dir)
+{
+    tma_status_t st = TMA_OK;
+    char *meta = existing(dir, "meta.txt"), *edges = tma_path_join(dir, "edges.txt");
+    char *feats = existing(dir, "features.txt"), *labels = existing(dir, "labels.txt");
+    if (meta)
+        st = read_lines(s, meta, "'key value' lines", meta_line);
+    if (st == TMA_OK)
+        st = read_lines(s, edges, "edges", edge_line);
+    if (st == TMA_OK && feats)
+        st = read_lines(s, feats, "features", sparse_feature_line);
+    if (st == TMA_OK && labels) {
+        st = read_lines(s, labels, "labels", label_line);
+        s->labels_from = strdup(labels);
+    }
+    free(meta);
+    free(edges);
+    free(feats);
+    free(labels);
+    return st;
+}
+
+/* OGB: base.csv.gz, or base.csv uncompressed. */
+static char *ogb_file(const char *raw, const char *base)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s.csv.gz", base);
+    char *p = existing(raw, name);
+    if (!p) {
+        snprintf(name, sizeof name, "%s.csv", base);
+        p = existing(raw, name);
+    }
+    return p;
+}
+
+static tma_status_t read_ogb_layout(src_data_t *s, const char *raw)
+{
+    tma_status_t st = TMA_OK;
+    char *nodes = ogb_file(raw, "num-node-list"), *edges = ogb_file(raw, "edge");
+    char *feats = ogb_file(raw, "node-feat"), *labels = ogb_file(raw, "node-label");
+    if (nodes)
+        st = read_lines(s, nodes, "node count", num_nodes_line);
+    if (st == TMA_OK)
+        st = read_lines(s, edges, "edges", edge_line);
+    if (st == TMA_OK && feats) {
+        st = read_lines(s, feats, "feature rows", dense_feature_line);
+        if (st == TMA_OK && s->nodes >= 0 && s->dense_rows != s->nodes) {
+            tma_log_error(COMP, "%s: %" PRId64 " feature rows, but the graph has %" PRId64 " nodes (from %s)", feats,
+                          s->dense_rows, s->nodes, s->nodes_from);
+            st = TMA_ERR_FORMAT;
+        }
+    }
+    if (st == TMA_OK && labels) {
+        st = read_lines(s, labels, "labels", label_row_line);
+        s->labels_from = strdup(labels);
+    }
+    free(nodes);
+    free(edges);
+    free(feats);
+    free(labels);
+    return st;
+}
+
+/* ------------------------------------------------------------------ npz */
+
+static tma_status_t npz_int_array(tma_npz_t *z, const char *name, int required, int ndim, tma_npy_t *a)
+{
+    tma_status_t st = tma_npz_get(z, name, required, a);
+    if (st != TMA_OK)
+        return st;
+    if (a->ndim != ndim) {
+        tma_log_error(COMP, "%s: array %s has %d dimensions, expected %d", tma_npz_path(z), name, a->ndim, ndim);
+        return TMA_ERR_FORMAT;
+    }
+    return tma_npy_check_int(z, a);
+}
+
+/* A CSR pair (indptr over `rows` rows, indices) checked for shape and
+ * monotonicity; errors name the arrays. */
+static tma_status_t npz_csr(tma_npz_t *z, const tma_npy_t *ptr, const tma_npy_t *idx, int64_t rows)
+{
+    const char *path = tma_npz_path(z);
+    if (ptr->count != rows + 1) {
+        tma_log_error(COMP, "%s: array %s has %" PRId64 " entries, expected %" PRId64 " (rows + 1)", path, ptr->name,
+                      ptr->count, rows + 1);
+        return TMA_ERR_FORMAT;
+    }
+    int64_t prev = 0;
+    for (int64_t i = 0; i <= rows; i++) {
+        int64_t x = tma_npy_int(ptr, i);
+        if ((i == 0 && x != 0) || x < prev || x > idx->count || (i == rows && x != idx->count)) {
+            tma_log_error(COMP, "%s: array %s: entry %" PRId64 " = %" PRId64 " breaks the CSR row pointers (must start at 0, "
+                          "not decrease, and end at %" PRId64 ", the length of %s)",
+                          path, ptr->name, i, x, idx->count, idx->name);
+            return TMA_ERR_FORMAT;
+        }
+        prev = x;
+    }
+    return TMA_OK;
+}
+
+static tma_status_t read_npz_layout(src_data_t *s, const char *path)
+{
+    tma_npz_t *z;
+    tma_status_t st = tma_npz_open(path, &z);
+    if (st != TMA_OK)
+        return st;
+    tma_npy_t ptr, idx, shape, a;
+    if ((st = npz_int_array(z, "adj_indptr", 1, 1, &ptr)) != TMA_OK ||
+        (st = npz_int_array(z, "adj_indices", 1, 1, &idx)) != TMA_OK)
+        goto done;
+    int64_t n = ptr.count - 1;
+    st = npz_int_array(z, "adj_shape", 0, 1, &shape);
+    if (st == TMA_OK) {
+        if (shape.count != 2 || tma_npy_int(&shape, 0) != tma_npy_int(&shape, 1) || tma_npy_int(&shape, 0) <= 0) {
+            tma_log_error(COMP, "%s: array adj_shape must be (n, n) for a square adjacency matrix", path);
+            st = TMA_ERR_FORMAT;
+            goto done;
+        }
+        n = tma_npy_int(&shape, 0);
+        s->nodes = n;
+        s->nodes_from = tma_strdup_printf("%s: adj_shape", path);
+    } else if (st != TMA_ERR_NOT_FOUND) {
+        goto done;
+    }
+    if ((st = npz_csr(z, &ptr, &idx, n)) != TMA_OK)
+        goto done;
+    if ((st = tma_edge_list_reserve(&s->edges, idx.count)) != TMA_OK)
+        goto done;
+    for (int64_t u = 0; u < n; u++) {
+        for (int64_t e = tma_npy_int(&ptr, u); e < tma_npy_int(&ptr, u + 1); e++) {
+            int64_t v = tma_npy_int(&idx, e);
+            if (v < 0 || v >= n) {
+                tma_log_error(COMP, "%s: array adj_indices: entry %" PRId64 " = %" PRId64 " is %s the node count %" PRId64,
+                              path, e, v, v < 0 ? "negative, outside" : "beyond", n);
+                st = TMA_ERR_RANGE;
+                goto done;
+            }
+            tma_edge_list_push(&s->edges, u, v);
+        }
+    }
+    s->max_id = n - 1;
+
+    /* Features: sparse attr_* CSR, or a dense attr_matrix. */
+    tma_npy_t fptr, fidx, fdata, fshape;
+    st = npz_int_array(z, "attr_indptr", 0, 1, &fptr);
+    if (st == TMA_OK) {
+        if ((st = npz_int_array(z, "attr_indices", 1, 1, &fidx)) != TMA_OK || (st = npz_csr(z, &fptr, &fidx, n)) != TMA_OK)
+            goto done;
+        int have_data = (st = tma_npz_get(z, "attr_data", 0, &fdata)) == TMA_OK;
+        if (st != TMA_OK && st != TMA_ERR_NOT_FOUND)
+            goto done;
+        if (have_data && fdata.count != fidx.count) {
+            tma_log_error(COMP, "%s: array attr_data has %" PRId64 " entries, attr_indices %" PRId64, path, fdata.count,
+                          fidx.count);
+            st = TMA_ERR_FORMAT;
+            goto done;
+        }
+        st = npz_int_array(z, "attr_shape", 0, 1, &fshape);
+        if (st == TMA_OK) {
+            int64_t d = fshape.count == 2 ? tma_npy_int(&fshape, 1) : -1;
+            if (d <= 0 || d > (1 << 24) || tma_npy_int(&fshape, 0) != n) {
+                tma_log_error(COMP, "%s: array attr_shape must be (%" PRId64 ", D) with 0 < D <= 2^24", path, n);
+                st = TMA_ERR_FORMAT;
+                goto done;
+            }
+            s->fdim = (int32_t)d;
+            s->fdim_declared = 1;
+        } else if (st != TMA_ERR_NOT_FOUND) {
+            goto done;
+        }
+        for (int64_t u = 0; u < n; u++) {
+            for (int64_t e = tma_npy_int(&fptr, u); e < tma_npy_int(&fptr, u + 1); e++) {
+                int64_t col = tma_npy_int(&fidx, e);
+                if (col < 0 || col >= (s->fdim_declared ? s->fdim : (1 << 24))) {
+                    tma_log_error(COMP, "%s: array attr_indices: entry %" PRId64 " = %" PRId64 " is outside the feature "
+                                  "dimension %d",
+                                  path, e, col, s->fdim_declared ? s->fdim : (1 << 24));
+                    st = TMA_ERR_RANGE;
+                    goto done;
+                }
+                if (!s->fdim_declared && col + 1 > s->fdim)
+                    s->fdim = (int32_t)(col + 1);
+                if ((st = push_feature(s, u, col, have_data ? tma_npy_float(&fdata, e) : 1.0f)) != TMA_OK)
+                    goto done;
+            }
+        }
+    } else if (st == TMA_ERR_NOT_FOUND) {
+        st = tma_npz_get(z, "attr_matrix", 0, &a);
+        if (st == TMA_OK) {
+            if (a.ndim != 2 || a.shape[0] != n || a.shape[1] <= 0 || a.shape[1] > (1 << 24)) {
+                tma_log_error(COMP, "%s: array attr_matrix must have shape (%" PRId64 ", D)", path, n);
+                st = TMA_ERR_FORMAT;
+                goto done;
+            }
+            s->fdim = (int32_t)a.shape[1];
+            s->dense = malloc((size_t)a.count * sizeof(float));
+            if (!s->dense) {
+                tma_log_error(COMP, "%s: out of memory reading attr_matrix", path);
+                st = TMA_ERR_NOMEM;
+                goto done;
+            }
+            for (int64_t i = 0; i < a.count; i++)
+                s->dense[i] = tma_npy_float(&a, i);
+            s->dense_rows = n;
+        } else if (st != TMA_ERR_NOT_FOUND) {
+            goto done;
+        }
+    } else {
+        goto done;
+    }
+
+    st = npz_int_array(z, "labels", 0, 1, &a);
+    if (st == TMA_OK) {
+        if (a.count != n) {
+            tma_log_error(COMP, "%s: array labels has %" PRId64 " entries, expected %" PRId64 " (one per node)", path,
+                          a.count, n);
+            st = TMA_ERR_FORMAT;
+            goto done;
+        }
+        char *where = tma_strdup_printf("%s: array labels", path);
+        for (int64_t v = 0; v < n && st == TMA_OK; v++) {
+            int64_t l = tma_npy_int(&a, v);
+            if (l < 0) {
+                tma_log_error(COMP, "%s: entry %" PRId64 " = %" PRId64 " is negative (labels are class numbers from 0)",
+                              where, v, l);
+                st = TMA_ERR_RANGE;
+            } else {
+                st = set_label(s, NULL, where, v, l);
+            }
+        }
+        free(where);
+        s->labels_from = tma_strdup_printf("%s: array labels", path);
+    } else if (st == TMA_ERR_NOT_FOUND) {
+        st = TMA_OK;
+    }
+done:
+    tma_npz_close(z);
+    return st;
+}
+
+/* ------------------------------------------------------------------ layout detection */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* The single .npz in dir (malloc'd), NULL if none; TMA_ERR_INVALID when
+ * there are several. */
+static tma_status_t find_npz(const char *dir, char **path_p)
+{
+    *path_p = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return TMA_OK;
+    struct dirent *e;
+    tma_status_t st = TMA_OK;
+    while ((e = readdir(d)) != NULL) {
+        if (!ends_with(e->d_name, ".npz"))
+            continue;
+        if (*path_p) {
+            tma_log_error(COMP, "%s holds several .npz files (%s, ...): name the one to import", dir, e->d_name);
+            free(*path_p);
+            *path_p = NULL;
+            st = TMA_ERR_INVALID;
+            break;
+        }
+        *path_p = tma_path_join(dir, e->d_name);
+    }
+    closedir(d);
+    return st;
+}
+
+static tma_status_t read_source(src_data_t *s, const char *src, const char **layout_p)
+{
+    if (tma_file_exists(src)) {
+        if (!ends_with(src, ".npz")) {
+            tma_log_error(COMP, "%s is a file but not a .npz: give a dataset folder (edges.txt, OGB raw/) or a .npz file",
+                          src);
+            return TMA_ERR_NOT_FOUND;
+        }
+        *layout_p = "npz";
+        return read_npz_layout(s, src);
+    }
+    if (!tma_dir_exists(src)) {
+        tma_log_error(COMP, "%s: no such file or folder", src);
+        return TMA_ERR_NOT_FOUND;
+    }
+    tma_status_t st;
+    char *p = tma_path_join(src, "edges.txt");
+    if (p && tma_file_exists(p)) {
+        free(p);
+        *layout_p = "edge-list";
+        return read_edge_list_layout(s, src);
+    }
+    free(p);
+    char *raw = tma_path_join(src, "raw");
+    char *e = raw ? ogb_file(raw, "edge") : NULL;
+    if (e) {
+        free(e);
+        *layout_p = "ogb";
+        st = read_ogb_layout(s, raw);
+        free(raw);
+        return st;
+    }
+    free(raw);
+    if ((e = ogb_file(src, "edge")) != NULL) {
+        free(e);
+        *layout_p = "ogb";
+        return read_ogb_layout(s, src);
+    }
+    char *npz;
+    if ((st = find_npz(src, &npz)) != TMA_OK)
+        return st;
+    if (npz) {
+        *layout_p = "npz";
+        st = read_npz_layout(s, npz);
+        free(npz);
+        return st;
+    }
+    tma_log_error(COMP,
+                  "%s: no known dataset layout: expected edges.txt (+ features.txt, labels.txt), an OGB "
+                  "raw/edge.csv.gz, or a .npz file",
+                  src);
+    return TMA_ERR_NOT_FOUND;
+}
+
+/* ------------------------------------------------------------------ features and labels into the graph */
+
+static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, uint64_t seed,
+                                  tma_feat_source_t *src_p)
+{
+    const int64_t n = g->num_nodes;
+    const int has = s->fcount > 0 || s->dense_rows > 0;
+    const int32_t dim = want > 0 ? want : (has ? s->fdim : TMA_GRAPH_DEFAULT_FEAT_DIM);
+    tma_feat_source_t src = !has ? TMA_FEAT_DEFAULT : dim == s->fdim ? TMA_FEAT_STORED : TMA_FEAT_PROJECTED;
+    size_t bytes;
+    if (tma_mul_overflow((size_t)n, (size_t)dim * sizeof(float), &bytes)) {
+        tma_log_error(COMP, "%" PRId64 " x %d features overflow", n, dim);
+        return TMA_ERR_NOMEM;
+    }
+    double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (ram > 0 && (double)bytes > 0.75 * ram) {
+        tma_log_error(COMP, "%" PRId64 " nodes x %d features need %.1f GiB, more than this machine can hold; "
+                      "reduce them with --feat-dim D",
+                      n, dim, (double)bytes / (1 << 30));
+        return TMA_ERR_NOMEM;
+    }
+    float *f = tma_graph_alloc(g, bytes ? bytes : 1);
+    if (!f)
+        return TMA_ERR_NOMEM;
+    const uint64_t pseed = tma_feat_seed(seed);
+    if (src == TMA_FEAT_DEFAULT) {
+        tma_feat_random_ids(f, n, dim, pseed);
+    } else if (s->dense_rows > 0) {
+        if (s->dense_rows != n) {
+            tma_log_error(COMP, "%" PRId64 " feature rows for %" PRId64 " nodes: every node needs a row", s->dense_rows, n);
+            return TMA_ERR_FORMAT;
+        }
+        const int32_t din = s->fdim;
+#pragma omp parallel for schedule(static)
+        for (int64_t v = 0; v < n; v++) {
+            const float *in = s->dense + v * din;
+            float *row = f + v * dim;
+            if (src == TMA_FEAT_STORED) {
+                memcpy(row, in, (size_t)dim * sizeof(float));
+                continue;
+            }
+            memset(row, 0, (size_t)dim * sizeof(float));
+            for (int32_t j = 0; j < din; j++)
+                if (in[j] != 0.0f)
+                    tma_feat_project_add(row, dim, j, in[j], pseed);
+        }
+    } else {
+        memset(f, 0, bytes);
+        /* Repeated (node, feature) entries add up, in both cases. */
+        for (int64_t i = 0; i < s->fcount; i++) {
+            float *row = f + s->fnode[i] * dim;
+            if (src == TMA_FEAT_STORED)
+                row[s->fcol[i]] += s->fval[i];
+            else
+                tma_feat_project_add(row, dim, s->fcol[i], s->fval[i], pseed);
+        }
+    }
+    g->features = f;
+    g->feature_dim = dim;
+    *src_p = src;
+    return TMA_OK;
+}
+
+static tma_status_t fill_labels(src_data_t *s, tma_graph_t *g)
+{
+    if (!s->labels)
+        return TMA_OK;
+    const int64_t n = g->num_nodes;
+    for (int64_t v = 0; v < n; v++) {
+        if (v >= s->labels_cap || s->labels[v] < 0) {
+            tma_log_error(COMP, "%s: node %" PRId64 " has no label (every one of the %" PRId64 " nodes needs one)",
+                          s->labels_from, v, n);
+            return TMA_ERR_FORMAT;
+        }
+    }
+    int32_t *l = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
+    if (!l)
+        return TMA_ERR_NOMEM;
+    memcpy(l, s->labels, (size_t)n * sizeof(int32_t));
+    g->labels = l;
+    g->num_classes = s->classes;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ import */
+
+tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o, tma_graph_t **g_p,
+                              tma_graph_import_report_t *rep_p)
+{
+    tma_graph_import_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    src_data_t s;
+    memset(&s, 0, sizeof s);
+    s.nodes = -1;
+    s.max_id = -1;
+    tma_graph_t *g = NULL;
+    tma_status_t st = read_source(&s, src, &rep.layout);
+    if (st != TMA_OK)
+        goto fail;
+    rep.seconds_read = tma_clock_now() - t0;
+    if ((st = tma_graph_create(&g)) != TMA_OK)
+        goto fail;
+    g->num_nodes = s.nodes >= 0 ? s.nodes : s.max_id + 1;
+    if ((st = fill_features(&s, g, o->feat_dim, o->build.seed, &rep.features)) != TMA_OK ||
+        (st = fill_labels(&s, g)) != TMA_OK)
+        goto fail;
+    rep.input_feature_dim = rep.features == TMA_FEAT_DEFAULT ? 0 : s.fdim;
+    free(s.dense);
+    s.dense = NULL;
+    if ((st = tma_graph_build(g, &s.edges, &o->build, &rep.build)) != TMA_OK)
+        goto fail;
+    src_free(&s);
+    rep.nodes = g->num_nodes;
+    rep.feature_dim = g->feature_dim;
+    rep.num_classes = g->num_classes;
+    rep.seconds = tma_clock_now() - t0;
+    *g_p = g;
+    if (rep_p)
+        *rep_p = rep;
+    return TMA_OK;
+fail:
+    src_free(&s);
+    tma_graph_destroy(g);
+    return st;
+}

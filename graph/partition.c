@@ -1,0 +1,732 @@
+/*
+ * partition.c: `tma partition`'s library side.  Node assignments (random,
+ * supernode, metis) over the training graph, the shard files (the induced
+ * training subgraph of each shard, local ids in global-id order so rows
+ * stay sorted), the shard statistics of the paper (edge ratio r, label and
+ * feature discrepancy), partition.json, and its loader.
+ *
+ * Buffers for the shard being written are allocated once, at the size of
+ * the largest shard, and reused for every shard.
+ */
+#include "graph_int.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <metis.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COMP "partition"
+#define SALT_RANDOM 0x72616e646f6dull
+#define SALT_DEAL 0x6465616cull
+
+_Static_assert(sizeof(idx_t) == sizeof(int32_t), "METIS must be built with 32-bit idx_t");
+
+/* ------------------------------------------------------------------ schemes */
+
+const char *tma_partition_scheme_str(tma_partition_scheme_t s)
+{
+    switch (s) {
+    case TMA_PARTITION_RANDOM: return "random";
+    case TMA_PARTITION_SUPERNODE: return "supernode";
+    case TMA_PARTITION_METIS: return "metis";
+    }
+    return "?";
+}
+
+tma_status_t tma_partition_scheme_parse(const char *s, tma_partition_opts_t *o)
+{
+    if (strcmp(s, "random") == 0) {
+        o->scheme = TMA_PARTITION_RANDOM;
+        o->num_clusters = 0;
+        return TMA_OK;
+    }
+    if (strcmp(s, "metis") == 0) {
+        o->scheme = TMA_PARTITION_METIS;
+        o->num_clusters = 0;
+        return TMA_OK;
+    }
+    int64_t n;
+    if (strncmp(s, "supernode:", 10) == 0 && tma_parse_i64(s + 10, &n) == 0 && n >= 1 && n <= INT32_MAX) {
+        o->scheme = TMA_PARTITION_SUPERNODE;
+        o->num_clusters = n;
+        return TMA_OK;
+    }
+    return TMA_ERR_INVALID;
+}
+
+tma_status_t tma_graph_partition_random(const tma_graph_t *g, int32_t shards, uint64_t seed, int32_t *part)
+{
+    if (shards < 1) {
+        tma_log_error(COMP, "the shard count must be at least 1, got %d", shards);
+        return TMA_ERR_INVALID;
+    }
+    const uint64_t key = tma_hash64(seed ^ SALT_RANDOM);
+    const int64_t n = g->num_nodes;
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < n; v++)
+        part[v] = (int32_t)(((__uint128_t)tma_hash64(key ^ (uint64_t)v) * (uint64_t)shards) >> 64);
+    return TMA_OK;
+}
+
+tma_status_t tma_graph_partition_metis(const tma_graph_t *g, int64_t parts, uint64_t seed, int32_t *part)
+{
+    const int64_t n = g->num_nodes, entries = 2 * g->num_train_edges;
+    if (n > INT32_MAX || entries > INT32_MAX) {
+        tma_log_error(COMP,
+                      "the training graph has %" PRId64 " nodes and %" PRId64 " adjacency entries; METIS (32-bit "
+                      "idx_t) takes at most 2^31 - 1 of each: use --scheme random",
+                      n, entries);
+        return TMA_ERR_RANGE;
+    }
+    if (parts < 1 || parts > n) {
+        tma_log_error(COMP, "METIS cannot cut %" PRId64 " nodes into %" PRId64 " parts", n, parts);
+        return TMA_ERR_INVALID;
+    }
+    if (parts == 1) {
+        memset(part, 0, (size_t)n * sizeof *part);
+        return TMA_OK;
+    }
+    if (entries == 0) {
+        tma_log_error(COMP, "the training graph has no edges: METIS has nothing to cut (use --scheme random)");
+        return TMA_ERR_INVALID;
+    }
+    idx_t *xadj = malloc(((size_t)n + 1) * sizeof *xadj), *adjncy = malloc((size_t)entries * sizeof *adjncy);
+    if (!xadj || !adjncy) {
+        free(xadj);
+        free(adjncy);
+        tma_log_error(COMP, "out of memory preparing METIS input");
+        return TMA_ERR_NOMEM;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v <= n; v++)
+        xadj[v] = (idx_t)g->indptr[v];
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < entries; e++)
+        adjncy[e] = (idx_t)g->indices[e];
+    idx_t nv = (idx_t)n, ncon = 1, np = (idx_t)parts, objval = 0;
+    idx_t options[METIS_NOPTIONS];
+    METIS_SetDefaultOptions(options);
+    options[METIS_OPTION_SEED] = (idx_t)(seed % INT32_MAX);
+    options[METIS_OPTION_NUMBERING] = 0;
+    int r = METIS_PartGraphKway(&nv, &ncon, xadj, adjncy, NULL, NULL, NULL, &np, NULL, NULL, options, &objval,
+                                (idx_t *)part);
+    free(xadj);
+    free(adjncy);
+    if (r != METIS_OK) {
+        tma_log_error(COMP, "METIS_PartGraphKway into %" PRId64 " parts failed (%s)", parts,
+                      r == METIS_ERROR_MEMORY  ? "out of memory"
+                      : r == METIS_ERROR_INPUT ? "input error"
+                                               : "error");
+        return r == METIS_ERROR_MEMORY ? TMA_ERR_NOMEM : TMA_ERR_INTERNAL;
+    }
+    tma_log_debug(COMP, "METIS cut %" PRId64 " edges into %" PRId64 " parts", (int64_t)objval, parts);
+    return TMA_OK;
+}
+
+tma_status_t tma_graph_partition_supernode(const tma_graph_t *g, int64_t clusters, int32_t shards, uint64_t seed,
+                                           int32_t *cluster, int32_t *part)
+{
+    if (shards < 1 || clusters < shards) {
+        tma_log_error(COMP, "supernode:%" PRId64 " needs at least as many clusters as shards (%d)", clusters, shards);
+        return TMA_ERR_INVALID;
+    }
+    const int64_t n = g->num_nodes;
+    int32_t *cl = cluster ? cluster : malloc((size_t)n * sizeof *cl);
+    int64_t *order = malloc((size_t)clusters * sizeof *order);
+    int32_t *deal = malloc((size_t)clusters * sizeof *deal);
+    tma_status_t st = TMA_OK;
+    if (!cl || !order || !deal) {
+        tma_log_error(COMP, "out of memory");
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    if ((st = tma_graph_partition_metis(g, clusters, seed, cl)) != TMA_OK)
+        goto done;
+    /* Shuffle the clusters, then deal them round-robin: shard cluster counts
+     * differ by at most one. */
+    for (int64_t c = 0; c < clusters; c++)
+        order[c] = c;
+    tma_rng_t rng;
+    tma_rng_seed(&rng, seed ^ SALT_DEAL, 0);
+    tma_rng_shuffle_i64(&rng, order, clusters);
+    for (int64_t i = 0; i < clusters; i++)
+        deal[order[i]] = (int32_t)(i % shards);
+#pragma omp parallel for schedule(static)
+    for (int64_t v = 0; v < n; v++)
+        part[v] = deal[cl[v]];
+done:
+    if (cl != cluster)
+        free(cl);
+    free(order);
+    free(deal);
+    return st;
+}
+
+/* ------------------------------------------------------------------ results */
+
+void tma_partition_result_destroy(tma_partition_result_t *r)
+{
+    if (!r)
+        return;
+    free(r->shard_nodes);
+    free(r->shard_edges);
+    free(r->shard_clusters);
+    free(r->shard_label_tv);
+    free(r->shard_feature_dist);
+    free(r);
+}
+
+static tma_partition_result_t *result_create(int32_t s)
+{
+    tma_partition_result_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->shard_nodes = calloc((size_t)s, sizeof(int64_t));
+    r->shard_edges = calloc((size_t)s, sizeof(int64_t));
+    r->shard_label_tv = calloc((size_t)s, sizeof(double));
+    r->shard_feature_dist = calloc((size_t)s, sizeof(double));
+    if (!r->shard_nodes || !r->shard_edges || !r->shard_label_tv || !r->shard_feature_dist) {
+        tma_partition_result_destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------------ the folder */
+
+static char *shard_name(int32_t s)
+{
+    return tma_strdup_printf("shard-%05d.tmag", s);
+}
+
+/* Removes partition.json first (the folder stops being complete), then
+ * shard files of an earlier run. */
+static tma_status_t clear_dir(const char *dir)
+{
+    tma_status_t st = tma_mkdir_p(dir);
+    if (st != TMA_OK)
+        return st;
+    char *pj = tma_path_join(dir, "partition.json");
+    if (!pj)
+        return TMA_ERR_NOMEM;
+    if (unlink(pj) != 0 && tma_file_exists(pj)) {
+        tma_log_error(COMP, "%s: cannot remove the old partition.json", pj);
+        free(pj);
+        return TMA_ERR_IO;
+    }
+    free(pj);
+    DIR *d = opendir(dir);
+    if (!d) {
+        tma_log_error(COMP, "%s: cannot open the folder", dir);
+        return TMA_ERR_IO;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "shard-", 6) == 0 && len > 11 && strcmp(e->d_name + len - 5, ".tmag") == 0) {
+            char *p = tma_path_join(dir, e->d_name);
+            if (p)
+                unlink(p);
+            free(p);
+        }
+    }
+    closedir(d);
+    return TMA_OK;
+}
+
+/* Reused buffers for one shard at a time. */
+typedef struct shard_bufs {
+    int64_t *indptr, *indices, *gids;
+    float *features;
+    int32_t *labels;
+} shard_bufs_t;
+
+static void bufs_free(shard_bufs_t *b)
+{
+    tma_free_aligned(b->indptr);
+    tma_free_aligned(b->indices);
+    tma_free_aligned(b->gids);
+    tma_free_aligned(b->features);
+    tma_free_aligned(b->labels);
+}
+
+typedef struct layout {
+    int64_t *start; /* [S + 1]: shard s's nodes are order[start[s] .. start[s + 1]) */
+    int64_t *order; /* nodes grouped by shard, ascending within a shard */
+    int64_t *local; /* node -> its id within its shard */
+    int64_t *sdeg;  /* node -> neighbours in its own shard */
+} layout_t;
+
+static void layout_free(layout_t *l)
+{
+    free(l->start);
+    free(l->order);
+    free(l->local);
+    free(l->sdeg);
+}
+
+static tma_status_t make_layout(const tma_graph_t *g, const int32_t *part, int32_t S, layout_t *l)
+{
+    const int64_t n = g->num_nodes;
+    l->start = calloc((size_t)S + 1, sizeof(int64_t));
+    l->order = malloc((size_t)n * sizeof(int64_t));
+    l->local = malloc((size_t)n * sizeof(int64_t));
+    l->sdeg = malloc((size_t)n * sizeof(int64_t));
+    if (!l->start || !l->order || !l->local || !l->sdeg) {
+        tma_log_error(COMP, "out of memory laying out %" PRId64 " nodes", n);
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t v = 0; v < n; v++)
+        l->start[part[v] + 1]++;
+    for (int32_t s = 0; s < S; s++)
+        l->start[s + 1] += l->start[s];
+    int64_t *cur = malloc((size_t)S * sizeof(int64_t));
+    if (!cur)
+        return TMA_ERR_NOMEM;
+    memcpy(cur, l->start, (size_t)S * sizeof(int64_t));
+    for (int64_t v = 0; v < n; v++) {
+        int64_t p = cur[part[v]]++;
+        l->order[p] = v;
+        l->local[v] = p - l->start[part[v]];
+    }
+    free(cur);
+#pragma omp parallel for schedule(dynamic, 4096)
+    for (int64_t v = 0; v < n; v++) {
+        int64_t k = 0;
+        const int32_t s = part[v];
+        for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
+            k += part[g->indices[e]] == s;
+        l->sdeg[v] = k;
+    }
+    return TMA_OK;
+}
+
+/* Builds shard s into the buffers, writes it, and measures it. */
+static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const layout_t *l, int32_t s, int32_t S,
+                                shard_bufs_t *b, const char *path, const double *gmean, const double *gdist,
+                                tma_partition_result_t *r)
+{
+    const int64_t *nodes = l->order + l->start[s];
+    const int64_t ns = l->start[s + 1] - l->start[s];
+    const int32_t D = g->feature_dim;
+    b->indptr[0] = 0;
+    for (int64_t i = 0; i < ns; i++)
+        b->indptr[i + 1] = b->indptr[i] + l->sdeg[nodes[i]];
+    double *fsum = calloc((size_t)(D > 0 ? D : 1), sizeof(double));
+    int64_t *hist = calloc((size_t)(g->num_classes > 0 ? g->num_classes : 1), sizeof(int64_t));
+    if (!fsum || !hist) {
+        free(fsum);
+        free(hist);
+        return TMA_ERR_NOMEM;
+    }
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t i = 0; i < ns; i++) {
+        const int64_t v = nodes[i];
+        int64_t out = b->indptr[i];
+        /* Local ids follow global order, so each row stays sorted. */
+        for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+            int64_t w = g->indices[e];
+            if (part[w] == s)
+                b->indices[out++] = l->local[w];
+        }
+        b->gids[i] = v;
+        if (D > 0)
+            memcpy(b->features + i * D, g->features + v * D, (size_t)D * sizeof(float));
+        if (g->labels)
+            b->labels[i] = g->labels[v];
+    }
+    /* Statistics, summed in node order (deterministic). */
+    for (int64_t i = 0; i < ns; i++) {
+        const float *x = b->features + i * D;
+        for (int32_t j = 0; j < D; j++)
+            fsum[j] += x[j];
+        if (g->labels)
+            hist[b->labels[i]]++;
+    }
+    double d2 = 0, tv = 0;
+    for (int32_t j = 0; j < D; j++) {
+        double diff = (ns ? fsum[j] / (double)ns : 0) - gmean[j];
+        d2 += diff * diff;
+    }
+    for (int32_t c = 0; c < g->num_classes; c++)
+        tv += fabs((ns ? (double)hist[c] / (double)ns : 0) - gdist[c]);
+    r->shard_nodes[s] = ns;
+    r->shard_edges[s] = b->indptr[ns] / 2;
+    r->shard_feature_dist[s] = ns ? sqrt(d2) : -1;
+    r->shard_label_tv[s] = g->labels && ns ? tv / 2 : -1;
+    free(fsum);
+    free(hist);
+
+    tma_graph_t *sg;
+    tma_status_t st = tma_graph_create(&sg);
+    if (st != TMA_OK)
+        return st;
+    sg->kind = TMA_GRAPH_SHARD;
+    sg->num_nodes = ns;
+    sg->num_edges = sg->num_train_edges = r->shard_edges[s];
+    sg->indptr = b->indptr;
+    sg->indices = b->indices;
+    sg->feature_dim = D;
+    sg->features = b->features;
+    sg->num_classes = g->num_classes;
+    sg->labels = g->labels ? b->labels : NULL;
+    sg->global_ids = b->gids;
+    sg->shard_index = s;
+    sg->num_shards = S;
+    sg->split_seed = g->split_seed;
+    sg->graph_id = g->graph_id;
+    st = tma_graph_write(sg, path);
+    tma_graph_destroy(sg); /* the buffers are ours, not the shell's */
+    return st;
+}
+
+static cJSON *i64_array(const int64_t *v, int32_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+static cJSON *stat_array(const double *v, int32_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, v[i] < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static tma_status_t write_json(const tma_graph_t *g, const char *graph_path, const char *dir,
+                               const tma_partition_result_t *r)
+{
+    const int32_t S = r->opts.num_shards;
+    cJSON *o = cJSON_CreateObject();
+    char id[32], *abs = realpath(graph_path, NULL);
+    snprintf(id, sizeof id, "%016" PRIx64, g->graph_id);
+    cJSON_AddStringToObject(o, "scheme", tma_partition_scheme_str(r->opts.scheme));
+    if (r->opts.scheme == TMA_PARTITION_SUPERNODE)
+        cJSON_AddNumberToObject(o, "clusters", (double)r->opts.num_clusters);
+    cJSON_AddNumberToObject(o, "shards", S);
+    cJSON_AddNumberToObject(o, "seed", (double)r->opts.seed);
+    cJSON_AddStringToObject(o, "graph", graph_path);
+    cJSON_AddStringToObject(o, "graph_abspath", abs ? abs : graph_path);
+    cJSON_AddStringToObject(o, "graph_id", id);
+    cJSON_AddNumberToObject(o, "nodes", (double)r->nodes);
+    cJSON_AddNumberToObject(o, "train_edges", (double)r->train_edges);
+    cJSON_AddNumberToObject(o, "edge_ratio", r->edge_ratio);
+    cJSON_AddItemToObject(o, "label_tv", r->label_tv < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(r->label_tv));
+    cJSON_AddNumberToObject(o, "feature_mean_dist", r->feature_mean_dist);
+    cJSON_AddItemToObject(o, "shard_nodes", i64_array(r->shard_nodes, S));
+    cJSON_AddItemToObject(o, "shard_edges", i64_array(r->shard_edges, S));
+    if (r->shard_clusters)
+        cJSON_AddItemToObject(o, "shard_clusters", i64_array(r->shard_clusters, S));
+    cJSON_AddItemToObject(o, "shard_label_tv", stat_array(r->shard_label_tv, S));
+    cJSON_AddItemToObject(o, "shard_feature_dist", stat_array(r->shard_feature_dist, S));
+    cJSON *files = cJSON_CreateArray();
+    for (int32_t s = 0; s < S; s++) {
+        char *nm = shard_name(s);
+        cJSON_AddItemToArray(files, cJSON_CreateString(nm ? nm : "?"));
+        free(nm);
+    }
+    cJSON_AddItemToObject(o, "files", files);
+    cJSON_AddNumberToObject(o, "assign_seconds", r->seconds_assign);
+    cJSON_AddNumberToObject(o, "shard_seconds", r->seconds_shards);
+    cJSON_AddNumberToObject(o, "seconds", r->seconds);
+    free(abs);
+    char *path = tma_path_join(dir, "partition.json");
+    tma_status_t st = path ? tma_json_write_file(path, o) : TMA_ERR_NOMEM;
+    free(path);
+    cJSON_Delete(o);
+    return st;
+}
+
+tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, const tma_partition_opts_t *o,
+                               const char *dir, tma_partition_result_t **res_p)
+{
+    const double t0 = tma_clock_now();
+    const int64_t n = g->num_nodes;
+    const int32_t S = o->num_shards, D = g->feature_dim;
+    if (g->kind != TMA_GRAPH_FULL) {
+        tma_log_error(COMP, "%s is a shard, not a whole graph: partition the graph it came from", graph_path);
+        return TMA_ERR_INVALID;
+    }
+    if (S < 1 || S > n || S > (1 << 20)) {
+        tma_log_error(COMP, "--shards must be in [1, min(nodes, 2^20)] (nodes: %" PRId64 "), got %d", n, S);
+        return TMA_ERR_INVALID;
+    }
+    if (o->seed >= (uint64_t)TMA_GRAPH_MAX_SEED) {
+        tma_log_error(COMP, "--seed must be below 2^53");
+        return TMA_ERR_INVALID;
+    }
+    tma_partition_result_t *r = result_create(S);
+    int32_t *part = malloc((size_t)n * sizeof *part), *cluster = NULL;
+    double *gmean = calloc((size_t)(D > 0 ? D : 1), sizeof(double));
+    double *gdist = calloc((size_t)(g->num_classes > 0 ? g->num_classes : 1), sizeof(double));
+    layout_t l = {0};
+    shard_bufs_t b = {0};
+    char *path = NULL;
+    tma_status_t st = TMA_OK;
+    if (!r || !part || !gmean || !gdist) {
+        tma_log_error(COMP, "out of memory for %" PRId64 " nodes", n);
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    r->opts = *o;
+    r->nodes = n;
+    r->train_edges = g->num_train_edges;
+    switch (o->scheme) {
+    case TMA_PARTITION_RANDOM:
+        st = tma_graph_partition_random(g, S, o->seed, part);
+        break;
+    case TMA_PARTITION_METIS:
+        st = tma_graph_partition_metis(g, S, o->seed, part);
+        break;
+    case TMA_PARTITION_SUPERNODE:
+        if (o->num_clusters > n) {
+            tma_log_error(COMP, "supernode:%" PRId64 " asks for more clusters than the %" PRId64 " nodes", o->num_clusters, n);
+            st = TMA_ERR_INVALID;
+            goto done;
+        }
+        r->shard_clusters = calloc((size_t)S, sizeof(int64_t));
+        cluster = malloc((size_t)n * sizeof *cluster);
+        if (!r->shard_clusters || !cluster) {
+            st = TMA_ERR_NOMEM;
+            goto done;
+        }
+        st = tma_graph_partition_supernode(g, o->num_clusters, S, o->seed, cluster, part);
+        if (st == TMA_OK) {
+            /* Clusters per shard, as dealt (a cluster METIS left empty still counts). */
+            for (int64_t i = 0; i < o->num_clusters; i++)
+                r->shard_clusters[i % S]++;
+        }
+        break;
+    default:
+        tma_log_error(COMP, "unknown partition scheme %d", (int)o->scheme);
+        st = TMA_ERR_INVALID;
+    }
+    if (st != TMA_OK)
+        goto done;
+    r->seconds_assign = tma_clock_now() - t0;
+
+    if ((st = make_layout(g, part, S, &l)) != TMA_OK || (st = clear_dir(dir)) != TMA_OK)
+        goto done;
+    /* The whole graph's feature mean and label distribution. */
+    for (int64_t v = 0; v < n; v++) {
+        for (int32_t j = 0; j < D; j++)
+            gmean[j] += g->features[v * D + j];
+        if (g->labels)
+            gdist[g->labels[v]] += 1;
+    }
+    for (int32_t j = 0; j < D; j++)
+        gmean[j] /= (double)n;
+    for (int32_t c = 0; c < g->num_classes; c++)
+        gdist[c] /= (double)n;
+
+    int64_t max_ns = 0, max_entries = 0;
+    for (int32_t s = 0; s < S; s++) {
+        int64_t ns = l.start[s + 1] - l.start[s], ent = 0;
+        for (int64_t i = l.start[s]; i < l.start[s + 1]; i++)
+            ent += l.sdeg[l.order[i]];
+        max_ns = TMA_MAX(max_ns, ns);
+        max_entries = TMA_MAX(max_entries, ent);
+    }
+    b.indptr = tma_alloc_aligned(((size_t)max_ns + 1) * sizeof(int64_t));
+    b.indices = tma_alloc_aligned((size_t)max_entries * sizeof(int64_t));
+    b.gids = tma_alloc_aligned((size_t)max_ns * sizeof(int64_t));
+    b.features = tma_alloc_aligned((size_t)max_ns * (size_t)D * sizeof(float));
+    b.labels = tma_alloc_aligned((size_t)max_ns * sizeof(int32_t));
+    if (!b.indptr || !b.indices || !b.gids || !b.features || !b.labels) {
+        tma_log_error(COMP, "out of memory for a shard of %" PRId64 " nodes", max_ns);
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    int64_t kept = 0;
+    double tv_sum = 0, fd_sum = 0;
+    int32_t nonempty = 0;
+    for (int32_t s = 0; s < S; s++) {
+        char *nm = shard_name(s);
+        path = nm ? tma_path_join(dir, nm) : NULL;
+        free(nm);
+        if (!path) {
+            st = TMA_ERR_NOMEM;
+            goto done;
+        }
+        if ((st = write_shard(g, part, &l, s, S, &b, path, gmean, gdist, r)) != TMA_OK)
+            goto done;
+        free(path);
+        path = NULL;
+        kept += r->shard_edges[s];
+        if (r->shard_nodes[s] > 0) {
+            nonempty++;
+            tv_sum += r->shard_label_tv[s];
+            fd_sum += r->shard_feature_dist[s];
+        }
+    }
+    r->edge_ratio = g->num_train_edges ? (double)kept / (double)g->num_train_edges : 0;
+    r->label_tv = g->labels ? tv_sum / nonempty : -1;
+    r->feature_mean_dist = fd_sum / nonempty;
+    r->seconds = tma_clock_now() - t0;
+    r->seconds_shards = r->seconds - r->seconds_assign;
+    st = write_json(g, graph_path, dir, r);
+done:
+    free(path);
+    bufs_free(&b);
+    layout_free(&l);
+    free(part);
+    free(cluster);
+    free(gmean);
+    free(gdist);
+    if (st != TMA_OK) {
+        tma_partition_result_destroy(r);
+        return st;
+    }
+    *res_p = r;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ loading a partition folder */
+
+void tma_partition_info_destroy(tma_partition_info_t *info)
+{
+    if (!info)
+        return;
+    if (info->shard_paths)
+        for (int32_t s = 0; s < info->num_shards; s++)
+            free(info->shard_paths[s]);
+    free(info->shard_paths);
+    free(info->shard_nodes);
+    free(info->shard_edges);
+    free(info->dir);
+    free(info->scheme);
+    free(info->graph_path);
+    free(info);
+}
+
+/* An array of exactly n non-negative integers under `key`. */
+static tma_status_t json_i64_array(const cJSON *root, const char *key, int32_t n, const char *ctx, int64_t **out_p)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) {
+        tma_log_error(COMP, "%s: \"%s\" must be an array of %d numbers", ctx, key, n);
+        return TMA_ERR_CONFIG;
+    }
+    int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v)
+        return TMA_ERR_NOMEM;
+    int32_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a)
+    {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble)) {
+            tma_log_error(COMP, "%s: \"%s\"[%d] is not a non-negative integer", ctx, key, i);
+            free(v);
+            return TMA_ERR_CONFIG;
+        }
+        v[i++] = (int64_t)it->valuedouble;
+    }
+    *out_p = v;
+    return TMA_OK;
+}
+
+tma_status_t tma_partition_info_load(const char *dir, tma_partition_info_t **info_p)
+{
+    char *path = tma_path_join(dir, "partition.json");
+    if (!path)
+        return TMA_ERR_NOMEM;
+    if (!tma_file_exists(path)) {
+        tma_log_error(COMP, "%s is missing: %s is not a complete partition folder (run tma partition)", path, dir);
+        free(path);
+        return TMA_ERR_NOT_FOUND;
+    }
+    cJSON *root = NULL;
+    tma_partition_info_t *info = calloc(1, sizeof *info);
+    tma_status_t st = info ? tma_json_load_file(path, &root) : TMA_ERR_NOMEM;
+    if (st != TMA_OK)
+        goto fail;
+    int64_t shards, seed, clusters, nodes, train;
+    const char *scheme, *gid, *gpath;
+    if ((st = tma_json_get_string(root, "scheme", NULL, path, &scheme)) != TMA_OK ||
+        (st = tma_json_get_int(root, "shards", -1, 1, 1 << 20, path, &shards)) != TMA_OK ||
+        (st = tma_json_get_int(root, "seed", -1, 0, TMA_GRAPH_MAX_SEED, path, &seed)) != TMA_OK ||
+        (st = tma_json_get_int(root, "clusters", 0, 0, INT32_MAX, path, &clusters)) != TMA_OK ||
+        (st = tma_json_get_int(root, "nodes", 0, 0, INT64_MAX, path, &nodes)) != TMA_OK ||
+        (st = tma_json_get_int(root, "train_edges", 0, 0, INT64_MAX, path, &train)) != TMA_OK ||
+        (st = tma_json_get_string(root, "graph_id", NULL, path, &gid)) != TMA_OK ||
+        (st = tma_json_get_string(root, "graph_abspath", NULL, path, &gpath)) != TMA_OK ||
+        (st = tma_json_get_double(root, "edge_ratio", -1, 0, 1, path, &info->edge_ratio)) != TMA_OK)
+        goto fail;
+    if (!scheme || !gid || !gpath || shards < 1 || seed < 0 || info->edge_ratio < 0) {
+        tma_log_error(COMP, "%s: scheme, shards, seed, edge_ratio, graph_id and graph_abspath are required", path);
+        st = TMA_ERR_CONFIG;
+        goto fail;
+    }
+    tma_partition_opts_t po;
+    if (tma_partition_scheme_parse(scheme, &po) != TMA_OK && strcmp(scheme, "supernode") != 0) {
+        tma_log_error(COMP, "%s: unknown scheme \"%s\"", path, scheme);
+        st = TMA_ERR_CONFIG;
+        goto fail;
+    }
+    char *end;
+    info->graph_id = strtoull(gid, &end, 16);
+    if (*end || !*gid) {
+        tma_log_error(COMP, "%s: graph_id \"%s\" is not a hex id", path, gid);
+        st = TMA_ERR_CONFIG;
+        goto fail;
+    }
+    info->num_shards = (int32_t)shards;
+    info->seed = (uint64_t)seed;
+    info->num_clusters = clusters;
+    info->nodes = nodes;
+    info->train_edges = train;
+    info->dir = strdup(dir);
+    info->scheme = strdup(scheme);
+    info->graph_path = strdup(gpath);
+    info->shard_paths = calloc((size_t)shards, sizeof(char *));
+    if (!info->dir || !info->scheme || !info->graph_path || !info->shard_paths) {
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
+    if ((st = json_i64_array(root, "shard_nodes", info->num_shards, path, &info->shard_nodes)) != TMA_OK ||
+        (st = json_i64_array(root, "shard_edges", info->num_shards, path, &info->shard_edges)) != TMA_OK)
+        goto fail;
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
+    if (!cJSON_IsArray(files) || cJSON_GetArraySize(files) != shards) {
+        tma_log_error(COMP, "%s: \"files\" must list the %" PRId64 " shard files", path, shards);
+        st = TMA_ERR_CONFIG;
+        goto fail;
+    }
+    int32_t s = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, files)
+    {
+        if (!cJSON_IsString(it) || strchr(it->valuestring, '/')) {
+            tma_log_error(COMP, "%s: \"files\"[%d] must be a file name in the folder", path, s);
+            st = TMA_ERR_CONFIG;
+            goto fail;
+        }
+        info->shard_paths[s] = tma_path_join(dir, it->valuestring);
+        if (!info->shard_paths[s]) {
+            st = TMA_ERR_NOMEM;
+            goto fail;
+        }
+        if (!tma_file_exists(info->shard_paths[s])) {
+            tma_log_error(COMP, "%s: shard file %s is missing", path, info->shard_paths[s]);
+            st = TMA_ERR_FORMAT;
+            goto fail;
+        }
+        s++;
+    }
+    cJSON_Delete(root);
+    free(path);
+    *info_p = info;
+    return TMA_OK;
+fail:
+    cJSON_Delete(root);
+    free(path);
+    tma_partition_info_destroy(info);
+    return st;
+}
