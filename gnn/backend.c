@@ -83,6 +83,47 @@ void tma_gnn_backend_destroy(tma_gnn_backend_t *b)
 const char *tma_gnn_backend_name(const tma_gnn_backend_t *b) { return b->ops->name; }
 int tma_gnn_backend_threads(const tma_gnn_backend_t *b) { return b->threads; }
 
+/* ------------------------------------------------------------------ op statistics */
+
+static const char *const op_names[GNN_OP_COUNT] = {
+    "matmul", "add_bias", "colsum", "spmm", "spmm_t", "layernorm_fwd", "layernorm_bwd", "prelu_fwd",
+    "prelu_bwd", "pair_mul", "pair_mul_bwd", "bce_logits", "sumsq", "scale", "fill", "copy", "adam",
+    "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download"};
+
+int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max)
+{
+    int n = 0;
+    for (int i = 0; i < GNN_OP_COUNT && n < max; i++) {
+        if (!b->op_calls[i])
+            continue;
+        stats[n].name = op_names[i];
+        stats[n].calls = b->op_calls[i];
+        stats[n].seconds = (double)b->op_ns[i] * 1e-9;
+        stats[n].flops = b->op_flops[i];
+        n++;
+    }
+    return n;
+}
+
+void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b)
+{
+    memset(b->op_calls, 0, sizeof b->op_calls);
+    memset(b->op_ns, 0, sizeof b->op_ns);
+    memset(b->op_flops, 0, sizeof b->op_flops);
+}
+
+/* Calls an op through backend `b`, adding its time (and dense flops) to b's statistics. */
+#define TIMED(b, op, flops, call)                                                                  \
+    do {                                                                                           \
+        tma_gnn_backend_t *b_ = (b);                                                               \
+        uint64_t t0_ = tma_clock_ns();                                                             \
+        tma_status_t st_ = (call);                                                                 \
+        b_->op_ns[op] += tma_clock_ns() - t0_;                                                     \
+        b_->op_calls[op]++;                                                                        \
+        b_->op_flops[op] += (flops);                                                               \
+        return st_;                                                                                \
+    } while (0)
+
 /* ------------------------------------------------------------------ tensors */
 
 size_t tma_gnn_dtype_size(tma_gnn_dtype_t dt)
@@ -149,7 +190,7 @@ tma_status_t tma_gnn_tensor_upload(tma_gnn_tensor_t *t, const void *host)
     size_t bytes = (size_t)tma_gnn_tensor_numel(t) * tma_gnn_dtype_size(t->dtype);
     if (!bytes)
         return TMA_OK;
-    return t->backend->ops->upload(t->backend, t->data, host, bytes);
+    TIMED(t->backend, GNN_OP_UPLOAD, 0, t->backend->ops->upload(t->backend, t->data, host, bytes));
 }
 
 tma_status_t tma_gnn_tensor_download(const tma_gnn_tensor_t *t, void *host)
@@ -157,7 +198,7 @@ tma_status_t tma_gnn_tensor_download(const tma_gnn_tensor_t *t, void *host)
     size_t bytes = (size_t)tma_gnn_tensor_numel(t) * tma_gnn_dtype_size(t->dtype);
     if (!bytes)
         return TMA_OK;
-    return t->backend->ops->download(t->backend, host, t->data, bytes);
+    TIMED(t->backend, GNN_OP_DOWNLOAD, 0, t->backend->ops->download(t->backend, host, t->data, bytes));
 }
 
 /* ------------------------------------------------------------------ checked op wrappers */
@@ -186,41 +227,48 @@ tma_status_t tma_gnn_op_matmul(const tensor_t *A, int trans_a, const tensor_t *B
     REQUIRE("matmul", A->backend == C->backend && B->backend == C->backend);
     if (m == 0 || n == 0)
         return TMA_OK;
-    return C->backend->ops->matmul(C->backend, A, trans_a, B, trans_b, alpha, beta, C);
+    TIMED(C->backend, GNN_OP_MATMUL, 2.0 * (double)m * (double)n * (double)k,
+          C->backend->ops->matmul(C->backend, A, trans_a, B, trans_b, alpha, beta, C));
 }
 
 tma_status_t tma_gnn_op_add_bias(tensor_t *Z, const tensor_t *bias)
 {
     REQUIRE("add_bias", tma_gnn_tensor_numel(bias) == Z->cols && IS(Z, TMA_GNN_F32));
-    return Z->backend->ops->add_bias(Z->backend, Z, bias);
+    TIMED(Z->backend, GNN_OP_ADD_BIAS, 0, Z->backend->ops->add_bias(Z->backend, Z, bias));
 }
 
 tma_status_t tma_gnn_op_colsum(const tensor_t *X, tensor_t *out)
 {
     REQUIRE("colsum", tma_gnn_tensor_numel(out) == X->cols && IS(X, TMA_GNN_F32));
-    return out->backend->ops->colsum(out->backend, X, out);
+    TIMED(out->backend, GNN_OP_COLSUM, 0, out->backend->ops->colsum(out->backend, X, out));
 }
 
 static int block_ok(const tma_gnn_block_t *blk)
 {
-    return IS(&blk->indptr, TMA_GNN_I32) && IS(&blk->indices, TMA_GNN_I32) && IS(&blk->weights, TMA_GNN_F32) &&
-           tma_gnn_tensor_numel(&blk->indptr) >= blk->num_dst + 1 &&
-           tma_gnn_tensor_numel(&blk->indices) >= blk->num_edges &&
-           tma_gnn_tensor_numel(&blk->weights) >= blk->num_edges;
+    int ok = IS(&blk->indptr, TMA_GNN_I32) && IS(&blk->indices, TMA_GNN_I32) && IS(&blk->weights, TMA_GNN_F32) &&
+             tma_gnn_tensor_numel(&blk->indptr) >= blk->num_dst + 1 &&
+             tma_gnn_tensor_numel(&blk->indices) >= blk->num_edges &&
+             tma_gnn_tensor_numel(&blk->weights) >= blk->num_edges;
+    if (ok && blk->has_transpose)
+        ok = IS(&blk->t_indptr, TMA_GNN_I32) && IS(&blk->t_indices, TMA_GNN_I32) &&
+             IS(&blk->t_weights, TMA_GNN_F32) && tma_gnn_tensor_numel(&blk->t_indptr) >= blk->num_src + 1 &&
+             tma_gnn_tensor_numel(&blk->t_indices) >= blk->num_edges &&
+             tma_gnn_tensor_numel(&blk->t_weights) >= blk->num_edges;
+    return ok;
 }
 
 tma_status_t tma_gnn_op_spmm(const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y)
 {
     REQUIRE("spmm", block_ok(blk));
     REQUIRE("spmm", X->rows >= blk->num_src && Y->rows == blk->num_dst && X->cols == Y->cols);
-    return Y->backend->ops->spmm(Y->backend, blk, X, Y);
+    TIMED(Y->backend, GNN_OP_SPMM, 0, Y->backend->ops->spmm(Y->backend, blk, X, Y));
 }
 
 tma_status_t tma_gnn_op_spmm_t(const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX)
 {
     REQUIRE("spmm_t", block_ok(blk));
     REQUIRE("spmm_t", dX->rows == blk->num_src && dY->rows == blk->num_dst && dX->cols == dY->cols);
-    return dX->backend->ops->spmm_t(dX->backend, blk, dY, dX);
+    TIMED(dX->backend, GNN_OP_SPMM_T, 0, dX->backend->ops->spmm_t(dX->backend, blk, dY, dX));
 }
 
 tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta, float eps,
@@ -229,7 +277,8 @@ tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, 
     REQUIRE("layernorm_fwd", Y->rows == X->rows && Y->cols == X->cols);
     REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols);
     REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
-    return Y->backend->ops->layernorm_fwd(Y->backend, X, gamma, beta, eps, Y, mean, rstd);
+    TIMED(Y->backend, GNN_OP_LAYERNORM_FWD, 0,
+          Y->backend->ops->layernorm_fwd(Y->backend, X, gamma, beta, eps, Y, mean, rstd));
 }
 
 tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *gamma,
@@ -240,13 +289,14 @@ tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, con
                                  dX->cols == X->cols);
     REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
     REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
-    return dX->backend->ops->layernorm_bwd(dX->backend, dY, X, gamma, mean, rstd, dX, dgamma, dbeta);
+    TIMED(dX->backend, GNN_OP_LAYERNORM_BWD, 0,
+          dX->backend->ops->layernorm_bwd(dX->backend, dY, X, gamma, mean, rstd, dX, dgamma, dbeta));
 }
 
 tma_status_t tma_gnn_op_prelu_fwd(const tensor_t *X, const tensor_t *a, tensor_t *Y)
 {
     REQUIRE("prelu_fwd", tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(Y) && tma_gnn_tensor_numel(a) == 1);
-    return Y->backend->ops->prelu_fwd(Y->backend, X, a, Y);
+    TIMED(Y->backend, GNN_OP_PRELU_FWD, 0, Y->backend->ops->prelu_fwd(Y->backend, X, a, Y));
 }
 
 tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *a, tensor_t *dX,
@@ -255,7 +305,7 @@ tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const t
     REQUIRE("prelu_bwd", tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(dY) &&
                              tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(dX));
     REQUIRE("prelu_bwd", tma_gnn_tensor_numel(a) == 1 && tma_gnn_tensor_numel(da) == 1);
-    return dX->backend->ops->prelu_bwd(dX->backend, dY, X, a, dX, da);
+    TIMED(dX->backend, GNN_OP_PRELU_BWD, 0, dX->backend->ops->prelu_bwd(dX->backend, dY, X, a, dX, da));
 }
 
 tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, tensor_t *E)
@@ -263,7 +313,7 @@ tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const te
     REQUIRE("pair_mul", IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32));
     REQUIRE("pair_mul", tma_gnn_tensor_numel(hi) == E->rows && tma_gnn_tensor_numel(ti) == E->rows &&
                             E->cols == H->cols);
-    return E->backend->ops->pair_mul(E->backend, H, hi, ti, E);
+    TIMED(E->backend, GNN_OP_PAIR_MUL, 0, E->backend->ops->pair_mul(E->backend, H, hi, ti, E));
 }
 
 tma_status_t tma_gnn_op_pair_mul_bwd(const tensor_t *dE, const tensor_t *H, const tensor_t *hi,
@@ -272,7 +322,7 @@ tma_status_t tma_gnn_op_pair_mul_bwd(const tensor_t *dE, const tensor_t *H, cons
     REQUIRE("pair_mul_bwd", IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32));
     REQUIRE("pair_mul_bwd", tma_gnn_tensor_numel(hi) == dE->rows && tma_gnn_tensor_numel(ti) == dE->rows &&
                                 dE->cols == H->cols && dH->rows == H->rows && dH->cols == H->cols);
-    return dH->backend->ops->pair_mul_bwd(dH->backend, dE, H, hi, ti, dH);
+    TIMED(dH->backend, GNN_OP_PAIR_MUL_BWD, 0, dH->backend->ops->pair_mul_bwd(dH->backend, dE, H, hi, ti, dH));
 }
 
 tma_status_t tma_gnn_op_bce_logits(const tensor_t *logits, const tensor_t *labels, double *loss_p,
@@ -280,22 +330,29 @@ tma_status_t tma_gnn_op_bce_logits(const tensor_t *logits, const tensor_t *label
 {
     int64_t n = tma_gnn_tensor_numel(logits);
     REQUIRE("bce_logits", n > 0 && tma_gnn_tensor_numel(labels) == n && tma_gnn_tensor_numel(dlogits) == n);
-    return dlogits->backend->ops->bce_logits(dlogits->backend, logits, labels, loss_p, dlogits);
+    TIMED(dlogits->backend, GNN_OP_BCE, 0,
+          dlogits->backend->ops->bce_logits(dlogits->backend, logits, labels, loss_p, dlogits));
 }
 
 tma_status_t tma_gnn_op_sumsq(const tensor_t *x, double *out_p)
 {
-    return x->backend->ops->sumsq(x->backend, x, out_p);
+    TIMED(x->backend, GNN_OP_SUMSQ, 0, x->backend->ops->sumsq(x->backend, x, out_p));
 }
 
-tma_status_t tma_gnn_op_scale(tensor_t *x, float s) { return x->backend->ops->scale(x->backend, x, s); }
+tma_status_t tma_gnn_op_scale(tensor_t *x, float s)
+{
+    TIMED(x->backend, GNN_OP_SCALE, 0, x->backend->ops->scale(x->backend, x, s));
+}
 
-tma_status_t tma_gnn_op_fill(tensor_t *x, float v) { return x->backend->ops->fill(x->backend, x, v); }
+tma_status_t tma_gnn_op_fill(tensor_t *x, float v)
+{
+    TIMED(x->backend, GNN_OP_FILL, 0, x->backend->ops->fill(x->backend, x, v));
+}
 
 tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src)
 {
     REQUIRE("copy", tma_gnn_tensor_numel(dst) == tma_gnn_tensor_numel(src) && dst->dtype == src->dtype);
-    return dst->backend->ops->copy(dst->backend, dst, src);
+    TIMED(dst->backend, GNN_OP_COPY, 0, dst->backend->ops->copy(dst->backend, dst, src));
 }
 
 tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h)
@@ -303,7 +360,7 @@ tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor
     int64_t n = tma_gnn_tensor_numel(p);
     REQUIRE("adam", tma_gnn_tensor_numel(g) == n && tma_gnn_tensor_numel(m) == n && tma_gnn_tensor_numel(v) == n);
     REQUIRE("adam", h->step >= 1);
-    return p->backend->ops->adam(p->backend, p, g, m, v, h);
+    TIMED(p->backend, GNN_OP_ADAM, 0, p->backend->ops->adam(p->backend, p, g, m, v, h));
 }
 
 tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
@@ -332,7 +389,8 @@ tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, cons
     out->backend->ops->feat_info(f, &fi);
     REQUIRE("feat_matmul", IS(ids, TMA_GNN_I64) && W->rows == fi.dim);
     REQUIRE("feat_matmul", out->rows == tma_gnn_tensor_numel(ids) && out->cols == W->cols);
-    return out->backend->ops->feat_matmul(out->backend, f, ids, W, beta, out);
+    TIMED(out->backend, GNN_OP_FEAT_MATMUL, fi.sparse ? 0 : 2.0 * (double)out->rows * (double)fi.dim * (double)W->cols,
+          out->backend->ops->feat_matmul(out->backend, f, ids, W, beta, out));
 }
 
 tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *dOut,
@@ -342,7 +400,8 @@ tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids,
     dW->backend->ops->feat_info(f, &fi);
     REQUIRE("feat_matmul_grad", IS(ids, TMA_GNN_I64) && dW->rows == fi.dim && dW->cols == dOut->cols);
     REQUIRE("feat_matmul_grad", dOut->rows == tma_gnn_tensor_numel(ids));
-    return dW->backend->ops->feat_matmul_grad(dW->backend, f, ids, dOut, dW);
+    TIMED(dW->backend, GNN_OP_FEAT_MATMUL_GRAD, fi.sparse ? 0 : 2.0 * (double)dOut->rows * (double)fi.dim * (double)dW->cols,
+          dW->backend->ops->feat_matmul_grad(dW->backend, f, ids, dOut, dW));
 }
 
 tma_status_t tma_gnn_op_feat_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, const tma_gnn_block_t *blk,
@@ -353,5 +412,5 @@ tma_status_t tma_gnn_op_feat_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, c
     REQUIRE("feat_aggregate", block_ok(blk) && IS(ids, TMA_GNN_I64));
     REQUIRE("feat_aggregate", tma_gnn_tensor_numel(ids) >= blk->num_src && out->rows == blk->num_dst &&
                                   out->cols == fi.dim);
-    return out->backend->ops->feat_aggregate(out->backend, f, ids, blk, out);
+    TIMED(out->backend, GNN_OP_FEAT_AGGREGATE, 0, out->backend->ops->feat_aggregate(out->backend, f, ids, blk, out));
 }

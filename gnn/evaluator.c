@@ -220,6 +220,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         for (int64_t r0 = 0; r0 < N && st == TMA_OK;) {
             int64_t r1 = chunk_end(ev, r0, gcn), n = r1 - r0;
             tma_gnn_block_t blk;
+            memset(&blk, 0, sizeof blk);
             if (!mlp) {
                 st = tma_graph_block_full(g, norm, gcn, r0, r1, &ev->hb);
                 if (st)
@@ -343,3 +344,5 @@ tma_status_t gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *para
     st = st ? st : infer(ev, &R);
     return st ? st : tma_gnn_tensor_download(&R, out);
 }
+
+tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev) { return ev->b; }

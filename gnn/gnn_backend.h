@@ -21,12 +21,18 @@
 
 typedef struct tma_gnn_tensor tensor_t;
 
-/* A message-flow block in a backend's memory (see tma_graph_block_t). */
+/* A message-flow block in a backend's memory (see tma_graph_block_t).  The
+ * transposed arrays are optional (has_transpose); with them the backward
+ * product gathers per source row instead of scattering. */
 typedef struct tma_gnn_block {
     int64_t num_dst, num_src, num_edges;
     tma_gnn_tensor_t indptr;  /* i32 [num_dst + 1] */
     tma_gnn_tensor_t indices; /* i32 [num_edges] */
     tma_gnn_tensor_t weights; /* f32 [num_edges] */
+    int has_transpose;
+    tma_gnn_tensor_t t_indptr;  /* i32 [num_src + 1] */
+    tma_gnn_tensor_t t_indices; /* i32 [num_edges] destination rows */
+    tma_gnn_tensor_t t_weights; /* f32 [num_edges] */
 } tma_gnn_block_t;
 
 /* Node features held by a backend (dense, or CSR when sparse enough). */
@@ -118,11 +124,23 @@ typedef struct tma_gnn_ops {
                                    const tma_gnn_block_t *blk, tensor_t *out);
 } tma_gnn_ops_t;
 
+/* Ops counted in a backend's statistics (tma_gnn_backend_op_stats). */
+typedef enum {
+    GNN_OP_MATMUL, GNN_OP_ADD_BIAS, GNN_OP_COLSUM, GNN_OP_SPMM, GNN_OP_SPMM_T, GNN_OP_LAYERNORM_FWD,
+    GNN_OP_LAYERNORM_BWD, GNN_OP_PRELU_FWD, GNN_OP_PRELU_BWD, GNN_OP_PAIR_MUL, GNN_OP_PAIR_MUL_BWD,
+    GNN_OP_BCE, GNN_OP_SUMSQ, GNN_OP_SCALE, GNN_OP_FILL, GNN_OP_COPY, GNN_OP_ADAM, GNN_OP_FEAT_MATMUL,
+    GNN_OP_FEAT_MATMUL_GRAD, GNN_OP_FEAT_AGGREGATE, GNN_OP_UPLOAD, GNN_OP_DOWNLOAD, GNN_OP_COUNT
+} gnn_op_id_t;
+
 struct tma_gnn_backend {
     const tma_gnn_ops_t *ops;
     int threads;
     char device[32];
     void *impl; /* the backend's own state */
+    /* time and dense FLOPs per op (for profiles; a few ns per call) */
+    int64_t op_calls[GNN_OP_COUNT];
+    uint64_t op_ns[GNN_OP_COUNT];
+    double op_flops[GNN_OP_COUNT];
 };
 
 /* The backends this build has (registry in backend.c). */

@@ -82,8 +82,6 @@ typedef struct gnn_batch_view {
 void gnn_trainer_last_batch(const tma_gnn_trainer_t *tr, gnn_batch_view_t *view_p);
 /* Forward and backward again on the last batch with the current parameters. */
 tma_status_t gnn_trainer_recompute(tma_gnn_trainer_t *tr, double *loss_p);
-/* The trainer's backend (tests compare backends). */
-tma_gnn_backend_t *gnn_trainer_backend(const tma_gnn_trainer_t *tr);
 /* Creates a trainer on a named backend ("cpu", "ref", ...). */
 tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *cfg, tma_graph_t *const *graphs,
                                    int num_graphs, tma_gnn_trainer_t **tr_p);

@@ -54,6 +54,20 @@ void tma_gnn_backend_destroy(tma_gnn_backend_t *b);
 const char *tma_gnn_backend_name(const tma_gnn_backend_t *b);
 int tma_gnn_backend_threads(const tma_gnn_backend_t *b);
 
+/* Time spent in each kind of op since the backend was created or reset:
+ * calls, seconds, and floating-point operations of the dense products
+ * (2mnk for each sgemm; 0 for the other ops).  Returns how many entries
+ * were filled (at most max), in a fixed order; ops never called are left out. */
+typedef struct tma_gnn_op_stat {
+    const char *name;
+    int64_t calls;
+    double seconds;
+    double flops;
+} tma_gnn_op_stat_t;
+
+int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max);
+void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b);
+
 typedef enum {
     TMA_GNN_F32 = 0,
     TMA_GNN_I32 = 1,
@@ -239,6 +253,8 @@ typedef struct tma_gnn_timing {
     int64_t sampled_nodes, sampled_edges; /* summed over batches (all blocks) */
 } tma_gnn_timing_t;
 void tma_gnn_trainer_timing(const tma_gnn_trainer_t *tr, tma_gnn_timing_t *t_p);
+/* The trainer's backend, for its op statistics (owned by the trainer). */
+tma_gnn_backend_t *tma_gnn_trainer_backend(const tma_gnn_trainer_t *tr);
 
 /* ------------------------------------------------------------------ evaluator */
 
@@ -269,6 +285,8 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev);
  */
 tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
                                    double *mrr_p);
+/* The evaluator's backend, for its op statistics (owned by the evaluator). */
+tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev);
 /* Seconds spent in inference and in scoring by the last call. */
 void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_s_p, double *score_s_p);
 

@@ -50,7 +50,7 @@ struct tma_gnn_trainer {
     int have_batch;
 
     /* capacities (worst case over the graphs) */
-    int64_t cap_nodes, cap_dst[TMA_GNN_MAX_LAYERS], cap_edges[TMA_GNN_MAX_LAYERS];
+    int64_t cap_nodes, cap_dst[TMA_GNN_MAX_LAYERS], cap_src[TMA_GNN_MAX_LAYERS], cap_edges[TMA_GNN_MAX_LAYERS];
     int any_sparse, any_dense;
 
     /* the batch on the host */
@@ -58,12 +58,13 @@ struct tma_gnn_trainer {
     int64_t *excl;  /* [2B] */
     tma_graph_sample_t sample;
     int32_t *h_head, *h_tail; /* [2B] */
-    void *staging[3 * TMA_GNN_MAX_LAYERS + 4];
+    void *staging[6 * TMA_GNN_MAX_LAYERS + 4];
     int nstaging;
 
     /* the batch on the device */
     tensor_t nodes; /* i64 */
     tensor_t indptr[TMA_GNN_MAX_LAYERS], indices[TMA_GNN_MAX_LAYERS], weights[TMA_GNN_MAX_LAYERS];
+    tensor_t t_indptr[TMA_GNN_MAX_LAYERS], t_indices[TMA_GNN_MAX_LAYERS], t_weights[TMA_GNN_MAX_LAYERS];
     tma_gnn_block_t blk[TMA_GNN_MAX_LAYERS];
     tensor_t hi, ti, labels, dlogits;
 
@@ -83,6 +84,9 @@ static void free_batch_buffers(tma_gnn_trainer_t *tr)
         tma_gnn_tensor_free(&tr->indptr[l]);
         tma_gnn_tensor_free(&tr->indices[l]);
         tma_gnn_tensor_free(&tr->weights[l]);
+        tma_gnn_tensor_free(&tr->t_indptr[l]);
+        tma_gnn_tensor_free(&tr->t_indices[l]);
+        tma_gnn_tensor_free(&tr->t_weights[l]);
         gnn_layer_buf_t *lb = &tr->lb[l];
         tensor_t *ts[] = {&lb->T, &lb->A, &lb->Z, &lb->Y, &lb->mean, &lb->rstd, &lb->H};
         for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
@@ -123,6 +127,7 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
     tr->cap_nodes = 0;
     memset(tr->cap_dst, 0, sizeof tr->cap_dst);
     memset(tr->cap_edges, 0, sizeof tr->cap_edges);
+    memset(tr->cap_src, 0, sizeof tr->cap_src);
     tr->any_sparse = tr->any_dense = 0;
     for (int i = 0; i < tr->nslots; i++) {
         tma_graph_sample_bounds_t bd;
@@ -130,6 +135,7 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         tr->cap_nodes = TMA_MAX(tr->cap_nodes, bd.max_nodes);
         for (int l = 0; l < L && !tr->mlp; l++) {
             tr->cap_dst[l] = TMA_MAX(tr->cap_dst[l], bd.max_dst[l]);
+            tr->cap_src[l] = TMA_MAX(tr->cap_src[l], bd.max_src[l]);
             tr->cap_edges[l] = TMA_MAX(tr->cap_edges[l], bd.max_edges[l]);
         }
         if (tr->slots[i].fi.sparse)
@@ -151,7 +157,10 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         if (!tr->mlp) {
             if ((st = alloc_t(tr, TMA_GNN_I32, n_dst + 1, &tr->indptr[l])) ||
                 (st = alloc_t(tr, TMA_GNN_I32, tr->cap_edges[l], &tr->indices[l])) ||
-                (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l], &tr->weights[l])))
+                (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l], &tr->weights[l])) ||
+                (st = alloc_t(tr, TMA_GNN_I32, tr->cap_src[l] + 1, &tr->t_indptr[l])) ||
+                (st = alloc_t(tr, TMA_GNN_I32, tr->cap_edges[l], &tr->t_indices[l])) ||
+                (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l], &tr->t_weights[l])))
                 return st;
             int pf = l == 0 && tr->any_sparse, af = l > 0 || tr->any_dense;
             if (pf && (st = alloc_t(tr, TMA_GNN_F32, n_src * H, &lb->T)))
@@ -193,7 +202,10 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         hb->indptr = host_array(tr, &tr->indptr[l]);
         hb->indices = host_array(tr, &tr->indices[l]);
         hb->weights = host_array(tr, &tr->weights[l]);
-        if (!hb->indptr || !hb->indices || !hb->weights)
+        hb->t_indptr = host_array(tr, &tr->t_indptr[l]);
+        hb->t_indices = host_array(tr, &tr->t_indices[l]);
+        hb->t_weights = host_array(tr, &tr->t_weights[l]);
+        if (!hb->indptr || !hb->indices || !hb->weights || !hb->t_indptr || !hb->t_indices || !hb->t_weights)
             return TMA_ERR_NOMEM;
     }
     return TMA_OK;
@@ -266,6 +278,7 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
         so.fanouts[l] = tr->cfg.fanouts[l];
     so.norm = tr->cfg.encoder == TMA_GNN_ENCODER_GCN ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
     so.self_loops = tr->cfg.encoder == TMA_GNN_ENCODER_GCN;
+    so.transpose = 1; /* backward gathers per source row */
     so.max_seeds = 3 * (int64_t)tr->B;
     so.max_excluded = tr->B;
     for (int i = 0; i < n; i++) {
@@ -477,6 +490,13 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
         b->indptr = tma_gnn_tensor_shape(&tr->indptr[l], hb->num_dst + 1, 1);
         b->indices = tma_gnn_tensor_shape(&tr->indices[l], hb->num_edges, 1);
         b->weights = tma_gnn_tensor_shape(&tr->weights[l], hb->num_edges, 1);
+        st = st ? st : upload_prefix(&tr->t_indptr[l], hb->t_indptr, hb->num_src + 1);
+        st = st ? st : upload_prefix(&tr->t_indices[l], hb->t_indices, hb->num_edges);
+        st = st ? st : upload_prefix(&tr->t_weights[l], hb->t_weights, hb->num_edges);
+        b->has_transpose = 1;
+        b->t_indptr = tma_gnn_tensor_shape(&tr->t_indptr[l], hb->num_src + 1, 1);
+        b->t_indices = tma_gnn_tensor_shape(&tr->t_indices[l], hb->num_edges, 1);
+        b->t_weights = tma_gnn_tensor_shape(&tr->t_weights[l], hb->num_edges, 1);
     }
     tr->last_slot = si;
     tr->have_batch = (st == TMA_OK);
@@ -773,4 +793,4 @@ tma_status_t gnn_trainer_recompute(tma_gnn_trainer_t *tr, double *loss_p)
     return st ? st : backward(tr);
 }
 
-tma_gnn_backend_t *gnn_trainer_backend(const tma_gnn_trainer_t *tr) { return tr->b; }
+tma_gnn_backend_t *tma_gnn_trainer_backend(const tma_gnn_trainer_t *tr) { return tr->b; }

@@ -124,6 +124,8 @@ static tma_status_t compute_bounds(tma_graph_sampler_t *s)
         int b = o->num_layers - 1 - h;
         s->bounds.max_dst[b] = n;
         s->bounds.max_edges[b] = edges;
+        if (b + 1 < o->num_layers)
+            s->bounds.max_src[b + 1] = n;
         if (edges > INT32_MAX) {
             tma_log_error(COMP, "hop %d of a sample could hold %lld edges, more than a block's int32 "
                           "offsets allow; lower the batch size or fanouts[%d] (%d)",
@@ -133,6 +135,8 @@ static tma_status_t compute_bounds(tma_graph_sampler_t *s)
         n = TMA_MIN(g->num_nodes, sat_add(n, sampled));
     }
     s->bounds.max_nodes = n;
+    if (o->num_layers > 0)
+        s->bounds.max_src[0] = n;
     return TMA_OK;
 }
 
@@ -300,6 +304,29 @@ static void sample_hop(tma_graph_sampler_t *s, int hop, uint64_t rng_seed, tma_g
     blk->num_edges = e;
 }
 
+/* The block's edges grouped by source: a counting sort, so each source's
+ * edges keep the order of their destination rows. */
+static void transpose_block(tma_graph_block_t *blk)
+{
+    int32_t *tp = blk->t_indptr;
+    memset(tp, 0, (size_t)(blk->num_src + 1) * sizeof *tp);
+    for (int64_t e = 0; e < blk->num_edges; e++)
+        tp[blk->indices[e] + 1]++;
+    for (int64_t j = 0; j < blk->num_src; j++)
+        tp[j + 1] += tp[j];
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        for (int32_t e = blk->indptr[i]; e < blk->indptr[i + 1]; e++) {
+            int32_t q = tp[blk->indices[e]]++;
+            blk->t_indices[q] = (int32_t)i;
+            blk->t_weights[q] = blk->weights[e];
+        }
+    }
+    /* tp[j] now holds the end of source j; shift back to starts. */
+    for (int64_t j = blk->num_src; j > 0; j--)
+        tp[j] = tp[j - 1];
+    tp[0] = 0;
+}
+
 tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *seeds, int64_t n_seeds,
                                       const int64_t *excluded, int64_t n_excluded, uint64_t rng_seed,
                                       tma_graph_sample_t *out)
@@ -337,6 +364,9 @@ tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *see
     out->num_seeds = out->num_nodes;
     for (int h = 0; h < s->o.num_layers; h++)
         sample_hop(s, h, rng_seed, &out->blocks[s->o.num_layers - 1 - h], out);
+    if (s->o.transpose)
+        for (int l = 0; l < s->o.num_layers; l++)
+            transpose_block(&out->blocks[l]);
 
     /* Leave the bookkeeping clean for the next call. */
     for (int64_t i = 0; i < out->num_nodes; i++)

@@ -404,6 +404,9 @@ void tma_partition_info_destroy(tma_partition_info_t *info);
  *     a sampled row is an unbiased estimate of it.
  * Self-loops (option self_loops) come first in their row, with local id i.
  *
+ * With option transpose, each block also carries its edges grouped by
+ * source (CSC), which lets a backward pass gather instead of scatter.
+ *
  * Excluded edges (a mini-batch's own positive edges) are removed, in both
  * directions, from every hop's candidates.  Sampling without replacement
  * (Floyd's algorithm) is seeded per call and per node, so a sample depends
@@ -426,6 +429,12 @@ typedef struct tma_graph_block {
     int32_t *indptr;  /* [num_dst + 1], indptr[0] = 0 */
     int32_t *indices; /* [num_edges] local source ids */
     float *weights;   /* [num_edges] */
+    /* The same edges grouped by source (option transpose; else unused):
+     * source j's edges are t_indices[t_indptr[j] .. t_indptr[j + 1]), each a
+     * destination row, in increasing row order, with its weight. */
+    int32_t *t_indptr;  /* [num_src + 1] */
+    int32_t *t_indices; /* [num_edges] destination rows */
+    float *t_weights;   /* [num_edges] */
 } tma_graph_block_t;
 
 typedef struct tma_graph_sample {
@@ -442,6 +451,7 @@ typedef struct tma_graph_sampler_opts {
     int fanouts[TMA_GRAPH_MAX_LAYERS];     /* per hop from the seeds; -1 = all neighbours */
     tma_graph_norm_t norm;
     int self_loops;                        /* add (i, i) to every row */
+    int transpose;                         /* also fill the blocks' t_* arrays */
     int64_t max_seeds;                     /* most seeds per call (duplicates included) */
     int64_t max_excluded;                  /* most excluded edges per call */
 } tma_graph_sampler_opts_t;
@@ -450,6 +460,7 @@ typedef struct tma_graph_sampler_opts {
 typedef struct tma_graph_sample_bounds {
     int64_t max_nodes;
     int64_t max_dst[TMA_GRAPH_MAX_LAYERS];   /* per block, in block order */
+    int64_t max_src[TMA_GRAPH_MAX_LAYERS];
     int64_t max_edges[TMA_GRAPH_MAX_LAYERS];
 } tma_graph_sample_bounds_t;
 
@@ -466,8 +477,9 @@ void tma_graph_sampler_bounds(const tma_graph_sampler_t *s, tma_graph_sample_bou
  * Samples the blocks for `seeds` (ids in the graph, duplicates allowed, at
  * most max_seeds).  `excluded` holds n_excluded (u, v) pairs removed from
  * the message-passing graph.  `out` must carry arrays of the bounds' sizes:
- * nodes, seed_local, and each block's indptr, indices and weights; the
- * counts are filled in.  TMA_ERR_RANGE for an id out of range or too many
+ * nodes, seed_local, and each block's indptr, indices and weights (and
+ * t_indptr, t_indices, t_weights with option transpose); the counts are
+ * filled in.  TMA_ERR_RANGE for an id out of range or too many
  * seeds or exclusions.
  */
 tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *seeds, int64_t n_seeds,

@@ -39,6 +39,33 @@
 
 #define NT(b) ((b)->threads)
 
+/* Column reductions (bias and LayerNorm gradients) sum NCHUNK fixed row
+ * chunks into per-chunk partials, then the partials in order: one pass over
+ * the rows, all threads busy, and a result that does not depend on the
+ * thread count.  The partials live in scratch reserved when the backend is
+ * created, for up to SCRATCH_COLS columns (wider falls back to splitting
+ * the columns between threads). */
+#define SCRATCH_COLS 4096
+typedef struct cpu_state {
+    double *part; /* [2][NCHUNK][SCRATCH_COLS] */
+} cpu_state_t;
+
+static double *partials(tma_gnn_backend_t *b, int which)
+{
+    return ((cpu_state_t *)b->impl)->part + (size_t)which * NCHUNK * SCRATCH_COLS;
+}
+
+/* out[j] = sum over chunks of part[c][j], in chunk order. */
+static void combine_partials(const double *part, int64_t d, float *out)
+{
+    for (int64_t j = 0; j < d; j++) {
+        double s = 0;
+        for (int c = 0; c < NCHUNK; c++)
+            s += part[(size_t)c * SCRATCH_COLS + j];
+        out[j] = (float)s;
+    }
+}
+
 /* ------------------------------------------------------------------ helpers */
 
 /* Splits d columns into chunks of a multiple of 16 floats, about one per
@@ -146,6 +173,23 @@ static tma_status_t cpu_colsum(tma_gnn_backend_t *b, const tensor_t *X, tensor_t
     const int64_t n = X->rows, d = X->cols;
     const float *x = CF(X);
     float *o = F(out);
+    if (d <= SCRATCH_COLS) {
+        double *part = partials(b, 0);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+        for (int c = 0; c < NCHUNK; c++) {
+            double *acc = part + (size_t)c * SCRATCH_COLS;
+            for (int64_t j = 0; j < d; j++)
+                acc[j] = 0;
+            for (int64_t i = n * c / NCHUNK; i < n * (c + 1) / NCHUNK; i++) {
+                const float *row = x + i * d;
+#pragma omp simd
+                for (int64_t j = 0; j < d; j++)
+                    acc[j] += row[j];
+            }
+        }
+        combine_partials(part, d, o);
+        return TMA_OK;
+    }
     if (d >= 16) {
         int64_t cw;
         int nch = col_chunks(d, NT(b), &cw);
@@ -218,11 +262,36 @@ static tma_status_t cpu_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, c
     return TMA_OK;
 }
 
-/* dX = A^T dY: a scatter.  Threads split the columns, so each element is
- * summed by one thread in edge order (deterministic, no atomics). */
+/* dX = A^T dY.  With the transposed block: a gather per source row (each
+ * row written once).  Without: a scatter where threads split the columns, so
+ * each element is summed by one thread in edge order.  Both are
+ * deterministic and need no atomics. */
 static tma_status_t cpu_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *dY,
                                tensor_t *dX)
 {
+    if (blk->has_transpose) {
+        const int32_t *tp = CI32(&blk->t_indptr), *ti = CI32(&blk->t_indices);
+        const float *tw = CF(&blk->t_weights), *dy = CF(dY);
+        float *dx = F(dX);
+        const int64_t d = dY->cols;
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * d > PAR_MIN)
+        for (int64_t j = 0; j < blk->num_src; j++) {
+            float *xj = dx + j * d;
+            int32_t e0 = tp[j], e1 = tp[j + 1];
+            if (e0 == e1) {
+                row_zero(xj, d);
+                continue;
+            }
+            const float *g = dy + (int64_t)ti[e0] * d;
+            const float we = tw[e0];
+#pragma omp simd
+            for (int64_t q = 0; q < d; q++)
+                xj[q] = we * g[q];
+            for (int32_t e = e0 + 1; e < e1; e++)
+                row_axpy(xj, dy + (int64_t)ti[e] * d, tw[e], d);
+        }
+        return TMA_OK;
+    }
     const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
     const float *w = CF(&blk->weights), *dy = CF(dY);
     float *dx = F(dX);
@@ -286,6 +355,41 @@ static tma_status_t cpu_layernorm_bwd(tma_gnn_backend_t *b, const tensor_t *dY, 
     const int64_t n = X->rows, d = X->cols;
     const float *x = CF(X), *dy = CF(dY), *g = CF(gamma), *mu = CF(mean), *rs = CF(rstd);
     float *dx = F(dX), *dg = F(dgamma), *db = F(dbeta);
+    if (d <= SCRATCH_COLS) {
+        /* One pass: each fixed row chunk computes its rows of dX and its
+         * partial dgamma/dbeta (dY is read before dX, which may alias it, is written). */
+        double *pg = partials(b, 0), *pb = partials(b, 1);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+        for (int c = 0; c < NCHUNK; c++) {
+            double *ag = pg + (size_t)c * SCRATCH_COLS, *ab = pb + (size_t)c * SCRATCH_COLS;
+            for (int64_t j = 0; j < d; j++)
+                ag[j] = ab[j] = 0;
+            for (int64_t i = n * c / NCHUNK; i < n * (c + 1) / NCHUNK; i++) {
+                const float *xi = x + i * d, *gi = dy + i * d;
+                float *dxi = dx + i * d;
+                const float m = mu[i], r = rs[i];
+                float m1 = 0, m2 = 0;
+#pragma omp simd reduction(+ : m1, m2)
+                for (int64_t j = 0; j < d; j++) {
+                    float gg = gi[j] * g[j];
+                    m1 += gg;
+                    m2 += gg * ((xi[j] - m) * r);
+                }
+                m1 /= (float)d;
+                m2 /= (float)d;
+#pragma omp simd
+                for (int64_t j = 0; j < d; j++) {
+                    const float xh = (xi[j] - m) * r, gv = gi[j];
+                    ag[j] += gv * xh;
+                    ab[j] += gv;
+                    dxi[j] = r * (gv * g[j] - m1 - xh * m2);
+                }
+            }
+        }
+        combine_partials(pg, d, dg);
+        combine_partials(pb, d, db);
+        return TMA_OK;
+    }
     int64_t cw;
     int nch = col_chunks(d, NT(b), &cw);
 #pragma omp parallel num_threads(NT(b)) if (n * d > PAR_MIN)
@@ -340,9 +444,9 @@ static tma_status_t cpu_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const
     const int64_t n = tma_gnn_tensor_numel(X);
     const float s = CF(a)[0], *x = CF(X);
     float *y = F(Y);
-#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] > 0 ? x[i] : s * x[i];
+        y[i] = x[i] * (x[i] > 0 ? 1.0f : s); /* a select and a multiply: no branch; NaN stays NaN */
     return TMA_OK;
 }
 
@@ -360,8 +464,9 @@ static tma_status_t cpu_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dY, cons
 #pragma omp simd reduction(+ : acc)
         for (int64_t i = i0; i < i1; i++) {
             float xi = x[i], gi = dy[i];
-            acc += xi > 0 ? 0.0f : xi * gi;
-            dx[i] = xi > 0 ? gi : s * gi;
+            int pos = xi > 0;
+            acc += (pos ? 0.0f : xi) * gi;
+            dx[i] = gi * (pos ? 1.0f : s);
         }
         part[c] = acc;
     }
@@ -469,7 +574,7 @@ static tma_status_t cpu_scale(tma_gnn_backend_t *b, tensor_t *t, float s)
 {
     const int64_t n = tma_gnn_tensor_numel(t);
     float *x = F(t);
-#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++)
         x[i] *= s;
     return TMA_OK;
@@ -485,7 +590,7 @@ static tma_status_t cpu_adam(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *
     const float b1 = h->beta1, b2 = h->beta2, c1 = 1.0f - h->beta1, c2 = 1.0f - h->beta2, eps = h->eps;
     float *pp = F(p), *mm = F(m), *vv = F(v);
     const float *gg = CF(g);
-#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         float gi = gg[i];
         float mi = mm[i] * b1 + gi * c1;
@@ -512,6 +617,12 @@ struct tma_gnn_feat {
     int64_t nnz;
     float *gather; /* dense: rows gathered for one sgemm, [chunk_rows x dim] */
     int64_t chunk_rows;
+    /* sparse: the same entries by feature (CSC), and a node -> row map that
+     * is all -1 between calls, for gathering the weight gradient */
+    int64_t *csc_ptr; /* [dim + 1] */
+    int32_t *csc_row; /* node ids */
+    float *csc_val;
+    int32_t *local; /* [n] */
 };
 
 #define CPU_SPARSE_DENSITY 0.10
@@ -523,6 +634,10 @@ static void feat_free(tma_gnn_feat_t *f)
     free(f->rowptr);
     free(f->col);
     free(f->val);
+    free(f->csc_ptr);
+    free(f->csc_row);
+    free(f->csc_val);
+    free(f->local);
     tma_free_aligned(f->gather);
     free(f);
 }
@@ -577,6 +692,30 @@ static tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const float *host, int
         }
         free(row_nnz);
         row_nnz = NULL;
+    }
+    if (f->sparse) {
+        const int64_t nnz = f->nnz;
+        f->csc_ptr = calloc((size_t)dim + 1, sizeof *f->csc_ptr);
+        f->csc_row = malloc((size_t)(nnz ? nnz : 1) * sizeof *f->csc_row);
+        f->csc_val = malloc((size_t)(nnz ? nnz : 1) * sizeof *f->csc_val);
+        f->local = malloc((size_t)n * sizeof *f->local);
+        if (!f->csc_ptr || !f->csc_row || !f->csc_val || !f->local)
+            goto nomem;
+        memset(f->local, 0xff, (size_t)n * sizeof *f->local);
+        for (int64_t q = 0; q < nnz; q++)
+            f->csc_ptr[f->col[q] + 1]++;
+        for (int64_t j = 0; j < dim; j++)
+            f->csc_ptr[j + 1] += f->csc_ptr[j];
+        for (int64_t i = 0; i < n; i++) {
+            for (int64_t q = f->rowptr[i]; q < f->rowptr[i + 1]; q++) {
+                int64_t o = f->csc_ptr[f->col[q]]++;
+                f->csc_row[o] = (int32_t)i;
+                f->csc_val[o] = f->val[q];
+            }
+        }
+        for (int64_t j = dim; j > 0; j--)
+            f->csc_ptr[j] = f->csc_ptr[j - 1];
+        f->csc_ptr[0] = 0;
     }
     if (!f->sparse) {
         /* Up to 4 Mi floats of gathered rows per sgemm. */
@@ -667,6 +806,46 @@ static tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f
     const int64_t *id = CI64(ids);
     const float *g = CF(dOut);
     float *dw = F(dW);
+    if (f->sparse && n > 0 && n * 8 >= f->n && f->n <= INT32_MAX) {
+        /* Many of the rows: gather each feature's row of dW from the CSC
+         * (written once, no zeroing pass, no scatter); rows not among ids
+         * are skipped through the node -> row map. */
+        int64_t mapped = 0;
+        for (; mapped < n; mapped++) {
+            if (f->local[id[mapped]] >= 0)
+                break; /* a repeated id: fall back to the scatter below */
+            f->local[id[mapped]] = (int32_t)mapped;
+        }
+        if (mapped == n) {
+            const int32_t *loc = f->local;
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 16) if (dim * d > PAR_MIN)
+            for (int64_t c = 0; c < dim; c++) {
+                float *row = dw + c * d;
+                int first = 1;
+                for (int64_t q = f->csc_ptr[c]; q < f->csc_ptr[c + 1]; q++) {
+                    int32_t l = loc[f->csc_row[q]];
+                    if (l < 0)
+                        continue;
+                    const float *gl = g + (int64_t)l * d;
+                    const float v = f->csc_val[q];
+                    if (first) {
+#pragma omp simd
+                        for (int64_t j = 0; j < d; j++)
+                            row[j] = v * gl[j];
+                        first = 0;
+                    } else {
+                        row_axpy(row, gl, v, d);
+                    }
+                }
+                if (first)
+                    row_zero(row, d);
+            }
+        }
+        for (int64_t i = 0; i < mapped; i++)
+            f->local[id[i]] = -1;
+        if (mapped == n)
+            return TMA_OK;
+    }
     if (f->sparse) {
         int64_t cw;
         int nch = col_chunks(d, NT(b), &cw);
@@ -736,14 +915,33 @@ static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
 
 static tma_status_t cpu_init(tma_gnn_backend_t *b, const char *device)
 {
+    cpu_state_t *cs = calloc(1, sizeof *cs);
+    if (cs)
+        cs->part = tma_alloc_aligned(2 * (size_t)NCHUNK * SCRATCH_COLS * sizeof(double));
+    if (!cs || !cs->part) {
+        free(cs);
+        tma_log_error(COMP, "out of memory for the CPU backend's scratch");
+        return TMA_ERR_NOMEM;
+    }
+    b->impl = cs;
     openblas_set_num_threads(b->threads);
     return TMA_OK;
+}
+
+static void cpu_fini(tma_gnn_backend_t *b)
+{
+    cpu_state_t *cs = b->impl;
+    if (cs)
+        tma_free_aligned(cs->part);
+    free(cs);
+    b->impl = NULL;
 }
 
 const tma_gnn_ops_t CPU_OPS_NAME = {
     .name = CPU_OPS_LABEL,
     .host_addressable = 1,
     .init = cpu_init,
+    .fini = cpu_fini,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_memcpy,

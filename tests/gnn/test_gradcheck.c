@@ -188,7 +188,7 @@ static void check_aggregation(void)
         CHECK_OK(tma_gnn_tensor_upload(&tip, ip));
         CHECK_OK(tma_gnn_tensor_upload(&tix, ix));
         CHECK_OK(tma_gnn_tensor_upload(&tw, w));
-        tma_gnn_block_t blk = {nd, ns, e, tip, tix, tw};
+        tma_gnn_block_t blk = {nd, ns, e, tip, tix, tw, 0, {0}, {0}, {0}};
         var_t X = var_new(ns, d, -1, 1, 0), R = var_new(nd, d, -1, 1, 0), dX = var_out(ns, d), Y = var_out(nd, d);
         agg_ctx_t c = {&X, &R, ip, ix, w, nd, d};
         CHECK_OK(tma_gnn_op_spmm(&blk, &X.t, &Y.t));

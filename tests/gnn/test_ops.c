@@ -101,10 +101,12 @@ static void agree_double(const char *what, double a, double r)
               r);
 }
 
-/* A random block: n_dst rows with 0..maxdeg edges into n_src >= n_dst sources. */
+/* A random block: n_dst rows with 0..maxdeg edges into n_src >= n_dst
+ * sources, with its transpose (which the backend under test may use; the
+ * reference never does). */
 typedef struct blk_pair {
     tma_gnn_block_t b, r;
-    pair_t ip, ix, w;
+    pair_t ip, ix, w, tp, ti, tw;
 } blk_pair_t;
 
 static blk_pair_t mk_block(int64_t n_dst, int64_t n_src, int maxdeg)
@@ -123,15 +125,36 @@ static blk_pair_t mk_block(int64_t n_dst, int64_t n_src, int maxdeg)
         }
         ip[i + 1] = (int32_t)e;
     }
+    /* transpose: by source, rows in increasing order */
+    int32_t *tp = calloc((size_t)(n_src + 1), 4), *ti = malloc((size_t)(e + 1) * 4);
+    float *tw = malloc((size_t)(e + 1) * 4);
+    int64_t q = 0;
+    for (int64_t j = 0; j < n_src; j++) {
+        tp[j] = (int32_t)q;
+        for (int64_t i = 0; i < n_dst; i++)
+            for (int32_t x = ip[i]; x < ip[i + 1]; x++)
+                if (ix[x] == j) {
+                    ti[q] = (int32_t)i;
+                    tw[q++] = w[x];
+                }
+    }
+    tp[n_src] = (int32_t)q;
     blk_pair_t bp;
+    memset(&bp, 0, sizeof bp);
     bp.ip = mk(TMA_GNN_I32, n_dst + 1, 1, ip);
     bp.ix = mk(TMA_GNN_I32, e, 1, ix);
     bp.w = mk(TMA_GNN_F32, e, 1, w);
-    bp.b = (tma_gnn_block_t){n_dst, n_src, e, bp.ip.b, bp.ix.b, bp.w.b};
-    bp.r = (tma_gnn_block_t){n_dst, n_src, e, bp.ip.r, bp.ix.r, bp.w.r};
+    bp.tp = mk(TMA_GNN_I32, n_src + 1, 1, tp);
+    bp.ti = mk(TMA_GNN_I32, e, 1, ti);
+    bp.tw = mk(TMA_GNN_F32, e, 1, tw);
+    bp.b = (tma_gnn_block_t){n_dst, n_src, e, bp.ip.b, bp.ix.b, bp.w.b, 0, bp.tp.b, bp.ti.b, bp.tw.b};
+    bp.r = (tma_gnn_block_t){n_dst, n_src, e, bp.ip.r, bp.ix.r, bp.w.r, 0, bp.tp.r, bp.ti.r, bp.tw.r};
     free(ip);
     free(ix);
     free(w);
+    free(tp);
+    free(ti);
+    free(tw);
     return bp;
 }
 
@@ -140,6 +163,9 @@ static void free_block(blk_pair_t *bp)
     pfree(&bp->ip);
     pfree(&bp->ix);
     pfree(&bp->w);
+    pfree(&bp->tp);
+    pfree(&bp->ti);
+    pfree(&bp->tw);
 }
 
 static void test_matmul(void)
@@ -256,7 +282,17 @@ static void test_sparse(void)
         pair_t dY = mkf(nd, d, 1), dX = mk(TMA_GNN_F32, ns, d, NULL);
         CHECK_OK(tma_gnn_op_spmm_t(&bp.b, &dY.b, &dX.b));
         CHECK_OK(tma_gnn_op_spmm_t(&bp.r, &dY.r, &dX.r));
-        agree("dX", &dX);
+        agree("dX (scatter)", &dX);
+        pair_t dX2 = mk(TMA_GNN_F32, ns, d, NULL);
+        bp.b.has_transpose = 1;
+        CHECK_OK(tma_gnn_op_spmm_t(&bp.b, &dY.b, &dX2.b));
+        CHECK_OK(tma_gnn_op_spmm_t(&bp.r, &dY.r, &dX2.r));
+        agree("dX (gather by source)", &dX2);
+        cur_op = "spmm (block with transpose)";
+        CHECK_OK(tma_gnn_op_spmm(&bp.b, &X.b, &Y.b));
+        agree("Y", &Y);
+        bp.b.has_transpose = 0;
+        pfree(&dX2);
 
         cur_op = "pair_mul";
         int64_t np = nd * 2;
@@ -338,14 +374,24 @@ static void test_features(void)
         tma_gnn_feat_t *fb, *fr;
         CHECK_OK(tma_gnn_feat_create(B, X, N, Fd, 0, &fb));
         CHECK_OK(tma_gnn_feat_create(R, X, N, Fd, 0, &fr));
-        const int64_t n = 150;
-        int64_t ids_rand[150], ids_seq[150];
-        for (int64_t i = 0; i < n; i++) {
-            ids_rand[i] = (int64_t)tma_rng_below(&rng, (uint64_t)N);
-            ids_seq[i] = 100 + i;
+        /* Distinct ids (many of the nodes: the CPU backend gathers by
+         * feature), a few distinct ones (it scatters), ids with repeats (it
+         * must not gather), and consecutive ids (dense: used in place). */
+        int64_t ids_set[4][150], lens[4] = {150, 20, 150, 150};
+        int64_t *perm = malloc((size_t)N * 8);
+        for (int64_t i = 0; i < N; i++)
+            perm[i] = i;
+        tma_rng_shuffle_i64(&rng, perm, N);
+        for (int64_t i = 0; i < 150; i++) {
+            ids_set[0][i] = perm[i];
+            ids_set[1][i] = perm[200 + i % 20];
+            ids_set[2][i] = (int64_t)tma_rng_below(&rng, 60);
+            ids_set[3][i] = 100 + i;
         }
-        for (int which = 0; which < 2; which++) {
-            pair_t ids = mk(TMA_GNN_I64, n, 1, which ? ids_seq : ids_rand);
+        free(perm);
+        for (int which = 0; which < 4; which++) {
+            const int64_t n = lens[which];
+            pair_t ids = mk(TMA_GNN_I64, n, 1, ids_set[which]);
             pair_t W = mkf(Fd, d, 1), out = mk(TMA_GNN_F32, n, d, NULL);
             cur_op = "feat_matmul";
             CHECK_OK(tma_gnn_op_feat_matmul(fb, &ids.b, &W.b, 0.0f, &out.b));

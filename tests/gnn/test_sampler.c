@@ -21,6 +21,9 @@ static void sample_alloc(const tma_graph_sampler_t *sp, int layers, int64_t max_
         o->s.blocks[l].indptr = calloc((size_t)b.max_dst[l] + 1, sizeof(int32_t));
         o->s.blocks[l].indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
         o->s.blocks[l].weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
+        o->s.blocks[l].t_indptr = calloc((size_t)b.max_src[l] + 1, sizeof(int32_t));
+        o->s.blocks[l].t_indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
+        o->s.blocks[l].t_weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
     }
 }
 
@@ -32,6 +35,9 @@ static void sample_free(owned_sample_t *o)
         free(o->s.blocks[l].indptr);
         free(o->s.blocks[l].indices);
         free(o->s.blocks[l].weights);
+        free(o->s.blocks[l].t_indptr);
+        free(o->s.blocks[l].t_indices);
+        free(o->s.blocks[l].t_weights);
     }
 }
 
@@ -102,6 +108,21 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
                 CHECK_NEAR(b->weights[e], want, 1e-6 * want);
             }
         }
+        if (!o->transpose)
+            continue;
+        /* The transpose holds every edge once, by source, rows increasing. */
+        CHECK(b->t_indptr[0] == 0 && b->t_indptr[b->num_src] == b->num_edges);
+        for (int64_t j = 0; j < b->num_src; j++) {
+            for (int32_t q = b->t_indptr[j]; q < b->t_indptr[j + 1]; q++) {
+                int32_t i = b->t_indices[q];
+                CHECK(i >= 0 && i < b->num_dst);
+                CHECK(q == b->t_indptr[j] || b->t_indices[q - 1] <= i);
+                int found = 0;
+                for (int32_t e = b->indptr[i]; e < b->indptr[i + 1]; e++)
+                    found += b->indices[e] == j && b->weights[e] == b->t_weights[q];
+                CHECK(found >= 1);
+            }
+        }
     }
 }
 
@@ -137,6 +158,7 @@ int main(void)
         o.fanouts[1] = 3;
         o.norm = mode == 1 ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
         o.self_loops = mode == 1;
+        o.transpose = mode == 1 || mode == 2;
         o.max_seeds = 40;
         o.max_excluded = 10;
         tma_graph_sampler_t *sp;
