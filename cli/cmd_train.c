@@ -41,7 +41,7 @@ typedef struct train_run {
     double loss_sum;
     int64_t loss_n;
     double last_val, best_val, best_at;
-    int64_t best_step;
+    int64_t best_step, last_eval_step;
     int evals;
     int tty;
     /* the curve, for the convergence time */
@@ -62,6 +62,7 @@ static tma_status_t evaluate(train_run_t *r)
     tma_gnn_evaluator_last_timing(r->ev, &infer_s, &score_s);
     r->evals++;
     r->last_val = mrr;
+    r->last_eval_step = r->steps;
     if (r->evals == 1 || mrr > r->best_val) {
         r->best_val = mrr;
         r->best_at = r->train_s;
@@ -341,8 +342,9 @@ int cli_cmd_train(int argc, char **argv)
         goto out;
     if (stop_requested && !quiet)
         fprintf(stderr, "\n[train] stopping on request after %lld steps\n", (long long)r.steps);
-    /* The final weights are validated too, so the best includes them. */
-    if ((st = evaluate(&r)) != TMA_OK)
+    /* The final weights are validated too, so the best includes them
+     * (unless the last validation already saw them). */
+    if ((r.evals == 0 || r.curve_n == 0 || r.last_eval_step != r.steps) && (st = evaluate(&r)) != TMA_OK)
         goto out;
     if (!quiet)
         progress(&r, seconds, seen_steps ? steps : 0, last_loss, 1);

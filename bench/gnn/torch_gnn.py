@@ -72,8 +72,10 @@ class Sampler:
     def _add(self, cand):
         fresh = cand[self.local_of[cand] < 0]
         if len(fresh):
-            _, first = np.unique(fresh, return_index=True)
-            fresh = fresh[np.sort(first)]
+            # first occurrences without a sort: write indices backwards, the first one wins
+            idx = np.arange(len(fresh))
+            self.local_of[fresh[::-1]] = -2 - idx[::-1]
+            fresh = fresh[self.local_of[fresh] == -2 - idx]
             self.local_of[fresh] = np.arange(self.count, self.count + len(fresh))
             self.nodes.append(fresh)
             self.count += len(fresh)
@@ -82,6 +84,9 @@ class Sampler:
     def sample(self, seeds, excl_keys):
         self.nodes, self.count = [], 0
         seed_local = self._add(seeds)
+        B = len(seeds) // 3
+        endpoint = np.zeros(self.n, dtype=bool)
+        endpoint[seeds[: 2 * B]] = True
         blocks = []
         for fanout in self.fanouts:
             n_dst = self.count
@@ -90,13 +95,19 @@ class Sampler:
             rep = np.repeat(np.arange(n_dst), deg)
             pos = np.arange(len(rep)) - np.repeat(np.cumsum(deg) - deg, deg) + start[rep]
             cand = self.indices[pos]
-            a, b = np.minimum(dst[rep], cand), np.maximum(dst[rep], cand)
-            keep = ~np.isin(a * self.n + b, excl_keys)
-            rep, cand = rep[keep], cand[keep]
+            # only edges at an endpoint of a positive edge can be excluded
+            check = np.flatnonzero(endpoint[dst[rep]])
+            a, b = np.minimum(dst[rep[check]], cand[check]), np.maximum(dst[rep[check]], cand[check])
+            drop = check[np.isin(a * self.n + b, excl_keys)]
+            if len(drop):
+                keep = np.ones(len(rep), dtype=bool)
+                keep[drop] = False
+                rep, cand = rep[keep], cand[keep]
             c = np.bincount(rep, minlength=n_dst)
             k = c if fanout < 0 else np.minimum(c, fanout)
             if (k < c).any():
-                order = np.lexsort((self.rng.random(len(rep)), rep))
+                # without replacement: order each row by random keys (rows stay in order), keep the first k
+                order = np.argsort(rep + self.rng.random(len(rep)))
                 rep, cand = rep[order], cand[order]
                 rank = np.arange(len(rep)) - np.repeat(np.cumsum(c) - c, c)
                 sel = rank < k[rep]
