@@ -679,6 +679,10 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
 
 tma_status_t tma_gnn_trainer_compute_grads(tma_gnn_trainer_t *tr, float *loss_p)
 {
+    if (tr->nslots == 0) {
+        tma_log_error(COMP, "the trainer has no graphs (a failed set_graphs?)");
+        return TMA_ERR_INVALID;
+    }
     double t0 = tma_clock_now();
     tma_status_t st = sample_batch(tr);
     double t1 = tma_clock_now();

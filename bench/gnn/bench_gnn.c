@@ -203,11 +203,14 @@ int main(int argc, char **argv)
         tma_gnn_op_stat_t es[32];
         int en = tma_gnn_backend_op_stats(tma_gnn_evaluator_backend(ev), es, 32);
         double ef = 0, egs = 0;
-        for (int i = 0; i < en; i++)
+        cJSON *eops = cJSON_AddObjectToObject(o, "eval_op_seconds");
+        for (int i = 0; i < en; i++) {
+            cJSON_AddNumberToObject(eops, es[i].name, es[i].seconds);
             if (es[i].flops > 0) {
                 ef += es[i].flops;
                 egs += es[i].seconds;
             }
+        }
         cJSON_AddNumberToObject(o, "eval_gemm_gflop", ef * 1e-9);
         cJSON_AddNumberToObject(o, "eval_gemm_seconds", egs);
         free(p);

@@ -38,3 +38,9 @@ check_PROGRAMS += tests/gnn/write_test_graph
 tests_gnn_write_test_graph_LDADD = $(TMA_GNN_TEST_LDADD)
 dist_check_SCRIPTS += tests/gnn/test_train_cli.sh
 TESTS += tests/gnn/test_train_cli.sh
+
+check_PROGRAMS += tests/gnn/test_noalloc
+tests_gnn_test_noalloc_LDADD = $(TMA_GNN_TEST_LDADD)
+tests_gnn_test_noalloc_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc \
+	-Wl,--wrap=posix_memalign
+TESTS += tests/gnn/test_noalloc
