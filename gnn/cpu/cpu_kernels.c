@@ -617,12 +617,6 @@ struct tma_gnn_feat {
     int64_t nnz;
     float *gather; /* dense: rows gathered for one sgemm, [chunk_rows x dim] */
     int64_t chunk_rows;
-    /* sparse: the same entries by feature (CSC), and a node -> row map that
-     * is all -1 between calls, for gathering the weight gradient */
-    int64_t *csc_ptr; /* [dim + 1] */
-    int32_t *csc_row; /* node ids */
-    float *csc_val;
-    int32_t *local; /* [n] */
 };
 
 #define CPU_SPARSE_DENSITY 0.10
@@ -634,10 +628,6 @@ static void feat_free(tma_gnn_feat_t *f)
     free(f->rowptr);
     free(f->col);
     free(f->val);
-    free(f->csc_ptr);
-    free(f->csc_row);
-    free(f->csc_val);
-    free(f->local);
     tma_free_aligned(f->gather);
     free(f);
 }
@@ -692,30 +682,6 @@ static tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const float *host, int
         }
         free(row_nnz);
         row_nnz = NULL;
-    }
-    if (f->sparse) {
-        const int64_t nnz = f->nnz;
-        f->csc_ptr = calloc((size_t)dim + 1, sizeof *f->csc_ptr);
-        f->csc_row = malloc((size_t)(nnz ? nnz : 1) * sizeof *f->csc_row);
-        f->csc_val = malloc((size_t)(nnz ? nnz : 1) * sizeof *f->csc_val);
-        f->local = malloc((size_t)n * sizeof *f->local);
-        if (!f->csc_ptr || !f->csc_row || !f->csc_val || !f->local)
-            goto nomem;
-        memset(f->local, 0xff, (size_t)n * sizeof *f->local);
-        for (int64_t q = 0; q < nnz; q++)
-            f->csc_ptr[f->col[q] + 1]++;
-        for (int64_t j = 0; j < dim; j++)
-            f->csc_ptr[j + 1] += f->csc_ptr[j];
-        for (int64_t i = 0; i < n; i++) {
-            for (int64_t q = f->rowptr[i]; q < f->rowptr[i + 1]; q++) {
-                int64_t o = f->csc_ptr[f->col[q]]++;
-                f->csc_row[o] = (int32_t)i;
-                f->csc_val[o] = f->val[q];
-            }
-        }
-        for (int64_t j = dim; j > 0; j--)
-            f->csc_ptr[j] = f->csc_ptr[j - 1];
-        f->csc_ptr[0] = 0;
     }
     if (!f->sparse) {
         /* Up to 4 Mi floats of gathered rows per sgemm. */
@@ -806,46 +772,6 @@ static tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f
     const int64_t *id = CI64(ids);
     const float *g = CF(dOut);
     float *dw = F(dW);
-    if (f->sparse && n > 0 && n * 8 >= f->n && f->n <= INT32_MAX) {
-        /* Many of the rows: gather each feature's row of dW from the CSC
-         * (written once, no zeroing pass, no scatter); rows not among ids
-         * are skipped through the node -> row map. */
-        int64_t mapped = 0;
-        for (; mapped < n; mapped++) {
-            if (f->local[id[mapped]] >= 0)
-                break; /* a repeated id: fall back to the scatter below */
-            f->local[id[mapped]] = (int32_t)mapped;
-        }
-        if (mapped == n) {
-            const int32_t *loc = f->local;
-#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 16) if (dim * d > PAR_MIN)
-            for (int64_t c = 0; c < dim; c++) {
-                float *row = dw + c * d;
-                int first = 1;
-                for (int64_t q = f->csc_ptr[c]; q < f->csc_ptr[c + 1]; q++) {
-                    int32_t l = loc[f->csc_row[q]];
-                    if (l < 0)
-                        continue;
-                    const float *gl = g + (int64_t)l * d;
-                    const float v = f->csc_val[q];
-                    if (first) {
-#pragma omp simd
-                        for (int64_t j = 0; j < d; j++)
-                            row[j] = v * gl[j];
-                        first = 0;
-                    } else {
-                        row_axpy(row, gl, v, d);
-                    }
-                }
-                if (first)
-                    row_zero(row, d);
-            }
-        }
-        for (int64_t i = 0; i < mapped; i++)
-            f->local[id[i]] = -1;
-        if (mapped == n)
-            return TMA_OK;
-    }
     if (f->sparse) {
         int64_t cw;
         int nch = col_chunks(d, NT(b), &cw);
