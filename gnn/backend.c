@@ -88,7 +88,7 @@ int tma_gnn_backend_threads(const tma_gnn_backend_t *b) { return b->threads; }
 static const char *const op_names[GNN_OP_COUNT] = {
     "matmul", "add_bias", "colsum", "spmm", "spmm_t", "layernorm_fwd", "layernorm_bwd", "prelu_fwd",
     "prelu_bwd", "pair_mul", "pair_mul_bwd", "bce_logits", "sumsq", "scale", "fill", "copy", "adam",
-    "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download"};
+    "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download", "bias_prelu"};
 
 int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max)
 {
@@ -306,6 +306,13 @@ tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const t
                              tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(dX));
     REQUIRE("prelu_bwd", tma_gnn_tensor_numel(a) == 1 && tma_gnn_tensor_numel(da) == 1);
     TIMED(dX->backend, GNN_OP_PRELU_BWD, 0, dX->backend->ops->prelu_bwd(dX->backend, dY, X, a, dX, da));
+}
+
+tma_status_t tma_gnn_op_bias_prelu(tensor_t *Z, const tensor_t *bias, const tensor_t *a, tensor_t *Y)
+{
+    REQUIRE("bias_prelu", tma_gnn_tensor_numel(bias) == Z->cols && tma_gnn_tensor_numel(a) == 1);
+    REQUIRE("bias_prelu", Y->rows == Z->rows && Y->cols == Z->cols);
+    TIMED(Y->backend, GNN_OP_BIAS_PRELU, 0, Y->backend->ops->bias_prelu(Y->backend, Z, bias, a, Y));
 }
 
 tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, tensor_t *E)

@@ -153,9 +153,10 @@ tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t
     for (int k = 0; k < cfg->decoder_layers && st == TMA_OK; k++) {
         const gnn_dec_params_t *d = &P->dec[k];
         st = tma_gnn_op_matmul(&E[k], 0, &d->W, 0, 1.0f, 0.0f, &D[k]);
-        st = st ? st : tma_gnn_op_add_bias(&D[k], &d->b);
         if (st == TMA_OK && k < cfg->decoder_layers - 1)
-            st = tma_gnn_op_prelu_fwd(&D[k], &d->prelu, &E[k + 1]);
+            st = tma_gnn_op_bias_prelu(&D[k], &d->b, &d->prelu, &E[k + 1]);
+        else if (st == TMA_OK)
+            st = tma_gnn_op_add_bias(&D[k], &d->b);
     }
     return st;
 }

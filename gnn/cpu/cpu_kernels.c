@@ -148,6 +148,13 @@ static tma_status_t cpu_matmul(tma_gnn_backend_t *b, const tensor_t *A, int ta, 
     }
     if (openblas_get_num_threads() != NT(b))
         openblas_set_num_threads(NT(b));
+    if (n == 1) {
+        /* One output column (the decoder's logits): a matrix-vector product.
+         * B is k x 1 or, transposed, 1 x k: contiguous either way. */
+        cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)A->rows, (int)A->cols, alpha, CF(A),
+                    (int)A->cols, CF(B), 1, beta, F(C), 1);
+        return TMA_OK;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
                 (int)k, alpha, CF(A), (int)A->cols, CF(B), (int)B->cols, beta, F(C), (int)C->cols);
     return TMA_OK;
@@ -447,6 +454,25 @@ static tma_status_t cpu_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const
 #pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] * (x[i] > 0 ? 1.0f : s); /* a select and a multiply: no branch; NaN stays NaN */
+    return TMA_OK;
+}
+
+static tma_status_t cpu_bias_prelu(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bias, const tensor_t *a,
+                                   tensor_t *Y)
+{
+    const int64_t n = Z->rows, d = Z->cols;
+    const float s = CF(a)[0], *bb = CF(bias);
+    float *z = F(Z), *y = F(Y);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float *zi = z + i * d, *yi = y + i * d;
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++) {
+            float v = zi[j] + bb[j];
+            zi[j] = v;
+            yi[j] = v * (v > 0 ? 1.0f : s);
+        }
+    }
     return TMA_OK;
 }
 
@@ -883,6 +909,7 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .layernorm_bwd = cpu_layernorm_bwd,
     .prelu_fwd = cpu_prelu_fwd,
     .prelu_bwd = cpu_prelu_bwd,
+    .bias_prelu = cpu_bias_prelu,
     .pair_mul = cpu_pair_mul,
     .pair_mul_bwd = cpu_pair_mul_bwd,
     .bce_logits = cpu_bce_logits,

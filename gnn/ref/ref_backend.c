@@ -211,6 +211,13 @@ static tma_status_t ref_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dY, cons
     return TMA_OK;
 }
 
+static tma_status_t ref_bias_prelu(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bias, const tensor_t *a,
+                                   tensor_t *Y)
+{
+    tma_status_t st = ref_add_bias(b, Z, bias);
+    return st ? st : ref_prelu_fwd(b, Z, a, Y);
+}
+
 static tma_status_t ref_pair_mul(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
                                  tensor_t *E)
 {
@@ -383,6 +390,7 @@ const tma_gnn_ops_t tma_gnn_ref_ops = {
     .layernorm_bwd = ref_layernorm_bwd,
     .prelu_fwd = ref_prelu_fwd,
     .prelu_bwd = ref_prelu_bwd,
+    .bias_prelu = ref_bias_prelu,
     .pair_mul = ref_pair_mul,
     .pair_mul_bwd = ref_pair_mul_bwd,
     .bce_logits = ref_bce_logits,

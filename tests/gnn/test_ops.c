@@ -242,6 +242,18 @@ static void test_rowwise(void)
         CHECK_OK(tma_gnn_op_prelu_bwd(&dY.r, &X.r, &a.r, &dX.r, &da.r));
         agree("dX", &dX);
         agree("da", &da);
+        cur_op = "bias_prelu";
+        pair_t Z2 = mkf(n, d, 2), Y2 = mk(TMA_GNN_F32, n, d, NULL);
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.b, &bias.b, &a.b, &Y2.b));
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.r, &bias.r, &a.r, &Y2.r));
+        agree("Z", &Z2);
+        agree("Y", &Y2);
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.b, &bias.b, &a.b, &Z2.b));
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.r, &bias.r, &a.r, &Z2.r));
+        agree("in place", &Z2);
+        pfree(&Z2);
+        pfree(&Y2);
+        cur_op = "prelu";
         /* in place (dX is dY) */
         CHECK_OK(tma_gnn_op_prelu_bwd(&dY.b, &X.b, &a.b, &dY.b, &da.b));
         CHECK_OK(tma_gnn_op_prelu_bwd(&dY.r, &X.r, &a.r, &dY.r, &da.r));
