@@ -88,7 +88,8 @@ int tma_gnn_backend_threads(const tma_gnn_backend_t *b) { return b->threads; }
 static const char *const op_names[GNN_OP_COUNT] = {
     "matmul", "add_bias", "colsum", "spmm", "spmm_t", "layernorm_fwd", "layernorm_bwd", "prelu_fwd",
     "prelu_bwd", "pair_mul", "pair_mul_bwd", "bce_logits", "sumsq", "scale", "fill", "copy", "adam",
-    "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download", "bias_prelu"};
+    "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download", "bias_prelu",
+    "ln_prelu_fwd", "ln_prelu_bwd"};
 
 int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max)
 {
@@ -313,6 +314,30 @@ tma_status_t tma_gnn_op_bias_prelu(tensor_t *Z, const tensor_t *bias, const tens
     REQUIRE("bias_prelu", tma_gnn_tensor_numel(bias) == Z->cols && tma_gnn_tensor_numel(a) == 1);
     REQUIRE("bias_prelu", Y->rows == Z->rows && Y->cols == Z->cols);
     TIMED(Y->backend, GNN_OP_BIAS_PRELU, 0, Y->backend->ops->bias_prelu(Y->backend, Z, bias, a, Y));
+}
+
+tma_status_t tma_gnn_op_ln_prelu_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta,
+                                     const tensor_t *a, float eps, tensor_t *H, tensor_t *mean, tensor_t *rstd)
+{
+    REQUIRE("ln_prelu_fwd", H->rows == X->rows && H->cols == X->cols && tma_gnn_tensor_numel(a) == 1);
+    REQUIRE("ln_prelu_fwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols);
+    REQUIRE("ln_prelu_fwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    TIMED(H->backend, GNN_OP_LN_PRELU_FWD, 0,
+          H->backend->ops->ln_prelu_fwd(H->backend, X, gamma, beta, a, eps, H, mean, rstd));
+}
+
+tma_status_t tma_gnn_op_ln_prelu_bwd(const tensor_t *dH, const tensor_t *X, const tensor_t *gamma,
+                                     const tensor_t *beta, const tensor_t *a, const tensor_t *mean,
+                                     const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta,
+                                     tensor_t *da)
+{
+    REQUIRE("ln_prelu_bwd", dH->rows == X->rows && dH->cols == X->cols && dX->rows == X->rows &&
+                                dX->cols == X->cols && tma_gnn_tensor_numel(a) == 1 && tma_gnn_tensor_numel(da) == 1);
+    REQUIRE("ln_prelu_bwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols &&
+                                tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
+    REQUIRE("ln_prelu_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    TIMED(dX->backend, GNN_OP_LN_PRELU_BWD, 0,
+          dX->backend->ops->ln_prelu_bwd(dX->backend, dH, X, gamma, beta, a, mean, rstd, dX, dgamma, dbeta, da));
 }
 
 tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, tensor_t *E)

@@ -62,8 +62,8 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: model.encoder must be gcn, sage or mlp", ctx);
     if (cfg->layers < 1 || cfg->layers > TMA_GNN_MAX_LAYERS)
         BAD("%s: model.layers = %d is out of range [1, %d]", ctx, cfg->layers, TMA_GNN_MAX_LAYERS);
-    if (cfg->hidden < 1 || cfg->hidden > 65536)
-        BAD("%s: model.hidden = %d is out of range [1, 65536]", ctx, cfg->hidden);
+    if (cfg->hidden < 1 || cfg->hidden > TMA_GNN_MAX_HIDDEN)
+        BAD("%s: model.hidden = %d is out of range [1, %d]", ctx, cfg->hidden, TMA_GNN_MAX_HIDDEN);
     if (cfg->decoder_layers < 1 || cfg->decoder_layers > MAX_DECODER_LAYERS)
         BAD("%s: model.decoder_layers = %d is out of range [1, %d]", ctx, cfg->decoder_layers,
             MAX_DECODER_LAYERS);
@@ -169,7 +169,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
     }
     int64_t i64;
     if ((st = get_intv(model, "layers", cfg.layers, 1, TMA_GNN_MAX_LAYERS, mctx, &cfg.layers)) ||
-        (st = get_intv(model, "hidden", cfg.hidden, 1, 65536, mctx, &cfg.hidden)) ||
+        (st = get_intv(model, "hidden", cfg.hidden, 1, TMA_GNN_MAX_HIDDEN, mctx, &cfg.hidden)) ||
         (st = get_intv(model, "decoder_layers", cfg.decoder_layers, 1, MAX_DECODER_LAYERS, mctx,
                        &cfg.decoder_layers)) ||
         (st = get_intv(model, "decoder_hidden", cfg.decoder_hidden, 1, 65536, mctx, &cfg.decoder_hidden)) ||

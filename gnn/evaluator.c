@@ -246,9 +246,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
                                         pf || mlp ? NULL : &A, &Z);
             if (st == TMA_OK && !last) {
                 tensor_t mean = tma_gnn_tensor_shape(&ev->mean, n, 1), rstd = tma_gnn_tensor_shape(&ev->rstd, n, 1);
-                st = tma_gnn_op_layernorm_fwd(&Z, &ev->P.enc[l].ln_w, &ev->P.enc[l].ln_b, GNN_LN_EPS, &Yout, &mean,
-                                              &rstd);
-                st = st ? st : tma_gnn_op_prelu_fwd(&Yout, &ev->P.enc[l].prelu, &Yout);
+                st = gnn_layer_activate(&ev->P, l, &Z, &mean, &rstd, &Yout);
             }
             r0 = r1;
         }

@@ -90,6 +90,15 @@ typedef struct tma_gnn_ops {
     tma_status_t (*prelu_fwd)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *a, tensor_t *Y);
     tma_status_t (*prelu_bwd)(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X, const tensor_t *a,
                               tensor_t *dX, tensor_t *da);
+    /* H = PReLU(LayerNorm(X)) without keeping the LayerNorm output (mean and
+     * rstd are kept); backward recomputes it: dX, dgamma, dbeta and da from
+     * dH.  The encoder's activation in one pass each way. */
+    tma_status_t (*ln_prelu_fwd)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
+                                 const tensor_t *beta, const tensor_t *a, float eps, tensor_t *H, tensor_t *mean,
+                                 tensor_t *rstd);
+    tma_status_t (*ln_prelu_bwd)(tma_gnn_backend_t *b, const tensor_t *dH, const tensor_t *X, const tensor_t *gamma,
+                                 const tensor_t *beta, const tensor_t *a, const tensor_t *mean, const tensor_t *rstd,
+                                 tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta, tensor_t *da);
     /* Z[i, :] += bias, then Y = PReLU(Z) (Y may be Z): the decoder's hidden
      * layers in one pass */
     tma_status_t (*bias_prelu)(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bias, const tensor_t *a,
@@ -134,7 +143,7 @@ typedef enum {
     GNN_OP_LAYERNORM_BWD, GNN_OP_PRELU_FWD, GNN_OP_PRELU_BWD, GNN_OP_PAIR_MUL, GNN_OP_PAIR_MUL_BWD,
     GNN_OP_BCE, GNN_OP_SUMSQ, GNN_OP_SCALE, GNN_OP_FILL, GNN_OP_COPY, GNN_OP_ADAM, GNN_OP_FEAT_MATMUL,
     GNN_OP_FEAT_MATMUL_GRAD, GNN_OP_FEAT_AGGREGATE, GNN_OP_UPLOAD, GNN_OP_DOWNLOAD, GNN_OP_BIAS_PRELU,
-    GNN_OP_COUNT
+    GNN_OP_LN_PRELU_FWD, GNN_OP_LN_PRELU_BWD, GNN_OP_COUNT
 } gnn_op_id_t;
 
 struct tma_gnn_backend {
@@ -169,6 +178,12 @@ tma_status_t tma_gnn_op_prelu_fwd(const tensor_t *X, const tensor_t *a, tensor_t
 tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *a, tensor_t *dX,
                                   tensor_t *da);
 tma_status_t tma_gnn_op_bias_prelu(tensor_t *Z, const tensor_t *bias, const tensor_t *a, tensor_t *Y);
+tma_status_t tma_gnn_op_ln_prelu_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta,
+                                     const tensor_t *a, float eps, tensor_t *H, tensor_t *mean, tensor_t *rstd);
+tma_status_t tma_gnn_op_ln_prelu_bwd(const tensor_t *dH, const tensor_t *X, const tensor_t *gamma,
+                                     const tensor_t *beta, const tensor_t *a, const tensor_t *mean,
+                                     const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta,
+                                     tensor_t *da);
 tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, tensor_t *E);
 tma_status_t tma_gnn_op_pair_mul_bwd(const tensor_t *dE, const tensor_t *H, const tensor_t *hi,
                                      const tensor_t *ti, tensor_t *dH);

@@ -55,9 +55,9 @@ tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *
 tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
                                const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, const tensor_t *T,
                                tensor_t *A, tensor_t *Z);
-/* H = PReLU(LayerNorm(Z)), keeping Y = LayerNorm(Z), mean and rstd. */
-tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *Y, tensor_t *mean,
-                                tensor_t *rstd, tensor_t *H);
+/* H = PReLU(LayerNorm(Z)), keeping the LayerNorm's mean and rstd (H may be Z). */
+tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *mean, tensor_t *rstd,
+                                tensor_t *H);
 /*
  * The decoder on pairs (hi[p], ti[p]) of rows of R: E[0] = R[hi] ⊙ R[ti];
  * D[k] = E[k] W_k + b_k; E[k+1] = PReLU(D[k]); the logits are D[K-1].

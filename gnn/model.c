@@ -138,12 +138,11 @@ tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *
     return st;
 }
 
-tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *Y, tensor_t *mean,
-                                tensor_t *rstd, tensor_t *H)
+tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *mean, tensor_t *rstd,
+                                tensor_t *H)
 {
     const gnn_enc_params_t *e = &P->enc[l];
-    tma_status_t st = tma_gnn_op_layernorm_fwd(Z, &e->ln_w, &e->ln_b, GNN_LN_EPS, Y, mean, rstd);
-    return st ? st : tma_gnn_op_prelu_fwd(Y, &e->prelu, H);
+    return tma_gnn_op_ln_prelu_fwd(Z, &e->ln_w, &e->ln_b, &e->prelu, GNN_LN_EPS, H, mean, rstd);
 }
 
 tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,

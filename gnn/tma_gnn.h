@@ -112,6 +112,7 @@ typedef enum {
 } tma_gnn_encoder_t;
 
 #define TMA_GNN_MAX_LAYERS 8
+#define TMA_GNN_MAX_HIDDEN 4096
 
 /*
  * The model and training configuration.  JSON:
@@ -129,7 +130,7 @@ typedef struct tma_gnn_config {
     /* model: these define the parameter layout and the config hash */
     tma_gnn_encoder_t encoder;
     int layers;          /* encoder layers, 1..TMA_GNN_MAX_LAYERS */
-    int hidden;          /* width of every encoder layer */
+    int hidden;          /* width of every encoder layer, 1..TMA_GNN_MAX_HIDDEN */
     int decoder_layers;  /* linear layers of the decoder, >= 1 */
     int decoder_hidden;  /* width of the decoder's hidden layers */
     int64_t feature_dim; /* input width; 0 = take it from the graph */

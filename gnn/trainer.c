@@ -29,7 +29,7 @@ typedef struct gnn_slot {
 } gnn_slot_t;
 
 typedef struct gnn_layer_buf {
-    tensor_t T, A, Z, Y, mean, rstd, H;
+    tensor_t T, A, Z, mean, rstd, H;
 } gnn_layer_buf_t;
 
 struct tma_gnn_trainer {
@@ -88,7 +88,7 @@ static void free_batch_buffers(tma_gnn_trainer_t *tr)
         tma_gnn_tensor_free(&tr->t_indices[l]);
         tma_gnn_tensor_free(&tr->t_weights[l]);
         gnn_layer_buf_t *lb = &tr->lb[l];
-        tensor_t *ts[] = {&lb->T, &lb->A, &lb->Z, &lb->Y, &lb->mean, &lb->rstd, &lb->H};
+        tensor_t *ts[] = {&lb->T, &lb->A, &lb->Z, &lb->mean, &lb->rstd, &lb->H};
         for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
             tma_gnn_tensor_free(ts[i]);
     }
@@ -173,8 +173,7 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         if ((st = alloc_t(tr, TMA_GNN_F32, n_dst * H, &lb->Z)))
             return st;
         if (l < L - 1) {
-            if ((st = alloc_t(tr, TMA_GNN_F32, n_dst * H, &lb->Y)) ||
-                (st = alloc_t(tr, TMA_GNN_F32, n_dst, &lb->mean)) ||
+            if ((st = alloc_t(tr, TMA_GNN_F32, n_dst, &lb->mean)) ||
                 (st = alloc_t(tr, TMA_GNN_F32, n_dst, &lb->rstd)) ||
                 (st = alloc_t(tr, TMA_GNN_F32, n_dst * H, &lb->H)))
                 return st;
@@ -550,10 +549,9 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
                 : gnn_layer_combine(cfg, &tr->P, l, tr->mlp ? NULL : &tr->blk[l], &src, 0, pf ? &T : NULL,
                                     pf || tr->mlp ? NULL : &A, &Z);
         if (st == TMA_OK && l < tr->L - 1) {
-            tensor_t Y = tma_gnn_tensor_shape(&lb->Y, n_dst, H), mean = tma_gnn_tensor_shape(&lb->mean, n_dst, 1),
-                     rstd = tma_gnn_tensor_shape(&lb->rstd, n_dst, 1);
+            tensor_t mean = tma_gnn_tensor_shape(&lb->mean, n_dst, 1), rstd = tma_gnn_tensor_shape(&lb->rstd, n_dst, 1);
             Hprev = tma_gnn_tensor_shape(&lb->H, n_dst, H);
-            st = gnn_layer_activate(&tr->P, l, &Z, &Y, &mean, &rstd, &Hprev);
+            st = gnn_layer_activate(&tr->P, l, &Z, &mean, &rstd, &Hprev);
         }
     }
     if (st != TMA_OK)
@@ -662,15 +660,15 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
         }
         if (st != TMA_OK || l == 0)
             break;
-        /* Through PReLU and LayerNorm of layer l-1 (in place on dH, then into dZ). */
+        /* Through PReLU and LayerNorm of layer l-1, into dZ. */
         const gnn_enc_params_t *wp = &tr->P.enc[l - 1];
         gnn_enc_params_t *gp = &tr->G.enc[l - 1];
         gnn_layer_buf_t *lp = &tr->lb[l - 1];
-        tensor_t Y = tma_gnn_tensor_shape(&lp->Y, n_src, H), Z = tma_gnn_tensor_shape(&lp->Z, n_src, H);
+        tensor_t Z = tma_gnn_tensor_shape(&lp->Z, n_src, H);
         tensor_t mean = tma_gnn_tensor_shape(&lp->mean, n_src, 1), rstd = tma_gnn_tensor_shape(&lp->rstd, n_src, 1);
-        st = tma_gnn_op_prelu_bwd(&dH, &Y, &wp->prelu, &dH, &gp->prelu);
         dZ = tma_gnn_tensor_shape(&tr->g_dst, n_src, H);
-        st = st ? st : tma_gnn_op_layernorm_bwd(&dH, &Z, &wp->ln_w, &mean, &rstd, &dZ, &gp->ln_w, &gp->ln_b);
+        st = tma_gnn_op_ln_prelu_bwd(&dH, &Z, &wp->ln_w, &wp->ln_b, &wp->prelu, &mean, &rstd, &dZ, &gp->ln_w,
+                                     &gp->ln_b, &gp->prelu);
     }
     return st;
 }

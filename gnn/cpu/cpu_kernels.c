@@ -45,7 +45,7 @@
  * thread count.  The partials live in scratch reserved when the backend is
  * created, for up to SCRATCH_COLS columns (wider falls back to splitting
  * the columns between threads). */
-#define SCRATCH_COLS 4096
+#define SCRATCH_COLS TMA_GNN_MAX_HIDDEN
 typedef struct cpu_state {
     double *part; /* [2][NCHUNK][SCRATCH_COLS] */
 } cpu_state_t;
@@ -443,6 +443,100 @@ static tma_status_t cpu_layernorm_bwd(tma_gnn_backend_t *b, const tensor_t *dY, 
                 dxi[j] = r * (gi[j] * g[j] - m1 - ((xi[j] - m) * r) * m2);
         }
     }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_ln_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
+                                     const tensor_t *beta, const tensor_t *a, float eps, tensor_t *H, tensor_t *mean,
+                                     tensor_t *rstd)
+{
+    const int64_t n = X->rows, d = X->cols;
+    const float *x = CF(X), *g = CF(gamma), *bt = CF(beta), s = CF(a)[0];
+    float *h = F(H), *mu_out = F(mean), *rs_out = F(rstd);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float *xi = x + i * d;
+        float *hi = h + i * d;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d; j++)
+            sum += xi[j];
+        const float mu = sum / (float)d;
+        float v = 0;
+#pragma omp simd reduction(+ : v)
+        for (int64_t j = 0; j < d; j++)
+            v += (xi[j] - mu) * (xi[j] - mu);
+        const float rs = 1.0f / sqrtf(v / (float)d + eps);
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++) {
+            float y = (xi[j] - mu) * rs * g[j] + bt[j];
+            hi[j] = y * (y > 0 ? 1.0f : s);
+        }
+        mu_out[i] = mu;
+        rs_out[i] = rs;
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_ln_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dH, const tensor_t *X,
+                                     const tensor_t *gamma, const tensor_t *beta, const tensor_t *a,
+                                     const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
+                                     tensor_t *dbeta, tensor_t *da)
+{
+    const int64_t n = X->rows, d = X->cols;
+    if (d > SCRATCH_COLS) {
+        /* model.hidden is at most TMA_GNN_MAX_HIDDEN (== SCRATCH_COLS) */
+        tma_log_error(COMP, "ln_prelu_bwd: %lld columns is more than %d", (long long)d, SCRATCH_COLS);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    const float *x = CF(X), *dh = CF(dH), *g = CF(gamma), *bt = CF(beta), *mu = CF(mean), *rs = CF(rstd);
+    const float s = CF(a)[0];
+    float *dx = F(dX);
+    double *pg = partials(b, 0), *pb = partials(b, 1), pa[NCHUNK];
+    /* Per fixed row chunk: recompute y = LN(x), dy = dH PReLU'(y), the slope's
+     * gradient, dX, and partial dgamma/dbeta.  dH is read before dX (which may
+     * alias it) is written. */
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int c = 0; c < NCHUNK; c++) {
+        double *ag = pg + (size_t)c * SCRATCH_COLS, *ab = pb + (size_t)c * SCRATCH_COLS;
+        for (int64_t j = 0; j < d; j++)
+            ag[j] = ab[j] = 0;
+        float acc_a = 0;
+        for (int64_t i = n * c / NCHUNK; i < n * (c + 1) / NCHUNK; i++) {
+            const float *xi = x + i * d, *hi = dh + i * d;
+            float *dxi = dx + i * d;
+            const float m = mu[i], r = rs[i];
+            float m1 = 0, m2 = 0, ra = 0;
+#pragma omp simd reduction(+ : m1, m2, ra)
+            for (int64_t j = 0; j < d; j++) {
+                const float xh = (xi[j] - m) * r, y = xh * g[j] + bt[j];
+                const int pos = y > 0;
+                const float gy = hi[j] * (pos ? 1.0f : s);
+                ra += (pos ? 0.0f : y) * hi[j];
+                const float gg = gy * g[j];
+                m1 += gg;
+                m2 += gg * xh;
+            }
+            acc_a += ra;
+            m1 /= (float)d;
+            m2 /= (float)d;
+#pragma omp simd
+            for (int64_t j = 0; j < d; j++) {
+                const float xh = (xi[j] - m) * r, y = xh * g[j] + bt[j];
+                const float gy = hi[j] * (y > 0 ? 1.0f : s);
+                ag[j] += gy * xh;
+                ab[j] += gy;
+                dxi[j] = r * (gy * g[j] - m1 - xh * m2);
+            }
+        }
+        pa[c] = acc_a;
+    }
+    combine_partials(pg, d, F(dgamma));
+    combine_partials(pb, d, F(dbeta));
+    double sa = 0;
+    for (int c = 0; c < NCHUNK; c++)
+        sa += pa[c];
+    F(da)[0] = (float)sa;
     return TMA_OK;
 }
 
@@ -910,6 +1004,8 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .prelu_fwd = cpu_prelu_fwd,
     .prelu_bwd = cpu_prelu_bwd,
     .bias_prelu = cpu_bias_prelu,
+    .ln_prelu_fwd = cpu_ln_prelu_fwd,
+    .ln_prelu_bwd = cpu_ln_prelu_bwd,
     .pair_mul = cpu_pair_mul,
     .pair_mul_bwd = cpu_pair_mul_bwd,
     .bce_logits = cpu_bce_logits,

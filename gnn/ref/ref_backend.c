@@ -218,6 +218,36 @@ static tma_status_t ref_bias_prelu(tma_gnn_backend_t *b, tensor_t *Z, const tens
     return st ? st : ref_prelu_fwd(b, Z, a, Y);
 }
 
+static tma_status_t ref_ln_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
+                                     const tensor_t *beta, const tensor_t *a, float eps, tensor_t *H, tensor_t *mean,
+                                     tensor_t *rstd)
+{
+    tma_status_t st = ref_layernorm_fwd(b, X, gamma, beta, eps, H, mean, rstd);
+    return st ? st : ref_prelu_fwd(b, H, a, H);
+}
+
+static tma_status_t ref_ln_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dH, const tensor_t *X,
+                                     const tensor_t *gamma, const tensor_t *beta, const tensor_t *a,
+                                     const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
+                                     tensor_t *dbeta, tensor_t *da)
+{
+    /* The LayerNorm output, recomputed, then the two backward passes. */
+    int64_t n = tma_gnn_tensor_numel(X);
+    tensor_t Y = *X, dY = *X;
+    Y.data = malloc((size_t)(n ? n : 1) * sizeof(float));
+    dY.data = malloc((size_t)(n ? n : 1) * sizeof(float));
+    tma_status_t st = Y.data && dY.data ? TMA_OK : TMA_ERR_NOMEM;
+    for (int64_t i = 0; i < X->rows && st == TMA_OK; i++)
+        for (int64_t j = 0; j < X->cols; j++)
+            F(&Y)[i * X->cols + j] =
+                (float)(((double)CF(X)[i * X->cols + j] - CF(mean)[i]) * CF(rstd)[i] * CF(gamma)[j] + CF(beta)[j]);
+    st = st ? st : ref_prelu_bwd(b, dH, &Y, a, &dY, da);
+    st = st ? st : ref_layernorm_bwd(b, &dY, X, gamma, mean, rstd, dX, dgamma, dbeta);
+    free(Y.data);
+    free(dY.data);
+    return st;
+}
+
 static tma_status_t ref_pair_mul(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
                                  tensor_t *E)
 {
@@ -391,6 +421,8 @@ const tma_gnn_ops_t tma_gnn_ref_ops = {
     .prelu_fwd = ref_prelu_fwd,
     .prelu_bwd = ref_prelu_bwd,
     .bias_prelu = ref_bias_prelu,
+    .ln_prelu_fwd = ref_ln_prelu_fwd,
+    .ln_prelu_bwd = ref_ln_prelu_bwd,
     .pair_mul = ref_pair_mul,
     .pair_mul_bwd = ref_pair_mul_bwd,
     .bce_logits = ref_bce_logits,

@@ -2,8 +2,8 @@
  * test_gradcheck.c: finite-difference gradient checks.
  *
  * Per layer (Linear, GCN/SAGE aggregation, feature projection on dense and
- * sparse features, LayerNorm, PReLU, the decoder's pair product, BCE with
- * logits): the loss L = sum(R * layer(x)) (or the BCE itself) is written
+ * sparse features, LayerNorm, PReLU, the two fused, the decoder's pair
+ * product, BCE with logits): the loss L = sum(R * layer(x)) (or the BCE itself) is written
  * here in float64; its central differences must match the gradients the
  * backend's backward ops compute.  Then the whole model (each encoder):
  * the trainer's gradient block against central differences of the
@@ -313,6 +313,58 @@ static void check_layernorm(void)
         var_free(all[i]);
 }
 
+/* The encoder's activation as one op: PReLU(LayerNorm(x)). */
+typedef struct lnp_ctx {
+    var_t *X, *g, *b, *a, *R;
+    int64_t n, d;
+} lnp_ctx_t;
+
+static double lnp_loss(void *c)
+{
+    lnp_ctx_t *l = c;
+    double s = 0;
+    for (int64_t i = 0; i < l->n; i++) {
+        const double *x = l->X->d + i * l->d;
+        double mu = 0, var = 0;
+        for (int64_t j = 0; j < l->d; j++)
+            mu += x[j];
+        mu /= (double)l->d;
+        for (int64_t j = 0; j < l->d; j++)
+            var += (x[j] - mu) * (x[j] - mu);
+        var /= (double)l->d;
+        double rs = 1.0 / sqrt(var + 1e-5);
+        for (int64_t j = 0; j < l->d; j++) {
+            double y = (x[j] - mu) * rs * l->g->d[j] + l->b->d[j];
+            s += l->R->d[i * l->d + j] * (y > 0 ? y : l->a->d[0] * y);
+        }
+    }
+    return s;
+}
+
+static void check_ln_prelu(void)
+{
+    const int64_t n = 6, d = 11;
+    var_t X = var_new(n, d, -2, 2, 0), g = var_new(1, d, 0.5, 1.5, 0), b = var_new(1, d, -1, 1, 0);
+    var_t a = var_new(1, 1, 0.1, 0.4, 0), R = var_new(n, d, -1, 1, 0), H = var_out(n, d);
+    var_t mu = var_out(n, 1), rs = var_out(n, 1), dX = var_out(n, d), dg = var_out(1, d), db = var_out(1, d);
+    var_t da = var_out(1, 1);
+    CHECK_OK(tma_gnn_op_ln_prelu_fwd(&X.t, &g.t, &b.t, &a.t, 1e-5f, &H.t, &mu.t, &rs.t));
+    lnp_ctx_t c = {&X, &g, &b, &a, &R, n, d};
+    var_get(&H);
+    double ls = 0;
+    for (int64_t i = 0; i < n * d; i++)
+        ls += R.d[i] * H.f[i];
+    CHECK_NEAR(ls, lnp_loss(&c), 1e-5 * fabs(ls) + 1e-6);
+    CHECK_OK(tma_gnn_op_ln_prelu_bwd(&R.t, &X.t, &g.t, &b.t, &a.t, &mu.t, &rs.t, &dX.t, &dg.t, &db.t, &da.t));
+    fd_check("layernorm+prelu dX", X.d, X.n, var_get(&dX), lnp_loss, &c);
+    fd_check("layernorm+prelu dgamma", g.d, g.n, var_get(&dg), lnp_loss, &c);
+    fd_check("layernorm+prelu dbeta", b.d, b.n, var_get(&db), lnp_loss, &c);
+    fd_check("layernorm+prelu da", a.d, a.n, var_get(&da), lnp_loss, &c);
+    var_t *all[] = {&X, &g, &b, &a, &R, &H, &mu, &rs, &dX, &dg, &db, &da};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+        var_free(all[i]);
+}
+
 typedef struct prelu_ctx {
     var_t *X, *a, *R;
 } prelu_ctx_t;
@@ -503,6 +555,7 @@ int main(void)
     check_feature_projection();
     check_layernorm();
     check_prelu();
+    check_ln_prelu();
     check_pair_mul();
     check_bce();
     tma_gnn_backend_destroy(B);

@@ -232,6 +232,26 @@ static void test_rowwise(void)
         agree("dgamma", &dg);
         agree("dbeta", &db);
 
+        cur_op = "ln_prelu";
+        {
+            float a1 = 0.2f;
+            pair_t a = mk(TMA_GNN_F32, 1, 1, &a1), da = mk(TMA_GNN_F32, 1, 1, NULL), H = mk(TMA_GNN_F32, n, d, NULL);
+            CHECK_OK(tma_gnn_op_ln_prelu_fwd(&X.b, &g.b, &be.b, &a.b, 1e-5f, &H.b, &mu.b, &rs.b));
+            CHECK_OK(tma_gnn_op_ln_prelu_fwd(&X.r, &g.r, &be.r, &a.r, 1e-5f, &H.r, &mu.r, &rs.r));
+            agree("H", &H);
+            agree("mean", &mu);
+            agree("rstd", &rs);
+            CHECK_OK(tma_gnn_op_ln_prelu_bwd(&dY.b, &X.b, &g.b, &be.b, &a.b, &mu.r, &rs.r, &dX.b, &dg.b, &db.b, &da.b));
+            CHECK_OK(tma_gnn_op_ln_prelu_bwd(&dY.r, &X.r, &g.r, &be.r, &a.r, &mu.r, &rs.r, &dX.r, &dg.r, &db.r, &da.r));
+            if (d > 1)
+                agree("dX", &dX);
+            agree("dgamma", &dg);
+            agree("dbeta", &db);
+            agree("da", &da);
+            pfree(&a);
+            pfree(&da);
+            pfree(&H);
+        }
         cur_op = "prelu";
         float a0 = 0.3f;
         pair_t a = mk(TMA_GNN_F32, 1, 1, &a0), da = mk(TMA_GNN_F32, 1, 1, NULL);
