@@ -278,6 +278,7 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
     so.norm = tr->cfg.encoder == TMA_GNN_ENCODER_GCN ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
     so.self_loops = tr->cfg.encoder == TMA_GNN_ENCODER_GCN;
     so.transpose = 1; /* backward gathers per source row */
+    so.threads = tma_gnn_backend_threads(tr->b);
     so.max_seeds = 3 * (int64_t)tr->B;
     so.max_excluded = tr->B;
     for (int i = 0; i < n; i++) {

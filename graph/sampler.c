@@ -8,6 +8,7 @@
 #include "tma_graph.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +22,12 @@ struct tma_graph_sampler {
     uint8_t *flagged;     /* [num_nodes] 1 for an endpoint of an excluded edge */
     int64_t *excl_table;  /* open addressing: pairs (a, b), a < b; a = -1 empty */
     uint64_t excl_mask;   /* slots - 1 */
-    int64_t *cand;        /* [max degree] candidate positions of a flagged row */
-    int64_t *chosen;      /* [largest finite fanout] positions picked by Floyd */
+    int64_t *cand;        /* [threads][max degree] candidate positions of a flagged row */
+    int64_t *chosen;      /* [threads][largest finite fanout] positions picked by Floyd */
+    int64_t cand_stride, chosen_stride;
+    int64_t *row_count;   /* [largest block's destinations] edges per row */
+    int64_t *pick_node;   /* [largest block's edges] picked node ids (-1: self-loop) */
+    int threads;
     int64_t max_degree;
 };
 
@@ -182,11 +187,14 @@ tma_status_t tma_graph_sampler_create(const tma_graph_t *g, const tma_graph_samp
     while (slots < 4 * (uint64_t)opts->max_excluded)
         slots <<= 1;
     s->excl_mask = slots - 1;
+    s->threads = TMA_MAX(opts->threads, 1);
+    s->cand_stride = TMA_MAX(s->max_degree, 1);
+    s->chosen_stride = max_fanout;
     s->local_of = malloc((size_t)g->num_nodes * sizeof *s->local_of);
     s->flagged = calloc((size_t)g->num_nodes, 1);
     s->excl_table = malloc(slots * 2 * sizeof(int64_t));
-    s->cand = malloc((size_t)TMA_MAX(s->max_degree, 1) * sizeof(int64_t));
-    s->chosen = malloc((size_t)max_fanout * sizeof(int64_t));
+    s->cand = malloc((size_t)s->threads * (size_t)s->cand_stride * sizeof(int64_t));
+    s->chosen = malloc((size_t)s->threads * (size_t)s->chosen_stride * sizeof(int64_t));
     if (!s->local_of || !s->flagged || !s->excl_table || !s->cand || !s->chosen) {
         tma_log_error(COMP, "out of memory for a sampler over %lld nodes", (long long)g->num_nodes);
         goto fail;
@@ -196,6 +204,18 @@ tma_status_t tma_graph_sampler_create(const tma_graph_t *g, const tma_graph_samp
     st = compute_bounds(s);
     if (st != TMA_OK)
         goto fail;
+    int64_t most_dst = 1, most_edges = 1;
+    for (int l = 0; l < opts->num_layers; l++) {
+        most_dst = TMA_MAX(most_dst, s->bounds.max_dst[l]);
+        most_edges = TMA_MAX(most_edges, s->bounds.max_edges[l]);
+    }
+    s->row_count = malloc((size_t)most_dst * sizeof *s->row_count);
+    s->pick_node = malloc((size_t)most_edges * sizeof *s->pick_node);
+    if (!s->row_count || !s->pick_node) {
+        tma_log_error(COMP, "out of memory for a sampler's %lld-edge blocks", (long long)most_edges);
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
     *s_p = s;
     return TMA_OK;
 fail:
@@ -212,6 +232,8 @@ void tma_graph_sampler_destroy(tma_graph_sampler_t *s)
     free(s->excl_table);
     free(s->cand);
     free(s->chosen);
+    free(s->row_count);
+    free(s->pick_node);
     free(s);
 }
 
@@ -250,34 +272,70 @@ static inline int32_t local_id(tma_graph_sample_t *out, int32_t *local_of, int64
     return l;
 }
 
-/* Samples the rows of one hop: destination nodes [0, n_dst) of the list. */
+/* Candidates of row v: the positions of its neighbours, less the excluded
+ * edges of a flagged node (written to cand); returns their count.  Without
+ * exclusions cand is not written and the positions are 0..deg-1. */
+static int64_t row_candidates(const tma_graph_sampler_t *s, int64_t v, int64_t *cand, int *listed_p)
+{
+    const tma_graph_t *g = s->g;
+    const int64_t deg = tma_graph_degree(g, v);
+    *listed_p = 0;
+    if (!s->flagged[v])
+        return deg;
+    const int64_t *row = g->indices + g->indptr[v];
+    int64_t c = 0;
+    for (int64_t p = 0; p < deg; p++)
+        if (!excl_has(s, v, row[p]))
+            cand[c++] = p;
+    *listed_p = 1;
+    return c;
+}
+
+/*
+ * Samples the rows of one hop (destination nodes [0, n_dst) of the list) in
+ * three passes: counts per row (parallel), then the picks with their weights
+ * as node ids (parallel; each row has its own RNG stream), then local ids in
+ * edge order (sequential).  The result does not depend on the thread count.
+ */
 static void sample_hop(tma_graph_sampler_t *s, int hop, uint64_t rng_seed, tma_graph_block_t *blk,
                        tma_graph_sample_t *out)
 {
     const tma_graph_t *g = s->g;
     const int fanout = s->o.fanouts[hop];
     const int64_t n_dst = out->num_nodes;
-    int64_t e = 0;
-    blk->indptr[0] = 0;
+    const int self = s->o.self_loops ? 1 : 0;
+    const int threads = s->threads;
+    int32_t *ip = blk->indptr;
+
+    /* 1: edges per row (k_i plus the self-loop), then row offsets. */
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 512) if (threads > 1 && n_dst > 2048)
     for (int64_t i = 0; i < n_dst; i++) {
+        int64_t *cand = s->cand + (size_t)omp_get_thread_num() * (size_t)s->cand_stride;
+        int listed;
+        int64_t c = row_candidates(s, out->nodes[i], cand, &listed);
+        int64_t k = (fanout < 0 || c <= fanout) ? c : fanout;
+        s->row_count[i] = k + self;
+    }
+    ip[0] = 0;
+    for (int64_t i = 0; i < n_dst; i++)
+        ip[i + 1] = ip[i] + (int32_t)s->row_count[i];
+
+    /* 2: the picks (node ids; -1 marks the self-loop) and their weights. */
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 512) if (threads > 1 && n_dst > 2048)
+    for (int64_t i = 0; i < n_dst; i++) {
+        const int tid = omp_get_thread_num();
+        int64_t *cand = s->cand + (size_t)tid * (size_t)s->cand_stride;
+        int64_t *chosen = s->chosen + (size_t)tid * (size_t)s->chosen_stride;
         const int64_t v = out->nodes[i];
         const int64_t *row = g->indices + g->indptr[v];
-        const int64_t deg = tma_graph_degree(g, v);
         const double di = gcn_dtilde(g, v);
-        /* Candidates: the row, less the excluded edges of a flagged node. */
-        const int64_t *cand = NULL;
-        int64_t c = deg;
-        if (s->flagged[v]) {
-            c = 0;
-            for (int64_t p = 0; p < deg; p++)
-                if (!excl_has(s, v, row[p]))
-                    s->cand[c++] = p;
-            cand = s->cand;
-        }
-        int64_t k = (fanout < 0 || c <= fanout) ? c : fanout;
+        int listed;
+        const int64_t c = row_candidates(s, v, cand, &listed);
+        const int64_t k = (fanout < 0 || c <= fanout) ? c : fanout;
         const double scale = row_scale(s->o.norm, c, k, s->o.self_loops);
-        if (s->o.self_loops) {
-            blk->indices[e] = (int32_t)i;
+        int64_t e = ip[i];
+        if (self) {
+            s->pick_node[e] = -1;
             blk->weights[e] = self_weight(s->o.norm, scale, di);
             e++;
         }
@@ -285,23 +343,28 @@ static void sample_hop(tma_graph_sampler_t *s, int hop, uint64_t rng_seed, tma_g
         if (k < c) {
             tma_rng_t rng;
             tma_rng_seed(&rng, rng_seed, (uint64_t)v * TMA_GRAPH_MAX_LAYERS + (uint64_t)hop);
-            floyd(&rng, c, k, s->chosen);
-            pick = s->chosen;
+            floyd(&rng, c, k, chosen);
+            pick = chosen;
         }
         for (int64_t q = 0; q < k; q++) {
             int64_t p = pick ? pick[q] : q;
-            if (cand)
+            if (listed)
                 p = cand[p];
             int64_t u = row[p];
-            blk->indices[e] = local_id(out, s->local_of, u);
+            s->pick_node[e] = u;
             blk->weights[e] = edge_weight(g, s->o.norm, scale, di, u);
             e++;
         }
-        blk->indptr[i + 1] = (int32_t)e;
     }
+
+    /* 3: local ids, in edge order, so new nodes are numbered deterministically. */
+    const int64_t ne = ip[n_dst];
+    for (int64_t i = 0, e = 0; i < n_dst; i++)
+        for (; e < ip[i + 1]; e++)
+            blk->indices[e] = s->pick_node[e] < 0 ? (int32_t)i : local_id(out, s->local_of, s->pick_node[e]);
     blk->num_dst = n_dst;
     blk->num_src = out->num_nodes;
-    blk->num_edges = e;
+    blk->num_edges = ne;
 }
 
 /* The block's edges grouped by source: a counting sort, so each source's

@@ -410,7 +410,8 @@ void tma_partition_info_destroy(tma_partition_info_t *info);
  * Excluded edges (a mini-batch's own positive edges) are removed, in both
  * directions, from every hop's candidates.  Sampling without replacement
  * (Floyd's algorithm) is seeded per call and per node, so a sample depends
- * only on the graph, the options, the seeds, the exclusions and rng_seed.
+ * only on the graph, the options, the seeds, the exclusions and rng_seed
+ * (not on the thread count).
  *
  * Memory: the caller provides the output arrays, sized once from
  * tma_graph_sampler_bounds(); sampling itself never allocates.
@@ -454,6 +455,7 @@ typedef struct tma_graph_sampler_opts {
     int transpose;                         /* also fill the blocks' t_* arrays */
     int64_t max_seeds;                     /* most seeds per call (duplicates included) */
     int64_t max_excluded;                  /* most excluded edges per call */
+    int threads;                           /* OpenMP threads for a hop's rows (<= 1: one) */
 } tma_graph_sampler_opts_t;
 
 /* Worst-case sizes of a sample's arrays for this sampler. */

@@ -301,6 +301,60 @@ int main(void)
         tma_graph_sampler_destroy(sp);
     }
 
+    /* Threads: a big enough sample runs its rows in parallel, and gives the
+     * same blocks as one thread. */
+    {
+        gnn_test_graph_opts_t bo;
+        gnn_test_graph_defaults(&bo);
+        bo.nodes = 6000;
+        bo.avg_degree = 12;
+        bo.val = bo.test = 20;
+        tma_graph_t *bg = gnn_test_graph(&bo);
+        int64_t *bs = malloc(3000 * sizeof *bs), bex[2 * 50];
+        for (int i = 0; i < 3000; i++)
+            bs[i] = (i * 7919) % bg->num_nodes;
+        for (int i = 0; i < 50; i++) {
+            bex[2 * i] = bs[i];
+            bex[2 * i + 1] = bg->indices[bg->indptr[bs[i]]];
+        }
+        owned_sample_t r[2];
+        tma_graph_sampler_t *sp[2];
+        for (int t = 0; t < 2; t++) {
+            tma_graph_sampler_opts_t o;
+            memset(&o, 0, sizeof o);
+            o.num_layers = 2;
+            o.fanouts[0] = 5;
+            o.fanouts[1] = 3;
+            o.norm = TMA_GRAPH_NORM_GCN;
+            o.self_loops = 1;
+            o.transpose = 1;
+            o.max_seeds = 3000;
+            o.max_excluded = 50;
+            o.threads = t ? 3 : 1;
+            CHECK_OK(tma_graph_sampler_create(bg, &o, &sp[t]));
+            sample_alloc(sp[t], 2, 3000, &r[t]);
+            CHECK_OK(tma_graph_sampler_sample(sp[t], bs, 3000, bex, 50, 77, &r[t].s));
+            if (t)
+                check_sample(bg, &o, &r[t].s, bs, 3000, bex, 50);
+        }
+        CHECK(r[0].s.num_nodes == r[1].s.num_nodes && r[0].s.blocks[1].num_dst > 2048);
+        CHECK(memcmp(r[0].s.nodes, r[1].s.nodes, (size_t)r[0].s.num_nodes * 8) == 0);
+        for (int l = 0; l < 2; l++) {
+            const tma_graph_block_t *x = &r[0].s.blocks[l], *y = &r[1].s.blocks[l];
+            CHECK(x->num_edges == y->num_edges);
+            CHECK(memcmp(x->indptr, y->indptr, (size_t)(x->num_dst + 1) * 4) == 0);
+            CHECK(memcmp(x->indices, y->indices, (size_t)x->num_edges * 4) == 0);
+            CHECK(memcmp(x->weights, y->weights, (size_t)x->num_edges * 4) == 0);
+            CHECK(memcmp(x->t_indices, y->t_indices, (size_t)x->num_edges * 4) == 0);
+        }
+        for (int t = 0; t < 2; t++) {
+            sample_free(&r[t]);
+            tma_graph_sampler_destroy(sp[t]);
+        }
+        free(bs);
+        tma_graph_destroy(bg);
+    }
+
     /* Bad options. */
     {
         tma_graph_sampler_opts_t o;
