@@ -31,7 +31,7 @@ static void default_fanouts(tma_gnn_config_t *cfg)
 void tma_gnn_config_default(tma_gnn_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->encoder = TMA_GNN_ENCODER_SAGE;
+    cfg->encoder = TMA_GNN_ENCODER_GCN;
     cfg->layers = 2;
     cfg->hidden = 256;
     cfg->decoder_layers = 2;
@@ -154,7 +154,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         return st;
 
     const char *enc;
-    if ((st = tma_json_get_string(model, "encoder", "sage", mctx, &enc)) != TMA_OK)
+    if ((st = tma_json_get_string(model, "encoder", "gcn", mctx, &enc)) != TMA_OK)
         return st;
     int found = 0;
     for (size_t i = 0; i < TMA_ARRAY_LEN(encoder_names); i++) {

@@ -39,7 +39,7 @@ int main(void)
     tma_log_set_level(TMA_LOG_ERROR);
     tma_gnn_config_t d, c;
     tma_gnn_config_default(&d);
-    CHECK(d.encoder == TMA_GNN_ENCODER_SAGE && d.layers == 2 && d.hidden == 256 && d.decoder_layers == 2);
+    CHECK(d.encoder == TMA_GNN_ENCODER_GCN && d.layers == 2 && d.hidden == 256 && d.decoder_layers == 2);
     CHECK(d.fanouts[0] == 25 && d.fanouts[1] == 10 && d.lr == 0.001 && d.clip == 1.0 && d.batch_size > 0);
 
     CHECK_OK(parse("{}", &c));
@@ -103,6 +103,7 @@ int main(void)
     /* The hash follows the model section only. */
     tma_gnn_config_t a, b;
     tma_gnn_config_default(&a);
+    a.encoder = TMA_GNN_ENCODER_SAGE;
     a.feature_dim = 32;
     b = a;
     b.lr = 0.5;
@@ -114,6 +115,8 @@ int main(void)
     CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
     b = a;
     b.encoder = TMA_GNN_ENCODER_GCN;
+    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    b.encoder = TMA_GNN_ENCODER_MLP;
     CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
     b = a;
     b.feature_dim = 33;
