@@ -10,7 +10,7 @@
 #
 # Usage: bench/gnn/bench_gnn.sh [WORKDIR]     (from a build folder, after `make bench`)
 # Environment: TMA_DATASETS (default ../shared/datasets), THREADS (2), SECONDS_PER_RUN (30),
-#   REPEATS (2), ENCODER (sage), BATCH (1024), TORCH_PYTHON (/usr/bin/python3), GRAPHS
+#   REPEATS (2), ENCODERS ("gcn sage"), BATCH (1024), TORCH_PYTHON (/usr/bin/python3), GRAPHS
 #   ("facebook sbm2m").
 set -euo pipefail
 BUILD=$(pwd)
@@ -20,7 +20,7 @@ DATASETS=${TMA_DATASETS:-$SRC/../shared/datasets}
 THREADS=${THREADS:-2}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-30}
 REPEATS=${REPEATS:-2}
-ENCODER=${ENCODER:-sage}
+ENCODERS=${ENCODERS:-"gcn sage"}
 BATCH=${BATCH:-1024}
 PY=${TORCH_PYTHON:-/usr/bin/python3}
 GRAPHS=${GRAPHS:-"facebook sbm2m"}
@@ -47,18 +47,20 @@ graph_file() {
 echo "# machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/Mem:/ {print $2}') GiB;" \
      "OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null || echo '?');" \
      "torch $("$PY" -c 'import torch; print(torch.__version__)')"
-echo "# settings: encoder $ENCODER, batch $BATCH, fanouts 25,10, hidden 256, threads $THREADS," \
+echo "# settings: encoders $ENCODERS, batch $BATCH, fanouts 25,10, hidden 256, threads $THREADS," \
      "${SECONDS_PER_RUN}s a run, best of $REPEATS; load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=()
 for name in $GRAPHS; do
   G=$(graph_file "$name")
-  for r in $(seq "$REPEATS"); do
-    "$BENCH" "$G" --encoder "$ENCODER" --batch "$BATCH" --threads "$THREADS" --seconds "$SECONDS_PER_RUN" \
-      > "$WORK/$name.tma.$r.json"
-    "$PY" "$SRC/bench/gnn/torch_gnn.py" "$G" --encoder "$ENCODER" --batch "$BATCH" --threads "$THREADS" \
-      --seconds "$SECONDS_PER_RUN" 2>/dev/null > "$WORK/$name.torch.$r.json"
+  for enc in $ENCODERS; do
+    for r in $(seq "$REPEATS"); do
+      "$BENCH" "$G" --encoder "$enc" --batch "$BATCH" --threads "$THREADS" --seconds "$SECONDS_PER_RUN" \
+        > "$WORK/$name-$enc.tma.$r.json"
+      "$PY" "$SRC/bench/gnn/torch_gnn.py" "$G" --encoder "$enc" --batch "$BATCH" --threads "$THREADS" \
+        --seconds "$SECONDS_PER_RUN" 2>/dev/null > "$WORK/$name-$enc.torch.$r.json"
+    done
+    results+=("$name-$enc")
   done
-  results+=("$name")
 done
 
 "$PY" - "$WORK" "$REPEATS" "${results[@]}" <<'PY'
