@@ -140,6 +140,9 @@ static tma_status_t write_result(train_run_t *r, double test_mrr, tma_gnn_timing
     cJSON_AddNumberToObject(o, "evaluations", r->evals);
     cJSON_AddStringToObject(o, "encoder", tma_gnn_encoder_name(r->cfg.encoder));
     cJSON_AddStringToObject(o, "graph", r->graph_path);
+    char idhex[24];
+    snprintf(idhex, sizeof idhex, "%016llx", (unsigned long long)r->g->graph_id);
+    cJSON_AddStringToObject(o, "graph_id", idhex);
     cJSON_AddBoolToObject(o, "stopped_early", stop_requested != 0);
     cJSON *t = cJSON_AddObjectToObject(o, "step_seconds");
     double b = tm->batches ? (double)tm->batches : 1;
@@ -269,14 +272,9 @@ int cli_cmd_train(int argc, char **argv)
     if ((st = tma_mkdir_p(out)) != TMA_OK)
         goto out;
     {
+        /* The resolved config alone, so `--config RUN/config.json` repeats the run. */
         cJSON *cj = tma_gnn_config_to_json(&r.cfg);
         char *path = tma_path_join(out, "config.json");
-        char idhex[24];
-        snprintf(idhex, sizeof idhex, "%016llx", (unsigned long long)r.g->graph_id);
-        if (cj) {
-            cJSON_AddStringToObject(cj, "graph", pos[0]);
-            cJSON_AddStringToObject(cj, "graph_id", idhex);
-        }
         st = cj && path ? tma_json_write_file(path, cj) : TMA_ERR_NOMEM;
         cJSON_Delete(cj);
         free(path);

@@ -55,6 +55,9 @@ got=$("$TMA_BIN" eval "$G" "$RUN/best.tmaw" --split val --json | python3 -c 'imp
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/a" -q > /dev/null || fail "run a"
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/b" -q > /dev/null || fail "run b"
 cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/b/best.tmaw" || fail "two runs with one seed wrote different weights"
+# ... and a run's config.json repeats it.
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/a/config.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/a2" -q > /dev/null || fail "run a2"
+cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/a2/best.tmaw" || fail "config.json did not repeat the run"
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --seed 4 --eval-every-seconds 1000 -o "$TMP_ROOT/c" -q > /dev/null || fail "run c"
 cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/c/best.tmaw" && fail "--seed made no difference"
 
