@@ -132,5 +132,7 @@ typedef struct cli_graph_flags {
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
 /* Prints the builder's counts, one "  key value" line each. */
 void cli_print_build_report(const struct tma_graph_build_report *r);
+int cli_cmd_train(int argc, char **argv);
+int cli_cmd_eval(int argc, char **argv);
 
 #endif

@@ -5,7 +5,9 @@
 #include "cli_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -14,6 +16,8 @@ static const cli_command_t commands[] = {
     {"import", "read a dataset (edge list, OGB raw, .npz) into a .tmag graph", cli_cmd_import},
     {"gen", "generate a synthetic graph (sbm, rmat) into a .tmag graph", cli_cmd_gen},
     {"partition", "cut a graph's training edges into shards (random, supernode:N, metis)", cli_cmd_partition},
+    {"train", "train one link-prediction model on a whole graph (centralized)", cli_cmd_train},
+    {"eval", "test saved weights: MRR on a graph's test or validation edges", cli_cmd_eval},
 };
 
 static void print_usage(FILE *out)
@@ -39,8 +43,26 @@ static void print_version(void)
 #endif
 }
 
+/*
+ * libgomp reads OMP_WAIT_POLICY when it loads, before main.  Its default
+ * (idle threads spin) makes OpenMP's idle threads and OpenBLAS's threads
+ * fight over the cores between the two kinds of work in a training step;
+ * passive waiting avoids it.  So unless the user chose a policy, tma runs
+ * itself again with OMP_WAIT_POLICY=PASSIVE (docs/model.md, "Threads").
+ */
+static void ensure_passive_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY"))
+        return;
+    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* If that failed, carry on with the policy libgomp already has. */
+}
+
 int main(int argc, char **argv)
 {
+    ensure_passive_openmp(argv);
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];

@@ -383,6 +383,125 @@ typedef struct tma_partition_info {
 tma_status_t tma_partition_info_load(const char *dir, tma_partition_info_t **info_p);
 void tma_partition_info_destroy(tma_partition_info_t *info);
 
+/* ------------------------------------------------------------------ neighbour sampler */
+
+/*
+ * GraphSAGE neighbour sampling into message-flow graphs (blocks).  A sample
+ * for an L-layer GNN is L blocks over one growing list of nodes: the seeds
+ * come first, then the nodes each hop adds, so every layer's destination
+ * nodes are a prefix of its source nodes.  blocks[0] feeds the first GNN
+ * layer (its sources are all sampled nodes); blocks[L-1] has the seeds as
+ * destinations.  Hop 1 (fanouts[0]) samples the seeds' neighbours.
+ *
+ * Each block is a CSR from destination rows to local source ids with a
+ * weight per edge, so a GNN layer is one weighted sparse product:
+ *   TMA_GRAPH_NORM_MEAN: weight 1/s_i on each of the s_i sampled neighbours
+ *     of row i (GraphSAGE mean; rows with no neighbour are empty), or
+ *     1/(s_i + 1) on them and on the self-loop when self-loops are asked for.
+ *   TMA_GRAPH_NORM_GCN: symmetric normalisation with self-loops, estimated
+ *     from the sample: the self-loop gets 1/d_i and a sampled neighbour j
+ *     gets (c_i/s_i) / sqrt(d_i d_j), where d = degree + 1 in this graph and
+ *     c_i is the number of neighbours of i that could be sampled.  With the
+ *     whole neighbourhood (s_i = c_i = degree) this is exactly the GCN
+ *     propagation matrix D^-1/2 (A + I) D^-1/2 that full inference uses, and
+ *     a sampled row is an unbiased estimate of it.
+ * Self-loops (option self_loops) come first in their row, with local id i.
+ *
+ * With option transpose, each block also carries its edges grouped by
+ * source (CSC), which lets a backward pass gather instead of scatter.
+ *
+ * Excluded edges (a mini-batch's own positive edges) are removed, in both
+ * directions, from every hop's candidates.  Sampling without replacement
+ * (Floyd's algorithm) is seeded per call and per node, so a sample depends
+ * only on the graph, the options, the seeds, the exclusions and rng_seed
+ * (not on the thread count).
+ *
+ * Memory: the caller provides the output arrays, sized once from
+ * tma_graph_sampler_bounds(); sampling itself never allocates.
+ * Thread-safety: one sampler serves one thread at a time.
+ */
+
+#define TMA_GRAPH_MAX_LAYERS 8
+
+typedef enum {
+    TMA_GRAPH_NORM_MEAN = 0,
+    TMA_GRAPH_NORM_GCN = 1,
+} tma_graph_norm_t;
+
+typedef struct tma_graph_block {
+    int64_t num_dst, num_src, num_edges;
+    int32_t *indptr;  /* [num_dst + 1], indptr[0] = 0 */
+    int32_t *indices; /* [num_edges] local source ids */
+    float *weights;   /* [num_edges] */
+    /* The same edges grouped by source (option transpose; else unused):
+     * source j's edges are t_indices[t_indptr[j] .. t_indptr[j + 1]), each a
+     * destination row, in increasing row order, with its weight. */
+    int32_t *t_indptr;  /* [num_src + 1] */
+    int32_t *t_indices; /* [num_edges] destination rows */
+    float *t_weights;   /* [num_edges] */
+} tma_graph_block_t;
+
+typedef struct tma_graph_sample {
+    int num_layers;
+    tma_graph_block_t blocks[TMA_GRAPH_MAX_LAYERS]; /* blocks[0]: the input layer */
+    int64_t *nodes;      /* [num_nodes] ids in the graph; seeds first */
+    int64_t num_nodes;   /* == blocks[0].num_src */
+    int64_t num_seeds;   /* distinct seeds == blocks[L-1].num_dst */
+    int32_t *seed_local; /* [number of seeds asked for]: each one's local id */
+} tma_graph_sample_t;
+
+typedef struct tma_graph_sampler_opts {
+    int num_layers;                        /* 0..TMA_GRAPH_MAX_LAYERS (0: only deduplicate the seeds) */
+    int fanouts[TMA_GRAPH_MAX_LAYERS];     /* per hop from the seeds; -1 = all neighbours */
+    tma_graph_norm_t norm;
+    int self_loops;                        /* add (i, i) to every row */
+    int transpose;                         /* also fill the blocks' t_* arrays */
+    int64_t max_seeds;                     /* most seeds per call (duplicates included) */
+    int64_t max_excluded;                  /* most excluded edges per call */
+    int threads;                           /* OpenMP threads for a hop's rows (<= 1: one) */
+} tma_graph_sampler_opts_t;
+
+/* Worst-case sizes of a sample's arrays for this sampler. */
+typedef struct tma_graph_sample_bounds {
+    int64_t max_nodes;
+    int64_t max_dst[TMA_GRAPH_MAX_LAYERS];   /* per block, in block order */
+    int64_t max_src[TMA_GRAPH_MAX_LAYERS];
+    int64_t max_edges[TMA_GRAPH_MAX_LAYERS];
+} tma_graph_sample_bounds_t;
+
+typedef struct tma_graph_sampler tma_graph_sampler_t;
+
+/* A sampler over g (which must outlive it).  Allocates O(nodes) bytes of
+ * bookkeeping once.  TMA_ERR_CONFIG for bad options (named in the log). */
+tma_status_t tma_graph_sampler_create(const tma_graph_t *g, const tma_graph_sampler_opts_t *opts,
+                                      tma_graph_sampler_t **s_p);
+void tma_graph_sampler_destroy(tma_graph_sampler_t *s);
+void tma_graph_sampler_bounds(const tma_graph_sampler_t *s, tma_graph_sample_bounds_t *b_p);
+
+/*
+ * Samples the blocks for `seeds` (ids in the graph, duplicates allowed, at
+ * most max_seeds).  `excluded` holds n_excluded (u, v) pairs removed from
+ * the message-passing graph.  `out` must carry arrays of the bounds' sizes:
+ * nodes, seed_local, and each block's indptr, indices and weights (and
+ * t_indptr, t_indices, t_weights with option transpose); the counts are
+ * filled in.  TMA_ERR_RANGE for an id out of range or too many
+ * seeds or exclusions.
+ */
+tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *seeds, int64_t n_seeds,
+                                      const int64_t *excluded, int64_t n_excluded, uint64_t rng_seed,
+                                      tma_graph_sample_t *out);
+
+/*
+ * The full-neighbourhood block of destination rows [r0, r1) of g, for
+ * layer-wise inference: source ids are node ids of g (so num_src is
+ * g->num_nodes and ids must fit int32), weights as for the sampler with
+ * every neighbour taken.  out->indptr needs r1 - r0 + 1 entries, indices and
+ * weights tma_graph_block_full_edges(g, r0, r1, self_loops) entries.
+ */
+int64_t tma_graph_block_full_edges(const tma_graph_t *g, int64_t r0, int64_t r1, int self_loops);
+tma_status_t tma_graph_block_full(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, int64_t r0,
+                                  int64_t r1, tma_graph_block_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,3 +16,4 @@ include tests/common/local.mk
 include tests/graph/local.mk
 include tests/kv/local.mk
 include tests/transport/local.mk
+include tests/gnn/local.mk

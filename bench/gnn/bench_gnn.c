@@ -1,0 +1,227 @@
+/*
+ * bench_gnn.c: measures the GNN engine on one graph: training throughput
+ * (positive edges a second, sampling included) with the time split by phase
+ * and by op, one evaluation (full-neighbourhood inference + MRR on the
+ * validation edges), the sgemm rate OpenBLAS reaches here on the step's own
+ * matrix shapes, and peak RSS.  Prints one JSON object (bench/gnn/bench_gnn.sh
+ * compares it with the PyTorch implementation).
+ *
+ *   bench_gnn G.tmag [--config FILE] [--encoder E] [--batch B] [--threads T]
+ *             [--warmup W] [--steps N | --seconds S] [--no-eval]
+ */
+#include "tma_gnn.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* The best sgemm rate over a few shapes of the step's products. */
+static double sgemm_rate(int64_t m, int64_t n, int64_t k, int threads)
+{
+    float *A = tma_alloc_aligned((size_t)(m * k) * 4), *B = tma_alloc_aligned((size_t)(k * n) * 4),
+          *C = tma_alloc_aligned((size_t)(m * n) * 4);
+    if (!A || !B || !C)
+        return 0;
+    for (int64_t i = 0; i < m * k; i++)
+        A[i] = (float)(i % 7) * 0.1f;
+    for (int64_t i = 0; i < k * n; i++)
+        B[i] = (float)(i % 5) * 0.1f;
+    openblas_set_num_threads(threads);
+    double best = 0;
+    for (int rep = 0; rep < 6; rep++) {
+        double t0 = tma_clock_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, A, (int)k, B, (int)n,
+                    0.0f, C, (int)n);
+        double dt = tma_clock_now() - t0;
+        if (rep > 0 && dt > 0)
+            best = TMA_MAX(best, 2.0 * m * n * k / dt);
+    }
+    tma_free_aligned(A);
+    tma_free_aligned(B);
+    tma_free_aligned(C);
+    return best;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: bench_gnn G.tmag [--config FILE] [--encoder gcn|sage|mlp] [--batch B] [--threads T]\n"
+                    "                 [--warmup W] [--steps N | --seconds S] [--no-eval]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    const char *graph = NULL, *config = NULL, *encoder = NULL;
+    int64_t batch = 0, threads = -1, warmup = 3, steps = 0;
+    double seconds = 0;
+    int do_eval = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--no-eval") == 0) {
+            do_eval = 0;
+            continue;
+        }
+        if (a[0] != '-') {
+            graph = a;
+            continue;
+        }
+        if (!v)
+            return usage();
+        i++;
+        int bad = 0;
+        if (strcmp(a, "--config") == 0)
+            config = v;
+        else if (strcmp(a, "--encoder") == 0)
+            encoder = v;
+        else if (strcmp(a, "--batch") == 0)
+            bad = tma_parse_i64(v, &batch);
+        else if (strcmp(a, "--threads") == 0)
+            bad = tma_parse_i64(v, &threads);
+        else if (strcmp(a, "--warmup") == 0)
+            bad = tma_parse_i64(v, &warmup);
+        else if (strcmp(a, "--steps") == 0)
+            bad = tma_parse_i64(v, &steps);
+        else if (strcmp(a, "--seconds") == 0)
+            bad = tma_parse_double(v, &seconds);
+        else
+            return usage();
+        if (bad)
+            return usage();
+    }
+    if (!graph)
+        return usage();
+    if (!steps && !(seconds > 0))
+        seconds = 20;
+
+    tma_gnn_config_t cfg;
+    if (config ? tma_gnn_config_load(config, &cfg) != TMA_OK : (tma_gnn_config_default(&cfg), 0))
+        return 1;
+    if (encoder) {
+        for (int e = 0; e < 3; e++)
+            if (strcmp(encoder, tma_gnn_encoder_name((tma_gnn_encoder_t)e)) == 0)
+                cfg.encoder = (tma_gnn_encoder_t)e;
+    }
+    if (batch > 0)
+        cfg.batch_size = (int)batch;
+    if (threads >= 0)
+        cfg.threads = (int)threads;
+
+    double t_load = tma_clock_now();
+    tma_graph_t *g;
+    if (tma_graph_open(graph, TMA_GRAPH_OPEN_NO_VERIFY, &g) != TMA_OK)
+        return 1;
+    tma_gnn_trainer_t *tr;
+    if (tma_gnn_trainer_create(&cfg, &g, 1, &tr) != TMA_OK)
+        return 1;
+    t_load = tma_clock_now() - t_load;
+    const tma_gnn_config_t *rc = tma_gnn_trainer_config(tr);
+    tma_gnn_backend_t *be = tma_gnn_trainer_backend(tr);
+    for (int64_t s = 0; s < warmup; s++)
+        if (tma_gnn_trainer_step(tr, NULL) != TMA_OK)
+            return 1;
+    tma_gnn_backend_op_stats_reset(be);
+    tma_gnn_timing_t t0, t1;
+    tma_gnn_trainer_timing(tr, &t0);
+    double start = tma_clock_now(), elapsed = 0, loss_sum = 0;
+    int64_t done = 0;
+    while (steps ? done < steps : elapsed < seconds) {
+        float loss;
+        if (tma_gnn_trainer_step(tr, &loss) != TMA_OK)
+            return 1;
+        loss_sum += loss;
+        done++;
+        elapsed = tma_clock_now() - start;
+    }
+    tma_gnn_trainer_timing(tr, &t1);
+    const double per = 1.0 / (double)done;
+
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "impl", "tma");
+    cJSON_AddStringToObject(o, "graph", graph);
+    cJSON_AddStringToObject(o, "encoder", tma_gnn_encoder_name(rc->encoder));
+    cJSON_AddNumberToObject(o, "batch_size", rc->batch_size);
+    cJSON_AddNumberToObject(o, "threads", tma_gnn_backend_threads(be));
+    cJSON_AddNumberToObject(o, "setup_seconds", t_load);
+    cJSON_AddNumberToObject(o, "steps", (double)done);
+    cJSON_AddNumberToObject(o, "mean_loss", loss_sum * per);
+    cJSON_AddNumberToObject(o, "edges_per_second", (double)done * rc->batch_size / elapsed);
+    cJSON_AddNumberToObject(o, "step_ms", elapsed * per * 1e3);
+    cJSON_AddNumberToObject(o, "sample_ms", (t1.sample - t0.sample) * per * 1e3);
+    cJSON_AddNumberToObject(o, "forward_ms", (t1.forward - t0.forward) * per * 1e3);
+    cJSON_AddNumberToObject(o, "backward_ms", (t1.backward - t0.backward) * per * 1e3);
+    cJSON_AddNumberToObject(o, "optimizer_ms", (t1.optimizer - t0.optimizer) * per * 1e3);
+    cJSON_AddNumberToObject(o, "sampled_nodes", (double)(t1.sampled_nodes - t0.sampled_nodes) * per);
+    cJSON_AddNumberToObject(o, "sampled_edges", (double)(t1.sampled_edges - t0.sampled_edges) * per);
+
+    /* Time by op, and the dense products against this machine's sgemm rate. */
+    tma_gnn_op_stat_t st[32];
+    int n = tma_gnn_backend_op_stats(be, st, 32);
+    cJSON *ops = cJSON_AddObjectToObject(o, "op_ms_per_step");
+    double gemm_flops = 0, gemm_s = 0;
+    for (int i = 0; i < n; i++) {
+        cJSON_AddNumberToObject(ops, st[i].name, st[i].seconds * per * 1e3);
+        gemm_flops += st[i].flops;
+        if (st[i].flops > 0)
+            gemm_s += st[i].seconds;
+    }
+    int nt = tma_gnn_backend_threads(be);
+    int64_t B = rc->batch_size, Hd = rc->hidden;
+    double rate = TMA_MAX(sgemm_rate(3 * B, Hd, Hd, nt), sgemm_rate(2 * B, rc->decoder_hidden, Hd, nt));
+    cJSON_AddNumberToObject(o, "gemm_gflop_per_step", gemm_flops * per * 1e-9);
+    cJSON_AddNumberToObject(o, "gemm_ms_per_step", gemm_s * per * 1e3);
+    cJSON_AddNumberToObject(o, "gemm_achieved_gflops", gemm_s > 0 ? gemm_flops / gemm_s * 1e-9 : 0);
+    cJSON_AddNumberToObject(o, "sgemm_rate_gflops", rate * 1e-9);
+    cJSON_AddNumberToObject(o, "gemm_ideal_ms_per_step", rate > 0 ? gemm_flops * per / rate * 1e3 : 0);
+
+    if (do_eval) {
+        tma_gnn_evaluator_t *ev;
+        if (tma_gnn_evaluator_create(rc, g, &ev) != TMA_OK)
+            return 1;
+        float *p = malloc((size_t)tma_gnn_trainer_param_count(tr) * 4);
+        if (!p || tma_gnn_trainer_get_params(tr, p) != TMA_OK)
+            return 1;
+        double mrr, infer_s, score_s, te = tma_clock_now();
+        if (tma_gnn_evaluator_mrr(ev, p, TMA_GNN_SPLIT_VAL, &mrr) != TMA_OK)
+            return 1;
+        te = tma_clock_now() - te;
+        tma_gnn_evaluator_last_timing(ev, &infer_s, &score_s);
+        cJSON_AddNumberToObject(o, "eval_seconds", te);
+        cJSON_AddNumberToObject(o, "eval_infer_seconds", infer_s);
+        cJSON_AddNumberToObject(o, "eval_score_seconds", score_s);
+        cJSON_AddNumberToObject(o, "eval_edges", (double)(rc->eval_max_edges > 0 ? TMA_MIN(rc->eval_max_edges, g->num_val)
+                                                                                   : g->num_val));
+        cJSON_AddNumberToObject(o, "val_mrr", mrr);
+        tma_gnn_op_stat_t es[32];
+        int en = tma_gnn_backend_op_stats(tma_gnn_evaluator_backend(ev), es, 32);
+        double ef = 0, egs = 0;
+        cJSON *eops = cJSON_AddObjectToObject(o, "eval_op_seconds");
+        for (int i = 0; i < en; i++) {
+            cJSON_AddNumberToObject(eops, es[i].name, es[i].seconds);
+            if (es[i].flops > 0) {
+                ef += es[i].flops;
+                egs += es[i].seconds;
+            }
+        }
+        cJSON_AddNumberToObject(o, "eval_gemm_gflop", ef * 1e-9);
+        cJSON_AddNumberToObject(o, "eval_gemm_seconds", egs);
+        free(p);
+        tma_gnn_evaluator_destroy(ev);
+    }
+    cJSON_AddNumberToObject(o, "peak_rss_mb", peak_rss_mb());
+    char *text = cJSON_PrintUnformatted(o);
+    printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(o);
+    tma_gnn_trainer_destroy(tr);
+    tma_graph_destroy(g);
+    return 0;
+}

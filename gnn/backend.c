@@ -1,0 +1,448 @@
+/*
+ * backend.c: the backend registry (the one place that knows which backends
+ * this build has), tensors, and the shape-checked wrappers through which
+ * the rest of gnn/ calls the ops table.  A wrapper that finds a shape it
+ * does not expect reports TMA_ERR_INTERNAL: that is a bug in the caller.
+ */
+#include "gnn_backend.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COMP "gnn"
+
+#ifdef HAVE_CUDA
+extern const tma_gnn_ops_t tma_gnn_cuda_ops;
+#endif
+
+/* ------------------------------------------------------------------ registry */
+
+tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_backend_t **b_p)
+{
+    if (!device || !b_p)
+        return TMA_ERR_INVALID;
+    const tma_gnn_ops_t *ops = NULL;
+    if (strcmp(device, "cpu") == 0) {
+        /* The AVX2 build of the CPU kernels where the processor has it. */
+        ops = &tma_gnn_cpu_generic_ops;
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            ops = &tma_gnn_cpu_avx2_ops;
+#endif
+    } else if (strcmp(device, "cpu-generic") == 0) {
+        ops = &tma_gnn_cpu_generic_ops;
+    } else if (strcmp(device, "ref") == 0) {
+        ops = &tma_gnn_ref_ops;
+    } else if (strncmp(device, "cuda", 4) == 0 && (device[4] == '\0' || device[4] == ':')) {
+#ifdef HAVE_CUDA
+        ops = &tma_gnn_cuda_ops;
+#else
+        tma_log_error(COMP, "device \"%s\": this build of tma has no CUDA backend (configure --with-cuda)",
+                      device);
+        return TMA_ERR_UNSUPPORTED;
+#endif
+    } else {
+        tma_log_error(COMP, "unknown device \"%s\" (expected cpu, cpu-generic, ref or cuda[:i])", device);
+        return TMA_ERR_INVALID;
+    }
+    if (strlen(device) >= sizeof(((tma_gnn_backend_t *)0)->device)) {
+        tma_log_error(COMP, "device name \"%s\" is too long", device);
+        return TMA_ERR_INVALID;
+    }
+    tma_gnn_backend_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return TMA_ERR_NOMEM;
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)n : 1;
+    }
+    b->ops = ops;
+    b->threads = threads;
+    strcpy(b->device, device);
+    tma_status_t st = ops->init ? ops->init(b, device) : TMA_OK;
+    if (st != TMA_OK) {
+        free(b);
+        return st;
+    }
+    *b_p = b;
+    return TMA_OK;
+}
+
+void tma_gnn_backend_destroy(tma_gnn_backend_t *b)
+{
+    if (!b)
+        return;
+    if (b->ops->fini)
+        b->ops->fini(b);
+    free(b);
+}
+
+const char *tma_gnn_backend_name(const tma_gnn_backend_t *b) { return b->ops->name; }
+int tma_gnn_backend_threads(const tma_gnn_backend_t *b) { return b->threads; }
+
+/* ------------------------------------------------------------------ op statistics */
+
+static const char *const op_names[GNN_OP_COUNT] = {
+    "matmul", "add_bias", "colsum", "spmm", "spmm_t", "layernorm_fwd", "layernorm_bwd", "prelu_fwd",
+    "prelu_bwd", "pair_mul", "pair_mul_bwd", "bce_logits", "sumsq", "scale", "fill", "copy", "adam",
+    "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download", "bias_prelu",
+    "ln_prelu_fwd", "ln_prelu_bwd"};
+
+int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max)
+{
+    int n = 0;
+    for (int i = 0; i < GNN_OP_COUNT && n < max; i++) {
+        if (!b->op_calls[i])
+            continue;
+        stats[n].name = op_names[i];
+        stats[n].calls = b->op_calls[i];
+        stats[n].seconds = (double)b->op_ns[i] * 1e-9;
+        stats[n].flops = b->op_flops[i];
+        n++;
+    }
+    return n;
+}
+
+void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b)
+{
+    memset(b->op_calls, 0, sizeof b->op_calls);
+    memset(b->op_ns, 0, sizeof b->op_ns);
+    memset(b->op_flops, 0, sizeof b->op_flops);
+}
+
+/* Calls an op through backend `b`, adding its time (and dense flops) to b's statistics. */
+#define TIMED(b, op, flops, call)                                                                  \
+    do {                                                                                           \
+        tma_gnn_backend_t *b_ = (b);                                                               \
+        uint64_t t0_ = tma_clock_ns();                                                             \
+        tma_status_t st_ = (call);                                                                 \
+        b_->op_ns[op] += tma_clock_ns() - t0_;                                                     \
+        b_->op_calls[op]++;                                                                        \
+        b_->op_flops[op] += (flops);                                                               \
+        return st_;                                                                                \
+    } while (0)
+
+/* ------------------------------------------------------------------ tensors */
+
+size_t tma_gnn_dtype_size(tma_gnn_dtype_t dt)
+{
+    switch (dt) {
+    case TMA_GNN_F32: return 4;
+    case TMA_GNN_I32: return 4;
+    case TMA_GNN_I64: return 8;
+    }
+    return 0;
+}
+
+tma_status_t tma_gnn_tensor_alloc(tma_gnn_backend_t *b, tma_gnn_dtype_t dt, int64_t capacity,
+                                  tma_gnn_tensor_t *t_p)
+{
+    size_t bytes;
+    if (capacity < 0 || tma_mul_overflow((size_t)(capacity ? capacity : 1), tma_gnn_dtype_size(dt), &bytes))
+        return TMA_ERR_INVALID;
+    void *p = NULL;
+    tma_status_t st = b->ops->alloc(b, bytes, &p);
+    if (st != TMA_OK)
+        return st;
+    t_p->backend = b;
+    t_p->dtype = dt;
+    t_p->rows = capacity;
+    t_p->cols = 1;
+    t_p->capacity = capacity;
+    t_p->data = p;
+    return TMA_OK;
+}
+
+void tma_gnn_tensor_free(tma_gnn_tensor_t *t)
+{
+    if (!t || !t->data || !t->backend || t->capacity == 0)
+        return;
+    t->backend->ops->free(t->backend, t->data);
+    memset(t, 0, sizeof *t);
+}
+
+tma_gnn_tensor_t tma_gnn_tensor_view(const tma_gnn_tensor_t *t, int64_t offset, int64_t rows, int64_t cols)
+{
+    assert(offset >= 0 && rows >= 0 && cols >= 0);
+    assert(t->capacity == 0 || offset + rows * cols <= t->capacity);
+    tma_gnn_tensor_t v = *t;
+    v.capacity = 0;
+    v.rows = rows;
+    v.cols = cols;
+    v.data = (char *)t->data + (size_t)offset * tma_gnn_dtype_size(t->dtype);
+    return v;
+}
+
+tma_gnn_tensor_t tma_gnn_tensor_shape(const tma_gnn_tensor_t *t, int64_t rows, int64_t cols)
+{
+    assert(rows >= 0 && cols >= 0);
+    assert(t->capacity == 0 ? rows * cols <= t->rows * t->cols : rows * cols <= t->capacity);
+    tma_gnn_tensor_t v = *t;
+    v.rows = rows;
+    v.cols = cols;
+    return v;
+}
+
+tma_status_t tma_gnn_tensor_upload(tma_gnn_tensor_t *t, const void *host)
+{
+    size_t bytes = (size_t)tma_gnn_tensor_numel(t) * tma_gnn_dtype_size(t->dtype);
+    if (!bytes)
+        return TMA_OK;
+    TIMED(t->backend, GNN_OP_UPLOAD, 0, t->backend->ops->upload(t->backend, t->data, host, bytes));
+}
+
+tma_status_t tma_gnn_tensor_download(const tma_gnn_tensor_t *t, void *host)
+{
+    size_t bytes = (size_t)tma_gnn_tensor_numel(t) * tma_gnn_dtype_size(t->dtype);
+    if (!bytes)
+        return TMA_OK;
+    TIMED(t->backend, GNN_OP_DOWNLOAD, 0, t->backend->ops->download(t->backend, host, t->data, bytes));
+}
+
+/* ------------------------------------------------------------------ checked op wrappers */
+
+static tma_status_t shape_error(const char *op, const char *what)
+{
+    tma_log_error(COMP, "%s: %s (a bug in the caller)", op, what);
+    return TMA_ERR_INTERNAL;
+}
+
+#define REQUIRE(op, cond)                                                                          \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            return shape_error(op, #cond);                                                         \
+    } while (0)
+
+#define IS(t, dt) ((t)->dtype == (dt))
+
+tma_status_t tma_gnn_op_matmul(const tensor_t *A, int trans_a, const tensor_t *B, int trans_b, float alpha,
+                               float beta, tensor_t *C)
+{
+    int64_t m = trans_a ? A->cols : A->rows, k = trans_a ? A->rows : A->cols;
+    int64_t kb = trans_b ? B->cols : B->rows, n = trans_b ? B->rows : B->cols;
+    REQUIRE("matmul", IS(A, TMA_GNN_F32) && IS(B, TMA_GNN_F32) && IS(C, TMA_GNN_F32));
+    REQUIRE("matmul", k == kb && C->rows == m && C->cols == n);
+    REQUIRE("matmul", A->backend == C->backend && B->backend == C->backend);
+    if (m == 0 || n == 0)
+        return TMA_OK;
+    TIMED(C->backend, GNN_OP_MATMUL, 2.0 * (double)m * (double)n * (double)k,
+          C->backend->ops->matmul(C->backend, A, trans_a, B, trans_b, alpha, beta, C));
+}
+
+tma_status_t tma_gnn_op_add_bias(tensor_t *Z, const tensor_t *bias)
+{
+    REQUIRE("add_bias", tma_gnn_tensor_numel(bias) == Z->cols && IS(Z, TMA_GNN_F32));
+    TIMED(Z->backend, GNN_OP_ADD_BIAS, 0, Z->backend->ops->add_bias(Z->backend, Z, bias));
+}
+
+tma_status_t tma_gnn_op_colsum(const tensor_t *X, tensor_t *out)
+{
+    REQUIRE("colsum", tma_gnn_tensor_numel(out) == X->cols && IS(X, TMA_GNN_F32));
+    TIMED(out->backend, GNN_OP_COLSUM, 0, out->backend->ops->colsum(out->backend, X, out));
+}
+
+static int block_ok(const tma_gnn_block_t *blk)
+{
+    int ok = IS(&blk->indptr, TMA_GNN_I32) && IS(&blk->indices, TMA_GNN_I32) && IS(&blk->weights, TMA_GNN_F32) &&
+             tma_gnn_tensor_numel(&blk->indptr) >= blk->num_dst + 1 &&
+             tma_gnn_tensor_numel(&blk->indices) >= blk->num_edges &&
+             tma_gnn_tensor_numel(&blk->weights) >= blk->num_edges;
+    if (ok && blk->has_transpose)
+        ok = IS(&blk->t_indptr, TMA_GNN_I32) && IS(&blk->t_indices, TMA_GNN_I32) &&
+             IS(&blk->t_weights, TMA_GNN_F32) && tma_gnn_tensor_numel(&blk->t_indptr) >= blk->num_src + 1 &&
+             tma_gnn_tensor_numel(&blk->t_indices) >= blk->num_edges &&
+             tma_gnn_tensor_numel(&blk->t_weights) >= blk->num_edges;
+    return ok;
+}
+
+tma_status_t tma_gnn_op_spmm(const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y)
+{
+    REQUIRE("spmm", block_ok(blk));
+    REQUIRE("spmm", X->rows >= blk->num_src && Y->rows == blk->num_dst && X->cols == Y->cols);
+    TIMED(Y->backend, GNN_OP_SPMM, 0, Y->backend->ops->spmm(Y->backend, blk, X, Y));
+}
+
+tma_status_t tma_gnn_op_spmm_t(const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX)
+{
+    REQUIRE("spmm_t", block_ok(blk));
+    REQUIRE("spmm_t", dX->rows == blk->num_src && dY->rows == blk->num_dst && dX->cols == dY->cols);
+    TIMED(dX->backend, GNN_OP_SPMM_T, 0, dX->backend->ops->spmm_t(dX->backend, blk, dY, dX));
+}
+
+tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta, float eps,
+                                      tensor_t *Y, tensor_t *mean, tensor_t *rstd)
+{
+    REQUIRE("layernorm_fwd", Y->rows == X->rows && Y->cols == X->cols);
+    REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols);
+    REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    TIMED(Y->backend, GNN_OP_LAYERNORM_FWD, 0,
+          Y->backend->ops->layernorm_fwd(Y->backend, X, gamma, beta, eps, Y, mean, rstd));
+}
+
+tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *gamma,
+                                      const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
+                                      tensor_t *dbeta)
+{
+    REQUIRE("layernorm_bwd", dY->rows == X->rows && dY->cols == X->cols && dX->rows == X->rows &&
+                                 dX->cols == X->cols);
+    REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
+    REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    TIMED(dX->backend, GNN_OP_LAYERNORM_BWD, 0,
+          dX->backend->ops->layernorm_bwd(dX->backend, dY, X, gamma, mean, rstd, dX, dgamma, dbeta));
+}
+
+tma_status_t tma_gnn_op_prelu_fwd(const tensor_t *X, const tensor_t *a, tensor_t *Y)
+{
+    REQUIRE("prelu_fwd", tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(Y) && tma_gnn_tensor_numel(a) == 1);
+    TIMED(Y->backend, GNN_OP_PRELU_FWD, 0, Y->backend->ops->prelu_fwd(Y->backend, X, a, Y));
+}
+
+tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *a, tensor_t *dX,
+                                  tensor_t *da)
+{
+    REQUIRE("prelu_bwd", tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(dY) &&
+                             tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(dX));
+    REQUIRE("prelu_bwd", tma_gnn_tensor_numel(a) == 1 && tma_gnn_tensor_numel(da) == 1);
+    TIMED(dX->backend, GNN_OP_PRELU_BWD, 0, dX->backend->ops->prelu_bwd(dX->backend, dY, X, a, dX, da));
+}
+
+tma_status_t tma_gnn_op_bias_prelu(tensor_t *Z, const tensor_t *bias, const tensor_t *a, tensor_t *Y)
+{
+    REQUIRE("bias_prelu", tma_gnn_tensor_numel(bias) == Z->cols && tma_gnn_tensor_numel(a) == 1);
+    REQUIRE("bias_prelu", Y->rows == Z->rows && Y->cols == Z->cols);
+    TIMED(Y->backend, GNN_OP_BIAS_PRELU, 0, Y->backend->ops->bias_prelu(Y->backend, Z, bias, a, Y));
+}
+
+tma_status_t tma_gnn_op_ln_prelu_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta,
+                                     const tensor_t *a, float eps, tensor_t *H, tensor_t *mean, tensor_t *rstd)
+{
+    REQUIRE("ln_prelu_fwd", H->rows == X->rows && H->cols == X->cols && tma_gnn_tensor_numel(a) == 1);
+    REQUIRE("ln_prelu_fwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols);
+    REQUIRE("ln_prelu_fwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    TIMED(H->backend, GNN_OP_LN_PRELU_FWD, 0,
+          H->backend->ops->ln_prelu_fwd(H->backend, X, gamma, beta, a, eps, H, mean, rstd));
+}
+
+tma_status_t tma_gnn_op_ln_prelu_bwd(const tensor_t *dH, const tensor_t *X, const tensor_t *gamma,
+                                     const tensor_t *beta, const tensor_t *a, const tensor_t *mean,
+                                     const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta,
+                                     tensor_t *da)
+{
+    REQUIRE("ln_prelu_bwd", dH->rows == X->rows && dH->cols == X->cols && dX->rows == X->rows &&
+                                dX->cols == X->cols && tma_gnn_tensor_numel(a) == 1 && tma_gnn_tensor_numel(da) == 1);
+    REQUIRE("ln_prelu_bwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols &&
+                                tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
+    REQUIRE("ln_prelu_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    TIMED(dX->backend, GNN_OP_LN_PRELU_BWD, 0,
+          dX->backend->ops->ln_prelu_bwd(dX->backend, dH, X, gamma, beta, a, mean, rstd, dX, dgamma, dbeta, da));
+}
+
+tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, tensor_t *E)
+{
+    REQUIRE("pair_mul", IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32));
+    REQUIRE("pair_mul", tma_gnn_tensor_numel(hi) == E->rows && tma_gnn_tensor_numel(ti) == E->rows &&
+                            E->cols == H->cols);
+    TIMED(E->backend, GNN_OP_PAIR_MUL, 0, E->backend->ops->pair_mul(E->backend, H, hi, ti, E));
+}
+
+tma_status_t tma_gnn_op_pair_mul_bwd(const tensor_t *dE, const tensor_t *H, const tensor_t *hi,
+                                     const tensor_t *ti, tensor_t *dH)
+{
+    REQUIRE("pair_mul_bwd", IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32));
+    REQUIRE("pair_mul_bwd", tma_gnn_tensor_numel(hi) == dE->rows && tma_gnn_tensor_numel(ti) == dE->rows &&
+                                dE->cols == H->cols && dH->rows == H->rows && dH->cols == H->cols);
+    TIMED(dH->backend, GNN_OP_PAIR_MUL_BWD, 0, dH->backend->ops->pair_mul_bwd(dH->backend, dE, H, hi, ti, dH));
+}
+
+tma_status_t tma_gnn_op_bce_logits(const tensor_t *logits, const tensor_t *labels, double *loss_p,
+                                   tensor_t *dlogits)
+{
+    int64_t n = tma_gnn_tensor_numel(logits);
+    REQUIRE("bce_logits", n > 0 && tma_gnn_tensor_numel(labels) == n && tma_gnn_tensor_numel(dlogits) == n);
+    TIMED(dlogits->backend, GNN_OP_BCE, 0,
+          dlogits->backend->ops->bce_logits(dlogits->backend, logits, labels, loss_p, dlogits));
+}
+
+tma_status_t tma_gnn_op_sumsq(const tensor_t *x, double *out_p)
+{
+    TIMED(x->backend, GNN_OP_SUMSQ, 0, x->backend->ops->sumsq(x->backend, x, out_p));
+}
+
+tma_status_t tma_gnn_op_scale(tensor_t *x, float s)
+{
+    TIMED(x->backend, GNN_OP_SCALE, 0, x->backend->ops->scale(x->backend, x, s));
+}
+
+tma_status_t tma_gnn_op_fill(tensor_t *x, float v)
+{
+    TIMED(x->backend, GNN_OP_FILL, 0, x->backend->ops->fill(x->backend, x, v));
+}
+
+tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src)
+{
+    REQUIRE("copy", tma_gnn_tensor_numel(dst) == tma_gnn_tensor_numel(src) && dst->dtype == src->dtype);
+    TIMED(dst->backend, GNN_OP_COPY, 0, dst->backend->ops->copy(dst->backend, dst, src));
+}
+
+tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h)
+{
+    int64_t n = tma_gnn_tensor_numel(p);
+    REQUIRE("adam", tma_gnn_tensor_numel(g) == n && tma_gnn_tensor_numel(m) == n && tma_gnn_tensor_numel(v) == n);
+    REQUIRE("adam", h->step >= 1);
+    TIMED(p->backend, GNN_OP_ADAM, 0, p->backend->ops->adam(p->backend, p, g, m, v, h));
+}
+
+tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
+                                 unsigned flags, tma_gnn_feat_t **f_p)
+{
+    if (num_nodes < 0 || dim < 1 || (!host && num_nodes > 0))
+        return TMA_ERR_INVALID;
+    return b->ops->feat_create(b, host, num_nodes, dim, flags, f_p);
+}
+
+void tma_gnn_feat_destroy(tma_gnn_backend_t *b, tma_gnn_feat_t *f)
+{
+    if (f)
+        b->ops->feat_destroy(b, f);
+}
+
+void tma_gnn_feat_get_info(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p)
+{
+    b->ops->feat_info(f, info_p);
+}
+
+tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *W, float beta,
+                                    tensor_t *out)
+{
+    tma_gnn_feat_info_t fi;
+    out->backend->ops->feat_info(f, &fi);
+    REQUIRE("feat_matmul", IS(ids, TMA_GNN_I64) && W->rows == fi.dim);
+    REQUIRE("feat_matmul", out->rows == tma_gnn_tensor_numel(ids) && out->cols == W->cols);
+    TIMED(out->backend, GNN_OP_FEAT_MATMUL, fi.sparse ? 0 : 2.0 * (double)out->rows * (double)fi.dim * (double)W->cols,
+          out->backend->ops->feat_matmul(out->backend, f, ids, W, beta, out));
+}
+
+tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *dOut,
+                                         tensor_t *dW)
+{
+    tma_gnn_feat_info_t fi;
+    dW->backend->ops->feat_info(f, &fi);
+    REQUIRE("feat_matmul_grad", IS(ids, TMA_GNN_I64) && dW->rows == fi.dim && dW->cols == dOut->cols);
+    REQUIRE("feat_matmul_grad", dOut->rows == tma_gnn_tensor_numel(ids));
+    TIMED(dW->backend, GNN_OP_FEAT_MATMUL_GRAD, fi.sparse ? 0 : 2.0 * (double)dOut->rows * (double)fi.dim * (double)dW->cols,
+          dW->backend->ops->feat_matmul_grad(dW->backend, f, ids, dOut, dW));
+}
+
+tma_status_t tma_gnn_op_feat_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, const tma_gnn_block_t *blk,
+                                       tensor_t *out)
+{
+    tma_gnn_feat_info_t fi;
+    out->backend->ops->feat_info(f, &fi);
+    REQUIRE("feat_aggregate", block_ok(blk) && IS(ids, TMA_GNN_I64));
+    REQUIRE("feat_aggregate", tma_gnn_tensor_numel(ids) >= blk->num_src && out->rows == blk->num_dst &&
+                                  out->cols == fi.dim);
+    TIMED(out->backend, GNN_OP_FEAT_AGGREGATE, 0, out->backend->ops->feat_aggregate(out->backend, f, ids, blk, out));
+}

@@ -1,0 +1,416 @@
+/*
+ * config.c: the model/training configuration (JSON in and out, defaults,
+ * validation, the model hash) and the parameter layout and initialisation
+ * that follow from it.
+ */
+#include "tma_gnn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "gnn-config"
+
+/* Decoder depth limit (its layers share the parameter table with the encoder's). */
+#define MAX_DECODER_LAYERS 16
+
+static const char *const encoder_names[] = {"gcn", "sage", "mlp"};
+
+const char *tma_gnn_encoder_name(tma_gnn_encoder_t e)
+{
+    return (unsigned)e < TMA_ARRAY_LEN(encoder_names) ? encoder_names[e] : "?";
+}
+
+static void default_fanouts(tma_gnn_config_t *cfg)
+{
+    for (int l = 0; l < TMA_GNN_MAX_LAYERS; l++)
+        cfg->fanouts[l] = l == 0 ? 25 : 10;
+}
+
+void tma_gnn_config_default(tma_gnn_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->encoder = TMA_GNN_ENCODER_GCN;
+    cfg->layers = 2;
+    cfg->hidden = 256;
+    cfg->decoder_layers = 2;
+    cfg->decoder_hidden = 256;
+    cfg->feature_dim = 0;
+    cfg->batch_size = 1024;
+    default_fanouts(cfg);
+    cfg->lr = 0.001;
+    cfg->clip = 1.0;
+    cfg->beta1 = 0.9;
+    cfg->beta2 = 0.999;
+    cfg->eps = 1e-8;
+    cfg->threads = 0;
+    cfg->seed = 0;
+    cfg->eval_batch_edges = 32;
+    cfg->eval_max_edges = 0;
+    cfg->eval_threads = 0;
+}
+
+tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx)
+{
+#define BAD(...)                                                                                   \
+    do {                                                                                           \
+        tma_log_error(COMP, __VA_ARGS__);                                                          \
+        return TMA_ERR_CONFIG;                                                                     \
+    } while (0)
+    if ((unsigned)cfg->encoder >= TMA_ARRAY_LEN(encoder_names))
+        BAD("%s: model.encoder must be gcn, sage or mlp", ctx);
+    if (cfg->layers < 1 || cfg->layers > TMA_GNN_MAX_LAYERS)
+        BAD("%s: model.layers = %d is out of range [1, %d]", ctx, cfg->layers, TMA_GNN_MAX_LAYERS);
+    if (cfg->hidden < 1 || cfg->hidden > TMA_GNN_MAX_HIDDEN)
+        BAD("%s: model.hidden = %d is out of range [1, %d]", ctx, cfg->hidden, TMA_GNN_MAX_HIDDEN);
+    if (cfg->decoder_layers < 1 || cfg->decoder_layers > MAX_DECODER_LAYERS)
+        BAD("%s: model.decoder_layers = %d is out of range [1, %d]", ctx, cfg->decoder_layers,
+            MAX_DECODER_LAYERS);
+    if (cfg->decoder_hidden < 1 || cfg->decoder_hidden > 65536)
+        BAD("%s: model.decoder_hidden = %d is out of range [1, 65536]", ctx, cfg->decoder_hidden);
+    if (cfg->feature_dim < 0 || cfg->feature_dim > (1 << 24))
+        BAD("%s: model.feature_dim = %lld is out of range [0, %d]", ctx, (long long)cfg->feature_dim, 1 << 24);
+    if (cfg->batch_size < 1 || cfg->batch_size > (1 << 24))
+        BAD("%s: train.batch_size = %d is out of range [1, %d]", ctx, cfg->batch_size, 1 << 24);
+    for (int l = 0; l < cfg->layers; l++)
+        if (cfg->fanouts[l] == 0 || cfg->fanouts[l] < -1)
+            BAD("%s: train.fanouts[%d] = %d: a fanout is a positive count or -1 (every neighbour)", ctx, l,
+                cfg->fanouts[l]);
+    if (!(cfg->lr > 0 && cfg->lr <= 10))
+        BAD("%s: train.lr = %g is out of range (0, 10]", ctx, cfg->lr);
+    if (!(cfg->clip >= 0))
+        BAD("%s: train.clip = %g must be >= 0 (0 turns clipping off)", ctx, cfg->clip);
+    if (!(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1))
+        BAD("%s: train.beta1 and train.beta2 must be in [0, 1)", ctx);
+    if (!(cfg->eps > 0 && cfg->eps < 1))
+        BAD("%s: train.eps = %g is out of range (0, 1)", ctx, cfg->eps);
+    if (cfg->threads < 0 || cfg->threads > 1024 || cfg->eval_threads < 0 || cfg->eval_threads > 1024)
+        BAD("%s: threads must be in [0, 1024] (0: one per CPU)", ctx);
+    if (cfg->eval_batch_edges < 1 || cfg->eval_batch_edges > 65536)
+        BAD("%s: eval.batch_edges = %d is out of range [1, 65536]", ctx, cfg->eval_batch_edges);
+    if (cfg->eval_max_edges < 0)
+        BAD("%s: eval.max_edges must be >= 0 (0: all)", ctx);
+    return TMA_OK;
+#undef BAD
+}
+
+static tma_status_t get_intv(const cJSON *obj, const char *key, int def, int64_t min, int64_t max,
+                             const char *ctx, int *val_p)
+{
+    int64_t v;
+    tma_status_t st = tma_json_get_int(obj, key, def, min, max, ctx, &v);
+    if (st == TMA_OK)
+        *val_p = (int)v;
+    return st;
+}
+
+static tma_status_t parse_fanouts(const cJSON *train, const char *ctx, int layers, tma_gnn_config_t *cfg)
+{
+    const cJSON *fa = train ? cJSON_GetObjectItemCaseSensitive(train, "fanouts") : NULL;
+    if (!fa)
+        return TMA_OK;
+    if (!cJSON_IsArray(fa)) {
+        tma_log_error(COMP, "%s: train.fanouts must be an array of integers such as [25, 10]", ctx);
+        return TMA_ERR_CONFIG;
+    }
+    int n = cJSON_GetArraySize(fa);
+    if (n != layers) {
+        tma_log_error(COMP, "%s: train.fanouts has %d entries but model.layers is %d (one fanout a layer, "
+                      "the seeds' hop first)", ctx, n, layers);
+        return TMA_ERR_CONFIG;
+    }
+    int i = 0;
+    for (const cJSON *it = fa->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble ||
+            (it->valuedouble < 1 && it->valuedouble != -1) || it->valuedouble > 1e6) {
+            tma_log_error(COMP, "%s: train.fanouts[%d] must be a positive integer or -1 (every neighbour)", ctx,
+                          i);
+            return TMA_ERR_CONFIG;
+        }
+        cfg->fanouts[i] = (int)it->valuedouble;
+    }
+    return TMA_OK;
+}
+
+tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train, const cJSON *eval,
+                                          const char *ctx, tma_gnn_config_t *cfg_p)
+{
+    static const char *const model_keys[] = {"encoder", "layers", "hidden", "decoder_layers",
+                                             "decoder_hidden", "feature_dim", NULL};
+    static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed",
+                                             "beta1", "beta2", "eps", NULL};
+    static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", NULL};
+    char mctx[256], tctx[256], ectx[256];
+    snprintf(mctx, sizeof mctx, "%s: model", ctx);
+    snprintf(tctx, sizeof tctx, "%s: train", ctx);
+    snprintf(ectx, sizeof ectx, "%s: eval", ctx);
+    tma_gnn_config_t cfg;
+    tma_gnn_config_default(&cfg);
+    tma_status_t st;
+    if ((st = tma_json_check_keys(model, model_keys, mctx)) != TMA_OK ||
+        (st = tma_json_check_keys(train, train_keys, tctx)) != TMA_OK ||
+        (st = tma_json_check_keys(eval, eval_keys, ectx)) != TMA_OK)
+        return st;
+
+    const char *enc;
+    if ((st = tma_json_get_string(model, "encoder", "gcn", mctx, &enc)) != TMA_OK)
+        return st;
+    int found = 0;
+    for (size_t i = 0; i < TMA_ARRAY_LEN(encoder_names); i++) {
+        if (strcmp(enc, encoder_names[i]) == 0) {
+            cfg.encoder = (tma_gnn_encoder_t)i;
+            found = 1;
+        }
+    }
+    if (!found) {
+        tma_log_error(COMP, "%s.encoder: \"%s\" is not an encoder (gcn, sage or mlp)", mctx, enc);
+        return TMA_ERR_CONFIG;
+    }
+    int64_t i64;
+    if ((st = get_intv(model, "layers", cfg.layers, 1, TMA_GNN_MAX_LAYERS, mctx, &cfg.layers)) ||
+        (st = get_intv(model, "hidden", cfg.hidden, 1, TMA_GNN_MAX_HIDDEN, mctx, &cfg.hidden)) ||
+        (st = get_intv(model, "decoder_layers", cfg.decoder_layers, 1, MAX_DECODER_LAYERS, mctx,
+                       &cfg.decoder_layers)) ||
+        (st = get_intv(model, "decoder_hidden", cfg.decoder_hidden, 1, 65536, mctx, &cfg.decoder_hidden)) ||
+        (st = tma_json_get_int(model, "feature_dim", 0, 0, 1 << 24, mctx, &cfg.feature_dim)))
+        return st;
+    if ((st = get_intv(train, "batch_size", cfg.batch_size, 1, 1 << 24, tctx, &cfg.batch_size)) ||
+        (st = tma_json_get_double(train, "lr", cfg.lr, 1e-12, 10, tctx, &cfg.lr)) ||
+        (st = tma_json_get_double(train, "clip", cfg.clip, 0, 1e30, tctx, &cfg.clip)) ||
+        (st = tma_json_get_double(train, "beta1", cfg.beta1, 0, 0.999999999, tctx, &cfg.beta1)) ||
+        (st = tma_json_get_double(train, "beta2", cfg.beta2, 0, 0.999999999, tctx, &cfg.beta2)) ||
+        (st = tma_json_get_double(train, "eps", cfg.eps, 1e-30, 0.5, tctx, &cfg.eps)) ||
+        (st = get_intv(train, "threads", 0, 0, 1024, tctx, &cfg.threads)) ||
+        (st = tma_json_get_int(train, "seed", 0, 0, INT64_MAX, tctx, &i64)))
+        return st;
+    cfg.seed = (uint64_t)i64;
+    if ((st = parse_fanouts(train, ctx, cfg.layers, &cfg)) != TMA_OK)
+        return st;
+    if ((st = get_intv(eval, "batch_edges", cfg.eval_batch_edges, 1, 65536, ectx, &cfg.eval_batch_edges)) ||
+        (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
+        (st = get_intv(eval, "threads", 0, 0, 1024, ectx, &cfg.eval_threads)))
+        return st;
+    if ((st = tma_gnn_config_validate(&cfg, ctx)) != TMA_OK)
+        return st;
+    *cfg_p = cfg;
+    return TMA_OK;
+}
+
+tma_status_t tma_gnn_config_from_json(const cJSON *root, const char *ctx, tma_gnn_config_t *cfg_p)
+{
+    static const char *const top_keys[] = {"model", "train", "eval", NULL};
+    if (!cJSON_IsObject(root)) {
+        tma_log_error(COMP, "%s: the config must be a JSON object with \"model\", \"train\" and \"eval\"", ctx);
+        return TMA_ERR_CONFIG;
+    }
+    tma_status_t st = tma_json_check_keys(root, top_keys, ctx);
+    if (st != TMA_OK)
+        return st;
+    return tma_gnn_config_from_sections(cJSON_GetObjectItemCaseSensitive(root, "model"),
+                                        cJSON_GetObjectItemCaseSensitive(root, "train"),
+                                        cJSON_GetObjectItemCaseSensitive(root, "eval"), ctx, cfg_p);
+}
+
+tma_status_t tma_gnn_config_load(const char *path, tma_gnn_config_t *cfg_p)
+{
+    cJSON *root;
+    tma_status_t st = tma_json_load_file(path, &root);
+    if (st != TMA_OK)
+        return st;
+    st = tma_gnn_config_from_json(root, path, cfg_p);
+    cJSON_Delete(root);
+    return st;
+}
+
+cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!m)
+        return NULL;
+    cJSON_AddStringToObject(m, "encoder", tma_gnn_encoder_name(cfg->encoder));
+    cJSON_AddNumberToObject(m, "layers", cfg->layers);
+    cJSON_AddNumberToObject(m, "hidden", cfg->hidden);
+    cJSON_AddNumberToObject(m, "decoder_layers", cfg->decoder_layers);
+    cJSON_AddNumberToObject(m, "decoder_hidden", cfg->decoder_hidden);
+    cJSON_AddNumberToObject(m, "feature_dim", (double)cfg->feature_dim);
+    return m;
+}
+
+cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *m = tma_gnn_config_model_json(cfg);
+    cJSON *t = cJSON_CreateObject(), *e = cJSON_CreateObject();
+    cJSON *fa = cJSON_CreateIntArray(cfg->fanouts, cfg->layers);
+    if (!root || !m || !t || !e || !fa) {
+        cJSON_Delete(root);
+        cJSON_Delete(m);
+        cJSON_Delete(t);
+        cJSON_Delete(e);
+        cJSON_Delete(fa);
+        return NULL;
+    }
+    cJSON_AddItemToObject(root, "model", m);
+    cJSON_AddNumberToObject(t, "batch_size", cfg->batch_size);
+    cJSON_AddItemToObject(t, "fanouts", fa);
+    cJSON_AddNumberToObject(t, "lr", cfg->lr);
+    cJSON_AddNumberToObject(t, "clip", cfg->clip);
+    cJSON_AddNumberToObject(t, "threads", cfg->threads);
+    cJSON_AddNumberToObject(t, "seed", (double)cfg->seed);
+    cJSON_AddNumberToObject(t, "beta1", cfg->beta1);
+    cJSON_AddNumberToObject(t, "beta2", cfg->beta2);
+    cJSON_AddNumberToObject(t, "eps", cfg->eps);
+    cJSON_AddItemToObject(root, "train", t);
+    cJSON_AddNumberToObject(e, "batch_edges", cfg->eval_batch_edges);
+    cJSON_AddNumberToObject(e, "max_edges", (double)cfg->eval_max_edges);
+    cJSON_AddNumberToObject(e, "threads", cfg->eval_threads);
+    cJSON_AddItemToObject(root, "eval", e);
+    return root;
+}
+
+tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g)
+{
+    if (g->feature_dim < 1) {
+        tma_log_error(COMP, "the graph has no node features (feature_dim %d)", g->feature_dim);
+        return TMA_ERR_FORMAT;
+    }
+    if (cfg->feature_dim == 0) {
+        cfg->feature_dim = g->feature_dim;
+    } else if (cfg->feature_dim != g->feature_dim) {
+        tma_log_error(COMP, "model.feature_dim is %lld but the graph's features have %d dimensions",
+                      (long long)cfg->feature_dim, g->feature_dim);
+        return TMA_ERR_MISMATCH;
+    }
+    return TMA_OK;
+}
+
+uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
+{
+    char s[256];
+    int n = snprintf(s, sizeof s, "tma-model-v1 encoder=%s layers=%d hidden=%d decoder_layers=%d "
+                     "decoder_hidden=%d feature_dim=%lld norm=layernorm act=prelu",
+                     tma_gnn_encoder_name(cfg->encoder), cfg->layers, cfg->hidden, cfg->decoder_layers,
+                     cfg->decoder_hidden, (long long)cfg->feature_dim);
+    /* FNV-1a, then a final mix. */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3ull;
+    }
+    return tma_hash64(h);
+}
+
+/* ------------------------------------------------------------------ layout */
+
+static tma_status_t add_param(tma_gnn_layout_t *lay, const char *name, int64_t rows, int64_t cols)
+{
+    if (lay->count >= TMA_GNN_MAX_PARAMS)
+        return TMA_ERR_INTERNAL;
+    tma_gnn_param_info_t *p = &lay->params[lay->count++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->rows = rows;
+    p->cols = cols;
+    p->offset = lay->total;
+    lay->total += (rows * cols + 15) / 16 * 16;
+    return TMA_OK;
+}
+
+tma_status_t tma_gnn_layout_build(const tma_gnn_config_t *cfg, tma_gnn_layout_t *layout_p)
+{
+    tma_status_t st = tma_gnn_config_validate(cfg, "model config");
+    if (st != TMA_OK)
+        return st;
+    if (cfg->feature_dim < 1) {
+        tma_log_error(COMP, "the parameter layout needs model.feature_dim (resolve the config against a graph)");
+        return TMA_ERR_CONFIG;
+    }
+    tma_gnn_layout_t lay;
+    memset(&lay, 0, sizeof lay);
+    char name[32];
+    int64_t in = cfg->feature_dim;
+    for (int l = 0; l < cfg->layers; l++) {
+        int64_t out = cfg->hidden;
+        if (cfg->encoder == TMA_GNN_ENCODER_SAGE) {
+            snprintf(name, sizeof name, "enc.%d.weight_self", l);
+            st = add_param(&lay, name, in, out);
+            snprintf(name, sizeof name, "enc.%d.weight_neigh", l);
+            st = st ? st : add_param(&lay, name, in, out);
+        } else {
+            snprintf(name, sizeof name, "enc.%d.weight", l);
+            st = add_param(&lay, name, in, out);
+        }
+        snprintf(name, sizeof name, "enc.%d.bias", l);
+        st = st ? st : add_param(&lay, name, 1, out);
+        if (l < cfg->layers - 1) {
+            snprintf(name, sizeof name, "enc.%d.ln_weight", l);
+            st = st ? st : add_param(&lay, name, 1, out);
+            snprintf(name, sizeof name, "enc.%d.ln_bias", l);
+            st = st ? st : add_param(&lay, name, 1, out);
+            snprintf(name, sizeof name, "enc.%d.prelu", l);
+            st = st ? st : add_param(&lay, name, 1, 1);
+        }
+        if (st)
+            return st;
+        in = out;
+    }
+    for (int k = 0; k < cfg->decoder_layers; k++) {
+        int64_t out = k == cfg->decoder_layers - 1 ? 1 : cfg->decoder_hidden;
+        snprintf(name, sizeof name, "dec.%d.weight", k);
+        st = add_param(&lay, name, in, out);
+        snprintf(name, sizeof name, "dec.%d.bias", k);
+        st = st ? st : add_param(&lay, name, 1, out);
+        if (k < cfg->decoder_layers - 1) {
+            snprintf(name, sizeof name, "dec.%d.prelu", k);
+            st = st ? st : add_param(&lay, name, 1, 1);
+        }
+        if (st)
+            return st;
+        in = out;
+    }
+    *layout_p = lay;
+    return TMA_OK;
+}
+
+int64_t tma_gnn_param_count(const tma_gnn_config_t *cfg)
+{
+    tma_gnn_layout_t lay;
+    if (tma_gnn_layout_build(cfg, &lay) != TMA_OK)
+        return -1;
+    return lay.total;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+tma_status_t tma_gnn_params_init(const tma_gnn_config_t *cfg, uint64_t seed, float *params)
+{
+    tma_gnn_layout_t lay;
+    tma_status_t st = tma_gnn_layout_build(cfg, &lay);
+    if (st != TMA_OK)
+        return st;
+    memset(params, 0, (size_t)lay.total * sizeof *params);
+    for (int i = 0; i < lay.count; i++) {
+        const tma_gnn_param_info_t *p = &lay.params[i];
+        float *dst = params + p->offset;
+        int64_t n = p->rows * p->cols;
+        if (ends_with(p->name, ".prelu")) {
+            dst[0] = 0.25f;
+        } else if (ends_with(p->name, ".ln_weight")) {
+            for (int64_t j = 0; j < n; j++)
+                dst[j] = 1.0f;
+        } else if (strstr(p->name, ".weight")) {
+            /* Glorot (Xavier) uniform, one RNG stream a tensor. */
+            tma_rng_t rng;
+            tma_rng_seed(&rng, seed, 0x676e6e00u + (uint64_t)i);
+            double bound = sqrt(6.0 / (double)(p->rows + p->cols));
+            for (int64_t j = 0; j < n; j++)
+                dst[j] = (float)((2.0 * tma_rng_uniform(&rng) - 1.0) * bound);
+        }
+        /* biases and LayerNorm shifts stay 0 */
+    }
+    return TMA_OK;
+}

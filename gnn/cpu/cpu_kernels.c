@@ -1,0 +1,1021 @@
+/*
+ * cpu_kernels.c: the CPU backend's ops: OpenBLAS sgemm for dense products,
+ * OpenMP for sparse aggregation and element-wise work.  This file is
+ * compiled twice, by cpu_avx2.c (AVX2 + FMA) and cpu_generic.c (the
+ * baseline x86-64 ISA); cpu_backend.c picks one at run time.  It expects
+ * CPU_OPS_NAME (the table to define) and CPU_OPS_LABEL.
+ *
+ * Determinism: every result is computed in an order that depends only on
+ * the inputs, never on the thread count: rows are independent; scatters
+ * (the transposed products) split the columns between threads so each
+ * output element is summed by one thread in edge order; reductions sum 64
+ * fixed chunks and then the chunks in order.  Only OpenBLAS's sgemm may
+ * differ with the thread count.
+ *
+ * Threads: OpenMP regions use the backend's thread count; OpenBLAS gets the
+ * same count.  libgomp's idle threads should not spin while OpenBLAS runs
+ * (OMP_WAIT_POLICY=passive; `tma` sets it, see cli/main.c).
+ */
+#include "gnn_backend.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "gnn-cpu"
+
+#define F(t) ((float *)(t)->data)
+#define CF(t) ((const float *)(t)->data)
+#define CI32(t) ((const int32_t *)(t)->data)
+#define CI64(t) ((const int64_t *)(t)->data)
+
+/* Below this many elements an op runs on one thread. */
+#define PAR_MIN 16384
+#define NCHUNK 64
+/* Columns a thread sums at once in a column reduction (double accumulators). */
+#define SUBW 256
+
+#define NT(b) ((b)->threads)
+
+/* Column reductions (bias and LayerNorm gradients) sum NCHUNK fixed row
+ * chunks into per-chunk partials, then the partials in order: one pass over
+ * the rows, all threads busy, and a result that does not depend on the
+ * thread count.  The partials live in scratch reserved when the backend is
+ * created, for up to SCRATCH_COLS columns (wider falls back to splitting
+ * the columns between threads). */
+#define SCRATCH_COLS TMA_GNN_MAX_HIDDEN
+typedef struct cpu_state {
+    double *part; /* [2][NCHUNK][SCRATCH_COLS] */
+} cpu_state_t;
+
+static double *partials(tma_gnn_backend_t *b, int which)
+{
+    return ((cpu_state_t *)b->impl)->part + (size_t)which * NCHUNK * SCRATCH_COLS;
+}
+
+/* out[j] = sum over chunks of part[c][j], in chunk order. */
+static void combine_partials(const double *part, int64_t d, float *out)
+{
+    for (int64_t j = 0; j < d; j++) {
+        double s = 0;
+        for (int c = 0; c < NCHUNK; c++)
+            s += part[(size_t)c * SCRATCH_COLS + j];
+        out[j] = (float)s;
+    }
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+/* Splits d columns into chunks of a multiple of 16 floats, about one per
+ * thread, for scatters that must not race. */
+static int col_chunks(int64_t d, int threads, int64_t *cw_p)
+{
+    int64_t cw = (d + threads - 1) / threads;
+    cw = (cw + 15) / 16 * 16;
+    if (cw < 16)
+        cw = 16;
+    *cw_p = cw;
+    return (int)((d + cw - 1) / cw);
+}
+
+static inline void row_axpy(float *restrict y, const float *restrict x, float w, int64_t n)
+{
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        y[j] += w * x[j];
+}
+
+static inline void row_zero(float *restrict y, int64_t n)
+{
+    memset(y, 0, (size_t)n * sizeof *y);
+}
+
+/* ------------------------------------------------------------------ memory */
+
+static tma_status_t cpu_alloc(tma_gnn_backend_t *b, size_t bytes, void **p_p)
+{
+    void *p = tma_alloc_aligned(bytes);
+    if (!p) {
+        tma_log_error(COMP, "out of memory allocating %zu bytes", bytes);
+        return TMA_ERR_NOMEM;
+    }
+    *p_p = p;
+    return TMA_OK;
+}
+
+static void cpu_free(tma_gnn_backend_t *b, void *p) { tma_free_aligned(p); }
+
+static tma_status_t cpu_memcpy(tma_gnn_backend_t *b, void *dst, const void *src, size_t bytes)
+{
+    if (dst != src)
+        memcpy(dst, src, bytes);
+    return TMA_OK;
+}
+
+static tma_status_t cpu_copy(tma_gnn_backend_t *b, tensor_t *dst, const tensor_t *src)
+{
+    size_t bytes = (size_t)tma_gnn_tensor_numel(src) * tma_gnn_dtype_size(src->dtype);
+    if (dst->data != src->data)
+        memcpy(dst->data, src->data, bytes);
+    return TMA_OK;
+}
+
+static tma_status_t cpu_fill(tma_gnn_backend_t *b, tensor_t *x, float v)
+{
+    int64_t n = tma_gnn_tensor_numel(x);
+    float *p = F(x);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        p[i] = v;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ dense */
+
+static tma_status_t cpu_matmul(tma_gnn_backend_t *b, const tensor_t *A, int ta, const tensor_t *B, int tb,
+                               float alpha, float beta, tensor_t *C)
+{
+    int64_t m = C->rows, n = C->cols, k = ta ? A->rows : A->cols;
+    if (k == 0) {
+        /* Nothing to sum: C = beta C. */
+        int64_t numel = m * n;
+        float *c = F(C);
+        for (int64_t i = 0; i < numel; i++)
+            c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+        return TMA_OK;
+    }
+    if (openblas_get_num_threads() != NT(b))
+        openblas_set_num_threads(NT(b));
+    if (n == 1) {
+        /* One output column (the decoder's logits): a matrix-vector product.
+         * B is k x 1 or, transposed, 1 x k: contiguous either way. */
+        cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)A->rows, (int)A->cols, alpha, CF(A),
+                    (int)A->cols, CF(B), 1, beta, F(C), 1);
+        return TMA_OK;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, alpha, CF(A), (int)A->cols, CF(B), (int)B->cols, beta, F(C), (int)C->cols);
+    return TMA_OK;
+}
+
+static tma_status_t cpu_add_bias(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bias)
+{
+    const int64_t d = Z->cols;
+    const float *bb = CF(bias);
+    float *z = F(Z);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (Z->rows * d > PAR_MIN)
+    for (int64_t i = 0; i < Z->rows; i++) {
+        float *row = z + i * d;
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            row[j] += bb[j];
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_colsum(tma_gnn_backend_t *b, const tensor_t *X, tensor_t *out)
+{
+    const int64_t n = X->rows, d = X->cols;
+    const float *x = CF(X);
+    float *o = F(out);
+    if (d <= SCRATCH_COLS) {
+        double *part = partials(b, 0);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+        for (int c = 0; c < NCHUNK; c++) {
+            double *acc = part + (size_t)c * SCRATCH_COLS;
+            for (int64_t j = 0; j < d; j++)
+                acc[j] = 0;
+            for (int64_t i = n * c / NCHUNK; i < n * (c + 1) / NCHUNK; i++) {
+                const float *row = x + i * d;
+#pragma omp simd
+                for (int64_t j = 0; j < d; j++)
+                    acc[j] += row[j];
+            }
+        }
+        combine_partials(part, d, o);
+        return TMA_OK;
+    }
+    if (d >= 16) {
+        int64_t cw;
+        int nch = col_chunks(d, NT(b), &cw);
+#pragma omp parallel for num_threads(NT(b)) schedule(static, 1) if (n * d > PAR_MIN)
+        for (int c = 0; c < nch; c++) {
+            for (int64_t j0 = c * cw; j0 < TMA_MIN(d, (c + 1) * cw); j0 += SUBW) {
+                int64_t len = TMA_MIN(TMA_MIN(d, (c + 1) * cw) - j0, (int64_t)SUBW);
+                double acc[SUBW];
+                for (int64_t j = 0; j < len; j++)
+                    acc[j] = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    const float *row = x + i * d + j0;
+#pragma omp simd
+                    for (int64_t j = 0; j < len; j++)
+                        acc[j] += row[j];
+                }
+                for (int64_t j = 0; j < len; j++)
+                    o[j0 + j] = (float)acc[j];
+            }
+        }
+        return TMA_OK;
+    }
+    /* Few columns (a decoder's last bias): fixed row chunks, summed in order. */
+    double part[NCHUNK][16];
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int c = 0; c < NCHUNK; c++) {
+        int64_t i0 = n * c / NCHUNK, i1 = n * (c + 1) / NCHUNK;
+        for (int64_t j = 0; j < d; j++)
+            part[c][j] = 0;
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t j = 0; j < d; j++)
+                part[c][j] += x[i * d + j];
+    }
+    for (int64_t j = 0; j < d; j++) {
+        double s = 0;
+        for (int c = 0; c < NCHUNK; c++)
+            s += part[c][j];
+        o[j] = (float)s;
+    }
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ sparse */
+
+static tma_status_t cpu_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y)
+{
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const float *w = CF(&blk->weights), *x = CF(X);
+    float *y = F(Y);
+    const int64_t d = Y->cols;
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * d > PAR_MIN)
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        float *yi = y + i * d;
+        int32_t e0 = ip[i], e1 = ip[i + 1];
+        if (e0 == e1) {
+            row_zero(yi, d);
+            continue;
+        }
+        /* The first edge initialises the row: no separate zeroing pass. */
+        {
+            const float *xr = x + (int64_t)ix[e0] * d;
+            const float we = w[e0];
+#pragma omp simd
+            for (int64_t j = 0; j < d; j++)
+                yi[j] = we * xr[j];
+        }
+        for (int32_t e = e0 + 1; e < e1; e++)
+            row_axpy(yi, x + (int64_t)ix[e] * d, w[e], d);
+    }
+    return TMA_OK;
+}
+
+/* dX = A^T dY.  With the transposed block: a gather per source row (each
+ * row written once).  Without: a scatter where threads split the columns, so
+ * each element is summed by one thread in edge order.  Both are
+ * deterministic and need no atomics. */
+static tma_status_t cpu_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *dY,
+                               tensor_t *dX)
+{
+    if (blk->has_transpose) {
+        const int32_t *tp = CI32(&blk->t_indptr), *ti = CI32(&blk->t_indices);
+        const float *tw = CF(&blk->t_weights), *dy = CF(dY);
+        float *dx = F(dX);
+        const int64_t d = dY->cols;
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * d > PAR_MIN)
+        for (int64_t j = 0; j < blk->num_src; j++) {
+            float *xj = dx + j * d;
+            int32_t e0 = tp[j], e1 = tp[j + 1];
+            if (e0 == e1) {
+                row_zero(xj, d);
+                continue;
+            }
+            const float *g = dy + (int64_t)ti[e0] * d;
+            const float we = tw[e0];
+#pragma omp simd
+            for (int64_t q = 0; q < d; q++)
+                xj[q] = we * g[q];
+            for (int32_t e = e0 + 1; e < e1; e++)
+                row_axpy(xj, dy + (int64_t)ti[e] * d, tw[e], d);
+        }
+        return TMA_OK;
+    }
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const float *w = CF(&blk->weights), *dy = CF(dY);
+    float *dx = F(dX);
+    const int64_t d = dY->cols, nsrc = dX->rows, ndst = blk->num_dst;
+    int64_t cw;
+    int nch = col_chunks(d, NT(b), &cw);
+#pragma omp parallel num_threads(NT(b)) if (blk->num_edges * d > PAR_MIN)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < nsrc; r++)
+            row_zero(dx + r * d, d);
+#pragma omp for schedule(static, 1)
+        for (int c = 0; c < nch; c++) {
+            int64_t j0 = c * cw, len = TMA_MIN(d, j0 + cw) - j0;
+            for (int64_t i = 0; i < ndst; i++) {
+                const float *src = dy + i * d + j0;
+                for (int32_t e = ip[i]; e < ip[i + 1]; e++)
+                    row_axpy(dx + (int64_t)ix[e] * d + j0, src, w[e], len);
+            }
+        }
+    }
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ LayerNorm, PReLU */
+
+static tma_status_t cpu_layernorm_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
+                                      const tensor_t *beta, float eps, tensor_t *Y, tensor_t *mean,
+                                      tensor_t *rstd)
+{
+    const int64_t n = X->rows, d = X->cols;
+    const float *x = CF(X), *g = CF(gamma), *bt = CF(beta);
+    float *y = F(Y), *mu_out = F(mean), *rs_out = F(rstd);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float *xi = x + i * d;
+        float *yi = y + i * d;
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int64_t j = 0; j < d; j++)
+            s += xi[j];
+        const float mu = s / (float)d;
+        float v = 0;
+#pragma omp simd reduction(+ : v)
+        for (int64_t j = 0; j < d; j++)
+            v += (xi[j] - mu) * (xi[j] - mu);
+        const float rs = 1.0f / sqrtf(v / (float)d + eps);
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            yi[j] = (xi[j] - mu) * rs * g[j] + bt[j];
+        mu_out[i] = mu;
+        rs_out[i] = rs;
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_layernorm_bwd(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X,
+                                      const tensor_t *gamma, const tensor_t *mean, const tensor_t *rstd,
+                                      tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta)
+{
+    const int64_t n = X->rows, d = X->cols;
+    const float *x = CF(X), *dy = CF(dY), *g = CF(gamma), *mu = CF(mean), *rs = CF(rstd);
+    float *dx = F(dX), *dg = F(dgamma), *db = F(dbeta);
+    if (d <= SCRATCH_COLS) {
+        /* One pass: each fixed row chunk computes its rows of dX and its
+         * partial dgamma/dbeta (dY is read before dX, which may alias it, is written). */
+        double *pg = partials(b, 0), *pb = partials(b, 1);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+        for (int c = 0; c < NCHUNK; c++) {
+            double *ag = pg + (size_t)c * SCRATCH_COLS, *ab = pb + (size_t)c * SCRATCH_COLS;
+            for (int64_t j = 0; j < d; j++)
+                ag[j] = ab[j] = 0;
+            for (int64_t i = n * c / NCHUNK; i < n * (c + 1) / NCHUNK; i++) {
+                const float *xi = x + i * d, *gi = dy + i * d;
+                float *dxi = dx + i * d;
+                const float m = mu[i], r = rs[i];
+                float m1 = 0, m2 = 0;
+#pragma omp simd reduction(+ : m1, m2)
+                for (int64_t j = 0; j < d; j++) {
+                    float gg = gi[j] * g[j];
+                    m1 += gg;
+                    m2 += gg * ((xi[j] - m) * r);
+                }
+                m1 /= (float)d;
+                m2 /= (float)d;
+#pragma omp simd
+                for (int64_t j = 0; j < d; j++) {
+                    const float xh = (xi[j] - m) * r, gv = gi[j];
+                    ag[j] += gv * xh;
+                    ab[j] += gv;
+                    dxi[j] = r * (gv * g[j] - m1 - xh * m2);
+                }
+            }
+        }
+        combine_partials(pg, d, dg);
+        combine_partials(pb, d, db);
+        return TMA_OK;
+    }
+    int64_t cw;
+    int nch = col_chunks(d, NT(b), &cw);
+#pragma omp parallel num_threads(NT(b)) if (n * d > PAR_MIN)
+    {
+        /* Parameter gradients first (they read dY, which dX may alias). */
+#pragma omp for schedule(static, 1)
+        for (int c = 0; c < nch; c++) {
+            for (int64_t j0 = c * cw; j0 < TMA_MIN(d, (c + 1) * cw); j0 += SUBW) {
+                int64_t len = TMA_MIN(TMA_MIN(d, (c + 1) * cw) - j0, (int64_t)SUBW);
+                double ag[SUBW], ab[SUBW];
+                for (int64_t j = 0; j < len; j++)
+                    ag[j] = ab[j] = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    const float *xi = x + i * d + j0, *gi = dy + i * d + j0;
+                    const float m = mu[i], r = rs[i];
+#pragma omp simd
+                    for (int64_t j = 0; j < len; j++) {
+                        ag[j] += gi[j] * ((xi[j] - m) * r);
+                        ab[j] += gi[j];
+                    }
+                }
+                for (int64_t j = 0; j < len; j++) {
+                    dg[j0 + j] = (float)ag[j];
+                    db[j0 + j] = (float)ab[j];
+                }
+            }
+        }
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            const float *xi = x + i * d, *gi = dy + i * d;
+            float *dxi = dx + i * d;
+            const float m = mu[i], r = rs[i];
+            float m1 = 0, m2 = 0;
+#pragma omp simd reduction(+ : m1, m2)
+            for (int64_t j = 0; j < d; j++) {
+                float gg = gi[j] * g[j];
+                m1 += gg;
+                m2 += gg * ((xi[j] - m) * r);
+            }
+            m1 /= (float)d;
+            m2 /= (float)d;
+#pragma omp simd
+            for (int64_t j = 0; j < d; j++)
+                dxi[j] = r * (gi[j] * g[j] - m1 - ((xi[j] - m) * r) * m2);
+        }
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_ln_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
+                                     const tensor_t *beta, const tensor_t *a, float eps, tensor_t *H, tensor_t *mean,
+                                     tensor_t *rstd)
+{
+    const int64_t n = X->rows, d = X->cols;
+    const float *x = CF(X), *g = CF(gamma), *bt = CF(beta), s = CF(a)[0];
+    float *h = F(H), *mu_out = F(mean), *rs_out = F(rstd);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float *xi = x + i * d;
+        float *hi = h + i * d;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d; j++)
+            sum += xi[j];
+        const float mu = sum / (float)d;
+        float v = 0;
+#pragma omp simd reduction(+ : v)
+        for (int64_t j = 0; j < d; j++)
+            v += (xi[j] - mu) * (xi[j] - mu);
+        const float rs = 1.0f / sqrtf(v / (float)d + eps);
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++) {
+            float y = (xi[j] - mu) * rs * g[j] + bt[j];
+            hi[j] = y * (y > 0 ? 1.0f : s);
+        }
+        mu_out[i] = mu;
+        rs_out[i] = rs;
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_ln_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dH, const tensor_t *X,
+                                     const tensor_t *gamma, const tensor_t *beta, const tensor_t *a,
+                                     const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
+                                     tensor_t *dbeta, tensor_t *da)
+{
+    const int64_t n = X->rows, d = X->cols;
+    if (d > SCRATCH_COLS) {
+        /* model.hidden is at most TMA_GNN_MAX_HIDDEN (== SCRATCH_COLS) */
+        tma_log_error(COMP, "ln_prelu_bwd: %lld columns is more than %d", (long long)d, SCRATCH_COLS);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    const float *x = CF(X), *dh = CF(dH), *g = CF(gamma), *bt = CF(beta), *mu = CF(mean), *rs = CF(rstd);
+    const float s = CF(a)[0];
+    float *dx = F(dX);
+    double *pg = partials(b, 0), *pb = partials(b, 1), pa[NCHUNK];
+    /* Per fixed row chunk: recompute y = LN(x), dy = dH PReLU'(y), the slope's
+     * gradient, dX, and partial dgamma/dbeta.  dH is read before dX (which may
+     * alias it) is written. */
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int c = 0; c < NCHUNK; c++) {
+        double *ag = pg + (size_t)c * SCRATCH_COLS, *ab = pb + (size_t)c * SCRATCH_COLS;
+        for (int64_t j = 0; j < d; j++)
+            ag[j] = ab[j] = 0;
+        float acc_a = 0;
+        for (int64_t i = n * c / NCHUNK; i < n * (c + 1) / NCHUNK; i++) {
+            const float *xi = x + i * d, *hi = dh + i * d;
+            float *dxi = dx + i * d;
+            const float m = mu[i], r = rs[i];
+            float m1 = 0, m2 = 0, ra = 0;
+#pragma omp simd reduction(+ : m1, m2, ra)
+            for (int64_t j = 0; j < d; j++) {
+                const float xh = (xi[j] - m) * r, y = xh * g[j] + bt[j];
+                const int pos = y > 0;
+                const float gy = hi[j] * (pos ? 1.0f : s);
+                ra += (pos ? 0.0f : y) * hi[j];
+                const float gg = gy * g[j];
+                m1 += gg;
+                m2 += gg * xh;
+            }
+            acc_a += ra;
+            m1 /= (float)d;
+            m2 /= (float)d;
+#pragma omp simd
+            for (int64_t j = 0; j < d; j++) {
+                const float xh = (xi[j] - m) * r, y = xh * g[j] + bt[j];
+                const float gy = hi[j] * (y > 0 ? 1.0f : s);
+                ag[j] += gy * xh;
+                ab[j] += gy;
+                dxi[j] = r * (gy * g[j] - m1 - xh * m2);
+            }
+        }
+        pa[c] = acc_a;
+    }
+    combine_partials(pg, d, F(dgamma));
+    combine_partials(pb, d, F(dbeta));
+    double sa = 0;
+    for (int c = 0; c < NCHUNK; c++)
+        sa += pa[c];
+    F(da)[0] = (float)sa;
+    return TMA_OK;
+}
+
+static tma_status_t cpu_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *a, tensor_t *Y)
+{
+    const int64_t n = tma_gnn_tensor_numel(X);
+    const float s = CF(a)[0], *x = CF(X);
+    float *y = F(Y);
+#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] * (x[i] > 0 ? 1.0f : s); /* a select and a multiply: no branch; NaN stays NaN */
+    return TMA_OK;
+}
+
+static tma_status_t cpu_bias_prelu(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bias, const tensor_t *a,
+                                   tensor_t *Y)
+{
+    const int64_t n = Z->rows, d = Z->cols;
+    const float s = CF(a)[0], *bb = CF(bias);
+    float *z = F(Z), *y = F(Y);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float *zi = z + i * d, *yi = y + i * d;
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++) {
+            float v = zi[j] + bb[j];
+            zi[j] = v;
+            yi[j] = v * (v > 0 ? 1.0f : s);
+        }
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X,
+                                  const tensor_t *a, tensor_t *dX, tensor_t *da)
+{
+    const int64_t n = tma_gnn_tensor_numel(X);
+    const float s = CF(a)[0], *x = CF(X), *dy = CF(dY);
+    float *dx = F(dX);
+    double part[NCHUNK];
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n > PAR_MIN)
+    for (int c = 0; c < NCHUNK; c++) {
+        int64_t i0 = n * c / NCHUNK, i1 = n * (c + 1) / NCHUNK;
+        float acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t i = i0; i < i1; i++) {
+            float xi = x[i], gi = dy[i];
+            int pos = xi > 0;
+            acc += (pos ? 0.0f : xi) * gi;
+            dx[i] = gi * (pos ? 1.0f : s);
+        }
+        part[c] = acc;
+    }
+    double sum = 0;
+    for (int c = 0; c < NCHUNK; c++)
+        sum += part[c];
+    F(da)[0] = (float)sum;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ decoder input */
+
+static tma_status_t cpu_pair_mul(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
+                                 tensor_t *E)
+{
+    const int64_t d = H->cols, np = E->rows;
+    const float *h = CF(H);
+    const int32_t *u = CI32(hi), *v = CI32(ti);
+    float *e = F(E);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (np * d > PAR_MIN)
+    for (int64_t p = 0; p < np; p++) {
+        const float *hu = h + (int64_t)u[p] * d, *hv = h + (int64_t)v[p] * d;
+        float *ep = e + p * d;
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            ep[j] = hu[j] * hv[j];
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_pair_mul_bwd(tma_gnn_backend_t *b, const tensor_t *dE, const tensor_t *H,
+                                     const tensor_t *hi, const tensor_t *ti, tensor_t *dH)
+{
+    const int64_t d = H->cols, np = dE->rows, nh = dH->rows;
+    const float *h = CF(H), *de = CF(dE);
+    const int32_t *u = CI32(hi), *v = CI32(ti);
+    float *dh = F(dH);
+    int64_t cw;
+    int nch = col_chunks(d, NT(b), &cw);
+#pragma omp parallel num_threads(NT(b)) if (np * d > PAR_MIN)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < nh; r++)
+            row_zero(dh + r * d, d);
+#pragma omp for schedule(static, 1)
+        for (int c = 0; c < nch; c++) {
+            int64_t j0 = c * cw, len = TMA_MIN(d, j0 + cw) - j0;
+            for (int64_t p = 0; p < np; p++) {
+                const float *g = de + p * d + j0;
+                const float *hu = h + (int64_t)u[p] * d + j0, *hv = h + (int64_t)v[p] * d + j0;
+                float *du = dh + (int64_t)u[p] * d + j0, *dv = dh + (int64_t)v[p] * d + j0;
+                /* u == v is possible (a self pair): two plain loops stay correct. */
+                for (int64_t j = 0; j < len; j++)
+                    du[j] += g[j] * hv[j];
+                for (int64_t j = 0; j < len; j++)
+                    dv[j] += g[j] * hu[j];
+            }
+        }
+    }
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ loss */
+
+static tma_status_t cpu_bce_logits(tma_gnn_backend_t *b, const tensor_t *logits, const tensor_t *labels,
+                                   double *loss_p, tensor_t *dlogits)
+{
+    const int64_t n = tma_gnn_tensor_numel(logits);
+    const float *x = CF(logits), *y = CF(labels);
+    float *dl = F(dlogits);
+    double loss = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double xi = x[i], yi = y[i];
+        loss += (xi > 0 ? xi : 0) - xi * yi + log1p(exp(-fabs(xi)));
+        dl[i] = (float)((1.0 / (1.0 + exp(-xi)) - yi) / (double)n);
+    }
+    *loss_p = loss / (double)n;
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ optimizer */
+
+static tma_status_t cpu_sumsq(tma_gnn_backend_t *b, const tensor_t *t, double *out_p)
+{
+    const int64_t n = tma_gnn_tensor_numel(t);
+    const float *x = CF(t);
+    double part[NCHUNK];
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n > PAR_MIN)
+    for (int c = 0; c < NCHUNK; c++) {
+        int64_t i0 = n * c / NCHUNK, i1 = n * (c + 1) / NCHUNK;
+        double acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t i = i0; i < i1; i++)
+            acc += (double)x[i] * x[i];
+        part[c] = acc;
+    }
+    double s = 0;
+    for (int c = 0; c < NCHUNK; c++)
+        s += part[c];
+    *out_p = s;
+    return TMA_OK;
+}
+
+static tma_status_t cpu_scale(tma_gnn_backend_t *b, tensor_t *t, float s)
+{
+    const int64_t n = tma_gnn_tensor_numel(t);
+    float *x = F(t);
+#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= s;
+    return TMA_OK;
+}
+
+static tma_status_t cpu_adam(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v,
+                             const tma_gnn_adam_t *h)
+{
+    /* PyTorch's single-tensor Adam, in float32 as it computes it. */
+    const int64_t n = tma_gnn_tensor_numel(p);
+    const double bc1 = 1.0 - pow(h->beta1, (double)h->step), bc2 = 1.0 - pow(h->beta2, (double)h->step);
+    const float step_size = (float)(h->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    const float b1 = h->beta1, b2 = h->beta2, c1 = 1.0f - h->beta1, c2 = 1.0f - h->beta2, eps = h->eps;
+    float *pp = F(p), *mm = F(m), *vv = F(v);
+    const float *gg = CF(g);
+#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float gi = gg[i];
+        float mi = mm[i] * b1 + gi * c1;
+        float vi = vv[i] * b2 + gi * gi * c2;
+        mm[i] = mi;
+        vv[i] = vi;
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        pp[i] = pp[i] - step_size * (mi / denom);
+    }
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ features */
+
+/* Features as given (dense, usually a read-only map of the graph file) or as
+ * CSR when at most CPU_SPARSE_DENSITY of the entries are non-zero. */
+struct tma_gnn_feat {
+    int64_t n, dim;
+    int sparse;
+    const float *dense;
+    int64_t *rowptr; /* CSR, [n + 1] */
+    int32_t *col;
+    float *val;
+    int64_t nnz;
+    float *gather; /* dense: rows gathered for one sgemm, [chunk_rows x dim] */
+    int64_t chunk_rows;
+};
+
+#define CPU_SPARSE_DENSITY 0.10
+
+static void feat_free(tma_gnn_feat_t *f)
+{
+    if (!f)
+        return;
+    free(f->rowptr);
+    free(f->col);
+    free(f->val);
+    tma_free_aligned(f->gather);
+    free(f);
+}
+
+static tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const float *host, int64_t n, int64_t dim,
+                                    unsigned flags, tma_gnn_feat_t **f_p)
+{
+    tma_gnn_feat_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return TMA_ERR_NOMEM;
+    f->n = n;
+    f->dim = dim;
+    f->dense = host;
+    int64_t *row_nnz = NULL;
+    if (!(flags & TMA_GNN_FEAT_DENSE) && n > 0 && dim >= 16) {
+        row_nnz = malloc((size_t)n * sizeof *row_nnz);
+        if (!row_nnz)
+            goto nomem;
+        int64_t nnz = 0;
+#pragma omp parallel for num_threads(NT(b)) schedule(static) reduction(+ : nnz)
+        for (int64_t i = 0; i < n; i++) {
+            const float *r = host + i * dim;
+            int64_t c = 0;
+            for (int64_t j = 0; j < dim; j++)
+                c += r[j] != 0.0f;
+            row_nnz[i] = c;
+            nnz += c;
+        }
+        if ((double)nnz <= CPU_SPARSE_DENSITY * (double)n * (double)dim) {
+            f->sparse = 1;
+            f->nnz = nnz;
+            f->rowptr = malloc((size_t)(n + 1) * sizeof *f->rowptr);
+            f->col = malloc((size_t)(nnz ? nnz : 1) * sizeof *f->col);
+            f->val = malloc((size_t)(nnz ? nnz : 1) * sizeof *f->val);
+            if (!f->rowptr || !f->col || !f->val)
+                goto nomem;
+            f->rowptr[0] = 0;
+            for (int64_t i = 0; i < n; i++)
+                f->rowptr[i + 1] = f->rowptr[i] + row_nnz[i];
+#pragma omp parallel for num_threads(NT(b)) schedule(static)
+            for (int64_t i = 0; i < n; i++) {
+                const float *r = host + i * dim;
+                int64_t o = f->rowptr[i];
+                for (int64_t j = 0; j < dim; j++) {
+                    if (r[j] != 0.0f) {
+                        f->col[o] = (int32_t)j;
+                        f->val[o] = r[j];
+                        o++;
+                    }
+                }
+            }
+        }
+        free(row_nnz);
+        row_nnz = NULL;
+    }
+    if (!f->sparse) {
+        /* Up to 4 Mi floats of gathered rows per sgemm. */
+        f->chunk_rows = TMA_MAX((int64_t)1, TMA_MIN(TMA_MAX(n, (int64_t)1), ((int64_t)4 << 20) / dim));
+        f->gather = tma_alloc_aligned((size_t)(f->chunk_rows * dim) * sizeof(float));
+        if (!f->gather)
+            goto nomem;
+    }
+    tma_log_debug(COMP, "features %lld x %lld stored %s (%lld non-zeros)", (long long)n, (long long)dim,
+                  f->sparse ? "as CSR" : "dense", (long long)f->nnz);
+    *f_p = f;
+    return TMA_OK;
+nomem:
+    free(row_nnz);
+    feat_free(f);
+    tma_log_error(COMP, "out of memory preparing %lld x %lld features", (long long)n, (long long)dim);
+    return TMA_ERR_NOMEM;
+}
+
+static void cpu_feat_destroy(tma_gnn_backend_t *b, tma_gnn_feat_t *f) { feat_free(f); }
+
+static void cpu_feat_info(const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p)
+{
+    info_p->num_nodes = f->n;
+    info_p->dim = f->dim;
+    info_p->sparse = f->sparse;
+    info_p->nnz_per_row = f->sparse ? (f->n ? (double)f->nnz / (double)f->n : 0.0) : (double)f->dim;
+}
+
+/* 1 when ids[0..n) are consecutive, so rows can be used in place. */
+static int ids_contiguous(const int64_t *ids, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++)
+        if (ids[i] != ids[0] + i)
+            return 0;
+    return 1;
+}
+
+static void gather_rows(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, const int64_t *ids, int64_t n, float *dst)
+{
+    const int64_t dim = f->dim;
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * dim > PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * dim, f->dense + ids[i] * dim, (size_t)dim * sizeof(float));
+}
+
+static tma_status_t cpu_feat_matmul(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                    const tensor_t *W, float beta, tensor_t *out)
+{
+    const int64_t n = out->rows, d = W->cols, dim = f->dim;
+    const int64_t *id = CI64(ids);
+    const float *w = CF(W);
+    float *o = F(out);
+    if (f->sparse) {
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (n * d > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            float *oi = o + i * d;
+            if (beta == 0.0f)
+                row_zero(oi, d);
+            else if (beta != 1.0f)
+                for (int64_t j = 0; j < d; j++)
+                    oi[j] *= beta;
+            for (int64_t q = f->rowptr[id[i]]; q < f->rowptr[id[i] + 1]; q++)
+                row_axpy(oi, w + (int64_t)f->col[q] * d, f->val[q], d);
+        }
+        return TMA_OK;
+    }
+    if (openblas_get_num_threads() != NT(b))
+        openblas_set_num_threads(NT(b));
+    if (n > 0 && ids_contiguous(id, n)) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)d, (int)dim, 1.0f, f->dense + id[0] * dim,
+                    (int)dim, w, (int)d, beta, o, (int)d);
+        return TMA_OK;
+    }
+    for (int64_t r0 = 0; r0 < n; r0 += f->chunk_rows) {
+        int64_t rn = TMA_MIN(f->chunk_rows, n - r0);
+        gather_rows(b, f, id + r0, rn, f->gather);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rn, (int)d, (int)dim, 1.0f, f->gather, (int)dim,
+                    w, (int)d, beta, o + r0 * d, (int)d);
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                         const tensor_t *dOut, tensor_t *dW)
+{
+    const int64_t n = dOut->rows, d = dOut->cols, dim = f->dim;
+    const int64_t *id = CI64(ids);
+    const float *g = CF(dOut);
+    float *dw = F(dW);
+    if (f->sparse) {
+        int64_t cw;
+        int nch = col_chunks(d, NT(b), &cw);
+#pragma omp parallel num_threads(NT(b)) if (dim * d > PAR_MIN)
+        {
+#pragma omp for schedule(static)
+            for (int64_t r = 0; r < dim; r++)
+                row_zero(dw + r * d, d);
+#pragma omp for schedule(static, 1)
+            for (int c = 0; c < nch; c++) {
+                int64_t j0 = c * cw, len = TMA_MIN(d, j0 + cw) - j0;
+                for (int64_t i = 0; i < n; i++) {
+                    const float *gi = g + i * d + j0;
+                    for (int64_t q = f->rowptr[id[i]]; q < f->rowptr[id[i] + 1]; q++)
+                        row_axpy(dw + (int64_t)f->col[q] * d + j0, gi, f->val[q], len);
+                }
+            }
+        }
+        return TMA_OK;
+    }
+    if (openblas_get_num_threads() != NT(b))
+        openblas_set_num_threads(NT(b));
+    if (n == 0) {
+        memset(dw, 0, (size_t)(dim * d) * sizeof(float));
+        return TMA_OK;
+    }
+    if (ids_contiguous(id, n)) {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)dim, (int)d, (int)n, 1.0f, f->dense + id[0] * dim,
+                    (int)dim, g, (int)d, 0.0f, dw, (int)d);
+        return TMA_OK;
+    }
+    for (int64_t r0 = 0; r0 < n; r0 += f->chunk_rows) {
+        int64_t rn = TMA_MIN(f->chunk_rows, n - r0);
+        gather_rows(b, f, id + r0, rn, f->gather);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)dim, (int)d, (int)rn, 1.0f, f->gather, (int)dim,
+                    g + r0 * d, (int)d, r0 == 0 ? 0.0f : 1.0f, dw, (int)d);
+    }
+    return TMA_OK;
+}
+
+static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                       const tma_gnn_block_t *blk, tensor_t *out)
+{
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const float *w = CF(&blk->weights);
+    const int64_t *id = CI64(ids);
+    const int64_t dim = f->dim;
+    float *o = F(out);
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        float *oi = o + i * dim;
+        row_zero(oi, dim);
+        for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+            int64_t v = id[ix[e]];
+            if (f->sparse) {
+                for (int64_t q = f->rowptr[v]; q < f->rowptr[v + 1]; q++)
+                    oi[f->col[q]] += w[e] * f->val[q];
+            } else {
+                row_axpy(oi, f->dense + v * dim, w[e], dim);
+            }
+        }
+    }
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ the table */
+
+static tma_status_t cpu_init(tma_gnn_backend_t *b, const char *device)
+{
+    cpu_state_t *cs = calloc(1, sizeof *cs);
+    if (cs)
+        cs->part = tma_alloc_aligned(2 * (size_t)NCHUNK * SCRATCH_COLS * sizeof(double));
+    if (!cs || !cs->part) {
+        free(cs);
+        tma_log_error(COMP, "out of memory for the CPU backend's scratch");
+        return TMA_ERR_NOMEM;
+    }
+    b->impl = cs;
+    openblas_set_num_threads(b->threads);
+    return TMA_OK;
+}
+
+static void cpu_fini(tma_gnn_backend_t *b)
+{
+    cpu_state_t *cs = b->impl;
+    if (cs)
+        tma_free_aligned(cs->part);
+    free(cs);
+    b->impl = NULL;
+}
+
+const tma_gnn_ops_t CPU_OPS_NAME = {
+    .name = CPU_OPS_LABEL,
+    .host_addressable = 1,
+    .init = cpu_init,
+    .fini = cpu_fini,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_memcpy,
+    .download = cpu_memcpy,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .matmul = cpu_matmul,
+    .add_bias = cpu_add_bias,
+    .colsum = cpu_colsum,
+    .spmm = cpu_spmm,
+    .spmm_t = cpu_spmm_t,
+    .layernorm_fwd = cpu_layernorm_fwd,
+    .layernorm_bwd = cpu_layernorm_bwd,
+    .prelu_fwd = cpu_prelu_fwd,
+    .prelu_bwd = cpu_prelu_bwd,
+    .bias_prelu = cpu_bias_prelu,
+    .ln_prelu_fwd = cpu_ln_prelu_fwd,
+    .ln_prelu_bwd = cpu_ln_prelu_bwd,
+    .pair_mul = cpu_pair_mul,
+    .pair_mul_bwd = cpu_pair_mul_bwd,
+    .bce_logits = cpu_bce_logits,
+    .sumsq = cpu_sumsq,
+    .scale = cpu_scale,
+    .adam = cpu_adam,
+    .feat_create = cpu_feat_create,
+    .feat_destroy = cpu_feat_destroy,
+    .feat_info = cpu_feat_info,
+    .feat_matmul = cpu_feat_matmul,
+    .feat_matmul_grad = cpu_feat_matmul_grad,
+    .feat_aggregate = cpu_feat_aggregate,
+};

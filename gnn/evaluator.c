@@ -1,0 +1,346 @@
+/*
+ * evaluator.c: link-prediction MRR with full-neighbourhood inference.
+ *
+ * Inference is layer-wise over the whole training graph: layer l reads the
+ * N x d embeddings of layer l-1 (or the features) and writes N x hidden
+ * embeddings, in chunks of destination rows whose full-neighbourhood block
+ * is built on the fly, so memory is two embedding tables plus one chunk.
+ * Then each evaluation edge (u, v) and its fixed negatives (u, v') go
+ * through the decoder in chunks of edges, and rank = 1 + #{v' : s(u, v') >=
+ * s(u, v)}: a tie counts against the positive.
+ */
+#include "gnn_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "evaluator"
+
+/* Edges (of the full-neighbourhood block) built per inference chunk. */
+#define EVAL_CHUNK_EDGES (1 << 22)
+/* Floats of aggregated input a chunk may hold. */
+#define EVAL_CHUNK_FLOATS (1 << 24)
+
+struct tma_gnn_evaluator {
+    tma_gnn_config_t cfg;
+    tma_gnn_layout_t layout;
+    tma_gnn_backend_t *b;
+    const tma_graph_t *g;
+    tensor_t params;
+    gnn_params_t P;
+    tma_gnn_feat_t *feat;
+    tma_gnn_feat_info_t fi;
+    tensor_t emb[2]; /* N x hidden */
+    tensor_t ids;    /* i64 0..N-1 */
+
+    int64_t chunk_rows, chunk_edges;
+    tensor_t c_indptr, c_indices, c_weights, A, Z, mean, rstd;
+    tma_graph_block_t hb; /* host view of the chunk block */
+    void *staging[3];
+
+    int64_t pairs; /* per scoring chunk */
+    tensor_t hi, ti, dec[2];
+    int32_t *h_hi, *h_ti;
+    float *h_logits;
+
+    double last_infer_s, last_score_s;
+};
+
+static tma_status_t alloc_t(tma_gnn_backend_t *b, tma_gnn_dtype_t dt, int64_t n, tensor_t *t)
+{
+    return tma_gnn_tensor_alloc(b, dt, n > 0 ? n : 1, t);
+}
+
+void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
+{
+    if (!ev)
+        return;
+    tensor_t *ts[] = {&ev->params,  &ev->emb[0], &ev->emb[1], &ev->ids,  &ev->c_indptr, &ev->c_indices,
+                      &ev->c_weights, &ev->A,    &ev->Z,      &ev->mean, &ev->rstd,     &ev->hi,
+                      &ev->ti,      &ev->dec[0], &ev->dec[1]};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
+        tma_gnn_tensor_free(ts[i]);
+    for (int i = 0; i < 3; i++)
+        tma_free_aligned(ev->staging[i]);
+    tma_free_aligned(ev->h_hi);
+    tma_free_aligned(ev->h_ti);
+    tma_free_aligned(ev->h_logits);
+    if (ev->b)
+        tma_gnn_feat_destroy(ev->b, ev->feat);
+    tma_gnn_backend_destroy(ev->b);
+    free(ev);
+}
+
+static void *host_array(tma_gnn_evaluator_t *ev, tensor_t *t, int slot)
+{
+    if (ev->b->ops->host_addressable)
+        return t->data;
+    ev->staging[slot] = tma_alloc_aligned((size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
+    return ev->staging[slot];
+}
+
+tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
+                                     tma_gnn_evaluator_t **ev_p)
+{
+    if (!cfg || !g || !ev_p)
+        return TMA_ERR_INVALID;
+    if (g->num_nodes < 1 || g->num_nodes > INT32_MAX) {
+        tma_log_error(COMP, "the graph has %lld nodes; evaluation supports 1 to %d", (long long)g->num_nodes,
+                      INT32_MAX);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    tma_gnn_evaluator_t *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return TMA_ERR_NOMEM;
+    tma_status_t st;
+    ev->cfg = *cfg;
+    ev->g = g;
+    if ((st = tma_gnn_config_resolve(&ev->cfg, g)) || (st = tma_gnn_layout_build(&ev->cfg, &ev->layout)))
+        goto fail;
+    int threads = ev->cfg.eval_threads > 0 ? ev->cfg.eval_threads : ev->cfg.threads;
+    if ((st = tma_gnn_backend_create(device, threads, &ev->b)))
+        goto fail;
+    tma_gnn_backend_t *b = ev->b;
+    const int64_t N = g->num_nodes, H = ev->cfg.hidden, Fd = ev->cfg.feature_dim;
+    if ((st = alloc_t(b, TMA_GNN_F32, ev->layout.total, &ev->params)) ||
+        (st = gnn_params_bind(&ev->cfg, &ev->layout, &ev->params, &ev->P)) ||
+        (st = tma_gnn_feat_create(b, g->features, N, Fd, 0, &ev->feat)))
+        goto fail;
+    tma_gnn_feat_get_info(b, ev->feat, &ev->fi);
+    if ((st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[0])) || (st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[1])) ||
+        (st = alloc_t(b, TMA_GNN_I64, N, &ev->ids)))
+        goto fail;
+    {
+        int64_t *idh = malloc((size_t)N * sizeof *idh);
+        if (!idh) {
+            st = TMA_ERR_NOMEM;
+            goto fail;
+        }
+        for (int64_t i = 0; i < N; i++)
+            idh[i] = i;
+        ev->ids = tma_gnn_tensor_shape(&ev->ids, N, 1);
+        st = tma_gnn_tensor_upload(&ev->ids, idh);
+        free(idh);
+        if (st)
+            goto fail;
+    }
+
+    /* Inference chunks. */
+    int64_t maxdeg = 0;
+    for (int64_t v = 0; v < N; v++)
+        maxdeg = TMA_MAX(maxdeg, tma_graph_degree(g, v));
+    int64_t widest_in = (ev->fi.sparse ? H : TMA_MAX(H, Fd));
+    ev->chunk_rows = TMA_MAX((int64_t)64, TMA_MIN(N, EVAL_CHUNK_FLOATS / widest_in));
+    ev->chunk_rows = TMA_MIN(ev->chunk_rows, N);
+    ev->chunk_edges = TMA_MAX((int64_t)EVAL_CHUNK_EDGES, maxdeg + 1);
+    if ((st = alloc_t(b, TMA_GNN_I32, ev->chunk_rows + 1, &ev->c_indptr)) ||
+        (st = alloc_t(b, TMA_GNN_I32, ev->chunk_edges, &ev->c_indices)) ||
+        (st = alloc_t(b, TMA_GNN_F32, ev->chunk_edges, &ev->c_weights)) ||
+        (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows * widest_in, &ev->A)) ||
+        (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows * H, &ev->Z)) ||
+        (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows, &ev->mean)) ||
+        (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows, &ev->rstd)))
+        goto fail;
+    ev->hb.indptr = host_array(ev, &ev->c_indptr, 0);
+    ev->hb.indices = host_array(ev, &ev->c_indices, 1);
+    ev->hb.weights = host_array(ev, &ev->c_weights, 2);
+
+    /* Scoring chunks. */
+    ev->pairs = (int64_t)ev->cfg.eval_batch_edges * (1 + TMA_MAX(g->num_negatives, 0));
+    int64_t widest = H;
+    for (int k = 0; k < ev->cfg.decoder_layers; k++)
+        widest = TMA_MAX(widest, ev->P.dec[k].W.cols);
+    if ((st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->hi)) || (st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->ti)) ||
+        (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[0])) ||
+        (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[1])))
+        goto fail;
+    ev->h_hi = tma_alloc_aligned((size_t)ev->pairs * sizeof(int32_t));
+    ev->h_ti = tma_alloc_aligned((size_t)ev->pairs * sizeof(int32_t));
+    ev->h_logits = tma_alloc_aligned((size_t)ev->pairs * sizeof(float));
+    if (!ev->hb.indptr || !ev->hb.indices || !ev->hb.weights || !ev->h_hi || !ev->h_ti || !ev->h_logits) {
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
+    *ev_p = ev;
+    return TMA_OK;
+fail:
+    if (st == TMA_ERR_NOMEM)
+        tma_log_error(COMP, "out of memory creating an evaluator for %lld nodes", (long long)g->num_nodes);
+    tma_gnn_evaluator_destroy(ev);
+    return st;
+}
+
+tma_status_t tma_gnn_evaluator_create(const tma_gnn_config_t *cfg, const tma_graph_t *g,
+                                      tma_gnn_evaluator_t **ev_p)
+{
+    return gnn_evaluator_create_on("cpu", cfg, g, ev_p);
+}
+
+/* The next chunk of rows from r0: at most chunk_rows rows and chunk_edges edges. */
+static int64_t chunk_end(const tma_gnn_evaluator_t *ev, int64_t r0, int self_loops)
+{
+    const tma_graph_t *g = ev->g;
+    int64_t r1 = r0, e = 0;
+    while (r1 < g->num_nodes && r1 - r0 < ev->chunk_rows) {
+        int64_t de = tma_graph_degree(g, r1) + (self_loops ? 1 : 0);
+        if (r1 > r0 && e + de > ev->chunk_edges)
+            break;
+        e += de;
+        r1++;
+    }
+    return r1;
+}
+
+static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
+{
+    const tma_gnn_config_t *cfg = &ev->cfg;
+    const tma_graph_t *g = ev->g;
+    const int64_t N = g->num_nodes, H = cfg->hidden, Fd = cfg->feature_dim;
+    const int mlp = cfg->encoder == TMA_GNN_ENCODER_MLP, gcn = cfg->encoder == TMA_GNN_ENCODER_GCN;
+    const tma_graph_norm_t norm = gcn ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
+    tma_status_t st = TMA_OK;
+    tensor_t in, out;
+    for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
+        out = tma_gnn_tensor_shape(&ev->emb[l & 1], N, H);
+        gnn_src_t src = {0};
+        if (l == 0) {
+            src.feat = ev->feat;
+            src.ids = &ev->ids;
+        } else {
+            src.H = &in;
+        }
+        const int pf = gnn_layer_project_first(cfg, l, &ev->fi);
+        tensor_t T;
+        if (pf) {
+            /* Layer 0 only, so the other table is free to hold the projection. */
+            T = tma_gnn_tensor_shape(&ev->emb[1], N, H);
+            st = gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
+        }
+        for (int64_t r0 = 0; r0 < N && st == TMA_OK;) {
+            int64_t r1 = chunk_end(ev, r0, gcn), n = r1 - r0;
+            tma_gnn_block_t blk;
+            memset(&blk, 0, sizeof blk);
+            if (!mlp) {
+                st = tma_graph_block_full(g, norm, gcn, r0, r1, &ev->hb);
+                if (st)
+                    break;
+                blk.num_dst = ev->hb.num_dst;
+                blk.num_src = ev->hb.num_src;
+                blk.num_edges = ev->hb.num_edges;
+                blk.indptr = tma_gnn_tensor_shape(&ev->c_indptr, n + 1, 1);
+                blk.indices = tma_gnn_tensor_shape(&ev->c_indices, blk.num_edges, 1);
+                blk.weights = tma_gnn_tensor_shape(&ev->c_weights, blk.num_edges, 1);
+                st = tma_gnn_tensor_upload(&blk.indptr, ev->hb.indptr);
+                st = st ? st : tma_gnn_tensor_upload(&blk.indices, ev->hb.indices);
+                st = st ? st : tma_gnn_tensor_upload(&blk.weights, ev->hb.weights);
+            }
+            tensor_t A;
+            if (!pf && !mlp)
+                A = tma_gnn_tensor_shape(&ev->A, n, l == 0 ? Fd : H);
+            tensor_t Yout = tma_gnn_tensor_view(&out, r0 * H, n, H);
+            int last = l == cfg->layers - 1;
+            tensor_t Z = last ? Yout : tma_gnn_tensor_shape(&ev->Z, n, H);
+            st = st ? st
+                    : gnn_layer_combine(cfg, &ev->P, l, mlp ? NULL : &blk, &src, r0, pf ? &T : NULL,
+                                        pf || mlp ? NULL : &A, &Z);
+            if (st == TMA_OK && !last) {
+                tensor_t mean = tma_gnn_tensor_shape(&ev->mean, n, 1), rstd = tma_gnn_tensor_shape(&ev->rstd, n, 1);
+                st = gnn_layer_activate(&ev->P, l, &Z, &mean, &rstd, &Yout);
+            }
+            r0 = r1;
+        }
+        in = out;
+    }
+    if (st == TMA_OK)
+        *R_p = out;
+    return st;
+}
+
+tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                                   double *mrr_p)
+{
+    const tma_graph_t *g = ev->g;
+    int64_t n = split == TMA_GNN_SPLIT_TEST ? g->num_test : g->num_val;
+    const int64_t *edges = split == TMA_GNN_SPLIT_TEST ? g->test_edges : g->val_edges;
+    const int64_t *negs = split == TMA_GNN_SPLIT_TEST ? g->test_neg : g->val_neg;
+    const char *name = split == TMA_GNN_SPLIT_TEST ? "test" : "validation";
+    if (n <= 0 || !edges) {
+        tma_log_error(COMP, "the graph has no %s edges to evaluate", name);
+        return TMA_ERR_NOT_FOUND;
+    }
+    if (ev->cfg.eval_max_edges > 0)
+        n = TMA_MIN(n, ev->cfg.eval_max_edges);
+    const int64_t K = g->num_negatives, per = 1 + K;
+    double t0 = tma_clock_now();
+    tma_status_t st = tma_gnn_tensor_upload(&ev->params, params);
+    tensor_t R;
+    st = st ? st : infer(ev, &R);
+    double t1 = tma_clock_now();
+    double sum_rr = 0;
+    const int64_t ce_max = ev->pairs / per;
+    for (int64_t e0 = 0; e0 < n && st == TMA_OK; e0 += ce_max) {
+        int64_t ce = TMA_MIN(ce_max, n - e0), P = ce * per;
+        for (int64_t i = 0; i < ce; i++) {
+            int64_t u = edges[2 * (e0 + i)], v = edges[2 * (e0 + i) + 1];
+            int32_t *hh = ev->h_hi + i * per, *tt = ev->h_ti + i * per;
+            hh[0] = (int32_t)u;
+            tt[0] = (int32_t)v;
+            for (int64_t j = 0; j < K; j++) {
+                hh[1 + j] = (int32_t)u;
+                tt[1 + j] = (int32_t)negs[(e0 + i) * K + j];
+            }
+        }
+        tensor_t hi = tma_gnn_tensor_shape(&ev->hi, P, 1), ti = tma_gnn_tensor_shape(&ev->ti, P, 1);
+        st = tma_gnn_tensor_upload(&hi, ev->h_hi);
+        st = st ? st : tma_gnn_tensor_upload(&ti, ev->h_ti);
+        /* Two buffers in turn: E[k] in one, D[k] (then PReLU in place: E[k+1]) in the other. */
+        tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
+        for (int k = 0; k < ev->cfg.decoder_layers; k++) {
+            E[k] = tma_gnn_tensor_shape(&ev->dec[k & 1], P, ev->P.dec[k].W.rows);
+            D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
+        }
+        st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, E, D);
+        st = st ? st : tma_gnn_tensor_download(&D[ev->cfg.decoder_layers - 1], ev->h_logits);
+        for (int64_t i = 0; i < ce && st == TMA_OK; i++) {
+            const float *s = ev->h_logits + i * per;
+            int64_t rank = 1;
+            for (int64_t j = 1; j < per; j++)
+                rank += !(s[j] < s[0]); /* ties (and NaN) count against the positive */
+            sum_rr += 1.0 / (double)rank;
+        }
+    }
+    double t2 = tma_clock_now();
+    ev->last_infer_s = t1 - t0;
+    ev->last_score_s = t2 - t1;
+    if (st != TMA_OK) {
+        tma_log_error(COMP, "evaluation failed: %s", tma_status_str(st));
+        return st;
+    }
+    *mrr_p = sum_rr / (double)n;
+    return TMA_OK;
+}
+
+void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_s_p, double *score_s_p)
+{
+    if (infer_s_p)
+        *infer_s_p = ev->last_infer_s;
+    if (score_s_p)
+        *score_s_p = ev->last_score_s;
+}
+
+void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows)
+{
+    if (rows >= 1 && rows <= ev->chunk_rows)
+        ev->chunk_rows = rows;
+}
+
+tma_status_t gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out)
+{
+    tensor_t R;
+    tma_status_t st = tma_gnn_tensor_upload(&ev->params, params);
+    st = st ? st : infer(ev, &R);
+    return st ? st : tma_gnn_tensor_download(&R, out);
+}
+
+tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev) { return ev->b; }

@@ -1,0 +1,210 @@
+/*
+ * gnn_backend.h: the compute backend interface inside gnn/.  A backend
+ * fills one ops table (gnn/cpu/: OpenBLAS + OpenMP; gnn/ref/: the plain-C
+ * reference; gnn/cuda/ later); everything above it (layers, model,
+ * optimizer, evaluator) calls ops and never touches tensor memory.  The
+ * registry (backend.c) is the one place that knows which backends exist.
+ *
+ * Conventions for every op:
+ *   - tensors are row-major and contiguous; shapes are read from the tensors
+ *     and checked by the caller (tma_gnn_op_* wrappers below assert them);
+ *   - outputs are overwritten unless the op takes a `beta` (out = ... +
+ *     beta * out) or says it accumulates;
+ *   - an op may use the backend's scratch memory but never allocates (except
+ *     feat_create, and scratch reserved up front);
+ *   - results do not depend on the thread count except through sgemm.
+ */
+#ifndef TMA_GNN_BACKEND_H
+#define TMA_GNN_BACKEND_H
+
+#include "tma_gnn.h"
+
+typedef struct tma_gnn_tensor tensor_t;
+
+/* A message-flow block in a backend's memory (see tma_graph_block_t).  The
+ * transposed arrays are optional (has_transpose); with them the backward
+ * product gathers per source row instead of scattering. */
+typedef struct tma_gnn_block {
+    int64_t num_dst, num_src, num_edges;
+    tma_gnn_tensor_t indptr;  /* i32 [num_dst + 1] */
+    tma_gnn_tensor_t indices; /* i32 [num_edges] */
+    tma_gnn_tensor_t weights; /* f32 [num_edges] */
+    int has_transpose;
+    tma_gnn_tensor_t t_indptr;  /* i32 [num_src + 1] */
+    tma_gnn_tensor_t t_indices; /* i32 [num_edges] destination rows */
+    tma_gnn_tensor_t t_weights; /* f32 [num_edges] */
+} tma_gnn_block_t;
+
+/* Node features held by a backend (dense, or CSR when sparse enough). */
+typedef struct tma_gnn_feat tma_gnn_feat_t;
+
+typedef struct tma_gnn_feat_info {
+    int64_t num_nodes, dim;
+    int sparse;         /* 1 when stored as CSR */
+    double nnz_per_row; /* average stored entries a row (dim when dense) */
+} tma_gnn_feat_info_t;
+
+enum {
+    TMA_GNN_FEAT_DENSE = 1, /* never convert to CSR */
+};
+
+typedef struct tma_gnn_adam {
+    float lr, beta1, beta2, eps;
+    int64_t step; /* 1 for the first update */
+} tma_gnn_adam_t;
+
+typedef struct tma_gnn_ops {
+    const char *name;
+    int host_addressable; /* 1: tensor data is host memory the caller may fill directly */
+
+    tma_status_t (*init)(tma_gnn_backend_t *b, const char *device);
+    void (*fini)(tma_gnn_backend_t *b);
+
+    /* memory */
+    tma_status_t (*alloc)(tma_gnn_backend_t *b, size_t bytes, void **p_p);
+    void (*free)(tma_gnn_backend_t *b, void *p);
+    tma_status_t (*upload)(tma_gnn_backend_t *b, void *dst, const void *host, size_t bytes);
+    tma_status_t (*download)(tma_gnn_backend_t *b, void *host, const void *src, size_t bytes);
+    tma_status_t (*copy)(tma_gnn_backend_t *b, tensor_t *dst, const tensor_t *src);
+    tma_status_t (*fill)(tma_gnn_backend_t *b, tensor_t *x, float v);
+
+    /* dense: C = alpha op(A) op(B) + beta C (op = transpose when trans_*) */
+    tma_status_t (*matmul)(tma_gnn_backend_t *b, const tensor_t *A, int trans_a, const tensor_t *B, int trans_b,
+                           float alpha, float beta, tensor_t *C);
+    /* Z[i, :] += bias */
+    tma_status_t (*add_bias)(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bias);
+    /* out[0, :] = sum_i X[i, :] */
+    tma_status_t (*colsum)(tma_gnn_backend_t *b, const tensor_t *X, tensor_t *out);
+
+    /* sparse: Y = A X (Y: num_dst rows); dX = A^T dY (dX: num_src rows) */
+    tma_status_t (*spmm)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y);
+    tma_status_t (*spmm_t)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX);
+
+    /* row-wise LayerNorm; mean and rstd (rows x 1) are saved for backward */
+    tma_status_t (*layernorm_fwd)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
+                                  const tensor_t *beta, float eps, tensor_t *Y, tensor_t *mean, tensor_t *rstd);
+    tma_status_t (*layernorm_bwd)(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X,
+                                  const tensor_t *gamma, const tensor_t *mean, const tensor_t *rstd, tensor_t *dX,
+                                  tensor_t *dgamma, tensor_t *dbeta);
+    /* PReLU with one slope a (1 x 1): y = x > 0 ? x : a x; dX may alias dY */
+    tma_status_t (*prelu_fwd)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *a, tensor_t *Y);
+    tma_status_t (*prelu_bwd)(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X, const tensor_t *a,
+                              tensor_t *dX, tensor_t *da);
+    /* H = PReLU(LayerNorm(X)) without keeping the LayerNorm output (mean and
+     * rstd are kept); backward recomputes it: dX, dgamma, dbeta and da from
+     * dH.  The encoder's activation in one pass each way. */
+    tma_status_t (*ln_prelu_fwd)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
+                                 const tensor_t *beta, const tensor_t *a, float eps, tensor_t *H, tensor_t *mean,
+                                 tensor_t *rstd);
+    tma_status_t (*ln_prelu_bwd)(tma_gnn_backend_t *b, const tensor_t *dH, const tensor_t *X, const tensor_t *gamma,
+                                 const tensor_t *beta, const tensor_t *a, const tensor_t *mean, const tensor_t *rstd,
+                                 tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta, tensor_t *da);
+    /* Z[i, :] += bias, then Y = PReLU(Z) (Y may be Z): the decoder's hidden
+     * layers in one pass */
+    tma_status_t (*bias_prelu)(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bias, const tensor_t *a,
+                               tensor_t *Y);
+
+    /* E[p, :] = H[hi[p], :] * H[ti[p], :]; backward overwrites dH */
+    tma_status_t (*pair_mul)(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
+                             tensor_t *E);
+    tma_status_t (*pair_mul_bwd)(tma_gnn_backend_t *b, const tensor_t *dE, const tensor_t *H, const tensor_t *hi,
+                                 const tensor_t *ti, tensor_t *dH);
+
+    /* mean binary cross-entropy on logits (n x 1) against labels (n x 1);
+     * *loss_p gets the mean, dlogits its gradient */
+    tma_status_t (*bce_logits)(tma_gnn_backend_t *b, const tensor_t *logits, const tensor_t *labels,
+                               double *loss_p, tensor_t *dlogits);
+
+    /* optimizer */
+    tma_status_t (*sumsq)(tma_gnn_backend_t *b, const tensor_t *x, double *out_p);
+    tma_status_t (*scale)(tma_gnn_backend_t *b, tensor_t *x, float s);
+    tma_status_t (*adam)(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v,
+                         const tma_gnn_adam_t *h);
+
+    /* features: X is num_nodes x dim; ids (i64, n x 1) pick rows */
+    tma_status_t (*feat_create)(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
+                                unsigned flags, tma_gnn_feat_t **f_p);
+    void (*feat_destroy)(tma_gnn_backend_t *b, tma_gnn_feat_t *f);
+    void (*feat_info)(const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p);
+    /* out = X[ids] W + beta out */
+    tma_status_t (*feat_matmul)(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *W,
+                                float beta, tensor_t *out);
+    /* dW = X[ids]^T dOut */
+    tma_status_t (*feat_matmul_grad)(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                     const tensor_t *dOut, tensor_t *dW);
+    /* out = A X[ids] (the block's sources are ids' rows) */
+    tma_status_t (*feat_aggregate)(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                   const tma_gnn_block_t *blk, tensor_t *out);
+} tma_gnn_ops_t;
+
+/* Ops counted in a backend's statistics (tma_gnn_backend_op_stats). */
+typedef enum {
+    GNN_OP_MATMUL, GNN_OP_ADD_BIAS, GNN_OP_COLSUM, GNN_OP_SPMM, GNN_OP_SPMM_T, GNN_OP_LAYERNORM_FWD,
+    GNN_OP_LAYERNORM_BWD, GNN_OP_PRELU_FWD, GNN_OP_PRELU_BWD, GNN_OP_PAIR_MUL, GNN_OP_PAIR_MUL_BWD,
+    GNN_OP_BCE, GNN_OP_SUMSQ, GNN_OP_SCALE, GNN_OP_FILL, GNN_OP_COPY, GNN_OP_ADAM, GNN_OP_FEAT_MATMUL,
+    GNN_OP_FEAT_MATMUL_GRAD, GNN_OP_FEAT_AGGREGATE, GNN_OP_UPLOAD, GNN_OP_DOWNLOAD, GNN_OP_BIAS_PRELU,
+    GNN_OP_LN_PRELU_FWD, GNN_OP_LN_PRELU_BWD, GNN_OP_COUNT
+} gnn_op_id_t;
+
+struct tma_gnn_backend {
+    const tma_gnn_ops_t *ops;
+    int threads;
+    char device[32];
+    void *impl; /* the backend's own state */
+    /* time and dense FLOPs per op (for profiles; a few ns per call) */
+    int64_t op_calls[GNN_OP_COUNT];
+    uint64_t op_ns[GNN_OP_COUNT];
+    double op_flops[GNN_OP_COUNT];
+};
+
+/* The backends this build has (registry in backend.c). */
+extern const tma_gnn_ops_t tma_gnn_cpu_avx2_ops;    /* gnn/cpu/, built for AVX2 + FMA */
+extern const tma_gnn_ops_t tma_gnn_cpu_generic_ops; /* gnn/cpu/, baseline x86-64 */
+extern const tma_gnn_ops_t tma_gnn_ref_ops;         /* gnn/ref/ */
+
+/* Checked wrappers: each asserts the shapes an op expects, then calls it. */
+tma_status_t tma_gnn_op_matmul(const tensor_t *A, int trans_a, const tensor_t *B, int trans_b, float alpha,
+                               float beta, tensor_t *C);
+tma_status_t tma_gnn_op_add_bias(tensor_t *Z, const tensor_t *bias);
+tma_status_t tma_gnn_op_colsum(const tensor_t *X, tensor_t *out);
+tma_status_t tma_gnn_op_spmm(const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y);
+tma_status_t tma_gnn_op_spmm_t(const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX);
+tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta, float eps,
+                                      tensor_t *Y, tensor_t *mean, tensor_t *rstd);
+tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *gamma,
+                                      const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
+                                      tensor_t *dbeta);
+tma_status_t tma_gnn_op_prelu_fwd(const tensor_t *X, const tensor_t *a, tensor_t *Y);
+tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *a, tensor_t *dX,
+                                  tensor_t *da);
+tma_status_t tma_gnn_op_bias_prelu(tensor_t *Z, const tensor_t *bias, const tensor_t *a, tensor_t *Y);
+tma_status_t tma_gnn_op_ln_prelu_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta,
+                                     const tensor_t *a, float eps, tensor_t *H, tensor_t *mean, tensor_t *rstd);
+tma_status_t tma_gnn_op_ln_prelu_bwd(const tensor_t *dH, const tensor_t *X, const tensor_t *gamma,
+                                     const tensor_t *beta, const tensor_t *a, const tensor_t *mean,
+                                     const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta,
+                                     tensor_t *da);
+tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, tensor_t *E);
+tma_status_t tma_gnn_op_pair_mul_bwd(const tensor_t *dE, const tensor_t *H, const tensor_t *hi,
+                                     const tensor_t *ti, tensor_t *dH);
+tma_status_t tma_gnn_op_bce_logits(const tensor_t *logits, const tensor_t *labels, double *loss_p,
+                                   tensor_t *dlogits);
+tma_status_t tma_gnn_op_sumsq(const tensor_t *x, double *out_p);
+tma_status_t tma_gnn_op_scale(tensor_t *x, float s);
+tma_status_t tma_gnn_op_fill(tensor_t *x, float v);
+tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src);
+tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h);
+tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *W, float beta,
+                                    tensor_t *out);
+tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *dOut,
+                                         tensor_t *dW);
+tma_status_t tma_gnn_op_feat_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, const tma_gnn_block_t *blk,
+                                       tensor_t *out);
+
+/* A backend's features: creation through its ops table. */
+tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
+                                 unsigned flags, tma_gnn_feat_t **f_p);
+void tma_gnn_feat_destroy(tma_gnn_backend_t *b, tma_gnn_feat_t *f);
+void tma_gnn_feat_get_info(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * tma_gnn.h: the GNN engine for link prediction (DESIGN §5): compute
+ * backends and tensors, the model configuration and its parameter layout,
+ * the trainer (sample, forward, backward, clipping, Adam), the evaluator
+ * (layer-wise full-neighbourhood inference and MRR against fixed
+ * negatives) and weight files.
+ *
+ * Model: an encoder of L layers (GCN, GraphSAGE-mean or an MLP; LayerNorm
+ * then PReLU after every layer but the last) turns node features into
+ * embeddings r; the decoder scores an edge (u, v) as
+ *   logit = MLP(r_u ⊙ r_v)   (Linear, PReLU, ..., Linear to one output),
+ * trained with binary cross-entropy against one uniformly drawn negative
+ * tail per positive edge.  docs/model.md has the details.
+ *
+ * Parameters: all of a model's parameters are one contiguous float32 block
+ * whose layout depends only on the model configuration (and the feature
+ * dimension it records), so two processes with the same configuration agree
+ * on it byte for byte; gradients are a second block of the same layout.
+ *
+ * Thread-safety: a trainer or an evaluator is used by one thread at a time;
+ * different objects may be used from different threads at once (each has
+ * its own backend instance and buffers).  Nothing here keeps global
+ * mutable state, except that OpenBLAS's thread count is process-wide (the
+ * last object created sets it).
+ */
+#ifndef TMA_GNN_H
+#define TMA_GNN_H
+
+#include <stdint.h>
+
+#include "tma_common.h"
+#include "tma_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ backends and tensors */
+
+/*
+ * A backend instance: one compute device ("cpu": OpenBLAS + OpenMP; "ref":
+ * the plain-C reference every backend is tested against; "cuda[:i]" where
+ * built with CUDA) with its thread count and scratch memory.  Its ops table
+ * is private to gnn/ (gnn/gnn_backend.h).
+ */
+typedef struct tma_gnn_backend tma_gnn_backend_t;
+
+/* Creates a backend for `device` ("cpu", "ref", "cuda", "cuda:1").  threads
+ * <= 0 means one per online CPU.  TMA_ERR_UNSUPPORTED for a device this
+ * build lacks, TMA_ERR_INVALID for an unknown name. */
+tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_backend_t **b_p);
+void tma_gnn_backend_destroy(tma_gnn_backend_t *b);
+/* "cpu", "ref", ... */
+const char *tma_gnn_backend_name(const tma_gnn_backend_t *b);
+int tma_gnn_backend_threads(const tma_gnn_backend_t *b);
+
+/* Time spent in each kind of op since the backend was created or reset:
+ * calls, seconds, and floating-point operations of the dense products
+ * (2mnk for each sgemm; 0 for the other ops).  Returns how many entries
+ * were filled (at most max), in a fixed order; ops never called are left out. */
+typedef struct tma_gnn_op_stat {
+    const char *name;
+    int64_t calls;
+    double seconds;
+    double flops;
+} tma_gnn_op_stat_t;
+
+int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max);
+void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b);
+
+typedef enum {
+    TMA_GNN_F32 = 0,
+    TMA_GNN_I32 = 1,
+    TMA_GNN_I64 = 2,
+} tma_gnn_dtype_t;
+
+/*
+ * A tensor: a row-major matrix in a backend's memory.  It is a value: views
+ * copy the struct and point into the same memory.  Only the backend reads
+ * or writes `data`; everyone else goes through upload/download and ops.
+ * Buffers are allocated once with a capacity and reshaped per use.
+ */
+typedef struct tma_gnn_tensor {
+    tma_gnn_backend_t *backend;
+    tma_gnn_dtype_t dtype;
+    int64_t rows, cols;
+    int64_t capacity; /* elements this tensor owns (0 for a view) */
+    void *data;
+} tma_gnn_tensor_t;
+
+size_t tma_gnn_dtype_size(tma_gnn_dtype_t dt);
+/* Allocates `capacity` elements (shape capacity x 1); contents undefined. */
+tma_status_t tma_gnn_tensor_alloc(tma_gnn_backend_t *b, tma_gnn_dtype_t dt, int64_t capacity,
+                                  tma_gnn_tensor_t *t_p);
+/* Frees an owning tensor and zeroes the struct; views and zeroed structs are ignored. */
+void tma_gnn_tensor_free(tma_gnn_tensor_t *t);
+/* A rows x cols view starting `offset` elements into t (asserts it fits). */
+tma_gnn_tensor_t tma_gnn_tensor_view(const tma_gnn_tensor_t *t, int64_t offset, int64_t rows, int64_t cols);
+/* t itself reshaped to rows x cols within its capacity (asserts it fits). */
+tma_gnn_tensor_t tma_gnn_tensor_shape(const tma_gnn_tensor_t *t, int64_t rows, int64_t cols);
+static inline int64_t tma_gnn_tensor_numel(const tma_gnn_tensor_t *t) { return t->rows * t->cols; }
+/* Copies numel elements from host memory into t / from t to host memory. */
+tma_status_t tma_gnn_tensor_upload(tma_gnn_tensor_t *t, const void *host);
+tma_status_t tma_gnn_tensor_download(const tma_gnn_tensor_t *t, void *host);
+
+/* ------------------------------------------------------------------ model configuration */
+
+typedef enum {
+    TMA_GNN_ENCODER_GCN = 0,
+    TMA_GNN_ENCODER_SAGE = 1,
+    TMA_GNN_ENCODER_MLP = 2,
+} tma_gnn_encoder_t;
+
+#define TMA_GNN_MAX_LAYERS 8
+#define TMA_GNN_MAX_HIDDEN 4096
+
+/*
+ * The model and training configuration.  JSON:
+ *   {"model": {"encoder": "gcn"|"sage"|"mlp", "layers": 2, "hidden": 256,
+ *              "decoder_layers": 2, "decoder_hidden": 256, "feature_dim": D},
+ *    "train": {"batch_size": 1024, "fanouts": [25, 10], "lr": 0.001,
+ *              "clip": 1.0, "threads": 0, "seed": 0, "beta1": 0.9,
+ *              "beta2": 0.999, "eps": 1e-8},
+ *    "eval":  {"batch_edges": 16, "max_edges": 0, "threads": 0}}
+ * Missing keys take the defaults shown (DESIGN §5); unknown keys are
+ * refused naming the key.  feature_dim 0 (unset) is filled in from the
+ * graph when a trainer or evaluator is created.
+ */
+typedef struct tma_gnn_config {
+    /* model: these define the parameter layout and the config hash */
+    tma_gnn_encoder_t encoder;
+    int layers;          /* encoder layers, 1..TMA_GNN_MAX_LAYERS */
+    int hidden;          /* width of every encoder layer, 1..TMA_GNN_MAX_HIDDEN */
+    int decoder_layers;  /* linear layers of the decoder, >= 1 */
+    int decoder_hidden;  /* width of the decoder's hidden layers */
+    int64_t feature_dim; /* input width; 0 = take it from the graph */
+    /* training */
+    int batch_size;                   /* positive edges per step */
+    int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
+    double lr, clip, beta1, beta2, eps;
+    int threads; /* <= 0: one per online CPU */
+    uint64_t seed;
+    /* evaluation */
+    int eval_batch_edges;  /* evaluation edges scored per chunk */
+    int64_t eval_max_edges;/* 0: all; else the first N edges of the split */
+    int eval_threads;      /* <= 0: as threads */
+} tma_gnn_config_t;
+
+/* The defaults (feature_dim 0). */
+void tma_gnn_config_default(tma_gnn_config_t *cfg);
+/* Parses a config object with "model", "train" and "eval" sections (all
+ * optional, nothing else allowed).  `ctx` names it in errors ("model.json").
+ * TMA_ERR_CONFIG naming the key for an unknown key or a bad value. */
+tma_status_t tma_gnn_config_from_json(const cJSON *root, const char *ctx, tma_gnn_config_t *cfg_p);
+/* The same for sections embedded in a larger config (any may be NULL). */
+tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train, const cJSON *eval,
+                                          const char *ctx, tma_gnn_config_t *cfg_p);
+/* Loads and parses a JSON file. */
+tma_status_t tma_gnn_config_load(const char *path, tma_gnn_config_t *cfg_p);
+/* The full config as JSON (every key, resolved); caller owns the object. */
+cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg);
+/* The "model" section alone (what weight files record). */
+cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg);
+/* Checks the ranges and relations of a config filled in by hand. */
+tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx);
+/* Sets feature_dim from the graph, or fails (TMA_ERR_MISMATCH) when it was
+ * set to something else. */
+tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g);
+/* A 64-bit hash of the model section (encoder, layers, widths, feature_dim):
+ * equal hashes mean the same parameter layout and meaning. */
+uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg);
+const char *tma_gnn_encoder_name(tma_gnn_encoder_t e);
+
+/* ------------------------------------------------------------------ parameter layout */
+
+/*
+ * The layout of the parameter block: one entry per tensor, in order, each
+ * starting on a 16-float boundary (the gaps are zero).  Matrices are stored
+ * row-major as [in x out] (y = x W).  Names: "enc.<l>.weight" (SAGE:
+ * "enc.<l>.weight_self" then "enc.<l>.weight_neigh"), "enc.<l>.bias",
+ * "enc.<l>.ln_weight", "enc.<l>.ln_bias", "enc.<l>.prelu", "dec.<k>.weight",
+ * "dec.<k>.bias", "dec.<k>.prelu".
+ */
+typedef struct tma_gnn_param_info {
+    char name[32];
+    int64_t rows, cols; /* a vector is 1 x n */
+    int64_t offset;     /* in floats from the start of the block */
+} tma_gnn_param_info_t;
+
+#define TMA_GNN_MAX_PARAMS (TMA_GNN_MAX_LAYERS * 7 + 3 * 16)
+
+typedef struct tma_gnn_layout {
+    int count;
+    tma_gnn_param_info_t params[TMA_GNN_MAX_PARAMS];
+    int64_t total; /* floats in the block, padding included */
+} tma_gnn_layout_t;
+
+/* The layout for a resolved config (feature_dim > 0). */
+tma_status_t tma_gnn_layout_build(const tma_gnn_config_t *cfg, tma_gnn_layout_t *layout_p);
+/* Floats in the parameter block, or -1 for an invalid/unresolved config. */
+int64_t tma_gnn_param_count(const tma_gnn_config_t *cfg);
+/* Fills `params` (tma_gnn_param_count floats) with a seeded initialisation:
+ * Glorot-uniform weights, zero biases, LayerNorm 1/0, PReLU 0.25.  The
+ * result depends only on the config and `seed`. */
+tma_status_t tma_gnn_params_init(const tma_gnn_config_t *cfg, uint64_t seed, float *params);
+
+/* ------------------------------------------------------------------ trainer */
+
+typedef struct tma_gnn_trainer tma_gnn_trainer_t;
+
+/*
+ * A trainer over one or more graphs (a worker's shards): each mini-batch
+ * comes from one graph, drawn with probability proportional to its training
+ * edges.  The graphs must outlive the trainer (or the next set_graphs) and
+ * share the feature dimension.  Parameters start from
+ * tma_gnn_params_init(cfg, cfg->seed); cfg->feature_dim is resolved from the
+ * graphs.  All buffers are sized here for the worst-case batch; steps do not
+ * allocate.
+ */
+tma_status_t tma_gnn_trainer_create(const tma_gnn_config_t *cfg, tma_graph_t *const *graphs, int num_graphs,
+                                    tma_gnn_trainer_t **tr_p);
+void tma_gnn_trainer_destroy(tma_gnn_trainer_t *tr);
+/* Replaces the set of graphs; parameters, Adam state and the RNG are kept. */
+tma_status_t tma_gnn_trainer_set_graphs(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs, int num_graphs);
+/* Reseeds the batch RNG (workers mix in their id so they draw differently). */
+void tma_gnn_trainer_reseed(tma_gnn_trainer_t *tr, uint64_t seed);
+
+/* One step: sample a batch, forward, backward, clip, Adam.  *loss_p gets the
+ * batch's mean BCE loss (may be NULL). */
+tma_status_t tma_gnn_trainer_step(tma_gnn_trainer_t *tr, float *loss_p);
+/* The first half of a step: sample, forward, backward; the gradient block
+ * then holds this batch's gradients (for synchronous SGD: average them with
+ * tma_gnn_trainer_get_grads/set_grads, then apply). */
+tma_status_t tma_gnn_trainer_compute_grads(tma_gnn_trainer_t *tr, float *loss_p);
+/* The second half: clip the gradient block by global norm, one Adam step. */
+tma_status_t tma_gnn_trainer_apply_grads(tma_gnn_trainer_t *tr);
+
+/* Block access (host copies of tma_gnn_trainer_param_count floats).  Setting
+ * the parameters replaces the weights; the Adam state stays as it is. */
+int64_t tma_gnn_trainer_param_count(const tma_gnn_trainer_t *tr);
+tma_status_t tma_gnn_trainer_get_params(const tma_gnn_trainer_t *tr, float *params);
+tma_status_t tma_gnn_trainer_set_params(tma_gnn_trainer_t *tr, const float *params);
+tma_status_t tma_gnn_trainer_get_grads(const tma_gnn_trainer_t *tr, float *grads);
+tma_status_t tma_gnn_trainer_set_grads(tma_gnn_trainer_t *tr, const float *grads);
+/* Adam steps applied so far. */
+int64_t tma_gnn_trainer_steps(const tma_gnn_trainer_t *tr);
+/* The resolved config the trainer runs. */
+const tma_gnn_config_t *tma_gnn_trainer_config(const tma_gnn_trainer_t *tr);
+
+/* Time spent in the parts of the steps so far, in seconds. */
+typedef struct tma_gnn_timing {
+    double sample, forward, backward, optimizer;
+    int64_t batches;
+    int64_t sampled_nodes, sampled_edges; /* summed over batches (all blocks) */
+} tma_gnn_timing_t;
+void tma_gnn_trainer_timing(const tma_gnn_trainer_t *tr, tma_gnn_timing_t *t_p);
+/* The trainer's backend, for its op statistics (owned by the trainer). */
+tma_gnn_backend_t *tma_gnn_trainer_backend(const tma_gnn_trainer_t *tr);
+
+/* ------------------------------------------------------------------ evaluator */
+
+typedef enum {
+    TMA_GNN_SPLIT_VAL = 0,
+    TMA_GNN_SPLIT_TEST = 1,
+} tma_gnn_split_t;
+
+typedef struct tma_gnn_evaluator tma_gnn_evaluator_t;
+
+/*
+ * An evaluator over a full graph (its training graph for message passing,
+ * its validation/test edges and fixed negatives).  Holds two N x hidden
+ * embedding buffers (a layer's input and output) and chunk scratch; the
+ * graph must outlive it.  May be used from any one thread at a time,
+ * independently of trainers.
+ */
+tma_status_t tma_gnn_evaluator_create(const tma_gnn_config_t *cfg, const tma_graph_t *g,
+                                      tma_gnn_evaluator_t **ev_p);
+void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev);
+/*
+ * MRR of `params` (a host parameter block for the evaluator's config) on
+ * the split: full-neighbourhood layer-wise inference over the training
+ * graph, then each evaluation edge (u, v) is ranked against its fixed
+ * negatives (u, v'); rank = 1 + #{v' : score(u, v') >= score(u, v)} (ties
+ * count against the positive).  TMA_ERR_NOT_FOUND if the graph has no
+ * edges in that split.
+ */
+tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                                   double *mrr_p);
+/* The evaluator's backend, for its op statistics (owned by the evaluator). */
+tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev);
+/* Seconds spent in inference and in scoring by the last call. */
+void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_s_p, double *score_s_p);
+
+/* ------------------------------------------------------------------ weight files */
+
+/*
+ * A weight file: a 128-byte header (magic "TMAWGHT\0", version, model-config
+ * hash, parameter count, round or step, checksums), the model section of
+ * the config as JSON text, then the parameter block (float32, little-endian).
+ * docs/model.md gives the byte layout.  Written atomically.
+ */
+#define TMA_GNN_WEIGHTS_VERSION 1
+
+/* Writes cfg's model section and `params` (tma_gnn_param_count floats). */
+tma_status_t tma_gnn_weights_write(const char *path, const tma_gnn_config_t *cfg, const float *params,
+                                   uint64_t round);
+/*
+ * Reads a weight file.  With `expect` non-NULL, a file for another model
+ * (config hash) is refused with TMA_ERR_MISMATCH; with *cfg_p given, the
+ * file's model section is parsed into it (training keys at defaults).
+ * `params_p` gets a malloc'd block (caller frees) of *count_p floats.
+ * A bad magic, version, size or checksum is refused (TMA_ERR_FORMAT or
+ * TMA_ERR_CHECKSUM) with an error naming the file and what is wrong.
+ */
+tma_status_t tma_gnn_weights_read(const char *path, const tma_gnn_config_t *expect, tma_gnn_config_t *cfg_p,
+                                  float **params_p, int64_t *count_p, uint64_t *round_p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TMA_GNN_H */

@@ -1,0 +1,799 @@
+/*
+ * trainer.c: mini-batch training for link prediction.  A step draws B
+ * positive edges (uniformly from the directed CSR entries of one graph, so
+ * each undirected edge in either direction) and one uniform negative tail
+ * per edge, samples the message-flow blocks around the 3B seeds with the
+ * batch's edges removed, runs the encoder and decoder forward, BCE on the
+ * 2B logits, and backward into the gradient block; then clips by global
+ * norm and takes an Adam step.
+ *
+ * Every buffer is sized at creation (or when the graphs change) for the
+ * worst-case batch from the sampler's bounds; a step never allocates.  On a
+ * host-addressable backend (CPU) the sampler writes straight into the
+ * tensors; otherwise into host staging arrays that are uploaded.
+ */
+#include "gnn_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "trainer"
+
+typedef struct gnn_slot {
+    tma_graph_t *g;
+    tma_graph_sampler_t *sampler;
+    tma_gnn_feat_t *feat;
+    tma_gnn_feat_info_t fi;
+    int64_t weight; /* undirected training edges */
+} gnn_slot_t;
+
+typedef struct gnn_layer_buf {
+    tensor_t T, A, Z, mean, rstd, H;
+} gnn_layer_buf_t;
+
+struct tma_gnn_trainer {
+    tma_gnn_config_t cfg;
+    tma_gnn_layout_t layout;
+    tma_gnn_backend_t *b;
+    int L, K, B, mlp;
+
+    tensor_t params, grads, adam_m, adam_v;
+    gnn_params_t P, G;
+    int64_t step;
+    tma_rng_t rng;
+
+    gnn_slot_t *slots;
+    int nslots;
+    int64_t total_weight;
+    int last_slot;
+    int have_batch;
+
+    /* capacities (worst case over the graphs) */
+    int64_t cap_nodes, cap_dst[TMA_GNN_MAX_LAYERS], cap_src[TMA_GNN_MAX_LAYERS], cap_edges[TMA_GNN_MAX_LAYERS];
+    int any_sparse, any_dense;
+
+    /* the batch on the host */
+    int64_t *seeds; /* [3B] */
+    int64_t *excl;  /* [2B] */
+    tma_graph_sample_t sample;
+    int32_t *h_head, *h_tail; /* [2B] */
+    void *staging[6 * TMA_GNN_MAX_LAYERS + 4];
+    int nstaging;
+
+    /* the batch on the device */
+    tensor_t nodes; /* i64 */
+    tensor_t indptr[TMA_GNN_MAX_LAYERS], indices[TMA_GNN_MAX_LAYERS], weights[TMA_GNN_MAX_LAYERS];
+    tensor_t t_indptr[TMA_GNN_MAX_LAYERS], t_indices[TMA_GNN_MAX_LAYERS], t_weights[TMA_GNN_MAX_LAYERS];
+    tma_gnn_block_t blk[TMA_GNN_MAX_LAYERS];
+    tensor_t hi, ti, labels, dlogits;
+
+    gnn_layer_buf_t lb[TMA_GNN_MAX_LAYERS];
+    tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
+    tensor_t g_src, g_dst, g_a, g_dec[2];
+
+    tma_gnn_timing_t timing;
+};
+
+/* ------------------------------------------------------------------ buffers */
+
+static void free_batch_buffers(tma_gnn_trainer_t *tr)
+{
+    tma_gnn_tensor_free(&tr->nodes);
+    for (int l = 0; l < TMA_GNN_MAX_LAYERS; l++) {
+        tma_gnn_tensor_free(&tr->indptr[l]);
+        tma_gnn_tensor_free(&tr->indices[l]);
+        tma_gnn_tensor_free(&tr->weights[l]);
+        tma_gnn_tensor_free(&tr->t_indptr[l]);
+        tma_gnn_tensor_free(&tr->t_indices[l]);
+        tma_gnn_tensor_free(&tr->t_weights[l]);
+        gnn_layer_buf_t *lb = &tr->lb[l];
+        tensor_t *ts[] = {&lb->T, &lb->A, &lb->Z, &lb->mean, &lb->rstd, &lb->H};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
+            tma_gnn_tensor_free(ts[i]);
+    }
+    tma_gnn_tensor_free(&tr->g_src);
+    tma_gnn_tensor_free(&tr->g_dst);
+    tma_gnn_tensor_free(&tr->g_a);
+    for (int i = 0; i < tr->nstaging; i++)
+        tma_free_aligned(tr->staging[i]);
+    tr->nstaging = 0;
+    tr->have_batch = 0;
+}
+
+/* Host memory for one sample array: the tensor itself on a host-addressable
+ * backend, else a staging buffer of the same size. */
+static void *host_array(tma_gnn_trainer_t *tr, tensor_t *t)
+{
+    if (tr->b->ops->host_addressable)
+        return t->data;
+    void *p = tma_alloc_aligned((size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
+    if (p)
+        tr->staging[tr->nstaging++] = p;
+    return p;
+}
+
+static tma_status_t alloc_t(tma_gnn_trainer_t *tr, tma_gnn_dtype_t dt, int64_t n, tensor_t *t)
+{
+    return tma_gnn_tensor_alloc(tr->b, dt, n > 0 ? n : 1, t);
+}
+
+/* Sizes every per-batch buffer for the worst case over the current graphs. */
+static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
+{
+    const int L = tr->L;
+    const int64_t H = tr->cfg.hidden, Fd = tr->cfg.feature_dim;
+    tma_status_t st;
+    tr->cap_nodes = 0;
+    memset(tr->cap_dst, 0, sizeof tr->cap_dst);
+    memset(tr->cap_edges, 0, sizeof tr->cap_edges);
+    memset(tr->cap_src, 0, sizeof tr->cap_src);
+    tr->any_sparse = tr->any_dense = 0;
+    for (int i = 0; i < tr->nslots; i++) {
+        tma_graph_sample_bounds_t bd;
+        tma_graph_sampler_bounds(tr->slots[i].sampler, &bd);
+        tr->cap_nodes = TMA_MAX(tr->cap_nodes, bd.max_nodes);
+        for (int l = 0; l < L && !tr->mlp; l++) {
+            tr->cap_dst[l] = TMA_MAX(tr->cap_dst[l], bd.max_dst[l]);
+            tr->cap_src[l] = TMA_MAX(tr->cap_src[l], bd.max_src[l]);
+            tr->cap_edges[l] = TMA_MAX(tr->cap_edges[l], bd.max_edges[l]);
+        }
+        if (tr->slots[i].fi.sparse)
+            tr->any_sparse = 1;
+        else
+            tr->any_dense = 1;
+    }
+    if (tr->mlp)
+        for (int l = 0; l < L; l++)
+            tr->cap_dst[l] = tr->cap_nodes;
+
+    if ((st = alloc_t(tr, TMA_GNN_I64, tr->cap_nodes, &tr->nodes)))
+        return st;
+    int64_t max_src_h = 0, max_dst = 0, max_a = 0;
+    for (int l = 0; l < L; l++) {
+        int64_t n_dst = tr->cap_dst[l], n_src = l == 0 ? tr->cap_nodes : tr->cap_dst[l - 1];
+        int64_t d_in = l == 0 ? Fd : H;
+        gnn_layer_buf_t *lb = &tr->lb[l];
+        if (!tr->mlp) {
+            if ((st = alloc_t(tr, TMA_GNN_I32, n_dst + 1, &tr->indptr[l])) ||
+                (st = alloc_t(tr, TMA_GNN_I32, tr->cap_edges[l], &tr->indices[l])) ||
+                (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l], &tr->weights[l])) ||
+                (st = alloc_t(tr, TMA_GNN_I32, tr->cap_src[l] + 1, &tr->t_indptr[l])) ||
+                (st = alloc_t(tr, TMA_GNN_I32, tr->cap_edges[l], &tr->t_indices[l])) ||
+                (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l], &tr->t_weights[l])))
+                return st;
+            int pf = l == 0 && tr->any_sparse, af = l > 0 || tr->any_dense;
+            if (pf && (st = alloc_t(tr, TMA_GNN_F32, n_src * H, &lb->T)))
+                return st;
+            if (af && (st = alloc_t(tr, TMA_GNN_F32, n_dst * d_in, &lb->A)))
+                return st;
+            if (pf)
+                max_src_h = TMA_MAX(max_src_h, n_src * H); /* dT */
+        }
+        if ((st = alloc_t(tr, TMA_GNN_F32, n_dst * H, &lb->Z)))
+            return st;
+        if (l < L - 1) {
+            if ((st = alloc_t(tr, TMA_GNN_F32, n_dst, &lb->mean)) ||
+                (st = alloc_t(tr, TMA_GNN_F32, n_dst, &lb->rstd)) ||
+                (st = alloc_t(tr, TMA_GNN_F32, n_dst * H, &lb->H)))
+                return st;
+        }
+        if (l > 0) {
+            max_src_h = TMA_MAX(max_src_h, n_src * H); /* dH */
+            max_a = TMA_MAX(max_a, n_dst * H);         /* dA */
+        }
+        max_dst = TMA_MAX(max_dst, n_dst * H); /* dZ */
+    }
+    if ((st = alloc_t(tr, TMA_GNN_F32, max_src_h, &tr->g_src)) ||
+        (st = alloc_t(tr, TMA_GNN_F32, max_dst, &tr->g_dst)) || (st = alloc_t(tr, TMA_GNN_F32, max_a, &tr->g_a)))
+        return st;
+
+    /* Host views of the sample. */
+    memset(&tr->sample, 0, sizeof tr->sample);
+    tr->sample.nodes = host_array(tr, &tr->nodes);
+    tr->sample.seed_local = tma_alloc_aligned((size_t)(3 * tr->B) * sizeof(int32_t));
+    if (tr->sample.seed_local)
+        tr->staging[tr->nstaging++] = tr->sample.seed_local;
+    if (!tr->sample.nodes || !tr->sample.seed_local)
+        return TMA_ERR_NOMEM;
+    for (int l = 0; l < L && !tr->mlp; l++) {
+        tma_graph_block_t *hb = &tr->sample.blocks[l];
+        hb->indptr = host_array(tr, &tr->indptr[l]);
+        hb->indices = host_array(tr, &tr->indices[l]);
+        hb->weights = host_array(tr, &tr->weights[l]);
+        hb->t_indptr = host_array(tr, &tr->t_indptr[l]);
+        hb->t_indices = host_array(tr, &tr->t_indices[l]);
+        hb->t_weights = host_array(tr, &tr->t_weights[l]);
+        if (!hb->indptr || !hb->indices || !hb->weights || !hb->t_indptr || !hb->t_indices || !hb->t_weights)
+            return TMA_ERR_NOMEM;
+    }
+    return TMA_OK;
+}
+
+/* Buffers whose size depends only on the config (decoder, pairs). */
+static tma_status_t alloc_fixed_buffers(tma_gnn_trainer_t *tr)
+{
+    const int64_t P = 2 * (int64_t)tr->B;
+    tma_status_t st;
+    if ((st = alloc_t(tr, TMA_GNN_I32, P, &tr->hi)) || (st = alloc_t(tr, TMA_GNN_I32, P, &tr->ti)) ||
+        (st = alloc_t(tr, TMA_GNN_F32, P, &tr->labels)) || (st = alloc_t(tr, TMA_GNN_F32, P, &tr->dlogits)))
+        return st;
+    int64_t widest = tr->cfg.hidden;
+    for (int k = 0; k < tr->K; k++) {
+        const tensor_t *W = &tr->P.dec[k].W;
+        widest = TMA_MAX(widest, W->cols);
+        if ((st = alloc_t(tr, TMA_GNN_F32, P * W->rows, &tr->E[k])) ||
+            (st = alloc_t(tr, TMA_GNN_F32, P * W->cols, &tr->D[k])))
+            return st;
+    }
+    if ((st = alloc_t(tr, TMA_GNN_F32, P * widest, &tr->g_dec[0])) ||
+        (st = alloc_t(tr, TMA_GNN_F32, P * widest, &tr->g_dec[1])))
+        return st;
+    float *lab = malloc((size_t)P * sizeof *lab);
+    if (!lab)
+        return TMA_ERR_NOMEM;
+    for (int64_t p = 0; p < P; p++)
+        lab[p] = p < tr->B ? 1.0f : 0.0f;
+    tensor_t l = tma_gnn_tensor_shape(&tr->labels, P, 1);
+    st = tma_gnn_tensor_upload(&l, lab);
+    free(lab);
+    tr->h_head = tma_alloc_aligned((size_t)P * sizeof(int32_t));
+    tr->h_tail = tma_alloc_aligned((size_t)P * sizeof(int32_t));
+    tr->seeds = malloc((size_t)(3 * tr->B) * sizeof(int64_t));
+    tr->excl = malloc((size_t)(2 * tr->B) * sizeof(int64_t));
+    if (!tr->h_head || !tr->h_tail || !tr->seeds || !tr->excl)
+        return TMA_ERR_NOMEM;
+    return st;
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+static void free_slots(tma_gnn_trainer_t *tr)
+{
+    for (int i = 0; i < tr->nslots; i++) {
+        tma_graph_sampler_destroy(tr->slots[i].sampler);
+        tma_gnn_feat_destroy(tr->b, tr->slots[i].feat);
+    }
+    free(tr->slots);
+    tr->slots = NULL;
+    tr->nslots = 0;
+}
+
+static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs, int n)
+{
+    if (n < 1 || !graphs) {
+        tma_log_error(COMP, "a trainer needs at least one graph");
+        return TMA_ERR_INVALID;
+    }
+    tr->slots = calloc((size_t)n, sizeof *tr->slots);
+    if (!tr->slots)
+        return TMA_ERR_NOMEM;
+    tr->nslots = n;
+    tr->total_weight = 0;
+    tma_graph_sampler_opts_t so;
+    memset(&so, 0, sizeof so);
+    so.num_layers = tr->mlp ? 0 : tr->L;
+    for (int l = 0; l < tr->L; l++)
+        so.fanouts[l] = tr->cfg.fanouts[l];
+    so.norm = tr->cfg.encoder == TMA_GNN_ENCODER_GCN ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
+    so.self_loops = tr->cfg.encoder == TMA_GNN_ENCODER_GCN;
+    so.transpose = 1; /* backward gathers per source row */
+    so.threads = tma_gnn_backend_threads(tr->b);
+    so.max_seeds = 3 * (int64_t)tr->B;
+    so.max_excluded = tr->B;
+    for (int i = 0; i < n; i++) {
+        gnn_slot_t *s = &tr->slots[i];
+        tma_graph_t *g = graphs[i];
+        tma_status_t st;
+        if (!g)
+            return TMA_ERR_INVALID;
+        if (g->feature_dim != tr->cfg.feature_dim) {
+            tma_log_error(COMP, "graph %d has %d-dimensional features; the model expects %lld", i, g->feature_dim,
+                          (long long)tr->cfg.feature_dim);
+            return TMA_ERR_MISMATCH;
+        }
+        if (g->num_nodes < 2) {
+            tma_log_error(COMP, "graph %d has %lld nodes; link prediction needs at least 2", i,
+                          (long long)g->num_nodes);
+            return TMA_ERR_INVALID;
+        }
+        s->g = g;
+        s->weight = g->num_train_edges;
+        tr->total_weight += s->weight;
+        if ((st = tma_graph_sampler_create(g, &so, &s->sampler)) != TMA_OK)
+            return st;
+        if ((st = tma_gnn_feat_create(tr->b, g->features, g->num_nodes, g->feature_dim, 0, &s->feat)) != TMA_OK)
+            return st;
+        tma_gnn_feat_get_info(tr->b, s->feat, &s->fi);
+    }
+    if (tr->total_weight == 0) {
+        tma_log_error(COMP, "none of the %d graph(s) has a training edge", n);
+        return TMA_ERR_INVALID;
+    }
+    return TMA_OK;
+}
+
+tma_status_t tma_gnn_trainer_set_graphs(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs, int num_graphs)
+{
+    free_slots(tr);
+    free_batch_buffers(tr);
+    tma_status_t st = make_slots(tr, graphs, num_graphs);
+    if (st == TMA_OK)
+        st = alloc_batch_buffers(tr);
+    if (st != TMA_OK)
+        tma_log_error(COMP, "could not set up the trainer's graphs: %s", tma_status_str(st));
+    return st;
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+void tma_gnn_trainer_destroy(tma_gnn_trainer_t *tr)
+{
+    if (!tr)
+        return;
+    free_slots(tr);
+    free_batch_buffers(tr);
+    tensor_t *ts[] = {&tr->params, &tr->grads, &tr->adam_m, &tr->adam_v, &tr->hi,
+                      &tr->ti,     &tr->labels, &tr->dlogits, &tr->g_dec[0], &tr->g_dec[1]};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
+        tma_gnn_tensor_free(ts[i]);
+    for (int k = 0; k < GNN_MAX_DECODER_LAYERS; k++) {
+        tma_gnn_tensor_free(&tr->E[k]);
+        tma_gnn_tensor_free(&tr->D[k]);
+    }
+    tma_free_aligned(tr->h_head);
+    tma_free_aligned(tr->h_tail);
+    free(tr->seeds);
+    free(tr->excl);
+    tma_gnn_backend_destroy(tr->b);
+    free(tr);
+}
+
+tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *cfg, tma_graph_t *const *graphs,
+                                   int num_graphs, tma_gnn_trainer_t **tr_p)
+{
+    if (!cfg || !tr_p || num_graphs < 1 || !graphs || !graphs[0])
+        return TMA_ERR_INVALID;
+    tma_gnn_trainer_t *tr = calloc(1, sizeof *tr);
+    if (!tr)
+        return TMA_ERR_NOMEM;
+    tma_status_t st;
+    tr->cfg = *cfg;
+    if ((st = tma_gnn_config_resolve(&tr->cfg, graphs[0])) != TMA_OK ||
+        (st = tma_gnn_layout_build(&tr->cfg, &tr->layout)) != TMA_OK)
+        goto fail;
+    tr->L = tr->cfg.layers;
+    tr->K = tr->cfg.decoder_layers;
+    tr->B = tr->cfg.batch_size;
+    tr->mlp = tr->cfg.encoder == TMA_GNN_ENCODER_MLP;
+    tma_rng_seed(&tr->rng, tr->cfg.seed, 0x747261696e6572ull);
+    if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK)
+        goto fail;
+
+    const int64_t np = tr->layout.total;
+    if ((st = alloc_t(tr, TMA_GNN_F32, np, &tr->params)) || (st = alloc_t(tr, TMA_GNN_F32, np, &tr->grads)) ||
+        (st = alloc_t(tr, TMA_GNN_F32, np, &tr->adam_m)) || (st = alloc_t(tr, TMA_GNN_F32, np, &tr->adam_v)))
+        goto fail;
+    float *init = malloc((size_t)np * sizeof *init);
+    if (!init) {
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
+    st = tma_gnn_params_init(&tr->cfg, tr->cfg.seed, init);
+    if (st == TMA_OK)
+        st = tma_gnn_tensor_upload(&tr->params, init);
+    free(init);
+    if (st || (st = tma_gnn_op_fill(&tr->grads, 0.0f)) || (st = tma_gnn_op_fill(&tr->adam_m, 0.0f)) ||
+        (st = tma_gnn_op_fill(&tr->adam_v, 0.0f)))
+        goto fail;
+    if ((st = gnn_params_bind(&tr->cfg, &tr->layout, &tr->params, &tr->P)) ||
+        (st = gnn_params_bind(&tr->cfg, &tr->layout, &tr->grads, &tr->G)))
+        goto fail;
+    if ((st = alloc_fixed_buffers(tr)) != TMA_OK)
+        goto fail;
+    if ((st = tma_gnn_trainer_set_graphs(tr, graphs, num_graphs)) != TMA_OK)
+        goto fail;
+    tma_log_debug(COMP, "trainer: %s encoder, %lld parameters, batch %d, %d graph(s), up to %lld sampled nodes",
+                  tma_gnn_encoder_name(tr->cfg.encoder), (long long)np, tr->B, num_graphs,
+                  (long long)tr->cap_nodes);
+    *tr_p = tr;
+    return TMA_OK;
+fail:
+    if (st == TMA_ERR_NOMEM)
+        tma_log_error(COMP, "out of memory creating a trainer");
+    tma_gnn_trainer_destroy(tr);
+    return st;
+}
+
+tma_status_t tma_gnn_trainer_create(const tma_gnn_config_t *cfg, tma_graph_t *const *graphs, int num_graphs,
+                                    tma_gnn_trainer_t **tr_p)
+{
+    return gnn_trainer_create_on("cpu", cfg, graphs, num_graphs, tr_p);
+}
+
+void tma_gnn_trainer_reseed(tma_gnn_trainer_t *tr, uint64_t seed)
+{
+    tma_rng_seed(&tr->rng, seed, 0x747261696e6572ull);
+}
+
+/* ------------------------------------------------------------------ the batch */
+
+/* The row of directed CSR entry e: the largest u with indptr[u] <= e. */
+static int64_t row_of_entry(const tma_graph_t *g, int64_t e)
+{
+    int64_t lo = 0, hi = g->num_nodes - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (g->indptr[mid] <= e)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static tma_status_t upload_prefix(tensor_t *t, const void *host, int64_t n)
+{
+    tensor_t v = tma_gnn_tensor_shape(t, n, 1);
+    return tma_gnn_tensor_upload(&v, host);
+}
+
+static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
+{
+    /* The graph: proportional to its training edges. */
+    int si = 0;
+    if (tr->nslots > 1) {
+        int64_t r = (int64_t)tma_rng_below(&tr->rng, (uint64_t)tr->total_weight);
+        while (si < tr->nslots - 1 && r >= tr->slots[si].weight) {
+            r -= tr->slots[si].weight;
+            si++;
+        }
+    }
+    gnn_slot_t *s = &tr->slots[si];
+    const tma_graph_t *g = s->g;
+    const int B = tr->B;
+    const uint64_t entries = 2 * (uint64_t)g->num_train_edges;
+    for (int i = 0; i < B; i++) {
+        int64_t e = (int64_t)tma_rng_below(&tr->rng, entries);
+        int64_t u = row_of_entry(g, e), v = g->indices[e];
+        int64_t t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
+        for (int tries = 0; (t == u || t == v) && tries < 64; tries++)
+            t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
+        tr->seeds[i] = u;
+        tr->seeds[B + i] = v;
+        tr->seeds[2 * B + i] = t;
+        tr->excl[2 * i] = u;
+        tr->excl[2 * i + 1] = v;
+    }
+    tma_status_t st = tma_graph_sampler_sample(s->sampler, tr->seeds, 3 * (int64_t)B, tr->excl, B,
+                                               tma_rng_next(&tr->rng), &tr->sample);
+    if (st != TMA_OK)
+        return st;
+    /* Pairs: (u_i, v_i) for the positives, (u_i, t_i) for the negatives. */
+    for (int64_t p = 0; p < 2 * (int64_t)B; p++) {
+        tr->h_head[p] = tr->sample.seed_local[p % B];
+        tr->h_tail[p] = tr->sample.seed_local[B + p];
+    }
+    const tma_graph_sample_t *sm = &tr->sample;
+    st = upload_prefix(&tr->nodes, sm->nodes, sm->num_nodes);
+    st = st ? st : upload_prefix(&tr->hi, tr->h_head, 2 * (int64_t)B);
+    st = st ? st : upload_prefix(&tr->ti, tr->h_tail, 2 * (int64_t)B);
+    for (int l = 0; l < tr->L && !tr->mlp && st == TMA_OK; l++) {
+        const tma_graph_block_t *hb = &sm->blocks[l];
+        st = upload_prefix(&tr->indptr[l], hb->indptr, hb->num_dst + 1);
+        st = st ? st : upload_prefix(&tr->indices[l], hb->indices, hb->num_edges);
+        st = st ? st : upload_prefix(&tr->weights[l], hb->weights, hb->num_edges);
+        tma_gnn_block_t *b = &tr->blk[l];
+        b->num_dst = hb->num_dst;
+        b->num_src = hb->num_src;
+        b->num_edges = hb->num_edges;
+        b->indptr = tma_gnn_tensor_shape(&tr->indptr[l], hb->num_dst + 1, 1);
+        b->indices = tma_gnn_tensor_shape(&tr->indices[l], hb->num_edges, 1);
+        b->weights = tma_gnn_tensor_shape(&tr->weights[l], hb->num_edges, 1);
+        st = st ? st : upload_prefix(&tr->t_indptr[l], hb->t_indptr, hb->num_src + 1);
+        st = st ? st : upload_prefix(&tr->t_indices[l], hb->t_indices, hb->num_edges);
+        st = st ? st : upload_prefix(&tr->t_weights[l], hb->t_weights, hb->num_edges);
+        b->has_transpose = 1;
+        b->t_indptr = tma_gnn_tensor_shape(&tr->t_indptr[l], hb->num_src + 1, 1);
+        b->t_indices = tma_gnn_tensor_shape(&tr->t_indices[l], hb->num_edges, 1);
+        b->t_weights = tma_gnn_tensor_shape(&tr->t_weights[l], hb->num_edges, 1);
+    }
+    tr->last_slot = si;
+    tr->have_batch = (st == TMA_OK);
+    tr->timing.sampled_nodes += sm->num_nodes;
+    for (int l = 0; l < tr->L && !tr->mlp; l++)
+        tr->timing.sampled_edges += sm->blocks[l].num_edges;
+    return st;
+}
+
+/* Destination and source row counts of layer l in the current batch. */
+static void layer_rows(const tma_gnn_trainer_t *tr, int l, int64_t *n_dst_p, int64_t *n_src_p)
+{
+    if (tr->mlp) {
+        *n_dst_p = *n_src_p = tr->sample.num_seeds;
+    } else {
+        *n_dst_p = tr->blk[l].num_dst;
+        *n_src_p = tr->blk[l].num_src;
+    }
+}
+
+/* ------------------------------------------------------------------ forward and backward */
+
+static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
+{
+    const gnn_slot_t *s = &tr->slots[tr->last_slot];
+    const tma_gnn_config_t *cfg = &tr->cfg;
+    const int64_t H = cfg->hidden, Fd = cfg->feature_dim, P = 2 * (int64_t)tr->B;
+    tensor_t ids = tma_gnn_tensor_shape(&tr->nodes, tr->sample.num_nodes, 1);
+    tensor_t Hprev;
+    tma_status_t st = TMA_OK;
+    for (int l = 0; l < tr->L && st == TMA_OK; l++) {
+        int64_t n_dst, n_src;
+        layer_rows(tr, l, &n_dst, &n_src);
+        gnn_layer_buf_t *lb = &tr->lb[l];
+        gnn_src_t src = {0};
+        if (l == 0) {
+            src.feat = s->feat;
+            src.ids = &ids;
+        } else {
+            src.H = &Hprev;
+        }
+        int pf = gnn_layer_project_first(cfg, l, &s->fi);
+        tensor_t T, A, Z = tma_gnn_tensor_shape(&lb->Z, n_dst, H);
+        if (pf) {
+            T = tma_gnn_tensor_shape(&lb->T, n_src, H);
+            st = gnn_layer_project(cfg, &tr->P, l, &src, n_src, &T);
+        } else if (!tr->mlp) {
+            A = tma_gnn_tensor_shape(&lb->A, n_dst, l == 0 ? Fd : H);
+        }
+        st = st ? st
+                : gnn_layer_combine(cfg, &tr->P, l, tr->mlp ? NULL : &tr->blk[l], &src, 0, pf ? &T : NULL,
+                                    pf || tr->mlp ? NULL : &A, &Z);
+        if (st == TMA_OK && l < tr->L - 1) {
+            tensor_t mean = tma_gnn_tensor_shape(&lb->mean, n_dst, 1), rstd = tma_gnn_tensor_shape(&lb->rstd, n_dst, 1);
+            Hprev = tma_gnn_tensor_shape(&lb->H, n_dst, H);
+            st = gnn_layer_activate(&tr->P, l, &Z, &mean, &rstd, &Hprev);
+        }
+    }
+    if (st != TMA_OK)
+        return st;
+    tensor_t R = tma_gnn_tensor_shape(&tr->lb[tr->L - 1].Z, tr->sample.num_seeds, H);
+    tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1);
+    tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
+    for (int k = 0; k < tr->K; k++) {
+        E[k] = tma_gnn_tensor_shape(&tr->E[k], P, tr->P.dec[k].W.rows);
+        D[k] = tma_gnn_tensor_shape(&tr->D[k], P, tr->P.dec[k].W.cols);
+    }
+    st = gnn_decoder_forward(cfg, &tr->P, &R, &hi, &ti, E, D);
+    if (st == TMA_OK) {
+        tensor_t labels = tma_gnn_tensor_shape(&tr->labels, P, 1), dl = tma_gnn_tensor_shape(&tr->dlogits, P, 1);
+        st = tma_gnn_op_bce_logits(&D[tr->K - 1], &labels, loss_p, &dl);
+    }
+    return st;
+}
+
+static tma_status_t backward(tma_gnn_trainer_t *tr)
+{
+    const gnn_slot_t *s = &tr->slots[tr->last_slot];
+    const tma_gnn_config_t *cfg = &tr->cfg;
+    const int64_t H = cfg->hidden, Fd = cfg->feature_dim, P = 2 * (int64_t)tr->B;
+    tma_status_t st = TMA_OK;
+
+    /* Decoder: dD is the gradient of layer k's output, dE of its input. */
+    tensor_t dD = tma_gnn_tensor_shape(&tr->dlogits, P, 1), dE;
+    for (int k = tr->K - 1; k >= 0 && st == TMA_OK; k--) {
+        const gnn_dec_params_t *w = &tr->P.dec[k];
+        gnn_dec_params_t *gw = &tr->G.dec[k];
+        tensor_t Ek = tma_gnn_tensor_shape(&tr->E[k], P, w->W.rows);
+        dE = tma_gnn_tensor_shape(&tr->g_dec[k & 1], P, w->W.rows);
+        st = tma_gnn_op_matmul(&Ek, 1, &dD, 0, 1.0f, 0.0f, &gw->W);
+        st = st ? st : tma_gnn_op_colsum(&dD, &gw->b);
+        st = st ? st : tma_gnn_op_matmul(&dD, 0, &w->W, 1, 1.0f, 0.0f, &dE);
+        if (st == TMA_OK && k > 0) {
+            /* Through the PReLU after layer k-1, in place. */
+            tensor_t Dk1 = tma_gnn_tensor_shape(&tr->D[k - 1], P, w->W.rows);
+            st = tma_gnn_op_prelu_bwd(&dE, &Dk1, &tr->P.dec[k - 1].prelu, &dE, &tr->G.dec[k - 1].prelu);
+            dD = dE;
+        }
+    }
+    if (st != TMA_OK)
+        return st;
+
+    /* Into the embeddings of the seeds. */
+    const int64_t n_seeds = tr->sample.num_seeds;
+    tensor_t R = tma_gnn_tensor_shape(&tr->lb[tr->L - 1].Z, n_seeds, H);
+    tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1);
+    tensor_t dZ = tma_gnn_tensor_shape(&tr->g_dst, n_seeds, H);
+    st = tma_gnn_op_pair_mul_bwd(&dE, &R, &hi, &ti, &dZ);
+
+    tensor_t all_ids = tma_gnn_tensor_shape(&tr->nodes, tr->sample.num_nodes, 1);
+    for (int l = tr->L - 1; l >= 0 && st == TMA_OK; l--) {
+        int64_t n_dst, n_src;
+        layer_rows(tr, l, &n_dst, &n_src);
+        const int64_t d_in = l == 0 ? Fd : H;
+        const gnn_enc_params_t *w = &tr->P.enc[l];
+        gnn_enc_params_t *gw = &tr->G.enc[l];
+        const tma_gnn_block_t *blk = tr->mlp ? NULL : &tr->blk[l];
+        const int pf = gnn_layer_project_first(cfg, l, &s->fi);
+        tensor_t ids_src = tma_gnn_tensor_view(&all_ids, 0, n_src, 1);
+        tensor_t ids_dst = tma_gnn_tensor_view(&all_ids, 0, n_dst, 1);
+        tensor_t Hin; /* the layer's input rows (l > 0) */
+        if (l > 0)
+            Hin = tma_gnn_tensor_shape(&tr->lb[l - 1].H, n_src, H);
+        tensor_t dH = tma_gnn_tensor_shape(&tr->g_src, l > 0 ? n_src : 0, H);
+
+        st = tma_gnn_op_colsum(&dZ, &gw->b);
+        if (st != TMA_OK)
+            break;
+        if (tr->mlp) {
+            st = l == 0 ? tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W)
+                        : tma_gnn_op_matmul(&Hin, 1, &dZ, 0, 1.0f, 0.0f, &gw->W);
+            if (st == TMA_OK && l > 0)
+                st = tma_gnn_op_matmul(&dZ, 0, &w->W, 1, 1.0f, 0.0f, &dH);
+        } else {
+            const int sage = cfg->encoder == TMA_GNN_ENCODER_SAGE;
+            const tensor_t *Wagg = sage ? &w->W_neigh : &w->W;
+            tensor_t *gWagg = sage ? &gw->W_neigh : &gw->W;
+            if (pf) {
+                /* Only layer 0: dT = A^T dZ, then dW = X^T dT. */
+                tensor_t dT = tma_gnn_tensor_shape(&tr->g_src, n_src, H);
+                st = tma_gnn_op_spmm_t(blk, &dZ, &dT);
+                st = st ? st : tma_gnn_op_feat_matmul_grad(s->feat, &ids_src, &dT, gWagg);
+            } else {
+                tensor_t A = tma_gnn_tensor_shape(&tr->lb[l].A, n_dst, d_in);
+                st = tma_gnn_op_matmul(&A, 1, &dZ, 0, 1.0f, 0.0f, gWagg);
+                if (st == TMA_OK && l > 0) {
+                    tensor_t dA = tma_gnn_tensor_shape(&tr->g_a, n_dst, H);
+                    st = tma_gnn_op_matmul(&dZ, 0, Wagg, 1, 1.0f, 0.0f, &dA);
+                    st = st ? st : tma_gnn_op_spmm_t(blk, &dA, &dH);
+                }
+            }
+            if (st == TMA_OK && sage) {
+                if (l == 0) {
+                    st = tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W_self);
+                } else {
+                    tensor_t Hself = tma_gnn_tensor_view(&Hin, 0, n_dst, H);
+                    tensor_t dHself = tma_gnn_tensor_view(&dH, 0, n_dst, H);
+                    st = tma_gnn_op_matmul(&Hself, 1, &dZ, 0, 1.0f, 0.0f, &gw->W_self);
+                    st = st ? st : tma_gnn_op_matmul(&dZ, 0, &w->W_self, 1, 1.0f, 1.0f, &dHself);
+                }
+            }
+        }
+        if (st != TMA_OK || l == 0)
+            break;
+        /* Through PReLU and LayerNorm of layer l-1, into dZ. */
+        const gnn_enc_params_t *wp = &tr->P.enc[l - 1];
+        gnn_enc_params_t *gp = &tr->G.enc[l - 1];
+        gnn_layer_buf_t *lp = &tr->lb[l - 1];
+        tensor_t Z = tma_gnn_tensor_shape(&lp->Z, n_src, H);
+        tensor_t mean = tma_gnn_tensor_shape(&lp->mean, n_src, 1), rstd = tma_gnn_tensor_shape(&lp->rstd, n_src, 1);
+        dZ = tma_gnn_tensor_shape(&tr->g_dst, n_src, H);
+        st = tma_gnn_op_ln_prelu_bwd(&dH, &Z, &wp->ln_w, &wp->ln_b, &wp->prelu, &mean, &rstd, &dZ, &gp->ln_w,
+                                     &gp->ln_b, &gp->prelu);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ steps */
+
+tma_status_t tma_gnn_trainer_compute_grads(tma_gnn_trainer_t *tr, float *loss_p)
+{
+    if (tr->nslots == 0) {
+        tma_log_error(COMP, "the trainer has no graphs (a failed set_graphs?)");
+        return TMA_ERR_INVALID;
+    }
+    double t0 = tma_clock_now();
+    tma_status_t st = sample_batch(tr);
+    double t1 = tma_clock_now();
+    double loss = 0;
+    if (st == TMA_OK)
+        st = forward(tr, &loss);
+    double t2 = tma_clock_now();
+    if (st == TMA_OK)
+        st = backward(tr);
+    double t3 = tma_clock_now();
+    tr->timing.sample += t1 - t0;
+    tr->timing.forward += t2 - t1;
+    tr->timing.backward += t3 - t2;
+    tr->timing.batches++;
+    if (st != TMA_OK) {
+        tma_log_error(COMP, "training step failed: %s", tma_status_str(st));
+        return st;
+    }
+    if (!isfinite(loss)) {
+        tma_log_error(COMP, "the loss became %g at step %lld (try a lower train.lr)", loss,
+                      (long long)tr->step + 1);
+        return TMA_ERR_RANGE;
+    }
+    if (loss_p)
+        *loss_p = (float)loss;
+    return TMA_OK;
+}
+
+tma_status_t tma_gnn_trainer_apply_grads(tma_gnn_trainer_t *tr)
+{
+    double t0 = tma_clock_now();
+    tma_status_t st = TMA_OK;
+    if (tr->cfg.clip > 0) {
+        /* torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when that is below 1. */
+        double ss;
+        st = tma_gnn_op_sumsq(&tr->grads, &ss);
+        double norm = sqrt(ss);
+        if (st == TMA_OK && !isfinite(norm)) {
+            tma_log_error(COMP, "the gradient norm is %g at step %lld", norm, (long long)tr->step + 1);
+            return TMA_ERR_RANGE;
+        }
+        double coef = tr->cfg.clip / (norm + 1e-6);
+        if (st == TMA_OK && coef < 1.0)
+            st = tma_gnn_op_scale(&tr->grads, (float)coef);
+    }
+    tma_gnn_adam_t h = {(float)tr->cfg.lr, (float)tr->cfg.beta1, (float)tr->cfg.beta2, (float)tr->cfg.eps,
+                        tr->step + 1};
+    if (st == TMA_OK)
+        st = tma_gnn_op_adam(&tr->params, &tr->grads, &tr->adam_m, &tr->adam_v, &h);
+    if (st == TMA_OK)
+        tr->step++;
+    tr->timing.optimizer += tma_clock_now() - t0;
+    return st;
+}
+
+tma_status_t tma_gnn_trainer_step(tma_gnn_trainer_t *tr, float *loss_p)
+{
+    tma_status_t st = tma_gnn_trainer_compute_grads(tr, loss_p);
+    return st ? st : tma_gnn_trainer_apply_grads(tr);
+}
+
+/* ------------------------------------------------------------------ access */
+
+int64_t tma_gnn_trainer_param_count(const tma_gnn_trainer_t *tr) { return tr->layout.total; }
+
+tma_status_t tma_gnn_trainer_get_params(const tma_gnn_trainer_t *tr, float *params)
+{
+    return tma_gnn_tensor_download(&tr->params, params);
+}
+
+tma_status_t tma_gnn_trainer_set_params(tma_gnn_trainer_t *tr, const float *params)
+{
+    return tma_gnn_tensor_upload(&tr->params, params);
+}
+
+tma_status_t tma_gnn_trainer_get_grads(const tma_gnn_trainer_t *tr, float *grads)
+{
+    return tma_gnn_tensor_download(&tr->grads, grads);
+}
+
+tma_status_t tma_gnn_trainer_set_grads(tma_gnn_trainer_t *tr, const float *grads)
+{
+    return tma_gnn_tensor_upload(&tr->grads, grads);
+}
+
+int64_t tma_gnn_trainer_steps(const tma_gnn_trainer_t *tr) { return tr->step; }
+
+const tma_gnn_config_t *tma_gnn_trainer_config(const tma_gnn_trainer_t *tr) { return &tr->cfg; }
+
+void tma_gnn_trainer_timing(const tma_gnn_trainer_t *tr, tma_gnn_timing_t *t_p) { *t_p = tr->timing; }
+
+/* ------------------------------------------------------------------ test hooks */
+
+void gnn_trainer_last_batch(const tma_gnn_trainer_t *tr, gnn_batch_view_t *view_p)
+{
+    memset(view_p, 0, sizeof *view_p);
+    if (!tr->have_batch)
+        return;
+    view_p->graph_index = tr->last_slot;
+    view_p->sample = &tr->sample;
+    view_p->num_pairs = 2 * (int64_t)tr->B;
+    view_p->head = tr->h_head;
+    view_p->tail = tr->h_tail;
+    view_p->seeds = tr->seeds;
+}
+
+tma_status_t gnn_trainer_recompute(tma_gnn_trainer_t *tr, double *loss_p)
+{
+    if (!tr->have_batch)
+        return TMA_ERR_INVALID;
+    tma_status_t st = forward(tr, loss_p);
+    return st ? st : backward(tr);
+}
+
+tma_gnn_backend_t *tma_gnn_trainer_backend(const tma_gnn_trainer_t *tr) { return tr->b; }

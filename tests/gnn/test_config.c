@@ -1,0 +1,178 @@
+/* test_config.c: model configs from JSON (defaults, every key, refusals
+ * naming the key), the config hash, the parameter layout and seeded init. */
+#include "tma_test.h"
+#include "tma_gnn.h"
+
+#include <string.h>
+
+static tma_status_t parse(const char *text, tma_gnn_config_t *cfg)
+{
+    cJSON *root = cJSON_Parse(text);
+    if (!root) {
+        fprintf(stderr, "bad test JSON: %s\n", text);
+        exit(99);
+    }
+    tma_status_t st = tma_gnn_config_from_json(root, "test.json", cfg);
+    cJSON_Delete(root);
+    return st;
+}
+
+/* The config is refused and the log names `key`. */
+static void refused(const char *text, const char *key)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    tma_log_set_stream(mem);
+    tma_gnn_config_t cfg;
+    tma_status_t st = parse(text, &cfg);
+    fflush(mem);
+    tma_log_set_stream(stderr);
+    CHECK_MSG(st == TMA_ERR_CONFIG, "accepted: %s", text);
+    CHECK_MSG(buf && strstr(buf, key), "the error for %s does not name \"%s\": %s", text, key, buf ? buf : "");
+    fclose(mem);
+    free(buf);
+}
+
+int main(void)
+{
+    tma_log_set_level(TMA_LOG_ERROR);
+    tma_gnn_config_t d, c;
+    tma_gnn_config_default(&d);
+    CHECK(d.encoder == TMA_GNN_ENCODER_GCN && d.layers == 2 && d.hidden == 256 && d.decoder_layers == 2);
+    CHECK(d.fanouts[0] == 25 && d.fanouts[1] == 10 && d.lr == 0.001 && d.clip == 1.0 && d.batch_size > 0);
+
+    CHECK_OK(parse("{}", &c));
+    CHECK(memcmp(&c, &d, sizeof c) == 0);
+    CHECK_OK(parse("{\"model\": {\"encoder\": \"gcn\", \"layers\": 3, \"hidden\": 64, \"decoder_layers\": 1, "
+                   "\"decoder_hidden\": 32, \"feature_dim\": 10}, \"train\": {\"batch_size\": 128, "
+                   "\"fanouts\": [5, 4, -1], \"lr\": 0.01, \"clip\": 0, \"threads\": 2, \"seed\": 9, "
+                   "\"beta1\": 0.8, \"beta2\": 0.99, \"eps\": 1e-6}, \"eval\": {\"batch_edges\": 8, "
+                   "\"max_edges\": 100, \"threads\": 1}}",
+                   &c));
+    CHECK(c.encoder == TMA_GNN_ENCODER_GCN && c.layers == 3 && c.hidden == 64 && c.decoder_layers == 1);
+    CHECK(c.decoder_hidden == 32 && c.feature_dim == 10 && c.batch_size == 128);
+    CHECK(c.fanouts[0] == 5 && c.fanouts[1] == 4 && c.fanouts[2] == -1 && c.lr == 0.01 && c.clip == 0);
+    CHECK(c.threads == 2 && c.seed == 9 && c.beta1 == 0.8 && c.beta2 == 0.99 && c.eps == 1e-6);
+    CHECK(c.eval_batch_edges == 8 && c.eval_max_edges == 100 && c.eval_threads == 1);
+
+    /* to_json and back gives the same config. */
+    cJSON *j = tma_gnn_config_to_json(&c);
+    tma_gnn_config_t back;
+    CHECK_OK(tma_gnn_config_from_json(j, "round trip", &back));
+    CHECK(memcmp(&back, &c, sizeof c) == 0);
+    cJSON_Delete(j);
+
+    /* Three layers without fanouts: 25 then 10s. */
+    CHECK_OK(parse("{\"model\": {\"layers\": 3}}", &c));
+    CHECK(c.fanouts[0] == 25 && c.fanouts[1] == 10 && c.fanouts[2] == 10);
+
+    refused("{\"modle\": {}}", "modle");
+    refused("{\"model\": {\"hiden\": 3}}", "hiden");
+    refused("{\"train\": {\"learning_rate\": 3}}", "learning_rate");
+    refused("{\"eval\": {\"batch\": 3}}", "batch");
+    refused("{\"model\": {\"encoder\": \"gat\"}}", "encoder");
+    refused("{\"model\": {\"encoder\": 3}}", "encoder");
+    refused("{\"model\": {\"layers\": 0}}", "layers");
+    refused("{\"model\": {\"layers\": 99}}", "layers");
+    refused("{\"model\": {\"hidden\": -4}}", "hidden");
+    refused("{\"model\": {\"hidden\": 2.5}}", "hidden");
+    refused("{\"model\": {\"decoder_layers\": 0}}", "decoder_layers");
+    refused("{\"train\": {\"batch_size\": 0}}", "batch_size");
+    refused("{\"train\": {\"fanouts\": [25]}}", "fanouts");
+    refused("{\"train\": {\"fanouts\": [25, 0]}}", "fanouts");
+    refused("{\"train\": {\"fanouts\": \"25,10\"}}", "fanouts");
+    refused("{\"train\": {\"lr\": -1}}", "lr");
+    refused("{\"train\": {\"lr\": \"fast\"}}", "lr");
+    refused("{\"train\": {\"clip\": -1}}", "clip");
+    refused("{\"train\": {\"beta2\": 1}}", "beta2");
+    refused("{\"train\": {\"threads\": -2}}", "threads");
+    refused("{\"train\": {\"seed\": -2}}", "seed");
+    refused("{\"eval\": {\"batch_edges\": 0}}", "batch_edges");
+    refused("[1, 2]", "model");
+
+    /* A config file that does not parse names the file. */
+    char *dir = tma_test_tmpdir("gnncfg");
+    char *path = tma_path_join(dir, "bad.json");
+    CHECK_OK(tma_file_write_atomic(path, "{\"model\": {", 11));
+    CHECK(tma_gnn_config_load(path, &c) != TMA_OK);
+    CHECK(tma_gnn_config_load("/nonexistent/x.json", &c) != TMA_OK);
+    free(path);
+    tma_test_cleanup_dir(dir);
+
+    /* The hash follows the model section only. */
+    tma_gnn_config_t a, b;
+    tma_gnn_config_default(&a);
+    a.encoder = TMA_GNN_ENCODER_SAGE;
+    a.feature_dim = 32;
+    b = a;
+    b.lr = 0.5;
+    b.batch_size = 7;
+    b.seed = 99;
+    CHECK(tma_gnn_config_hash(&a) == tma_gnn_config_hash(&b));
+    b = a;
+    b.hidden = 128;
+    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    b = a;
+    b.encoder = TMA_GNN_ENCODER_GCN;
+    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    b.encoder = TMA_GNN_ENCODER_MLP;
+    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    b = a;
+    b.feature_dim = 33;
+    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+
+    /* The layout: sizes, alignment, order, and no overlap. */
+    tma_gnn_layout_t lay;
+    a.hidden = 10;
+    a.decoder_hidden = 7;
+    CHECK_OK(tma_gnn_layout_build(&a, &lay));
+    int64_t expect = 0, next = 0;
+    for (int i = 0; i < lay.count; i++) {
+        CHECK(lay.params[i].offset % 16 == 0 && lay.params[i].offset >= next);
+        next = lay.params[i].offset + lay.params[i].rows * lay.params[i].cols;
+        expect += lay.params[i].rows * lay.params[i].cols;
+    }
+    CHECK(lay.total >= expect && lay.total == tma_gnn_param_count(&a));
+    /* SAGE 2 layers: (2*32*10 + 10) + (10 + 10 + 1) + (2*10*10 + 10) ; decoder (10*7 + 7 + 1) + (7 + 1) */
+    CHECK(expect == 2 * 32 * 10 + 10 + 21 + 2 * 100 + 10 + 70 + 7 + 1 + 7 + 1);
+    CHECK(strcmp(lay.params[0].name, "enc.0.weight_self") == 0 && lay.params[0].rows == 32);
+    CHECK(strcmp(lay.params[lay.count - 1].name, "dec.1.bias") == 0 && lay.params[lay.count - 1].cols == 1);
+    tma_gnn_config_t u = a;
+    u.feature_dim = 0;
+    CHECK(tma_gnn_param_count(&u) == -1);
+
+    /* Seeded init: same seed same block (padding zero), other seed other block. */
+    int64_t n = lay.total;
+    float *p1 = calloc((size_t)n, 4), *p2 = calloc((size_t)n, 4), *p3 = calloc((size_t)n, 4);
+    memset(p1, 0x7f, (size_t)n * 4);
+    CHECK_OK(tma_gnn_params_init(&a, 5, p1));
+    CHECK_OK(tma_gnn_params_init(&a, 5, p2));
+    CHECK_OK(tma_gnn_params_init(&a, 6, p3));
+    CHECK(memcmp(p1, p2, (size_t)n * 4) == 0);
+    CHECK(memcmp(p1, p3, (size_t)n * 4) != 0);
+    for (int i = 0; i < lay.count; i++) {
+        const tma_gnn_param_info_t *q = &lay.params[i];
+        const float *v = p1 + q->offset;
+        int64_t m = q->rows * q->cols;
+        if (strstr(q->name, ".prelu"))
+            CHECK(v[0] == 0.25f);
+        else if (strstr(q->name, "ln_weight"))
+            CHECK(v[0] == 1.0f && v[m - 1] == 1.0f);
+        else if (strstr(q->name, "bias"))
+            CHECK(v[0] == 0.0f);
+        else {
+            double bound = sqrt(6.0 / (double)(q->rows + q->cols)), mx = 0;
+            for (int64_t k = 0; k < m; k++)
+                mx = fmax(mx, fabs(v[k]));
+            CHECK(mx <= bound && mx > 0.5 * bound);
+        }
+        if (i + 1 < lay.count)
+            for (int64_t k = q->offset + m; k < lay.params[i + 1].offset; k++)
+                CHECK(p1[k] == 0.0f);
+    }
+    free(p1);
+    free(p2);
+    free(p3);
+    return tma_test_done();
+}

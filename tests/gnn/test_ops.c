@@ -1,0 +1,485 @@
+/*
+ * test_ops.c: every op of a compute backend against the plain-C reference
+ * backend, on fresh random inputs, with outputs poisoned (NaN) before each
+ * run.  The backends come from TMA_TEST_BACKENDS (comma-separated, default
+ * "cpu,cpu-generic"), so another backend (cuda) reuses this test as is.
+ * Agreement: max |x - ref| <= 2e-5 * max |ref| per output; NaN never passes.
+ */
+#include "tma_test.h"
+#include "gnn_backend.h"
+
+#include <math.h>
+#include <string.h>
+
+#define TOL 2e-5
+
+static tma_rng_t rng;
+static tma_gnn_backend_t *B, *R; /* backend under test, reference */
+static const char *cur_op = "";
+
+static float *rand_floats(int64_t n, double scale)
+{
+    float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)(scale * (2.0 * tma_rng_uniform(&rng) - 1.0));
+    return p;
+}
+
+/* The same host data as a tensor on each backend. */
+typedef struct pair {
+    tensor_t b, r;
+} pair_t;
+
+static pair_t mk(tma_gnn_dtype_t dt, int64_t rows, int64_t cols, const void *host)
+{
+    pair_t p;
+    CHECK_OK(tma_gnn_tensor_alloc(B, dt, rows * cols, &p.b));
+    CHECK_OK(tma_gnn_tensor_alloc(R, dt, rows * cols, &p.r));
+    p.b = tma_gnn_tensor_shape(&p.b, rows, cols);
+    p.r = tma_gnn_tensor_shape(&p.r, rows, cols);
+    if (host) {
+        CHECK_OK(tma_gnn_tensor_upload(&p.b, host));
+        CHECK_OK(tma_gnn_tensor_upload(&p.r, host));
+    } else {
+        /* Poison: an op must write every element it owns. */
+        int64_t n = rows * cols;
+        float *nan = malloc((size_t)(n ? n : 1) * tma_gnn_dtype_size(dt));
+        memset(nan, 0xff, (size_t)n * tma_gnn_dtype_size(dt));
+        CHECK_OK(tma_gnn_tensor_upload(&p.b, nan));
+        CHECK_OK(tma_gnn_tensor_upload(&p.r, nan));
+        free(nan);
+    }
+    return p;
+}
+
+static pair_t mkf(int64_t rows, int64_t cols, double scale)
+{
+    float *h = rand_floats(rows * cols, scale);
+    pair_t p = mk(TMA_GNN_F32, rows, cols, h);
+    free(h);
+    return p;
+}
+
+static void pfree(pair_t *p)
+{
+    p->b.capacity = p->b.capacity ? p->b.capacity : 1;
+    tma_gnn_tensor_free(&p->b);
+    tma_gnn_tensor_free(&p->r);
+}
+
+/* Compares the float outputs of both backends. */
+static void agree(const char *what, const pair_t *p)
+{
+    int64_t n = tma_gnn_tensor_numel(&p->b);
+    float *a = malloc((size_t)(n ? n : 1) * 4), *r = malloc((size_t)(n ? n : 1) * 4);
+    CHECK_OK(tma_gnn_tensor_download(&p->b, a));
+    CHECK_OK(tma_gnn_tensor_download(&p->r, r));
+    double mx = 0, err = 0;
+    int64_t worst = -1, nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(r[i]))
+            nan++;
+        mx = fmax(mx, fabs(r[i]));
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - r[i]);
+        if (e > err) {
+            err = e;
+            worst = i;
+        }
+    }
+    CHECK_MSG(nan == 0, "%s %s: %lld NaN outputs", cur_op, what, (long long)nan);
+    CHECK_MSG(err <= TOL * fmax(mx, 1e-30), "%s %s: max error %.3g at %lld (%.9g vs ref %.9g), scale %.3g",
+              cur_op, what, err, (long long)worst, worst >= 0 ? a[worst] : 0.0, worst >= 0 ? r[worst] : 0.0, mx);
+    free(a);
+    free(r);
+}
+
+static void agree_double(const char *what, double a, double r)
+{
+    CHECK_MSG(!isnan(a) && fabs(a - r) <= TOL * fmax(fabs(r), 1e-30), "%s %s: %.12g vs ref %.12g", cur_op, what, a,
+              r);
+}
+
+/* A random block: n_dst rows with 0..maxdeg edges into n_src >= n_dst
+ * sources, with its transpose (which the backend under test may use; the
+ * reference never does). */
+typedef struct blk_pair {
+    tma_gnn_block_t b, r;
+    pair_t ip, ix, w, tp, ti, tw;
+} blk_pair_t;
+
+static blk_pair_t mk_block(int64_t n_dst, int64_t n_src, int maxdeg)
+{
+    int32_t *ip = malloc((size_t)(n_dst + 1) * 4);
+    int32_t *ix = malloc((size_t)(n_dst * maxdeg + 1) * 4);
+    float *w = malloc((size_t)(n_dst * maxdeg + 1) * 4);
+    int64_t e = 0;
+    ip[0] = 0;
+    for (int64_t i = 0; i < n_dst; i++) {
+        int64_t k = (int64_t)tma_rng_below(&rng, (uint64_t)maxdeg + 1);
+        for (int64_t q = 0; q < k; q++) {
+            ix[e] = (int32_t)tma_rng_below(&rng, (uint64_t)n_src);
+            w[e] = (float)tma_rng_uniform(&rng);
+            e++;
+        }
+        ip[i + 1] = (int32_t)e;
+    }
+    /* transpose: by source, rows in increasing order */
+    int32_t *tp = calloc((size_t)(n_src + 1), 4), *ti = malloc((size_t)(e + 1) * 4);
+    float *tw = malloc((size_t)(e + 1) * 4);
+    int64_t q = 0;
+    for (int64_t j = 0; j < n_src; j++) {
+        tp[j] = (int32_t)q;
+        for (int64_t i = 0; i < n_dst; i++)
+            for (int32_t x = ip[i]; x < ip[i + 1]; x++)
+                if (ix[x] == j) {
+                    ti[q] = (int32_t)i;
+                    tw[q++] = w[x];
+                }
+    }
+    tp[n_src] = (int32_t)q;
+    blk_pair_t bp;
+    memset(&bp, 0, sizeof bp);
+    bp.ip = mk(TMA_GNN_I32, n_dst + 1, 1, ip);
+    bp.ix = mk(TMA_GNN_I32, e, 1, ix);
+    bp.w = mk(TMA_GNN_F32, e, 1, w);
+    bp.tp = mk(TMA_GNN_I32, n_src + 1, 1, tp);
+    bp.ti = mk(TMA_GNN_I32, e, 1, ti);
+    bp.tw = mk(TMA_GNN_F32, e, 1, tw);
+    bp.b = (tma_gnn_block_t){n_dst, n_src, e, bp.ip.b, bp.ix.b, bp.w.b, 0, bp.tp.b, bp.ti.b, bp.tw.b};
+    bp.r = (tma_gnn_block_t){n_dst, n_src, e, bp.ip.r, bp.ix.r, bp.w.r, 0, bp.tp.r, bp.ti.r, bp.tw.r};
+    free(ip);
+    free(ix);
+    free(w);
+    free(tp);
+    free(ti);
+    free(tw);
+    return bp;
+}
+
+static void free_block(blk_pair_t *bp)
+{
+    pfree(&bp->ip);
+    pfree(&bp->ix);
+    pfree(&bp->w);
+    pfree(&bp->tp);
+    pfree(&bp->ti);
+    pfree(&bp->tw);
+}
+
+static void test_matmul(void)
+{
+    cur_op = "matmul";
+    const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {64, 33, 300}, {130, 17, 1}, {5, 1, 64}, {0, 4, 3}, {3, 4, 0}};
+    for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
+        for (int ta = 0; ta < 2; ta++) {
+            for (int tb = 0; tb < 2; tb++) {
+                int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+                pair_t A = ta ? mkf(k, m, 1) : mkf(m, k, 1), Bm = tb ? mkf(n, k, 1) : mkf(k, n, 1);
+                pair_t C = mk(TMA_GNN_F32, m, n, NULL);
+                CHECK_OK(tma_gnn_op_matmul(&A.b, ta, &Bm.b, tb, 0.7f, 0.0f, &C.b));
+                CHECK_OK(tma_gnn_op_matmul(&A.r, ta, &Bm.r, tb, 0.7f, 0.0f, &C.r));
+                agree("beta=0", &C);
+                CHECK_OK(tma_gnn_op_matmul(&A.b, ta, &Bm.b, tb, 1.0f, 0.5f, &C.b));
+                CHECK_OK(tma_gnn_op_matmul(&A.r, ta, &Bm.r, tb, 1.0f, 0.5f, &C.r));
+                agree("beta=0.5", &C);
+                pfree(&A);
+                pfree(&Bm);
+                pfree(&C);
+            }
+        }
+    }
+    /* A shape mismatch is refused, not computed. */
+    pair_t A = mkf(3, 4, 1), Bm = mkf(5, 2, 1), C = mk(TMA_GNN_F32, 3, 2, NULL);
+    CHECK_STATUS(tma_gnn_op_matmul(&A.b, 0, &Bm.b, 0, 1, 0, &C.b), TMA_ERR_INTERNAL);
+    pfree(&A);
+    pfree(&Bm);
+    pfree(&C);
+}
+
+static void test_rowwise(void)
+{
+    const int64_t shapes[][2] = {{1, 1}, {3, 16}, {50, 37}, {200, 256}, {17, 300}, {0, 8}};
+    for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
+        int64_t n = shapes[s][0], d = shapes[s][1];
+        pair_t X = mkf(n, d, 2), bias = mkf(1, d, 1), out = mk(TMA_GNN_F32, 1, d, NULL);
+        cur_op = "add_bias";
+        CHECK_OK(tma_gnn_op_add_bias(&X.b, &bias.b));
+        CHECK_OK(tma_gnn_op_add_bias(&X.r, &bias.r));
+        agree("Z", &X);
+        cur_op = "colsum";
+        CHECK_OK(tma_gnn_op_colsum(&X.b, &out.b));
+        CHECK_OK(tma_gnn_op_colsum(&X.r, &out.r));
+        agree("out", &out);
+
+        cur_op = "layernorm";
+        pair_t g = mkf(1, d, 1), be = mkf(1, d, 1), Y = mk(TMA_GNN_F32, n, d, NULL);
+        pair_t mu = mk(TMA_GNN_F32, n, 1, NULL), rs = mk(TMA_GNN_F32, n, 1, NULL);
+        CHECK_OK(tma_gnn_op_layernorm_fwd(&X.b, &g.b, &be.b, 1e-5f, &Y.b, &mu.b, &rs.b));
+        CHECK_OK(tma_gnn_op_layernorm_fwd(&X.r, &g.r, &be.r, 1e-5f, &Y.r, &mu.r, &rs.r));
+        agree("Y", &Y);
+        agree("mean", &mu);
+        agree("rstd", &rs);
+        pair_t dY = mkf(n, d, 1), dX = mk(TMA_GNN_F32, n, d, NULL);
+        pair_t dg = mk(TMA_GNN_F32, 1, d, NULL), db = mk(TMA_GNN_F32, 1, d, NULL);
+        CHECK_OK(tma_gnn_op_layernorm_bwd(&dY.b, &X.b, &g.b, &mu.r, &rs.r, &dX.b, &dg.b, &db.b));
+        CHECK_OK(tma_gnn_op_layernorm_bwd(&dY.r, &X.r, &g.r, &mu.r, &rs.r, &dX.r, &dg.r, &db.r));
+        /* A one-column LayerNorm is degenerate (dX is 0 up to rounding times
+         * 1/sqrt(eps)); its forward is still compared above. */
+        if (d > 1)
+            agree("dX", &dX);
+        agree("dgamma", &dg);
+        agree("dbeta", &db);
+
+        cur_op = "ln_prelu";
+        {
+            float a1 = 0.2f;
+            pair_t a = mk(TMA_GNN_F32, 1, 1, &a1), da = mk(TMA_GNN_F32, 1, 1, NULL), H = mk(TMA_GNN_F32, n, d, NULL);
+            CHECK_OK(tma_gnn_op_ln_prelu_fwd(&X.b, &g.b, &be.b, &a.b, 1e-5f, &H.b, &mu.b, &rs.b));
+            CHECK_OK(tma_gnn_op_ln_prelu_fwd(&X.r, &g.r, &be.r, &a.r, 1e-5f, &H.r, &mu.r, &rs.r));
+            agree("H", &H);
+            agree("mean", &mu);
+            agree("rstd", &rs);
+            CHECK_OK(tma_gnn_op_ln_prelu_bwd(&dY.b, &X.b, &g.b, &be.b, &a.b, &mu.r, &rs.r, &dX.b, &dg.b, &db.b, &da.b));
+            CHECK_OK(tma_gnn_op_ln_prelu_bwd(&dY.r, &X.r, &g.r, &be.r, &a.r, &mu.r, &rs.r, &dX.r, &dg.r, &db.r, &da.r));
+            if (d > 1)
+                agree("dX", &dX);
+            agree("dgamma", &dg);
+            agree("dbeta", &db);
+            agree("da", &da);
+            pfree(&a);
+            pfree(&da);
+            pfree(&H);
+        }
+        cur_op = "prelu";
+        float a0 = 0.3f;
+        pair_t a = mk(TMA_GNN_F32, 1, 1, &a0), da = mk(TMA_GNN_F32, 1, 1, NULL);
+        CHECK_OK(tma_gnn_op_prelu_fwd(&X.b, &a.b, &Y.b));
+        CHECK_OK(tma_gnn_op_prelu_fwd(&X.r, &a.r, &Y.r));
+        agree("Y", &Y);
+        CHECK_OK(tma_gnn_op_prelu_bwd(&dY.b, &X.b, &a.b, &dX.b, &da.b));
+        CHECK_OK(tma_gnn_op_prelu_bwd(&dY.r, &X.r, &a.r, &dX.r, &da.r));
+        agree("dX", &dX);
+        agree("da", &da);
+        cur_op = "bias_prelu";
+        pair_t Z2 = mkf(n, d, 2), Y2 = mk(TMA_GNN_F32, n, d, NULL);
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.b, &bias.b, &a.b, &Y2.b));
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.r, &bias.r, &a.r, &Y2.r));
+        agree("Z", &Z2);
+        agree("Y", &Y2);
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.b, &bias.b, &a.b, &Z2.b));
+        CHECK_OK(tma_gnn_op_bias_prelu(&Z2.r, &bias.r, &a.r, &Z2.r));
+        agree("in place", &Z2);
+        pfree(&Z2);
+        pfree(&Y2);
+        cur_op = "prelu";
+        /* in place (dX is dY) */
+        CHECK_OK(tma_gnn_op_prelu_bwd(&dY.b, &X.b, &a.b, &dY.b, &da.b));
+        CHECK_OK(tma_gnn_op_prelu_bwd(&dY.r, &X.r, &a.r, &dY.r, &da.r));
+        agree("dX in place", &dY);
+
+        cur_op = "scale/sumsq/fill/copy";
+        CHECK_OK(tma_gnn_op_scale(&X.b, -1.5f));
+        CHECK_OK(tma_gnn_op_scale(&X.r, -1.5f));
+        agree("scaled", &X);
+        double sb, sr;
+        CHECK_OK(tma_gnn_op_sumsq(&X.b, &sb));
+        CHECK_OK(tma_gnn_op_sumsq(&X.r, &sr));
+        agree_double("sumsq", sb, sr);
+        CHECK_OK(tma_gnn_op_copy(&Y.b, &X.b));
+        CHECK_OK(tma_gnn_op_copy(&Y.r, &X.r));
+        agree("copy", &Y);
+        CHECK_OK(tma_gnn_op_fill(&Y.b, 0.25f));
+        CHECK_OK(tma_gnn_op_fill(&Y.r, 0.25f));
+        agree("fill", &Y);
+        pair_t *all[] = {&X, &bias, &out, &g, &be, &Y, &mu, &rs, &dY, &dX, &dg, &db, &a, &da};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+            pfree(all[i]);
+    }
+}
+
+static void test_sparse(void)
+{
+    const int64_t shapes[][4] = {{1, 1, 1, 1}, {20, 50, 6, 16}, {300, 900, 12, 64}, {40, 40, 3, 37}, {64, 100, 5, 300}};
+    for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
+        int64_t nd = shapes[s][0], ns = shapes[s][1], d = shapes[s][3];
+        blk_pair_t bp = mk_block(nd, ns, (int)shapes[s][2]);
+        pair_t X = mkf(ns, d, 1), Y = mk(TMA_GNN_F32, nd, d, NULL);
+        cur_op = "spmm";
+        CHECK_OK(tma_gnn_op_spmm(&bp.b, &X.b, &Y.b));
+        CHECK_OK(tma_gnn_op_spmm(&bp.r, &X.r, &Y.r));
+        agree("Y", &Y);
+        cur_op = "spmm_t";
+        pair_t dY = mkf(nd, d, 1), dX = mk(TMA_GNN_F32, ns, d, NULL);
+        CHECK_OK(tma_gnn_op_spmm_t(&bp.b, &dY.b, &dX.b));
+        CHECK_OK(tma_gnn_op_spmm_t(&bp.r, &dY.r, &dX.r));
+        agree("dX (scatter)", &dX);
+        pair_t dX2 = mk(TMA_GNN_F32, ns, d, NULL);
+        bp.b.has_transpose = 1;
+        CHECK_OK(tma_gnn_op_spmm_t(&bp.b, &dY.b, &dX2.b));
+        CHECK_OK(tma_gnn_op_spmm_t(&bp.r, &dY.r, &dX2.r));
+        agree("dX (gather by source)", &dX2);
+        cur_op = "spmm (block with transpose)";
+        CHECK_OK(tma_gnn_op_spmm(&bp.b, &X.b, &Y.b));
+        agree("Y", &Y);
+        bp.b.has_transpose = 0;
+        pfree(&dX2);
+
+        cur_op = "pair_mul";
+        int64_t np = nd * 2;
+        int32_t *hi = malloc((size_t)np * 4), *ti = malloc((size_t)np * 4);
+        for (int64_t p = 0; p < np; p++) {
+            hi[p] = (int32_t)tma_rng_below(&rng, (uint64_t)ns);
+            ti[p] = p % 5 == 0 ? hi[p] : (int32_t)tma_rng_below(&rng, (uint64_t)ns); /* some self pairs */
+        }
+        pair_t H = mk(TMA_GNN_I32, np, 1, hi), T = mk(TMA_GNN_I32, np, 1, ti), E = mk(TMA_GNN_F32, np, d, NULL);
+        CHECK_OK(tma_gnn_op_pair_mul(&X.b, &H.b, &T.b, &E.b));
+        CHECK_OK(tma_gnn_op_pair_mul(&X.r, &H.r, &T.r, &E.r));
+        agree("E", &E);
+        pair_t dE = mkf(np, d, 1);
+        CHECK_OK(tma_gnn_op_pair_mul_bwd(&dE.b, &X.b, &H.b, &T.b, &dX.b));
+        CHECK_OK(tma_gnn_op_pair_mul_bwd(&dE.r, &X.r, &H.r, &T.r, &dX.r));
+        agree("dH", &dX);
+        free(hi);
+        free(ti);
+        pair_t *all[] = {&X, &Y, &dY, &dX, &H, &T, &E, &dE};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+            pfree(all[i]);
+        free_block(&bp);
+    }
+}
+
+static void test_loss_adam(void)
+{
+    cur_op = "bce_logits";
+    for (int64_t n = 1; n < 2000; n = n * 7 + 1) {
+        pair_t x = mkf(n, 1, 8), dl = mk(TMA_GNN_F32, n, 1, NULL);
+        float *lab = malloc((size_t)n * 4);
+        for (int64_t i = 0; i < n; i++)
+            lab[i] = i < n / 2 ? 1.0f : 0.0f;
+        pair_t y = mk(TMA_GNN_F32, n, 1, lab);
+        double lb, lr;
+        CHECK_OK(tma_gnn_op_bce_logits(&x.b, &y.b, &lb, &dl.b));
+        CHECK_OK(tma_gnn_op_bce_logits(&x.r, &y.r, &lr, &dl.r));
+        agree_double("loss", lb, lr);
+        agree("dlogits", &dl);
+        free(lab);
+        pfree(&x);
+        pfree(&y);
+        pfree(&dl);
+    }
+    cur_op = "adam";
+    for (int64_t n = 1; n < 100000; n = n * 13 + 3) {
+        pair_t p = mkf(n, 1, 1), g = mkf(n, 1, 0.1), m = mkf(n, 1, 0.01), v = mkf(n, 1, 0.0);
+        /* v must be >= 0 */
+        float *vh = rand_floats(n, 1e-3);
+        for (int64_t i = 0; i < n; i++)
+            vh[i] = fabsf(vh[i]);
+        CHECK_OK(tma_gnn_tensor_upload(&v.b, vh));
+        CHECK_OK(tma_gnn_tensor_upload(&v.r, vh));
+        free(vh);
+        for (int64_t step = 1; step <= 3; step++) {
+            tma_gnn_adam_t h = {1e-3f, 0.9f, 0.999f, 1e-8f, step};
+            CHECK_OK(tma_gnn_op_adam(&p.b, &g.b, &m.b, &v.b, &h));
+            CHECK_OK(tma_gnn_op_adam(&p.r, &g.r, &m.r, &v.r, &h));
+        }
+        agree("p", &p);
+        agree("m", &m);
+        agree("v", &v);
+        pfree(&p);
+        pfree(&g);
+        pfree(&m);
+        pfree(&v);
+    }
+}
+
+/* Features: random sparse-ish or dense, stored how each backend likes. */
+static void test_features(void)
+{
+    for (int sparse = 0; sparse < 2; sparse++) {
+        const int64_t N = 400, Fd = sparse ? 500 : 40, d = 33;
+        float *X = malloc((size_t)(N * Fd) * 4);
+        for (int64_t i = 0; i < N * Fd; i++)
+            X[i] = sparse ? (tma_rng_uniform(&rng) < 0.03 ? (float)tma_rng_uniform(&rng) : 0.0f)
+                          : (float)(2 * tma_rng_uniform(&rng) - 1);
+        tma_gnn_feat_t *fb, *fr;
+        CHECK_OK(tma_gnn_feat_create(B, X, N, Fd, 0, &fb));
+        CHECK_OK(tma_gnn_feat_create(R, X, N, Fd, 0, &fr));
+        /* Distinct ids (many of the nodes: the CPU backend gathers by
+         * feature), a few distinct ones (it scatters), ids with repeats (it
+         * must not gather), and consecutive ids (dense: used in place). */
+        int64_t ids_set[4][150], lens[4] = {150, 20, 150, 150};
+        int64_t *perm = malloc((size_t)N * 8);
+        for (int64_t i = 0; i < N; i++)
+            perm[i] = i;
+        tma_rng_shuffle_i64(&rng, perm, N);
+        for (int64_t i = 0; i < 150; i++) {
+            ids_set[0][i] = perm[i];
+            ids_set[1][i] = perm[200 + i % 20];
+            ids_set[2][i] = (int64_t)tma_rng_below(&rng, 60);
+            ids_set[3][i] = 100 + i;
+        }
+        free(perm);
+        for (int which = 0; which < 4; which++) {
+            const int64_t n = lens[which];
+            pair_t ids = mk(TMA_GNN_I64, n, 1, ids_set[which]);
+            pair_t W = mkf(Fd, d, 1), out = mk(TMA_GNN_F32, n, d, NULL);
+            cur_op = "feat_matmul";
+            CHECK_OK(tma_gnn_op_feat_matmul(fb, &ids.b, &W.b, 0.0f, &out.b));
+            CHECK_OK(tma_gnn_op_feat_matmul(fr, &ids.r, &W.r, 0.0f, &out.r));
+            agree(sparse ? "sparse" : "dense", &out);
+            CHECK_OK(tma_gnn_op_feat_matmul(fb, &ids.b, &W.b, 1.0f, &out.b));
+            CHECK_OK(tma_gnn_op_feat_matmul(fr, &ids.r, &W.r, 1.0f, &out.r));
+            agree(sparse ? "sparse beta=1" : "dense beta=1", &out);
+            cur_op = "feat_matmul_grad";
+            pair_t dO = mkf(n, d, 1), dW = mk(TMA_GNN_F32, Fd, d, NULL);
+            CHECK_OK(tma_gnn_op_feat_matmul_grad(fb, &ids.b, &dO.b, &dW.b));
+            CHECK_OK(tma_gnn_op_feat_matmul_grad(fr, &ids.r, &dO.r, &dW.r));
+            agree(sparse ? "sparse" : "dense", &dW);
+            cur_op = "feat_aggregate";
+            blk_pair_t bp = mk_block(60, n, 7);
+            pair_t A = mk(TMA_GNN_F32, 60, Fd, NULL);
+            CHECK_OK(tma_gnn_op_feat_aggregate(fb, &ids.b, &bp.b, &A.b));
+            CHECK_OK(tma_gnn_op_feat_aggregate(fr, &ids.r, &bp.r, &A.r));
+            agree(sparse ? "sparse" : "dense", &A);
+            free_block(&bp);
+            pair_t *all[] = {&ids, &W, &out, &dO, &dW, &A};
+            for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+                pfree(all[i]);
+        }
+        tma_gnn_feat_destroy(B, fb);
+        tma_gnn_feat_destroy(R, fr);
+        free(X);
+    }
+}
+
+int main(void)
+{
+    tma_log_set_level(TMA_LOG_ERROR);
+    const char *list = getenv("TMA_TEST_BACKENDS");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list && *list ? list : "cpu,cpu-generic");
+    CHECK_OK(tma_gnn_backend_create("ref", 1, &R));
+    for (char *save = NULL, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        for (int threads = 1; threads <= 3; threads += 2) {
+            tma_status_t st = tma_gnn_backend_create(name, threads, &B);
+            if (st == TMA_ERR_UNSUPPORTED || st == TMA_ERR_NO_DEVICE) {
+                fprintf(stderr, "backend %s is not available here; not tested\n", name);
+                tma_test_skip("a requested backend is not available");
+            }
+            CHECK_OK(st);
+            fprintf(stderr, "checking backend %s (%s) with %d thread(s) against ref\n", name,
+                    tma_gnn_backend_name(B), threads);
+            tma_rng_seed(&rng, 42, (uint64_t)threads);
+            test_matmul();
+            test_rowwise();
+            test_sparse();
+            test_loss_adam();
+            test_features();
+            tma_gnn_backend_destroy(B);
+        }
+    }
+    tma_gnn_backend_destroy(R);
+    return tma_test_done();
+}

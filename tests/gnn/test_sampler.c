@@ -1,0 +1,379 @@
+/* test_sampler.c: the neighbour sampler and the full-neighbourhood blocks:
+ * structure, exclusions, weights, determinism, uniformity and bad input. */
+#include "tma_test.h"
+#include "gnn_testutil.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct owned_sample {
+    tma_graph_sample_t s;
+} owned_sample_t;
+
+static void sample_alloc(const tma_graph_sampler_t *sp, int layers, int64_t max_seeds, owned_sample_t *o)
+{
+    tma_graph_sample_bounds_t b;
+    tma_graph_sampler_bounds(sp, &b);
+    memset(o, 0, sizeof *o);
+    o->s.nodes = calloc((size_t)b.max_nodes, sizeof(int64_t));
+    o->s.seed_local = calloc((size_t)max_seeds, sizeof(int32_t));
+    for (int l = 0; l < layers; l++) {
+        o->s.blocks[l].indptr = calloc((size_t)b.max_dst[l] + 1, sizeof(int32_t));
+        o->s.blocks[l].indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
+        o->s.blocks[l].weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
+        o->s.blocks[l].t_indptr = calloc((size_t)b.max_src[l] + 1, sizeof(int32_t));
+        o->s.blocks[l].t_indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
+        o->s.blocks[l].t_weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
+    }
+}
+
+static void sample_free(owned_sample_t *o)
+{
+    free(o->s.nodes);
+    free(o->s.seed_local);
+    for (int l = 0; l < TMA_GRAPH_MAX_LAYERS; l++) {
+        free(o->s.blocks[l].indptr);
+        free(o->s.blocks[l].indices);
+        free(o->s.blocks[l].weights);
+        free(o->s.blocks[l].t_indptr);
+        free(o->s.blocks[l].t_indices);
+        free(o->s.blocks[l].t_weights);
+    }
+}
+
+static int excluded(const int64_t *ex, int64_t n, int64_t a, int64_t b)
+{
+    for (int64_t i = 0; i < n; i++)
+        if ((ex[2 * i] == a && ex[2 * i + 1] == b) || (ex[2 * i] == b && ex[2 * i + 1] == a))
+            return 1;
+    return 0;
+}
+
+static int64_t eligible(const tma_graph_t *g, int64_t v, const int64_t *ex, int64_t nex)
+{
+    int64_t c = 0;
+    for (int64_t p = g->indptr[v]; p < g->indptr[v + 1]; p++)
+        c += !excluded(ex, nex, v, g->indices[p]);
+    return c;
+}
+
+/* Checks every structural promise of a sample. */
+static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o, const tma_graph_sample_t *s,
+                         const int64_t *seeds, int64_t nseeds, const int64_t *ex, int64_t nex)
+{
+    const int L = o->num_layers;
+    for (int64_t i = 0; i < nseeds; i++)
+        CHECK(s->seed_local[i] >= 0 && s->seed_local[i] < s->num_seeds && s->nodes[s->seed_local[i]] == seeds[i]);
+    for (int64_t i = 0; i < s->num_nodes; i++)
+        for (int64_t j = i + 1; j < s->num_nodes; j++)
+            CHECK(s->nodes[i] != s->nodes[j]);
+    if (L == 0) {
+        CHECK(s->num_nodes == s->num_seeds);
+        return;
+    }
+    CHECK(s->blocks[L - 1].num_dst == s->num_seeds);
+    CHECK(s->blocks[0].num_src == s->num_nodes);
+    for (int l = 0; l + 1 < L; l++)
+        CHECK(s->blocks[l + 1].num_src == s->blocks[l].num_dst);
+    for (int l = 0; l < L; l++) {
+        const tma_graph_block_t *b = &s->blocks[l];
+        const int hop = L - 1 - l, fan = o->fanouts[hop];
+        CHECK(b->indptr[0] == 0 && b->indptr[b->num_dst] == b->num_edges);
+        for (int64_t i = 0; i < b->num_dst; i++) {
+            int64_t v = s->nodes[i];
+            int32_t e0 = b->indptr[i], e1 = b->indptr[i + 1];
+            int self = o->self_loops ? 1 : 0;
+            int64_t c = eligible(g, v, ex, nex), k = (fan < 0 || c <= fan) ? c : fan;
+            CHECK_MSG(e1 - e0 == k + self, "row %lld of block %d: %d entries, want %lld", (long long)i, l, e1 - e0,
+                      (long long)(k + self));
+            double di = (double)tma_graph_degree(g, v) + 1;
+            if (self) {
+                CHECK(b->indices[e0] == i);
+                if (o->norm == TMA_GRAPH_NORM_GCN)
+                    CHECK_NEAR(b->weights[e0], 1.0 / di, 1e-7);
+                else
+                    CHECK_NEAR(b->weights[e0], 1.0 / (double)(k + 1), 1e-7);
+            }
+            for (int32_t e = e0 + self; e < e1; e++) {
+                int32_t j = b->indices[e];
+                CHECK(j >= 0 && j < b->num_src);
+                int64_t u = s->nodes[j];
+                CHECK(tma_graph_has_edge(g, v, u));
+                CHECK(!excluded(ex, nex, v, u));
+                for (int32_t q = e0 + self; q < e; q++)
+                    CHECK(b->indices[q] != j);
+                double want = o->norm == TMA_GRAPH_NORM_GCN
+                                  ? ((double)c / (double)k) / sqrt(di * ((double)tma_graph_degree(g, u) + 1))
+                                  : 1.0 / (double)(k + self);
+                CHECK_NEAR(b->weights[e], want, 1e-6 * want);
+            }
+        }
+        if (!o->transpose)
+            continue;
+        /* The transpose holds every edge once, by source, rows increasing. */
+        CHECK(b->t_indptr[0] == 0 && b->t_indptr[b->num_src] == b->num_edges);
+        for (int64_t j = 0; j < b->num_src; j++) {
+            for (int32_t q = b->t_indptr[j]; q < b->t_indptr[j + 1]; q++) {
+                int32_t i = b->t_indices[q];
+                CHECK(i >= 0 && i < b->num_dst);
+                CHECK(q == b->t_indptr[j] || b->t_indices[q - 1] <= i);
+                int found = 0;
+                for (int32_t e = b->indptr[i]; e < b->indptr[i + 1]; e++)
+                    found += b->indices[e] == j && b->weights[e] == b->t_weights[q];
+                CHECK(found >= 1);
+            }
+        }
+    }
+}
+
+int main(void)
+{
+    tma_log_set_level(TMA_LOG_ERROR);
+    gnn_test_graph_opts_t go;
+    gnn_test_graph_defaults(&go);
+    go.avg_degree = 14;
+    tma_graph_t *g = gnn_test_graph(&go);
+
+    /* Seeds with duplicates; exclude the first training edges of some seeds. */
+    int64_t seeds[40], ex[2 * 10];
+    for (int i = 0; i < 40; i++)
+        seeds[i] = (i * 37) % g->num_nodes;
+    seeds[5] = seeds[1];
+    int64_t nex = 0;
+    for (int64_t v = 0; v < g->num_nodes && nex < 10; v += 7) {
+        if (tma_graph_degree(g, v) > 0) {
+            ex[2 * nex] = v;
+            ex[2 * nex + 1] = g->indices[g->indptr[v]];
+            nex++;
+        }
+    }
+    seeds[6] = ex[0];
+    seeds[7] = ex[1];
+
+    for (int mode = 0; mode < 4; mode++) {
+        tma_graph_sampler_opts_t o;
+        memset(&o, 0, sizeof o);
+        o.num_layers = mode == 3 ? 0 : 2;
+        o.fanouts[0] = mode == 2 ? -1 : 5;
+        o.fanouts[1] = 3;
+        o.norm = mode == 1 ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
+        o.self_loops = mode == 1;
+        o.transpose = mode == 1 || mode == 2;
+        o.max_seeds = 40;
+        o.max_excluded = 10;
+        tma_graph_sampler_t *sp;
+        CHECK_OK(tma_graph_sampler_create(g, &o, &sp));
+        owned_sample_t a, b;
+        sample_alloc(sp, o.num_layers, 40, &a);
+        sample_alloc(sp, o.num_layers, 40, &b);
+        CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &a.s));
+        check_sample(g, &o, &a.s, seeds, 40, ex, nex);
+        /* Same seed, same sample; the sampler's bookkeeping is reset between calls. */
+        CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b.s));
+        CHECK(a.s.num_nodes == b.s.num_nodes && memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8) == 0);
+        for (int l = 0; l < o.num_layers; l++) {
+            CHECK(a.s.blocks[l].num_edges == b.s.blocks[l].num_edges);
+            CHECK(memcmp(a.s.blocks[l].indices, b.s.blocks[l].indices, a.s.blocks[l].num_edges * 4) == 0);
+            CHECK(memcmp(a.s.blocks[l].weights, b.s.blocks[l].weights, a.s.blocks[l].num_edges * 4) == 0);
+        }
+        if (mode == 0) {
+            /* Another seed gives another sample. */
+            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 999, &b.s));
+            check_sample(g, &o, &b.s, seeds, 40, ex, nex);
+            CHECK(b.s.num_nodes != a.s.num_nodes ||
+                  memcmp(a.s.blocks[0].indices, b.s.blocks[0].indices, a.s.blocks[0].num_edges * 4) != 0);
+            /* Without exclusions the excluded edges do appear somewhere. */
+            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, NULL, 0, 12345, &b.s));
+            check_sample(g, &o, &b.s, seeds, 40, NULL, 0);
+            /* Bad input. */
+            int64_t bad = g->num_nodes;
+            CHECK_STATUS(tma_graph_sampler_sample(sp, &bad, 1, NULL, 0, 1, &b.s), TMA_ERR_RANGE);
+            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 41, NULL, 0, 1, &b.s), TMA_ERR_RANGE);
+            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 4, ex, 11, 1, &b.s), TMA_ERR_RANGE);
+            int64_t badex[2] = {0, -1};
+            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 4, badex, 1, 1, &b.s), TMA_ERR_RANGE);
+            /* ... and the sampler still works after refusing. */
+            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b.s));
+            CHECK(memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8) == 0);
+        }
+        sample_free(&a);
+        sample_free(&b);
+        tma_graph_sampler_destroy(sp);
+    }
+
+    /* Full neighbourhoods: a GCN sample with fanout -1 equals the full block rows. */
+    {
+        tma_graph_sampler_opts_t o;
+        memset(&o, 0, sizeof o);
+        o.num_layers = 1;
+        o.fanouts[0] = -1;
+        o.norm = TMA_GRAPH_NORM_GCN;
+        o.self_loops = 1;
+        o.max_seeds = g->num_nodes;
+        tma_graph_sampler_t *sp;
+        CHECK_OK(tma_graph_sampler_create(g, &o, &sp));
+        owned_sample_t a;
+        sample_alloc(sp, 1, g->num_nodes, &a);
+        int64_t *all = malloc((size_t)g->num_nodes * 8);
+        for (int64_t v = 0; v < g->num_nodes; v++)
+            all[v] = v;
+        CHECK_OK(tma_graph_sampler_sample(sp, all, g->num_nodes, NULL, 0, 5, &a.s));
+        int64_t ne = tma_graph_block_full_edges(g, 0, g->num_nodes, 1);
+        tma_graph_block_t fb = {0};
+        fb.indptr = calloc((size_t)g->num_nodes + 1, 4);
+        fb.indices = calloc((size_t)ne, 4);
+        fb.weights = calloc((size_t)ne, 4);
+        CHECK_OK(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 0, g->num_nodes, &fb));
+        CHECK(fb.num_edges == a.s.blocks[0].num_edges && fb.num_edges == ne);
+        /* Sum of weights of each row (orders may differ). */
+        for (int64_t v = 0; v < g->num_nodes; v++) {
+            double s1 = 0, s2 = 0;
+            for (int32_t e = fb.indptr[v]; e < fb.indptr[v + 1]; e++)
+                s1 += fb.weights[e] * (double)(fb.indices[e] + 1);
+            for (int32_t e = a.s.blocks[0].indptr[v]; e < a.s.blocks[0].indptr[v + 1]; e++)
+                s2 += a.s.blocks[0].weights[e] * (double)(a.s.nodes[a.s.blocks[0].indices[e]] + 1);
+            CHECK_NEAR(s1, s2, 1e-6 * s1);
+        }
+        /* The symmetric normalisation: w(u,v) == w(v,u). */
+        for (int64_t v = 0; v < g->num_nodes; v++)
+            for (int32_t e = fb.indptr[v] + 1; e < fb.indptr[v + 1]; e++) {
+                int64_t u = fb.indices[e];
+                for (int32_t q = fb.indptr[u] + 1; q < fb.indptr[u + 1]; q++)
+                    if (fb.indices[q] == v)
+                        CHECK_NEAR(fb.weights[e], fb.weights[q], 1e-7);
+            }
+        /* A slice of rows matches the same rows of the whole. */
+        tma_graph_block_t sb = {0};
+        sb.indptr = calloc(11, 4);
+        sb.indices = calloc((size_t)ne, 4);
+        sb.weights = calloc((size_t)ne, 4);
+        CHECK_OK(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 20, 30, &sb));
+        CHECK(sb.num_dst == 10 && sb.num_src == g->num_nodes);
+        CHECK(memcmp(sb.indices, fb.indices + fb.indptr[20], sb.num_edges * 4) == 0);
+        CHECK(memcmp(sb.weights, fb.weights + fb.indptr[20], sb.num_edges * 4) == 0);
+        CHECK_STATUS(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 30, 20, &sb), TMA_ERR_RANGE);
+        free(sb.indptr);
+        free(sb.indices);
+        free(sb.weights);
+        free(fb.indptr);
+        free(fb.indices);
+        free(fb.weights);
+        free(all);
+        sample_free(&a);
+        tma_graph_sampler_destroy(sp);
+    }
+
+    /* Uniformity: each neighbour of a high-degree node is picked about f/d of the time. */
+    {
+        int64_t hub = 0;
+        for (int64_t v = 0; v < g->num_nodes; v++)
+            if (tma_graph_degree(g, v) > tma_graph_degree(g, hub))
+                hub = v;
+        const int f = 3;
+        const int64_t d = tma_graph_degree(g, hub);
+        CHECK(d > 2 * f);
+        tma_graph_sampler_opts_t o;
+        memset(&o, 0, sizeof o);
+        o.num_layers = 1;
+        o.fanouts[0] = f;
+        o.max_seeds = 1;
+        tma_graph_sampler_t *sp;
+        CHECK_OK(tma_graph_sampler_create(g, &o, &sp));
+        owned_sample_t a;
+        sample_alloc(sp, 1, 1, &a);
+        int counts[256] = {0};
+        const int trials = 20000;
+        for (int t = 0; t < trials; t++) {
+            CHECK_OK(tma_graph_sampler_sample(sp, &hub, 1, NULL, 0, (uint64_t)t, &a.s));
+            for (int32_t e = 0; e < a.s.blocks[0].num_edges; e++) {
+                int64_t u = a.s.nodes[a.s.blocks[0].indices[e]];
+                for (int64_t p = 0; p < d; p++)
+                    if (g->indices[g->indptr[hub] + p] == u)
+                        counts[p]++;
+            }
+        }
+        double expect = (double)trials * f / (double)d, chi2 = 0;
+        for (int64_t p = 0; p < d; p++)
+            chi2 += (counts[p] - expect) * (counts[p] - expect) / expect;
+        /* d-1 degrees of freedom; 3x the mean is far in the tail. */
+        CHECK_MSG(chi2 < 3.0 * (double)(d - 1) + 10, "chi2 %.1f for %lld neighbours", chi2, (long long)d);
+        sample_free(&a);
+        tma_graph_sampler_destroy(sp);
+    }
+
+    /* Threads: a big enough sample runs its rows in parallel, and gives the
+     * same blocks as one thread. */
+    {
+        gnn_test_graph_opts_t bo;
+        gnn_test_graph_defaults(&bo);
+        bo.nodes = 6000;
+        bo.avg_degree = 12;
+        bo.val = bo.test = 20;
+        tma_graph_t *bg = gnn_test_graph(&bo);
+        int64_t *bs = malloc(3000 * sizeof *bs), bex[2 * 50];
+        for (int i = 0; i < 3000; i++)
+            bs[i] = (i * 7919) % bg->num_nodes;
+        for (int i = 0; i < 50; i++) {
+            bex[2 * i] = bs[i];
+            bex[2 * i + 1] = bg->indices[bg->indptr[bs[i]]];
+        }
+        owned_sample_t r[2];
+        tma_graph_sampler_t *sp[2];
+        for (int t = 0; t < 2; t++) {
+            tma_graph_sampler_opts_t o;
+            memset(&o, 0, sizeof o);
+            o.num_layers = 2;
+            o.fanouts[0] = 5;
+            o.fanouts[1] = 3;
+            o.norm = TMA_GRAPH_NORM_GCN;
+            o.self_loops = 1;
+            o.transpose = 1;
+            o.max_seeds = 3000;
+            o.max_excluded = 50;
+            o.threads = t ? 3 : 1;
+            CHECK_OK(tma_graph_sampler_create(bg, &o, &sp[t]));
+            sample_alloc(sp[t], 2, 3000, &r[t]);
+            CHECK_OK(tma_graph_sampler_sample(sp[t], bs, 3000, bex, 50, 77, &r[t].s));
+            if (t)
+                check_sample(bg, &o, &r[t].s, bs, 3000, bex, 50);
+        }
+        CHECK(r[0].s.num_nodes == r[1].s.num_nodes && r[0].s.blocks[1].num_dst > 2048);
+        CHECK(memcmp(r[0].s.nodes, r[1].s.nodes, (size_t)r[0].s.num_nodes * 8) == 0);
+        for (int l = 0; l < 2; l++) {
+            const tma_graph_block_t *x = &r[0].s.blocks[l], *y = &r[1].s.blocks[l];
+            CHECK(x->num_edges == y->num_edges);
+            CHECK(memcmp(x->indptr, y->indptr, (size_t)(x->num_dst + 1) * 4) == 0);
+            CHECK(memcmp(x->indices, y->indices, (size_t)x->num_edges * 4) == 0);
+            CHECK(memcmp(x->weights, y->weights, (size_t)x->num_edges * 4) == 0);
+            CHECK(memcmp(x->t_indices, y->t_indices, (size_t)x->num_edges * 4) == 0);
+        }
+        for (int t = 0; t < 2; t++) {
+            sample_free(&r[t]);
+            tma_graph_sampler_destroy(sp[t]);
+        }
+        free(bs);
+        tma_graph_destroy(bg);
+    }
+
+    /* Bad options. */
+    {
+        tma_graph_sampler_opts_t o;
+        memset(&o, 0, sizeof o);
+        o.num_layers = 2;
+        o.fanouts[0] = 0;
+        o.fanouts[1] = 3;
+        o.max_seeds = 4;
+        tma_graph_sampler_t *sp = NULL;
+        CHECK_STATUS(tma_graph_sampler_create(g, &o, &sp), TMA_ERR_CONFIG);
+        o.fanouts[0] = 2;
+        o.num_layers = TMA_GRAPH_MAX_LAYERS + 1;
+        CHECK_STATUS(tma_graph_sampler_create(g, &o, &sp), TMA_ERR_CONFIG);
+        o.num_layers = 2;
+        o.max_seeds = 0;
+        CHECK_STATUS(tma_graph_sampler_create(g, &o, &sp), TMA_ERR_CONFIG);
+        CHECK(sp == NULL);
+    }
+
+    tma_graph_destroy(g);
+    return tma_test_done();
+}

@@ -1,0 +1,104 @@
+#!/bin/bash
+# test_train_cli.sh: `tma train` and `tma eval` end to end on a small graph: the run
+# folder, agreement between the two commands, Ctrl-C, and refusal of bad input.
+. "$TMA_SRCDIR/tests/lib.sh"
+
+W="$TMA_BUILDDIR/tests/gnn/write_test_graph"
+G=$TMP_ROOT/g.tmag
+G2=$TMP_ROOT/g2.tmag
+"$W" "$G" 500 32 0 1 || hard "cannot write the test graph"
+"$W" "$G2" 300 12 0 2 || hard "cannot write the second test graph"
+cat > "$TMP_ROOT/small.json" <<'JSON'
+{"model": {"encoder": "gcn", "hidden": 16, "decoder_hidden": 16},
+ "train": {"batch_size": 64, "fanouts": [5, 5], "lr": 0.01, "threads": 2, "seed": 3}}
+JSON
+
+# --- a run -----------------------------------------------------------------
+RUN=$TMP_ROOT/run
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 400 --eval-every-seconds 0.003 -o "$RUN" \
+  > "$TMP_ROOT/train.out" 2> "$TMP_ROOT/train.err" || { cat "$TMP_ROOT/train.err"; fail "tma train failed"; }
+for f in config.json metrics.jsonl best.tmaw result.json; do
+  [ -s "$RUN/$f" ] || fail "run folder lacks $f"
+done
+for k in test_mrr best_val_mrr best_at_seconds convergence_seconds train_seconds steps; do
+  json "$RUN/result.json" "d['$k']" > /dev/null || fail "result.json lacks $k"
+done
+[ "$(json "$RUN/result.json" "d['steps']")" = 400 ] || fail "expected 400 steps"
+[ "$(json "$RUN/config.json" "d['model']['feature_dim']")" = 32 ] || fail "config.json lacks the resolved feature_dim"
+lines=$(wc -l < "$RUN/metrics.jsonl")
+[ "$lines" -ge 2 ] || fail "metrics.jsonl has $lines lines"
+python3 - "$RUN" <<'PY' || fail "metrics.jsonl or result.json is inconsistent"
+import json, sys
+run = sys.argv[1]
+rows = [json.loads(l) for l in open(run + "/metrics.jsonl")]
+res = json.load(open(run + "/result.json"))
+best = max(r["val_mrr"] for r in rows)
+assert abs(best - res["best_val_mrr"]) < 1e-6, (best, res)
+assert all(rows[i]["time"] <= rows[i + 1]["time"] for i in range(len(rows) - 1))
+assert rows[-1]["steps"] == res["steps"]
+conv = [r["time"] for r in rows if r["val_mrr"] >= 0.99 * best][0]
+assert abs(conv - res["convergence_seconds"]) < 1e-3, (conv, res)
+assert 0 < res["test_mrr"] <= 1 and res["train_seconds"] > 0
+PY
+grep -q "^test_mrr " "$TMP_ROOT/train.out" || fail "tma train did not print test_mrr"
+grep -q "test MRR" "$TMP_ROOT/train.err" || fail "tma train printed no progress"
+
+# tma eval agrees with the run: test MRR of the best weights, and their validation MRR.
+want=$(json "$RUN/result.json" "'%.6f' % d['test_mrr']")
+got=$("$TMA_BIN" eval "$G" "$RUN/best.tmaw" | awk '/^test_mrr/ {print $2}')
+[ "$got" = "$want" ] || fail "tma eval says $got, the run said $want"
+want=$(json "$RUN/result.json" "'%.6f' % d['best_val_mrr']")
+got=$("$TMA_BIN" eval "$G" "$RUN/best.tmaw" --split val --json | python3 -c 'import json,sys; print("%.6f" % json.load(sys.stdin)["mrr"])')
+[ "$got" = "$want" ] || fail "tma eval --split val says $got, the run's best was $want"
+
+# The same seed gives the same run.
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/a" -q > /dev/null || fail "run a"
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/b" -q > /dev/null || fail "run b"
+cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/b/best.tmaw" || fail "two runs with one seed wrote different weights"
+# ... and a run's config.json repeats it.
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/a/config.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/a2" -q > /dev/null || fail "run a2"
+cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/a2/best.tmaw" || fail "config.json did not repeat the run"
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --seed 4 --eval-every-seconds 1000 -o "$TMP_ROOT/c" -q > /dev/null || fail "run c"
+cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/c/best.tmaw" && fail "--seed made no difference"
+
+# Ctrl-C ends training early and still writes the results.
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --seconds 120 --eval-every-seconds 0.2 -o "$TMP_ROOT/int" \
+  > /dev/null 2> "$TMP_ROOT/int.err" &
+pid=$!
+track $pid
+wait_for 60 test -s "$TMP_ROOT/int/metrics.jsonl" || fail "no validation within 60 s"
+kill -INT $pid
+wait_for 60 test -s "$TMP_ROOT/int/result.json" || fail "no result.json after SIGINT"
+wait $pid || fail "tma train exited non-zero after SIGINT"
+[ "$(json "$TMP_ROOT/int/result.json" "d['stopped_early']")" = True ] || fail "result.json does not say it stopped early"
+
+# --- refusals --------------------------------------------------------------
+expect_fail 2 "already holds a run|exclude" -- "$TMA_BIN" train "$G" --steps 5 --seconds 5 -o "$TMP_ROOT/x"
+expect_fail 1 "already holds a run" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 5 -o "$RUN"
+expect_fail 2 "-o RUN is required" -- "$TMA_BIN" train "$G" --steps 5
+expect_fail 2 "steps" -- "$TMA_BIN" train "$G" --steps 0 -o "$TMP_ROOT/x"
+expect_fail 2 "seconds" -- "$TMA_BIN" train "$G" --seconds -3 -o "$TMP_ROOT/x"
+expect_fail 2 "gat" -- "$TMA_BIN" train "$G" --encoder gat --steps 5 -o "$TMP_ROOT/x"
+expect_fail 2 "unknown option '--bogus'" -- "$TMA_BIN" train "$G" --bogus -o "$TMP_ROOT/x"
+echo '{"model": {"hiden": 16}}' > "$TMP_ROOT/bad.json"
+expect_fail 2 'unknown key "hiden"' -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/bad.json" --steps 5 -o "$TMP_ROOT/x"
+echo '{"train": {"fanouts": [5]}}' > "$TMP_ROOT/bad2.json"
+expect_fail 2 "fanouts" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/bad2.json" --steps 5 -o "$TMP_ROOT/x"
+echo '{"model": {' > "$TMP_ROOT/bad3.json"
+expect_fail 2 "bad3.json" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/bad3.json" --steps 5 -o "$TMP_ROOT/x"
+expect_fail 2 "nope.json" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/nope.json" --steps 5 -o "$TMP_ROOT/x"
+echo '{"model": {"feature_dim": 7}}' > "$TMP_ROOT/bad4.json"
+expect_fail 1 "feature_dim" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/bad4.json" --steps 5 -o "$TMP_ROOT/x"
+expect_fail 1 "missing.tmag" -- "$TMA_BIN" train "$TMP_ROOT/missing.tmag" --steps 5 -o "$TMP_ROOT/x"
+[ -e "$TMP_ROOT/x" ] && fail "a refused run left $TMP_ROOT/x behind"
+
+expect_fail 2 "split" -- "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --split train
+expect_fail 2 "" -- "$TMA_BIN" eval "$G"
+expect_fail 1 "features" -- "$TMA_BIN" eval "$G2" "$RUN/best.tmaw"
+cp "$RUN/best.tmaw" "$TMP_ROOT/corrupt.tmaw"
+printf '\x55' | dd of="$TMP_ROOT/corrupt.tmaw" bs=1 seek=300 conv=notrunc 2>/dev/null
+expect_fail 1 "checksum" -- "$TMA_BIN" eval "$G" "$TMP_ROOT/corrupt.tmaw"
+head -c 100 "$RUN/best.tmaw" > "$TMP_ROOT/short.tmaw"
+expect_fail 1 "short.tmaw" -- "$TMA_BIN" eval "$G" "$TMP_ROOT/short.tmaw"
+expect_fail 1 "not a tma weight file" -- "$TMA_BIN" eval "$G" "$G"
+echo ok

@@ -1,0 +1,352 @@
+/*
+ * test_trainer.c: the trainer and evaluator as the distributed roles use
+ * them: determinism for a seed, step == compute_grads + apply_grads, the
+ * parameter and gradient blocks, CPU against the reference backend, graph
+ * sets (proportional choice, replacement keeping the weights), learning on
+ * a planted-partition graph, and the MRR's tie rule.
+ */
+#include "tma_test.h"
+#include "gnn_int.h"
+#include "gnn_testutil.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+static tma_gnn_config_t small_config(tma_gnn_encoder_t enc)
+{
+    tma_gnn_config_t c;
+    tma_gnn_config_default(&c);
+    c.encoder = enc;
+    c.hidden = 24;
+    c.decoder_hidden = 16;
+    c.batch_size = 64;
+    c.fanouts[0] = 6;
+    c.fanouts[1] = 4;
+    c.lr = 0.01;
+    c.threads = 2;
+    c.seed = 17;
+    return c;
+}
+
+static float *params_of(tma_gnn_trainer_t *tr)
+{
+    float *p = malloc((size_t)tma_gnn_trainer_param_count(tr) * 4);
+    CHECK_OK(tma_gnn_trainer_get_params(tr, p));
+    return p;
+}
+
+static double max_rel(const float *a, const float *b, int64_t n)
+{
+    double mx = 1e-30, e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs(b[i]));
+        e = fmax(e, fabs((double)a[i] - b[i]));
+    }
+    return e / mx;
+}
+
+static void check_determinism(tma_graph_t *g, tma_gnn_encoder_t enc)
+{
+    tma_gnn_config_t c = small_config(enc);
+    tma_gnn_trainer_t *a, *b;
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &a));
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &b));
+    for (int s = 0; s < 6; s++) {
+        float la, lb;
+        CHECK_OK(tma_gnn_trainer_step(a, &la));
+        /* the other one in two halves */
+        CHECK_OK(tma_gnn_trainer_compute_grads(b, &lb));
+        CHECK_OK(tma_gnn_trainer_apply_grads(b));
+        CHECK(la == lb);
+    }
+    CHECK(tma_gnn_trainer_steps(a) == 6 && tma_gnn_trainer_steps(b) == 6);
+    int64_t n = tma_gnn_trainer_param_count(a);
+    float *pa = params_of(a), *pb = params_of(b);
+    CHECK_MSG(memcmp(pa, pb, (size_t)n * 4) == 0, "%s: same seed, different weights",
+              tma_gnn_encoder_name(enc));
+    /* Another seed draws other batches. */
+    tma_gnn_config_t c2 = c;
+    c2.seed = 18;
+    tma_gnn_trainer_t *d;
+    CHECK_OK(tma_gnn_trainer_create(&c2, &g, 1, &d));
+    CHECK_OK(tma_gnn_trainer_set_params(d, params_of(a) /* leaks a copy below */));
+    free(pa);
+    pa = params_of(a);
+    CHECK_OK(tma_gnn_trainer_set_params(d, pa));
+    float ld, la;
+    CHECK_OK(tma_gnn_trainer_compute_grads(d, &ld));
+    CHECK_OK(tma_gnn_trainer_compute_grads(a, &la));
+    CHECK(ld != la);
+    free(pa);
+    free(pb);
+    tma_gnn_trainer_destroy(a);
+    tma_gnn_trainer_destroy(b);
+    tma_gnn_trainer_destroy(d);
+}
+
+/* The CPU backend and the reference backend agree on a whole step. */
+static void check_backends(tma_graph_t *g, tma_gnn_encoder_t enc)
+{
+    tma_gnn_config_t c = small_config(enc);
+    tma_gnn_trainer_t *cpu, *ref;
+    CHECK_OK(gnn_trainer_create_on("cpu", &c, &g, 1, &cpu));
+    CHECK_OK(gnn_trainer_create_on("ref", &c, &g, 1, &ref));
+    int64_t n = tma_gnn_trainer_param_count(cpu);
+    float *g1 = malloc((size_t)n * 4), *g2 = malloc((size_t)n * 4);
+    for (int s = 0; s < 3; s++) {
+        float l1, l2;
+        CHECK_OK(tma_gnn_trainer_compute_grads(cpu, &l1));
+        CHECK_OK(tma_gnn_trainer_compute_grads(ref, &l2));
+        CHECK_NEAR(l1, l2, 1e-5 * fabs(l2));
+        CHECK_OK(tma_gnn_trainer_get_grads(cpu, g1));
+        CHECK_OK(tma_gnn_trainer_get_grads(ref, g2));
+        CHECK_MSG(max_rel(g1, g2, n) < 1e-4, "%s step %d: cpu and ref gradients differ by %.3g",
+                  tma_gnn_encoder_name(enc), s, max_rel(g1, g2, n));
+        CHECK_OK(tma_gnn_trainer_apply_grads(cpu));
+        CHECK_OK(tma_gnn_trainer_apply_grads(ref));
+    }
+    float *p1 = params_of(cpu), *p2 = params_of(ref);
+    CHECK(max_rel(p1, p2, n) < 1e-4);
+    free(p1);
+    free(p2);
+    free(g1);
+    free(g2);
+    tma_gnn_trainer_destroy(cpu);
+    tma_gnn_trainer_destroy(ref);
+}
+
+/* Blocks in and out: averaging gradients between two trainers (synchronous
+ * SGD) keeps them in lock step; setting parameters replaces the weights. */
+static void check_blocks(tma_graph_t *g)
+{
+    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_SAGE);
+    tma_gnn_trainer_t *a, *b;
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &a));
+    c.seed = 99; /* other batches, other initial weights */
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &b));
+    int64_t n = tma_gnn_trainer_param_count(a);
+    CHECK(n == tma_gnn_param_count(tma_gnn_trainer_config(a)));
+    float *pa = params_of(a), *pb = params_of(b);
+    CHECK(memcmp(pa, pb, (size_t)n * 4) != 0);
+    CHECK_OK(tma_gnn_trainer_set_params(b, pa));
+    float *ga = malloc((size_t)n * 4), *gb = malloc((size_t)n * 4);
+    for (int s = 0; s < 3; s++) {
+        CHECK_OK(tma_gnn_trainer_compute_grads(a, NULL));
+        CHECK_OK(tma_gnn_trainer_compute_grads(b, NULL));
+        CHECK_OK(tma_gnn_trainer_get_grads(a, ga));
+        CHECK_OK(tma_gnn_trainer_get_grads(b, gb));
+        for (int64_t i = 0; i < n; i++)
+            ga[i] = 0.5f * (ga[i] + gb[i]);
+        CHECK_OK(tma_gnn_trainer_set_grads(a, ga));
+        CHECK_OK(tma_gnn_trainer_set_grads(b, ga));
+        CHECK_OK(tma_gnn_trainer_apply_grads(a));
+        CHECK_OK(tma_gnn_trainer_apply_grads(b));
+    }
+    free(pa);
+    free(pb);
+    pa = params_of(a);
+    pb = params_of(b);
+    CHECK(memcmp(pa, pb, (size_t)n * 4) == 0);
+    free(pa);
+    free(pb);
+    free(ga);
+    free(gb);
+    tma_gnn_trainer_destroy(a);
+    tma_gnn_trainer_destroy(b);
+}
+
+/* Several graphs: batches come from each in proportion to its training
+ * edges; replacing the set keeps the weights and the step count. */
+static void check_graph_sets(void)
+{
+    gnn_test_graph_opts_t o;
+    gnn_test_graph_defaults(&o);
+    o.nodes = 200;
+    o.avg_degree = 4;
+    tma_graph_t *g1 = gnn_test_graph(&o);
+    o.nodes = 300;
+    o.avg_degree = 12;
+    o.seed = 5;
+    tma_graph_t *g2 = gnn_test_graph(&o);
+    tma_graph_t *both[2] = {g1, g2};
+    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_GCN);
+    c.batch_size = 8;
+    tma_gnn_trainer_t *tr;
+    CHECK_OK(tma_gnn_trainer_create(&c, both, 2, &tr));
+    int hits[2] = {0, 0};
+    const int trials = 600;
+    for (int s = 0; s < trials; s++) {
+        CHECK_OK(tma_gnn_trainer_compute_grads(tr, NULL));
+        gnn_batch_view_t bv;
+        gnn_trainer_last_batch(tr, &bv);
+        hits[bv.graph_index]++;
+        /* the pairs point at the seeds they were drawn for */
+        const tma_graph_t *g = both[bv.graph_index];
+        for (int64_t p = 0; p < c.batch_size; p++) {
+            int64_t u = bv.sample->nodes[bv.head[p]], v = bv.sample->nodes[bv.tail[p]];
+            CHECK(u == bv.seeds[p] && v == bv.seeds[c.batch_size + p] && tma_graph_has_edge(g, u, v));
+            int64_t t = bv.sample->nodes[bv.tail[c.batch_size + p]];
+            CHECK(t != u && t != v && t < g->num_nodes);
+        }
+    }
+    double want = (double)g1->num_train_edges / (double)(g1->num_train_edges + g2->num_train_edges);
+    double got = (double)hits[0] / trials;
+    CHECK_MSG(fabs(got - want) < 5 * sqrt(want * (1 - want) / trials), "graph 0 chosen %.3f, expected %.3f", got,
+              want);
+    int64_t n = tma_gnn_trainer_param_count(tr);
+    CHECK_OK(tma_gnn_trainer_apply_grads(tr));
+    float *before = params_of(tr);
+    CHECK_OK(tma_gnn_trainer_set_graphs(tr, &g2, 1));
+    float *after = params_of(tr);
+    CHECK(memcmp(before, after, (size_t)n * 4) == 0 && tma_gnn_trainer_steps(tr) == 1);
+    for (int s = 0; s < 5; s++) {
+        CHECK_OK(tma_gnn_trainer_step(tr, NULL));
+        gnn_batch_view_t bv;
+        gnn_trainer_last_batch(tr, &bv);
+        CHECK(bv.graph_index == 0);
+    }
+    CHECK(tma_gnn_trainer_steps(tr) == 6);
+    free(before);
+    free(after);
+
+    /* Features of another width are refused. */
+    o.feature_dim = 7;
+    tma_graph_t *g3 = gnn_test_graph(&o);
+    tma_graph_t *mixed[2] = {g1, g3};
+    tma_gnn_trainer_t *bad = NULL;
+    CHECK_STATUS(tma_gnn_trainer_create(&c, mixed, 2, &bad), TMA_ERR_MISMATCH);
+    CHECK(bad == NULL);
+    c.feature_dim = 9;
+    CHECK_STATUS(tma_gnn_trainer_create(&c, &g1, 1, &bad), TMA_ERR_MISMATCH);
+    tma_gnn_trainer_destroy(tr);
+    tma_graph_destroy(g1);
+    tma_graph_destroy(g2);
+    tma_graph_destroy(g3);
+}
+
+/* A constant decoder scores every candidate alike: each positive ties with
+ * all its negatives and ranks last, so MRR = 1 / (negatives + 1). */
+static void check_ties(tma_graph_t *g)
+{
+    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_GCN);
+    tma_gnn_evaluator_t *ev;
+    CHECK_OK(tma_gnn_evaluator_create(&c, g, &ev));
+    tma_gnn_config_t rc = c;
+    CHECK_OK(tma_gnn_config_resolve(&rc, g));
+    tma_gnn_layout_t lay;
+    CHECK_OK(tma_gnn_layout_build(&rc, &lay));
+    float *p = calloc((size_t)lay.total, 4);
+    CHECK_OK(tma_gnn_params_init(&rc, 1, p));
+    for (int i = 0; i < lay.count; i++)
+        if (strncmp(lay.params[i].name, "dec.", 4) == 0 && strstr(lay.params[i].name, "weight"))
+            memset(p + lay.params[i].offset, 0, (size_t)(lay.params[i].rows * lay.params[i].cols) * 4);
+    double mrr;
+    CHECK_OK(tma_gnn_evaluator_mrr(ev, p, TMA_GNN_SPLIT_TEST, &mrr));
+    CHECK_NEAR(mrr, 1.0 / (g->num_negatives + 1), 1e-12);
+    free(p);
+    tma_gnn_evaluator_destroy(ev);
+}
+
+typedef struct eval_job {
+    tma_gnn_evaluator_t *ev;
+    const float *params;
+    double mrr;
+    tma_status_t st;
+} eval_job_t;
+
+static void *eval_thread(void *arg)
+{
+    eval_job_t *j = arg;
+    j->st = tma_gnn_evaluator_mrr(j->ev, j->params, TMA_GNN_SPLIT_VAL, &j->mrr);
+    return NULL;
+}
+
+/* Training on a planted partition lifts MRR well above the untrained
+ * model's; evaluation from another thread while training goes on gives the
+ * same answer; the CPU and reference evaluators agree. */
+static void check_learning(tma_gnn_encoder_t enc)
+{
+    gnn_test_graph_opts_t o;
+    gnn_test_graph_defaults(&o);
+    o.nodes = 600;
+    o.communities = 20;
+    o.avg_degree = 10;
+    o.feature_dim = 40;
+    o.val = o.test = 60;
+    tma_graph_t *g = gnn_test_graph(&o);
+    tma_gnn_config_t c = small_config(enc);
+    tma_gnn_trainer_t *tr;
+    tma_gnn_evaluator_t *ev, *ref;
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &tr));
+    CHECK_OK(tma_gnn_evaluator_create(&c, g, &ev));
+    CHECK_OK(gnn_evaluator_create_on("ref", &c, g, &ref));
+    float *p0 = params_of(tr);
+    double m0, m1, mr;
+    CHECK_OK(tma_gnn_evaluator_mrr(ev, p0, TMA_GNN_SPLIT_VAL, &m0));
+    CHECK_OK(tma_gnn_evaluator_mrr(ref, p0, TMA_GNN_SPLIT_VAL, &mr));
+    CHECK_NEAR(m0, mr, 1e-9);
+    float first = 0, last = 0;
+    for (int s = 0; s < 150; s++) {
+        float l;
+        CHECK_OK(tma_gnn_trainer_step(tr, &l));
+        if (s < 10)
+            first += l / 10;
+        if (s >= 140)
+            last += l / 10;
+    }
+    float *p1 = params_of(tr);
+    eval_job_t job = {ev, p1, 0, TMA_ERR_INTERNAL};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, eval_thread, &job) == 0);
+    for (int s = 0; s < 5; s++)
+        CHECK_OK(tma_gnn_trainer_step(tr, NULL));
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_OK(job.st);
+    CHECK_OK(tma_gnn_evaluator_mrr(ev, p1, TMA_GNN_SPLIT_VAL, &m1));
+    CHECK(m1 == job.mrr);
+    CHECK_OK(tma_gnn_evaluator_mrr(ref, p1, TMA_GNN_SPLIT_VAL, &mr));
+    CHECK_NEAR(m1, mr, 1e-9);
+    fprintf(stderr, "%s: loss %.3f -> %.3f, validation MRR %.3f -> %.3f\n", tma_gnn_encoder_name(enc), first, last,
+            m0, m1);
+    CHECK(last < first);
+    /* The features carry the community weakly, so the graph-agnostic MLP gets less far. */
+    double floor = enc == TMA_GNN_ENCODER_MLP ? 0.15 : 0.4;
+    CHECK_MSG(m1 > 2 * m0 && m1 > floor, "%s did not learn: MRR %.3f -> %.3f", tma_gnn_encoder_name(enc), m0, m1);
+    free(p0);
+    free(p1);
+    tma_gnn_evaluator_destroy(ev);
+    tma_gnn_evaluator_destroy(ref);
+    tma_gnn_trainer_destroy(tr);
+    tma_graph_destroy(g);
+}
+
+int main(void)
+{
+    tma_log_set_level(TMA_LOG_ERROR);
+    gnn_test_graph_opts_t o;
+    gnn_test_graph_defaults(&o);
+    tma_graph_t *g = gnn_test_graph(&o);
+    o.sparse = 1;
+    o.feature_dim = 120;
+    tma_graph_t *gs = gnn_test_graph(&o);
+    double t0 = tma_clock_now();
+    for (int e = 0; e < 3; e++) {
+        check_determinism(g, (tma_gnn_encoder_t)e);
+        check_determinism(gs, (tma_gnn_encoder_t)e);
+        check_backends(g, (tma_gnn_encoder_t)e);
+        check_backends(gs, (tma_gnn_encoder_t)e);
+    }
+    double t1 = tma_clock_now();
+    check_blocks(g);
+    check_graph_sets();
+    check_ties(g);
+    double t2 = tma_clock_now();
+    for (int e = 0; e < 3; e++)
+        check_learning((tma_gnn_encoder_t)e);
+    fprintf(stderr, "seconds: backends %.1f, blocks and graph sets %.1f, learning %.1f\n", t1 - t0, t2 - t1,
+            tma_clock_now() - t2);
+    tma_graph_destroy(g);
+    tma_graph_destroy(gs);
+    return tma_test_done();
+}
