@@ -104,11 +104,36 @@ tma_status_t cli_etcd_start(cli_etcd_t *e, const char *data_dir, const char *log
 /* Stops it and removes its data directory unless keep_data. */
 void cli_etcd_stop(cli_etcd_t *e, int keep_data);
 
+/* ------------------------------------------------------------------ etcd flags (roles.c) */
+
+#include <signal.h>
+
+#include "tma_kv.h"
+
+/* --etcd URLS and the TLS/auth flags every etcd-speaking command takes. */
+typedef struct cli_etcd_flags {
+    const char *endpoints, *ca, *cert, *key, *user, *password_file;
+    double timeout;
+    char password[256];
+} cli_etcd_flags_t;
+
+#define CLI_ETCD_OPTS(f)                                                                               {"etcd", 0, CLI_STR, &(f).endpoints, "URLS", "etcd client URLs, comma-separated (required)", NULL},               {"etcd-ca", 0, CLI_STR, &(f).ca, "FILE", "CA certificate to verify etcd (https URLs)", NULL},                 {"etcd-cert", 0, CLI_STR, &(f).cert, "FILE", "client certificate for etcd", NULL},                              {"etcd-key", 0, CLI_STR, &(f).key, "FILE", "client key for etcd", NULL},                                        {"etcd-user", 0, CLI_STR, &(f).user, "NAME", "etcd user (password from $TMA_ETCD_PASSWORD or --etcd-password-file)", NULL},         {"etcd-password-file", 0, CLI_STR, &(f).password_file, "FILE", "file holding the etcd password", NULL},         {"etcd-timeout", 0, CLI_DOUBLE, &(f).timeout, "S", "seconds per etcd request (default 5)", NULL}
+
+/* Builds a kv config from the flags; a usage error (exit 2) names the flag. */
+int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg);
+/* SIGINT and SIGTERM set *flag (the first); a second one exits at once. */
+void cli_install_stop_handler(volatile sig_atomic_t *flag);
+
 /* The subcommands, one file each. */
 int cli_cmd_info(int argc, char **argv);
 int cli_cmd_import(int argc, char **argv);
 int cli_cmd_gen(int argc, char **argv);
 int cli_cmd_partition(int argc, char **argv);
+int cli_cmd_coordinator(int argc, char **argv);
+int cli_cmd_worker(int argc, char **argv);
+int cli_cmd_launch(int argc, char **argv);
+int cli_cmd_status(int argc, char **argv);
+int cli_cmd_report(int argc, char **argv);
 
 /* The split flags that `tma import` and `tma gen` share (cmd_import.c). */
 struct tma_graph_build_opts;

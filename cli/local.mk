@@ -5,3 +5,4 @@ tma_SOURCES = cli/main.c cli/args.c cli/cli_int.h \
 tma_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 # The graph commands.
 tma_SOURCES += cli/cmd_import.c cli/cmd_gen.c cli/cmd_partition.c
+tma_SOURCES += cli/cmd_roles.c cli/cmd_launch.c cli/cmd_status.c cli/cmd_report.c

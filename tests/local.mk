@@ -17,3 +17,4 @@ include tests/graph/local.mk
 include tests/kv/local.mk
 include tests/transport/local.mk
 include tests/gnn/local.mk
+include tests/fault/local.mk
