@@ -83,21 +83,6 @@ static int json_to_flags(const cJSON *obj, const char *skip, char **argv, int n,
     return n;
 }
 
-static void random_token(char *out, size_t cap)
-{
-    unsigned char raw[16] = {0};
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, raw, sizeof raw) != (ssize_t)sizeof raw)
-            memset(raw, 0, sizeof raw);
-        close(fd);
-    }
-    uint64_t mix = tma_hash64((uint64_t)getpid() ^ tma_clock_ns());
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof raw && off + 2 < cap; i++)
-        off += (size_t)snprintf(out + off, cap - off, "%02x", raw[i] ^ (unsigned char)(mix >> (8 * (i % 8))));
-}
-
 /* ------------------------------------------------------------------ progress */
 
 typedef struct progress {
@@ -190,7 +175,7 @@ static void print_result(const char *run_dir)
         printf("convergence         %.1f s (within 1%% of the best validation MRR)\n", conv->valuedouble);
     if (cJSON_IsNumber(tr))
         printf("training time       %.1f s\n", tr->valuedouble);
-    printf("run folder          %s (result.json, metrics.jsonl, best.weights, mrr.svg, logs/)\n", run_dir);
+    printf("run folder          %s (result.json, metrics.jsonl, best.tmaw, mrr.svg, logs/)\n", run_dir);
     cJSON_Delete(r);
     free(path);
 }
@@ -350,8 +335,7 @@ int cli_cmd_launch(int argc, char **argv)
         }
         job->partition_dir = strdup(part_dir);
     }
-    if (!job->token[0])
-        random_token(job->token, sizeof job->token);
+    tma_job_ensure_token(job);
     if (strcmp(job->host, "auto") == 0 && !etcd_url)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
     if (tma_job_check_files(job) != TMA_OK)
@@ -457,9 +441,9 @@ int cli_cmd_launch(int argc, char **argv)
             cli_proc_signal(&procs[0], SIGTERM);
         }
         for (int i = 1; i < nprocs; i++) {
-            if (procs[i].running && !cli_proc_poll(&procs[i]))
-                printf("%s exited (code %d); the coordinator handles it per fault.on_failure\n", procs[i].name,
-                       cli_proc_exit_code(&procs[i]));
+            if (procs[i].running && !cli_proc_poll(&procs[i]) && cli_proc_exit_code(&procs[i]) != 0)
+                printf("%s exited (code %d; see its log); the coordinator applies fault.on_failure\n",
+                       procs[i].name, cli_proc_exit_code(&procs[i]));
         }
         if (!quiet && prog.metrics_path)
             show_progress(&prog, job->workers);

@@ -398,28 +398,26 @@ static tma_status_t service_view(coord_t *c, int training)
     return st;
 }
 
-/* Drains transport events between rounds (late tensors are refused). */
+/* A tag no tensor carries: receiving with it returns connection events only
+ * (events match any tag), leaving tensors queued for their round. */
+#define EVENTS_ONLY_TAG 0x7ffffff0u
+
+/* Notes connection events between rounds.  Tensors stay queued: in step
+ * mode a worker's weights can arrive before the coordinator opens the round;
+ * stale ones are refused when the round looks at them. */
 static void service_transport(coord_t *c)
 {
     tma_transport_msg_t m;
     memset(&m, 0, sizeof m);
-    while (tma_transport_recv(c->tr, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0, &m) == TMA_OK) {
+    while (tma_transport_recv(c->tr, TMA_TRANSPORT_ANY_PEER, EVENTS_ONLY_TAG, 0, &m) == TMA_OK) {
         slot_t *sl = slot_find(c, m.peer);
-        if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
-            if (m.event.kind != TMA_TRANSPORT_EV_CONNECTED)
-                tma_log_warn(COMP, "member %u: connection %s (%s)", m.peer, tma_transport_event_str(m.event.kind),
-                             tma_status_str(m.event.reason));
-            if (sl && m.event.kind != TMA_TRANSPORT_EV_CONNECTED)
-                sl->posted = 0;
-        } else {
-            tma_log_warn(COMP, "member %u: refused a late tensor for round %llu", m.peer,
-                         (unsigned long long)m.meta.round);
-            if (sl && m.in_place)
+        if (m.kind == TMA_TRANSPORT_MSG_EVENT && m.event.kind != TMA_TRANSPORT_EV_CONNECTED) {
+            tma_log_warn(COMP, "member %u: connection %s (%s)", m.peer, tma_transport_event_str(m.event.kind),
+                         tma_status_str(m.event.reason));
+            if (sl)
                 sl->posted = 0;
         }
         tma_transport_msg_release(c->tr, &m);
-        if (sl && sl->used)
-            slot_post(c, sl);
         memset(&m, 0, sizeof m);
     }
 }
@@ -596,7 +594,7 @@ static void dump_tensor(coord_t *c, const char *what, uint32_t id, int64_t t, co
     if (!c->o->dump_dir)
         return;
     char name[96];
-    snprintf(name, sizeof name, "r%06lld-%s-%u.weights", (long long)t, what, id);
+    snprintf(name, sizeof name, "r%06lld-%s-%u.tmaw", (long long)t, what, id);
     char *path = tma_path_join(c->o->dump_dir, name);
     if (path)
         tma_gnn_weights_write(path, &c->cfg, x, (uint64_t)t);
@@ -1151,7 +1149,7 @@ static tma_status_t finish(coord_t *c, const char *reason)
     double best_val, best_time;
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
     double test_mrr = NAN;
-    char *best_path = tma_run_path(c->run_dir, "best.weights");
+    char *best_path = tma_run_path(c->run_dir, "best.tmaw");
     if (best_round >= 0 && best_path) {
         float *params = NULL;
         int64_t count = 0;
@@ -1353,17 +1351,15 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
         c->inj = *opts->inject;
     else
         tma_inject_init(&c->inj);
-    tma_status_t st = tma_kv_create(opts->kv, &c->kv);
-    if (st != TMA_OK)
-        goto out;
-    const char *jobname = opts->job;
-    tma_job_t *peek = NULL;
-    if (!jobname && opts->config_path) {
-        st = tma_job_load(opts->config_path, &peek);
+    tma_status_t st = TMA_OK;
+    /* A config file is checked before anything talks to etcd, so a bad one
+     * is refused before the job starts. */
+    if (opts->config_path) {
+        st = load_job(c);
         if (st != TMA_OK)
             goto out;
-        jobname = peek->name;
     }
+    const char *jobname = opts->job ? opts->job : c->job ? c->job->name : NULL;
     if (!jobname) {
         tma_log_error(COMP, "no job name: give --job or a config with \"job\"");
         st = TMA_ERR_CONFIG;
@@ -1371,7 +1367,9 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
     }
     char jn[TMA_JOB_NAME_MAX];
     snprintf(jn, sizeof jn, "%s", jobname);
-    tma_job_destroy(peek);
+    st = tma_kv_create(opts->kv, &c->kv);
+    if (st != TMA_OK)
+        goto out;
     st = tma_jobview_start(c->kv, jn, 30.0, &c->view);
     if (st != TMA_OK)
         goto out;
@@ -1392,8 +1390,8 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
         if (st != TMA_OK)
             goto out;
     }
-    {
-        /* load_job reads the config from the file or from etcd. */
+    if (!c->job) {
+        /* The config comes from etcd (a standby, or a resumed job). */
         tma_coordinator_opts_t o2 = *opts;
         o2.job = jn;
         c->o = &o2;
@@ -1401,8 +1399,8 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
         c->o = opts;
         if (st != TMA_OK)
             goto out;
-        snprintf(c->job->name, sizeof c->job->name, "%s", jn);
     }
+    snprintf(c->job->name, sizeof c->job->name, "%s", jn);
     {
         char tag[64];
         snprintf(tag, sizeof tag, "coordinator%s", opts->standby ? "-standby" : "");
@@ -1450,6 +1448,7 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
     }
 
     /* Data plane, then leadership. */
+    tma_job_ensure_token(c->job);
     {
         tma_transport_config_t tc;
         tma_transport_config_init(&tc);
@@ -1507,7 +1506,7 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
             c->run_dir = abs;
         }
     }
-    c->checkpoint_path = tma_run_path(c->run_dir, "checkpoint.weights");
+    c->checkpoint_path = tma_run_path(c->run_dir, "checkpoint.tmaw");
     c->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
     c->result_path = tma_run_path(c->run_dir, "result.json");
     c->plot_path = tma_run_path(c->run_dir, "mrr.svg");
@@ -1634,12 +1633,15 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
                 reason = "rounds";
                 break;
             }
-            if (c->job->train_s > 0 && el >= c->job->train_s)
-                break;
+            int last = 0;
             if (c->job->interval_steps <= 0) {
+                /* Rounds fall every interval; the last one at the end of the
+                 * training time, so the final local progress is aggregated. */
                 double next = (double)(c->round + 1) * c->job->interval_s;
-                if (c->job->train_s > 0 && next > c->job->train_s)
+                if (c->job->train_s > 0 && next >= c->job->train_s) {
                     next = c->job->train_s;
+                    last = 1;
+                }
                 if (el < next) {
                     st = idle(c, TMA_MIN(next - el, 0.25), 1);
                     if (st != TMA_OK || stopping(c))
@@ -1647,12 +1649,14 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
                     continue;
                 }
             } else {
+                if (c->job->train_s > 0 && el >= c->job->train_s)
+                    break;
                 st = idle(c, 0, 1);
                 if (st != TMA_OK || stopping(c))
                     break;
             }
             st = tma_round(c, c->round + 1);
-            if (st != TMA_OK || stopping(c))
+            if (st != TMA_OK || stopping(c) || last)
                 break;
         }
     }

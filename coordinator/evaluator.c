@@ -191,7 +191,7 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->best_time = c->best_time;
     e->last_val = NAN;
     e->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
-    e->best_path = tma_run_path(c->run_dir, "best.weights");
+    e->best_path = tma_run_path(c->run_dir, "best.tmaw");
     e->P = tma_gnn_param_count(&e->cfg);
     tma_status_t st = TMA_ERR_NOMEM;
     if (!e->metrics_path || !e->best_path || e->P <= 0)

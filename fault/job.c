@@ -7,6 +7,7 @@
 #include "tma_fault.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -580,4 +581,28 @@ cJSON *tma_job_to_json(const tma_job_t *job)
         cJSON_Delete(m);
     }
     return o;
+}
+
+void tma_job_ensure_token(tma_job_t *job)
+{
+    if (job->token[0])
+        return;
+    const char *env = getenv("TMA_JOB_TOKEN");
+    if (env && *env && strlen(env) < sizeof job->token) {
+        snprintf(job->token, sizeof job->token, "%s", env);
+        return;
+    }
+    unsigned char raw[16] = {0};
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, raw, sizeof raw) != (ssize_t)sizeof raw)
+            memset(raw, 0, sizeof raw);
+        close(fd);
+    }
+    /* Mixed with the clock and pid, so even a failed read gives a fresh token. */
+    uint64_t mix = tma_hash64((uint64_t)getpid() ^ tma_clock_ns());
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof raw; i++)
+        off += (size_t)snprintf(job->token + off, sizeof job->token - off, "%02x",
+                                raw[i] ^ (unsigned char)(mix >> (8 * (i % 8))));
 }

@@ -121,6 +121,9 @@ tma_status_t tma_job_check_files(tma_job_t *job);
 cJSON *tma_job_to_json(const tma_job_t *job);
 /* The partition scheme a variant uses by default for a graph of `nodes`. */
 void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *out, size_t cap);
+/* Gives the job a token when it has none: $TMA_JOB_TOKEN, else 32 random hex
+ * digits.  The token travels to the workers inside the config in etcd. */
+void tma_job_ensure_token(tma_job_t *job);
 void tma_job_destroy(tma_job_t *job);
 
 /* ------------------------------------------------------------------ etcd keys and records */

@@ -18,3 +18,4 @@ include tests/kv/local.mk
 include tests/transport/local.mk
 include tests/gnn/local.mk
 include tests/fault/local.mk
+include tests/coordinator/local.mk
