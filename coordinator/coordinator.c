@@ -33,6 +33,7 @@ typedef struct slot {
     float *buf; /* P + TMA_META_FLOATS, posted for its LOCAL/GRADS tensors */
     int posted;
     int64_t pushed_rev; /* ready mod_revision for which the global weights were pushed */
+    int suspect;        /* its connection failed: out of rounds until it reconnects or its lease ends */
     /* this round */
     int expected, got, missed;
     tma_msg_meta_t meta;
@@ -57,6 +58,7 @@ typedef struct coord {
     int map_ready; /* the initial deal happened */
 
     int64_t lease;
+    tma_lease_guard_t *lease_guard;
     uint64_t epoch;
     int fenced;
     tma_transport_t *tr;
@@ -281,6 +283,17 @@ static int is_member(const tma_jobview_snap_t *s, uint32_t id)
 
 /* The members that train now: owners with at least one shard (GGS: every
  * ready member), connected, with the global weights pushed. */
+static int is_connected(coord_t *c, uint32_t id)
+{
+    uint32_t peers[1024];
+    size_t n = 0;
+    tma_transport_peers(c->tr, peers, TMA_ARRAY_LEN(peers), &n);
+    for (size_t i = 0; i < n && i < TMA_ARRAY_LEN(peers); i++)
+        if (peers[i] == id)
+            return 1;
+    return 0;
+}
+
 static int participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
 {
     int n = 0;
@@ -292,7 +305,12 @@ static int participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
         if (c->job->variant != TMA_VARIANT_GGS && tma_shard_map_count(&c->map, id, NULL) == 0)
             continue;
         slot_t *sl = slot_find(c, id);
-        if (!sl || sl->pushed_rev < 0)
+        if (sl && sl->suspect && is_connected(c, id)) {
+            tma_log_info(COMP, "member %u reconnected", id);
+            sl->suspect = 0;
+            slot_post(c, sl);
+        }
+        if (!sl || sl->pushed_rev < 0 || sl->suspect)
             continue;
         ids[n++] = id;
     }
@@ -412,10 +430,13 @@ static void service_transport(coord_t *c)
     while (tma_transport_recv(c->tr, TMA_TRANSPORT_ANY_PEER, EVENTS_ONLY_TAG, 0, &m) == TMA_OK) {
         slot_t *sl = slot_find(c, m.peer);
         if (m.kind == TMA_TRANSPORT_MSG_EVENT && m.event.kind != TMA_TRANSPORT_EV_CONNECTED) {
-            tma_log_warn(COMP, "member %u: connection %s (%s)", m.peer, tma_transport_event_str(m.event.kind),
-                         tma_status_str(m.event.reason));
-            if (sl)
+            tma_log_warn(COMP, "member %u: connection %s (%s): suspect until it reconnects or its lease "
+                               "expires",
+                         m.peer, tma_transport_event_str(m.event.kind), tma_status_str(m.event.reason));
+            if (sl) {
                 sl->posted = 0;
+                sl->suspect = 1;
+            }
         }
         tma_transport_msg_release(c->tr, &m);
         memset(&m, 0, sizeof m);
@@ -462,6 +483,7 @@ static void collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n
             if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
                 if (m.event.kind != TMA_TRANSPORT_EV_CONNECTED && sl) {
                     sl->posted = 0;
+                    sl->suspect = 1;
                     if (sl->expected && !sl->got && !sl->missed) {
                         sl->missed = 1;
                         n_missed++;
@@ -994,10 +1016,11 @@ static tma_status_t campaign(coord_t *c)
     return st;
 }
 
-static void on_lease_lost(void *arg, int64_t lease, tma_status_t why)
+static void on_lease_lost(void *arg, tma_status_t why)
 {
     coord_t *c = arg;
-    tma_log_error(COMP, "the leader lease %llx is lost (%s): fenced", (unsigned long long)lease, tma_status_str(why));
+    tma_log_error(COMP, "the leader lease %llx is lost (%s): fenced", (unsigned long long)c->lease,
+                  tma_status_str(why));
     __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
     tma_jobview_poke(c->view);
 }
@@ -1463,7 +1486,7 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
     }
     if ((st = tma_kv_lease_grant(c->kv, c->job->lease_ttl, &c->lease, NULL)) != TMA_OK)
         goto out;
-    if ((st = tma_kv_lease_keep(c->kv, c->lease, on_lease_lost, c)) != TMA_OK)
+    if ((st = tma_lease_guard_start(c->kv, c->lease, on_lease_lost, c, &c->lease_guard)) != TMA_OK)
         goto out;
     if ((st = campaign(c)) != TMA_OK)
         goto out;
@@ -1687,7 +1710,7 @@ out:
     free(c->slots);
     tma_transport_destroy(c->tr);
     if (c->lease) {
-        tma_kv_lease_keep_stop(c->kv, c->lease);
+        tma_lease_guard_stop(c->lease_guard);
         if (!__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
             tma_kv_lease_revoke(c->kv, c->lease);
     }

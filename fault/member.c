@@ -6,7 +6,6 @@
  */
 #include "tma_fault.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,17 +18,15 @@ struct tma_member {
     tma_member_lost_fn lost_fn;
     void *arg;
     int lost; /* atomic */
-    pthread_t stall_thread;
-    int stalling;
-    double stall_seconds;
+    tma_lease_guard_t *guard;
 };
 
-static void on_lost(void *arg, int64_t lease, tma_status_t why)
+static void on_lost(void *arg, tma_status_t why)
 {
     tma_member_t *m = arg;
     if (__atomic_exchange_n(&m->lost, 1, __ATOMIC_SEQ_CST))
         return;
-    tma_log_warn(COMP, "member %u lost its lease %llx (%s): fenced", m->id, (unsigned long long)lease,
+    tma_log_warn(COMP, "member %u lost its lease %llx (%s): fenced", m->id, (unsigned long long)m->lease,
                  tma_status_str(why));
     if (m->lost_fn)
         m->lost_fn(m->arg, why);
@@ -101,7 +98,7 @@ tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_mem
     free(val);
     if (st != TMA_OK)
         goto fail;
-    st = tma_kv_lease_keep(kv, m->lease, on_lost, m);
+    st = tma_lease_guard_start(kv, m->lease, on_lost, m, &m->guard);
     if (st != TMA_OK)
         goto fail;
     tma_log_info(COMP, "joined job %s as member %u (lease %llx, ttl %llds)", job, m->id,
@@ -114,20 +111,11 @@ fail:
     return st;
 }
 
-static void stop_stall(tma_member_t *m)
-{
-    if (m->stalling) {
-        pthread_join(m->stall_thread, NULL);
-        m->stalling = 0;
-    }
-}
-
 void tma_member_leave(tma_member_t *m)
 {
     if (!m)
         return;
-    stop_stall(m);
-    tma_kv_lease_keep_stop(m->kv, m->lease);
+    tma_lease_guard_stop(m->guard);
     if (!__atomic_load_n(&m->lost, __ATOMIC_SEQ_CST))
         (void)tma_kv_lease_revoke(m->kv, m->lease);
     free(m);
@@ -137,8 +125,7 @@ void tma_member_abandon(tma_member_t *m)
 {
     if (!m)
         return;
-    stop_stall(m);
-    tma_kv_lease_keep_stop(m->kv, m->lease);
+    tma_lease_guard_stop(m->guard);
     free(m);
 }
 
@@ -147,27 +134,10 @@ int tma_member_lost(const tma_member_t *m)
     return __atomic_load_n(&m->lost, __ATOMIC_SEQ_CST);
 }
 
-static void *stall_main(void *arg)
-{
-    tma_member_t *m = arg;
-    tma_sleep(m->stall_seconds);
-    if (__atomic_load_n(&m->lost, __ATOMIC_SEQ_CST))
-        return NULL;
-    tma_status_t st = tma_kv_lease_keep(m->kv, m->lease, on_lost, m);
-    if (st != TMA_OK)
-        on_lost(m, m->lease, st);
-    return NULL;
-}
-
 void tma_member_stall_keepalive(tma_member_t *m, double seconds)
 {
-    if (m->stalling)
-        return;
     tma_log_warn(COMP, "injected: member %u stops renewing its lease for %.1f s", m->id, seconds);
-    tma_kv_lease_keep_stop(m->kv, m->lease);
-    m->stall_seconds = seconds;
-    if (pthread_create(&m->stall_thread, NULL, stall_main, m) == 0)
-        m->stalling = 1;
+    tma_lease_guard_stall(m->guard, seconds);
 }
 
 uint32_t tma_member_id(const tma_member_t *m) { return m->id; }

@@ -296,6 +296,26 @@ void tma_jobview_snap_free(tma_jobview_snap_t *s);
 const tma_member_rec_t *tma_jobview_snap_member(const tma_jobview_snap_t *s, uint32_t id);
 const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, uint32_t id);
 
+/* ------------------------------------------------------------------ leases that survive etcd outages */
+
+/*
+ * Keeps a lease alive (tma_kv_lease_keep) and tells the owner it is lost
+ * only when etcd confirms it: when no endpoint could renew it (etcd down),
+ * the guard keeps asking etcd for its time to live, and keeps it again if
+ * it survived (a restarted cluster refreshes its leases).  Thread-safe.
+ */
+typedef struct tma_lease_guard tma_lease_guard_t;
+typedef void (*tma_lease_lost_fn)(void *arg, tma_status_t why);
+
+tma_status_t tma_lease_guard_start(tma_kv_t *kv, int64_t lease, tma_lease_lost_fn lost_fn, void *arg,
+                                   tma_lease_guard_t **g_p);
+/* Stops renewing (the lease then expires by itself unless revoked); accepts NULL. */
+void tma_lease_guard_stop(tma_lease_guard_t *g);
+/* Injected stall: no renewals for `seconds`, then checks with etcd and
+ * keeps the lease again if it is still there. */
+void tma_lease_guard_stall(tma_lease_guard_t *g, double seconds);
+int tma_lease_guard_lost(tma_lease_guard_t *g);
+
 /* ------------------------------------------------------------------ membership (worker side) */
 
 typedef struct tma_member tma_member_t;
