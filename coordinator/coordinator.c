@@ -433,10 +433,9 @@ static void service_transport(coord_t *c)
             tma_log_warn(COMP, "member %u: connection %s (%s): suspect until it reconnects or its lease "
                                "expires",
                          m.peer, tma_transport_event_str(m.event.kind), tma_status_str(m.event.reason));
-            if (sl) {
-                sl->posted = 0;
+            /* A replaced connection (the member reconnected) is not a failure. */
+            if (sl && !is_connected(c, m.peer))
                 sl->suspect = 1;
-            }
         }
         tma_transport_msg_release(c->tr, &m);
         memset(&m, 0, sizeof m);
@@ -481,8 +480,7 @@ static void collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n
         if (st == TMA_OK) {
             slot_t *sl = slot_find(c, m.peer);
             if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
-                if (m.event.kind != TMA_TRANSPORT_EV_CONNECTED && sl) {
-                    sl->posted = 0;
+                if (m.event.kind != TMA_TRANSPORT_EV_CONNECTED && sl && !is_connected(c, m.peer)) {
                     sl->suspect = 1;
                     if (sl->expected && !sl->got && !sl->missed) {
                         sl->missed = 1;
@@ -1314,6 +1312,54 @@ static tma_status_t load_job(coord_t *c)
     }
 }
 
+/* The best model so far after a takeover.  best.tmaw is the truth (the old
+ * evaluator wrote it before announcing it, and may have died in between), so
+ * its round comes from the file and its MRR from evaluating it again. */
+static tma_status_t resume_best(coord_t *c, int64_t *round_p, double *val_p, double *time_p)
+{
+    *round_p = -1;
+    *val_p = 0;
+    *time_p = 0;
+    char *path = tma_run_path(c->run_dir, "best.tmaw");
+    if (!path)
+        return TMA_ERR_NOMEM;
+    if (!tma_file_exists(path)) {
+        free(path);
+        return TMA_OK;
+    }
+    float *params = NULL;
+    int64_t count = 0;
+    uint64_t r = 0;
+    tma_status_t st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
+    free(path);
+    if (st != TMA_OK)
+        return st;
+    tma_gnn_evaluator_t *ev;
+    double val = 0;
+    st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
+    if (st == TMA_OK) {
+        st = tma_gnn_evaluator_mrr(ev, params, TMA_GNN_SPLIT_VAL, &val);
+        tma_gnn_evaluator_destroy(ev);
+    }
+    free(params);
+    if (st != TMA_OK)
+        return st;
+    int64_t *rounds = NULL;
+    double *times = NULL, *vals = NULL;
+    int n = 0;
+    if (tma_run_read_metrics(c->metrics_path, &rounds, &times, &vals, &n) == TMA_OK)
+        for (int i = 0; i < n; i++)
+            if (rounds[i] == (int64_t)r)
+                *time_p = times[i];
+    free(rounds);
+    free(times);
+    free(vals);
+    *round_p = (int64_t)r;
+    *val_p = val;
+    tma_log_info(COMP, "the best model so far is round %llu (validation MRR %.4f)", (unsigned long long)r, val);
+    return TMA_OK;
+}
+
 /* Rebuilds metrics.jsonl from the round records in etcd after a takeover:
  * every completed round keeps exactly one line. */
 static tma_status_t rebuild_metrics(coord_t *c, int64_t last_round)
@@ -1568,8 +1614,10 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
     if (st != TMA_OK)
         goto out;
 
-    coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch,
-                           resume ? prev.best_round : -1, resume ? prev.best_val_mrr : 0, 0};
+    coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, -1, 0, 0};
+    if (resume && ((st = rebuild_metrics(c, prev.round)) != TMA_OK ||
+                   (st = resume_best(c, &ec.best_round, &ec.best_val, &ec.best_time)) != TMA_OK))
+        goto out;
     if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)
         goto out;
 
@@ -1606,8 +1654,6 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
         }
         tma_jobview_snap_free(&s);
         c->map_ready = 1;
-        if ((st = rebuild_metrics(c, prev.round)) != TMA_OK)
-            goto out;
         tma_log_info(COMP, "took over job %s at round %lld (%.1f s of training done)", c->job->name,
                      (long long)c->round, c->elapsed_base);
         for (int i = 0; i < c->n_slots; i++)

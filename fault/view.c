@@ -413,9 +413,11 @@ tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s)
     s->shards = malloc((size_t)(st->n_shards + 1) * sizeof *s->shards);
     s->shard_present = malloc((size_t)(st->n_shards + 1) * sizeof *s->shard_present);
     int ok = s->members && s->ready && s->shards && s->shard_present && (!st->config || s->config);
-    if (ok) {
+    if (ok && st->n_members)
         memcpy(s->members, st->members, (size_t)st->n_members * sizeof *s->members);
+    if (ok && st->n_ready)
         memcpy(s->ready, st->ready, (size_t)st->n_ready * sizeof *s->ready);
+    if (ok && st->n_shards) {
         memcpy(s->shards, st->shards, (size_t)st->n_shards * sizeof *s->shards);
         memcpy(s->shard_present, st->shard_present, (size_t)st->n_shards * sizeof *s->shard_present);
     }

@@ -161,6 +161,8 @@ static tma_status_t put_ready(worker_t *w)
     return st;
 }
 
+static void ensure_posted(worker_t *w);
+
 /* Loads the given shard set (or the whole graph for GGS), keeping the shards
  * already loaded and the trainer's weights and optimizer state. */
 static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
@@ -200,15 +202,23 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
     if (n_want > 0) {
         if (!w->trainer) {
             st = tma_gnn_trainer_create(&w->cfg, graphs, n_want, &w->trainer);
-            if (st == TMA_OK) {
-                w->P = tma_gnn_trainer_param_count(w->trainer);
+            int64_t P = st == TMA_OK ? tma_gnn_trainer_param_count(w->trainer) : 0;
+            if (st == TMA_OK && (P != w->P || !w->sendbuf || !w->globalbuf)) {
+                /* The receive buffer may be posted on the transport: take it
+                 * back before it is freed. */
+                if (w->posted) {
+                    tma_transport_post_cancel(w->tr, w->globalbuf, 2.0);
+                    w->posted = 0;
+                }
+                w->P = P;
                 tma_free_aligned(w->sendbuf);
                 tma_free_aligned(w->globalbuf);
                 w->sendbuf = tma_alloc_aligned((size_t)(w->P + TMA_META_FLOATS) * sizeof(float));
                 w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
-                w->posted = 0;
                 if (!w->sendbuf || !w->globalbuf)
                     st = TMA_ERR_NOMEM;
+                else
+                    ensure_posted(w);
             }
         } else {
             st = tma_gnn_trainer_set_graphs(w->trainer, graphs, n_want);
@@ -305,10 +315,16 @@ static int take_global(worker_t *w, tma_transport_msg_t *m)
 {
     int adopted = 0;
     if (m->kind == TMA_TRANSPORT_MSG_EVENT) {
-        tma_log_warn(COMP, "member %u: the connection to the coordinator ended (%s)", w->id,
-                     tma_status_str(m->event.reason));
+        tma_transport_event_t ev = m->event;
         tma_transport_msg_release(w->tr, m);
-        w->posted = 0;
+        /* The end of a connection that a newer one replaced (we reconnected
+         * to a new coordinator) is not news: only act when none is left.
+         * Posted buffers belong to the peer id, not the connection: they
+         * stay posted. */
+        if (tma_transport_wait_peer(w->tr, TMA_COORD_PEER, 0) == TMA_OK)
+            return 0;
+        tma_log_warn(COMP, "member %u: the connection to the coordinator ended (%s)", w->id,
+                     tma_status_str(ev.reason));
         w->conn_epoch = 0;
         return 0;
     }
@@ -390,7 +406,6 @@ static tma_status_t send_tensor(worker_t *w, uint32_t tag, int64_t round)
     if (st != TMA_OK) {
         tma_log_warn(COMP, "member %u: sending to the coordinator failed (%s)", w->id, tma_status_str(st));
         w->conn_epoch = 0;
-        w->posted = 0;
     }
     return st;
 }

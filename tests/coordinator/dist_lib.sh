@@ -62,5 +62,21 @@ if not os.path.getsize(os.path.join(run, "best.tmaw")):
     sys.exit("best.tmaw is empty")
 print(rounds[-1])
 PY
-  "$TMA" eval "$(json "$1/result.json" 'd.get("graph","")' 2>/dev/null || true)" "$1/best.tmaw" >/dev/null 2>&1 || true
+  # The best checkpoint is the best round's model: evaluating it again gives
+  # the recorded validation MRR.
+  # Same thread count as the coordinator's evaluator: sums in the same order.
+  local graph threads
+  graph=$(json "$1/config.json" 'd["graph"]') || return 1
+  threads=$(json "$1/config.json" 'd["eval"]["threads"]') || return 1
+  [ "$threads" -gt 0 ] 2>/dev/null || threads=$(nproc)
+  "$TMA" eval "$graph" "$1/best.tmaw" --split val --json --threads "$threads" > "$1/.check-eval.json" || return 1
+  python3 - "$1" <<'PY' || return 1
+import json, sys
+run = sys.argv[1]
+ev = json.load(open(run + "/.check-eval.json"))
+res = json.load(open(run + "/result.json"))
+if ev["round"] != res["best_round"] or abs(ev["mrr"] - res["best_val_mrr"]) > 1e-6:  # tma eval prints 6 decimals
+    sys.exit("best.tmaw is round %s with validation MRR %s; result.json says round %s, %s" % (
+        ev["round"], ev["mrr"], res["best_round"], res["best_val_mrr"]))
+PY
 }

@@ -5,3 +5,6 @@ EXTRA_DIST += tests/fault/fault_lib.sh
 TESTS += tests/fault/test_fault_kill_worker.sh
 TESTS += tests/fault/test_fault_kill_in_round.sh tests/fault/test_fault_pause.sh \
 	tests/fault/test_fault_never_starts.sh tests/fault/test_fault_join.sh tests/fault/test_fault_slow.sh
+TESTS += tests/fault/test_fault_coordinator.sh
+TESTS += tests/fault/test_fault_etcd.sh
+TESTS += tests/fault/test_fault_partition.sh

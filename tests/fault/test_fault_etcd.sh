@@ -1,0 +1,30 @@
+#!/bin/bash
+# test_fault_etcd.sh (scenario 7): etcd trouble under a running job.
+# First one member of the 3-member cluster is SIGKILLed (the client fails over);
+# later the whole cluster is stopped for a few seconds and restarted on its
+# data folders: aggregation pauses (workers keep training) and the job
+# resumes and finishes, with no member fenced and every round recorded once.
+source "$TMA_SRCDIR/tests/lib.sh"
+source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
+source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
+cd "$TMP_ROOT"
+etcd_start 3
+fault_graph
+TRAIN=24 write_job j.json ke '"fault": {"lease_ttl": 5, "round_deadline": 5, "start_timeout": 20}'
+start_coordinator coord.log --config j.json --run-dir run
+for i in 0 1 2; do start_worker w$i.log --job ke --name w$i; done
+wait_round run 3 || { dump_logs coord.log; fail "no round 3"; }
+etcd_kill 0                                  # the member every client talks to first
+wait_round run 6 || { dump_logs coord.log; fail "rounds stopped after one etcd member died"; }
+before=$(python3 -c "import json; print(sum(1 for _ in open('run/metrics.jsonl')))")
+for i in 1 2; do etcd_kill $i; done           # the whole cluster down (member 0 already is)
+sleep 4
+for i in 0 1 2; do _etcd_spawn $i; done
+_etcd_wait 0 1 2 || hard "etcd did not come back"
+finish_job coord.log w0.log w1.log w2.log
+check_run run >/dev/null || { dump_logs coord.log; fail "run folder invalid"; }
+after=$(python3 -c "import json; print(sum(1 for _ in open('run/metrics.jsonl')))")
+[ "$after" -gt $((before + 2)) ] || fail "the job did not go on after etcd came back ($before -> $after rounds)"
+! grep -q "was fenced" w0.log w1.log w2.log || fail "a worker was fenced by the outage"
+rounds_check run "len(R[-1]['workers']) == 3" "not every worker trained to the end" || fail "workers"
+echo "one member killed, then the whole cluster down 4 s: $before rounds before, $after at the end"
