@@ -4,3 +4,5 @@ TESTS += tests/coordinator/test_job_cora.sh
 TESTS += tests/coordinator/test_job_determinism.sh
 TESTS += tests/coordinator/test_job_bad_config.sh
 TESTS += tests/coordinator/test_job_netns.sh
+TESTS += tests/coordinator/test_job_variants.sh
+TESTS += tests/coordinator/test_launch.sh

@@ -8,3 +8,9 @@ TESTS += tests/fault/test_fault_kill_in_round.sh tests/fault/test_fault_pause.sh
 TESTS += tests/fault/test_fault_coordinator.sh
 TESTS += tests/fault/test_fault_etcd.sh
 TESTS += tests/fault/test_fault_partition.sh
+TESTS += tests/fault/test_fault_chaos.sh
+
+# 20 chaos runs in a loop (not part of make check: about 15 minutes).
+check-chaos: all tests/harness.sh
+	CHAOS_RUNS=20 TMA_TEST_TIMEOUT=3600 $(top_builddir)/tests/harness.sh $(top_srcdir)/tests/fault/test_fault_chaos.sh
+.PHONY: check-chaos

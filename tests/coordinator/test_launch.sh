@@ -1,0 +1,42 @@
+#!/bin/bash
+# test_launch.sh: tma launch runs a whole job from a dataset folder (import,
+# partition, a private etcd, the coordinator and workers) and prints the test
+# MRR; SIGTERM stops every process it started and leaves a valid run folder
+# with the private etcd's data removed; a missing etcd binary is a clear error.
+source "$TMA_SRCDIR/tests/lib.sh"
+source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
+cd "$TMP_ROOT"
+cat > job.json <<JSON
+{"job": "launch", "dataset": "$TMA_DATASETS/cora", "import": {"feat_dim": 32, "seed": 3},
+ "workers": 2, "aggregation": {"interval_seconds": 2}, "duration": {"train_seconds": 8},
+ "model": {"hidden": 32, "decoder_hidden": 32}, "train": {"batch_size": 128}}
+JSON
+"$TMA" launch job.json -o run1 > out1.txt 2>&1 || { cat out1.txt >&2; fail "tma launch failed"; }
+grep -q "^test MRR " out1.txt || { cat out1.txt >&2; fail "no test MRR printed"; }
+grep -q "^round   2 " out1.txt || { cat out1.txt >&2; fail "no progress lines"; }
+check_run run1 >/dev/null || fail "run folder invalid"
+for f in graph.tmag partition/partition.json job.json logs/coordinator.log logs/worker-0.log logs/etcd.log mrr.svg; do
+  [ -e "run1/$f" ] || fail "run1/$f is missing"
+done
+[ ! -e run1/etcd ] || fail "the private etcd's data folder was not removed"
+
+# SIGTERM in the middle: the coordinator still tests the best round.
+sed 's/"train_seconds": 8/"train_seconds": 120/' job.json > long.json
+"$TMA" launch long.json -o run2 > out2.txt 2>&1 &
+lpid=$!
+track $lpid
+wait_for 60 grep -q "^round   2 " out2.txt || { cat out2.txt >&2; fail "the long job did not start"; }
+kill -TERM $lpid
+wait_exit $lpid 60; rc=$?
+[ "$rc" -ne 124 ] || fail "tma launch did not stop within 60 s of SIGTERM"
+[ "$(json run2/result.json 'd["stopped"]')" = interrupted ] || fail "result.json does not say it was interrupted"
+check_run run2 >/dev/null || fail "interrupted run folder invalid"
+[ ! -e run2/etcd ] || fail "the private etcd's data folder was not removed after SIGTERM"
+# (The harness fails this test if any process it started is still alive.)
+
+# --keep keeps the data folder; a missing etcd binary is named.
+mkdir bin && ln -s "$TMA" bin/tma
+PATH="$TMP_ROOT/bin:/usr/local/bin/nonexistent" "$TMA" launch job.json -o run3 > out3.txt 2>&1; rc=$?
+[ "$rc" -eq 1 ] || fail "launch without etcd exited $rc"
+grep -q "etcd program was not found.*etcd-server" out3.txt || { cat out3.txt >&2; fail "the missing etcd is not named"; }
+echo "launch: finished job, clean SIGTERM, clear error without etcd"
