@@ -372,7 +372,9 @@ int cli_cmd_launch(int argc, char **argv)
     snprintf(per_s, sizeof per_s, "%d", per);
     setenv("OMP_WAIT_POLICY", getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "PASSIVE", 1);
 
-    int total = 1 + job->workers + (int)backups;
+    /* Absent shards (the F >= 1 drill) have no trainer: start the others. */
+    int nworkers = job->workers - job->n_absent;
+    int total = 1 + nworkers + (int)backups;
     procs = calloc((size_t)total, sizeof *procs);
     if (!procs)
         goto out;
@@ -386,10 +388,10 @@ int cli_cmd_launch(int argc, char **argv)
             goto out;
         nprocs = 1;
     }
-    for (int i = 0; i < job->workers + (int)backups; i++) {
-        int is_backup = i >= job->workers;
+    for (int i = 0; i < nworkers + (int)backups; i++) {
+        int is_backup = i >= nworkers;
         char name[32], lname[48];
-        snprintf(name, sizeof name, "%s-%d", is_backup ? "backup" : "worker", is_backup ? i - job->workers : i);
+        snprintf(name, sizeof name, "%s-%d", is_backup ? "backup" : "worker", is_backup ? i - nworkers : i);
         snprintf(lname, sizeof lname, "%s.log", name);
         char *wlog = tma_path_join(logs, lname);
         char *av[16];
@@ -415,7 +417,7 @@ int cli_cmd_launch(int argc, char **argv)
             goto stop_all;
         nprocs++;
     }
-    printf("started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", url, job->workers,
+    printf("started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", url, nworkers,
            backups ? " plus backups" : "", logs);
     if (job->train_s > 0)
         printf("training for %.0f s", job->train_s);

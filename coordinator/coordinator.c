@@ -1051,11 +1051,16 @@ static tma_status_t start_phase(coord_t *c)
             }
             tma_jobview_snap_free(&s);
             int timed_out = tma_clock_now() >= t_reg;
-            if (live && (n_main >= job->workers || timed_out)) {
-                int n = tma_policy_initial(&c->map, live, n_live, job->workers, mv);
-                if (n_main < job->workers)
-                    tma_log_warn(COMP, "only %d of %d workers registered within %.0f s", n_main, job->workers,
+            int need = job->workers - job->n_absent;
+            if (live && (n_main >= need || timed_out)) {
+                int n = tma_policy_initial_absent(&c->map, live, n_live, job->workers, job->absent_shards,
+                                                  job->n_absent, mv);
+                if (n_main < need)
+                    tma_log_warn(COMP, "only %d of %d workers registered within %.0f s", n_main, need,
                                  job->start_timeout);
+                if (job->n_absent)
+                    tma_log_warn(COMP, "%d shard(s) absent by the job's fault.absent_shards (the F >= 1 drill)",
+                                 job->n_absent);
                 st = write_moves(c, mv, n, "initial deal");
                 /* Orphans: the policy for a worker that never started. */
                 for (int k = 0; k < c->map.n && st == TMA_OK; k++) {

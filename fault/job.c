@@ -186,7 +186,7 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     static const char *const dur_keys[] = {"train_seconds", "rounds", NULL};
     static const char *const llcg_keys[] = {"correction_steps", NULL};
     static const char *const fault_keys[] = {"on_failure", "start_timeout", "lease_ttl", "round_deadline",
-                                             NULL};
+                                             "absent_shards", NULL};
     static const char *const tr_keys[] = {"token", "host", NULL};
     static const char *const dev_keys[] = {"evaluator", "workers", NULL};
     tma_status_t st = TMA_OK;
@@ -346,6 +346,22 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     TRY(tma_json_get_double(fault, "start_timeout", 60.0, 0.1, 1e6, "fault", &job->start_timeout));
     TRY(tma_json_get_int(fault, "lease_ttl", 5, 2, 3600, "fault", &job->lease_ttl));
     TRY(tma_json_get_double(fault, "round_deadline", 30.0, 0.1, 1e6, "fault", &job->round_deadline));
+    const cJSON *abs = fault ? cJSON_GetObjectItemCaseSensitive(fault, "absent_shards") : NULL;
+    if (abs) {
+        if (!cJSON_IsArray(abs) || cJSON_GetArraySize(abs) > (int)TMA_ARRAY_LEN(job->absent_shards))
+            BAD("%s: fault.absent_shards must be a list of at most %d shard numbers", ctx,
+                (int)TMA_ARRAY_LEN(job->absent_shards));
+        for (const cJSON *it = abs->child; it; it = it->next) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= job->shards ||
+                it->valuedouble != (double)(int)it->valuedouble)
+                BAD("%s: fault.absent_shards: each entry is a shard number in [0, %d)", ctx, job->shards);
+            job->absent_shards[job->n_absent++] = (int32_t)it->valuedouble;
+        }
+        if (job->variant == TMA_VARIANT_GGS && job->n_absent)
+            BAD("%s: fault.absent_shards needs shards; variant ggs has none", ctx);
+        if (job->n_absent >= job->workers)
+            BAD("%s: fault.absent_shards leaves no worker (workers = %d)", ctx, job->workers);
+    }
 
     /* Transport. */
     const cJSON *tr = section(root, "transport", ctx, &st);
@@ -561,6 +577,11 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     cJSON_AddNumberToObject(f, "start_timeout", job->start_timeout);
     cJSON_AddNumberToObject(f, "lease_ttl", (double)job->lease_ttl);
     cJSON_AddNumberToObject(f, "round_deadline", job->round_deadline);
+    if (job->n_absent) {
+        cJSON *abs = cJSON_AddArrayToObject(f, "absent_shards");
+        for (int i = 0; i < job->n_absent; i++)
+            cJSON_AddItemToArray(abs, cJSON_CreateNumber(job->absent_shards[i]));
+    }
     cJSON *t = cJSON_AddObjectToObject(o, "transport");
     if (job->token[0])
         cJSON_AddStringToObject(t, "token", job->token);

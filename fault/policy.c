@@ -68,8 +68,8 @@ static int move(tma_shard_map_t *map, int k, int64_t to, tma_shard_move_t *moves
     return n + 1;
 }
 
-int tma_policy_initial(tma_shard_map_t *map, const tma_live_member_t *live, int n_live, int workers,
-                       tma_shard_move_t *moves)
+int tma_policy_initial_absent(tma_shard_map_t *map, const tma_live_member_t *live, int n_live, int workers,
+                              const int32_t *absent, int n_absent, tma_shard_move_t *moves)
 {
     tma_live_member_t *sorted = malloc((size_t)(n_live > 0 ? n_live : 1) * sizeof *sorted);
     if (!sorted)
@@ -79,16 +79,29 @@ int tma_policy_initial(tma_shard_map_t *map, const tma_live_member_t *live, int 
         if (!live[i].backup)
             sorted[m++] = live[i];
     qsort(sorted, (size_t)m, sizeof *sorted, cmp_live);
-    /* Trainer slot i is the i-th member by id; slots past the members that
-     * came stay vacant and their shards orphaned. */
-    int n = 0;
-    for (int k = 0; k < map->n && workers > 0; k++) {
-        int slot = k % workers;
+    /* Trainer slot i is the i-th member by id; the present shards go to
+     * slots round-robin; slots past the members that came stay vacant and
+     * their shards orphaned, as do absent shards. */
+    int slots = workers - n_absent;
+    int n = 0, j = 0;
+    for (int k = 0; k < map->n && slots > 0; k++) {
+        int is_absent = 0;
+        for (int a = 0; a < n_absent; a++)
+            is_absent |= absent[a] == k;
+        if (is_absent)
+            continue;
+        int slot = j++ % slots;
         if (slot < m && map->owner[k] != (int64_t)sorted[slot].id)
             n = move(map, k, sorted[slot].id, moves, n);
     }
     free(sorted);
     return n;
+}
+
+int tma_policy_initial(tma_shard_map_t *map, const tma_live_member_t *live, int n_live, int workers,
+                       tma_shard_move_t *moves)
+{
+    return tma_policy_initial_absent(map, live, n_live, workers, NULL, 0, moves);
 }
 
 int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_policy_t policy, const tma_live_member_t *live,

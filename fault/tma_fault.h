@@ -82,6 +82,11 @@ typedef struct tma_job {
     double start_timeout;  /* seconds for the initial workers to become ready */
     int64_t lease_ttl;     /* seconds */
     double round_deadline; /* seconds a round waits for weights once raised */
+    /* The paper's F >= 1 drill: these shards' trainers are absent from the
+     * start (the policy handles them as never started); the coordinator waits
+     * for workers - n_absent workers. */
+    int n_absent;
+    int32_t absent_shards[16];
 
     /* transport */
     char token[256];       /* job token ("" : $TMA_JOB_TOKEN or a random one made by launch) */
@@ -378,6 +383,11 @@ int tma_shard_map_count(const tma_shard_map_t *map, int64_t member, int64_t *edg
  * moves (at most map->n) and returns their count. */
 int tma_policy_initial(tma_shard_map_t *map, const tma_live_member_t *live, int n_live, int workers,
                        tma_shard_move_t *moves);
+/* The same with some shards absent from the start (fault.absent_shards):
+ * they are left orphaned and the others are dealt to workers - n_absent
+ * slots. */
+int tma_policy_initial_absent(tma_shard_map_t *map, const tma_live_member_t *live, int n_live, int workers,
+                              const int32_t *absent, int n_absent, tma_shard_move_t *moves);
 /* A member is gone: its shards are dropped (continue) or handed to a backup
  * that owns nothing (lowest id first), else to the live member with the
  * fewest training edges (reassign).  Returns the number of moves. */

@@ -28,4 +28,14 @@ rounds_check r-run "R[0]['owners'].count(-1) == 0 and all(len(r['workers']) == 3
   "reassign: the backup did not take the never-started worker's shard" || fail "reassign"
 rounds_check r-run "any(m['reason'] == 'worker never started' and m['to'] >= 0 for m in R[0]['moves'])" \
   "reassign: no move recorded" || fail "reassign: move record"
-echo "F = 1: continue trained with 2 workers; reassign gave the shard to the backup"
+# The drill of the paper's Table 6: a chosen shard's trainer is absent from the start.
+WORKER_PIDS=()
+TRAIN=6 write_job a.json fa '"fault": {"on_failure": "continue", "lease_ttl": 3, "start_timeout": 20, "absent_shards": [0]}'
+start_coordinator a-coord.log --config a.json --run-dir a-run
+for i in 0 1; do start_worker a-w$i.log --job fa --name w$i; done
+finish_job a-coord.log a-w0.log a-w1.log
+check_run a-run >/dev/null || fail "absent: run folder invalid"
+rounds_check a-run "R[0]['owners'][0] == -1 and R[0]['owners'][1] >= 0 and R[0]['owners'][2] >= 0 and all(len(r['workers']) == 2 for r in R[1:])" \
+  "absent_shards: shard 0 was not the dropped one" || fail "absent_shards"
+grep -q "only" a-coord.log && fail "absent_shards: the coordinator waited for a third worker"
+echo "F = 1: continue trained with 2 workers; reassign gave the shard to the backup; absent_shards dropped shard 0"

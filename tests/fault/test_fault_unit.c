@@ -101,6 +101,14 @@ static void test_policies(void)
     n = tma_policy_initial(&m2, two, 2, 3, mv);
     CHECK(n == 2 && m2.owner[0] == 5 && m2.owner[1] == 6 && m2.owner[2] == -1);
 
+    /* Shard 1 absent (the F = 1 drill): the others go to 2 slots, shard 1 stays orphaned. */
+    tma_shard_map_t m3;
+    CHECK_OK(tma_shard_map_create(4, edges, &m3));
+    int32_t absent[1] = {1};
+    n = tma_policy_initial_absent(&m3, two, 2, 3, absent, 1, mv);
+    CHECK(n == 3 && m3.owner[0] == 5 && m3.owner[1] == -1 && m3.owner[2] == 6 && m3.owner[3] == 5);
+    tma_shard_map_free(&m3);
+
     /* continue: member 4's shards are dropped. */
     tma_shard_map_t c;
     CHECK_OK(tma_shard_map_create(6, edges, &c));
