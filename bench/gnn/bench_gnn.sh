@@ -5,21 +5,23 @@
 # the validation edges), peak RSS, and for tma the time by op against the sgemm rate.
 # The same model, sampler, fan-outs, batch size and thread count on both sides; each
 # side runs REPEATS times, alternating, and the best run of each counts (other jobs on
-# a shared machine only ever slow a run down).  The ratios come last:
+# a shared machine only ever slow a run down); before each run the script waits (up to
+# QUIET_WAIT seconds) for the machine to be idle.  The ratios come last:
 #   train_speedup_vs_torch: X    eval_speedup_vs_torch: Y    (the smaller over the graphs)
 #
 # Usage: bench/gnn/bench_gnn.sh [WORKDIR]     (from a build folder, after `make bench`)
 # Environment: TMA_DATASETS (default ../shared/datasets), THREADS (2), SECONDS_PER_RUN (30),
-#   REPEATS (2), ENCODERS ("gcn sage"), BATCH (1024), TORCH_PYTHON (/usr/bin/python3), GRAPHS
-#   ("facebook sbm2m").
+#   REPEATS (3), ENCODERS ("gcn sage"), BATCH (1024), TORCH_PYTHON (/usr/bin/python3), GRAPHS
+#   ("facebook sbm2m"), QUIET_WAIT (120).
 set -euo pipefail
 BUILD=$(pwd)
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:-/tmp/tma-bench-gnn}
 DATASETS=${TMA_DATASETS:-$SRC/../shared/datasets}
 THREADS=${THREADS:-2}
-SECONDS_PER_RUN=${SECONDS_PER_RUN:-30}
-REPEATS=${REPEATS:-2}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-20}
+REPEATS=${REPEATS:-3}
+QUIET_WAIT=${QUIET_WAIT:-120}
 ENCODERS=${ENCODERS:-"gcn sage"}
 BATCH=${BATCH:-1024}
 PY=${TORCH_PYTHON:-/usr/bin/python3}
@@ -44,6 +46,21 @@ graph_file() {
   esac
 }
 
+# Waits until no other process has been runnable for 2 s (procs_running counts the
+# reader itself), or QUIET_WAIT seconds have passed; prints how long it waited.
+busy_waited=0
+wait_quiet() {
+  local start=$SECONDS quiet=0
+  while (( SECONDS - start < QUIET_WAIT )); do
+    local r
+    r=$(awk '/^procs_running/ {print $2}' /proc/stat)
+    if (( r <= 1 )); then quiet=$((quiet + 1)); else quiet=0; fi
+    (( quiet >= 10 )) && return 0
+    sleep 0.2
+  done
+  busy_waited=$((busy_waited + 1))
+}
+
 echo "# machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/Mem:/ {print $2}') GiB;" \
      "OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null || echo '?');" \
      "torch $("$PY" -c 'import torch; print(torch.__version__)')"
@@ -54,8 +71,10 @@ for name in $GRAPHS; do
   G=$(graph_file "$name")
   for enc in $ENCODERS; do
     for r in $(seq "$REPEATS"); do
+      wait_quiet
       "$BENCH" "$G" --encoder "$enc" --batch "$BATCH" --threads "$THREADS" --seconds "$SECONDS_PER_RUN" \
         > "$WORK/$name-$enc.tma.$r.json"
+      wait_quiet
       "$PY" "$SRC/bench/gnn/torch_gnn.py" "$G" --encoder "$enc" --batch "$BATCH" --threads "$THREADS" \
         --seconds "$SECONDS_PER_RUN" 2>/dev/null > "$WORK/$name-$enc.torch.$r.json"
     done
@@ -63,6 +82,7 @@ for name in $GRAPHS; do
   done
 done
 
+echo "# runs that started on a busy machine (no idle moment within ${QUIET_WAIT}s): $busy_waited of $((2 * REPEATS * ${#results[@]}))"
 "$PY" - "$WORK" "$REPEATS" "${results[@]}" <<'PY'
 import json, sys
 work, reps, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
