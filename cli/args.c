@@ -29,6 +29,8 @@ void cli_print_help(const cli_spec_t *spec)
     printf("Options:\n");
     for (const cli_opt_t *o = spec->opts; o && o->name; o++) {
         char left[64];
+        if (!o->help)
+            continue; /* a hidden option (testing and drills) */
         if (o->short_name)
             snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->name,
                      o->metavar ? " " : "", o->metavar ? o->metavar : "");

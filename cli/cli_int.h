@@ -62,11 +62,78 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv);
 } cli_command_t;
 
+/* ------------------------------------------------------------------ child processes (proc.c) */
+
+#include <sys/types.h>
+
+typedef struct cli_proc {
+    char name[64];
+    pid_t pid;
+    int running;
+    int status; /* waitpid status once it has exited */
+} cli_proc_t;
+
+/* Starts argv[0] (PATH search) with stdout/stderr appended to log_path (or
+ * inherited when NULL), in its own process group, killed if the launcher dies.
+ * TMA_ERR_NOT_FOUND when the program does not exist. */
+tma_status_t cli_proc_spawn(cli_proc_t *p, const char *name, char *const argv[], const char *log_path);
+/* 1 while running; reaps it otherwise. */
+int cli_proc_poll(cli_proc_t *p);
+/* Exit code once ended (128 + signal for a signal), -1 while running. */
+int cli_proc_exit_code(const cli_proc_t *p);
+void cli_proc_signal(cli_proc_t *p, int sig);
+/* Waits up to timeout seconds; 1 if it ended. */
+int cli_proc_wait(cli_proc_t *p, double timeout);
+/* SIGTERM, then SIGKILL after `grace` seconds; reaps it. */
+void cli_proc_stop(cli_proc_t *p, double grace);
+/* A currently free TCP port on host (IPv4 literal). */
+tma_status_t cli_free_port(const char *host, int *port_p);
+
+/* ------------------------------------------------------------------ private etcd (etcd_local.c) */
+
+typedef struct cli_etcd {
+    cli_proc_t proc;
+    char data_dir[1024];
+    char client_url[64]; /* http://127.0.0.1:PORT */
+} cli_etcd_t;
+
+/* Starts a one-member etcd on free loopback ports with data in data_dir and
+ * waits until it is healthy (30 s).  TMA_ERR_NOT_FOUND, with a message naming
+ * the package, when the etcd program is missing. */
+tma_status_t cli_etcd_start(cli_etcd_t *e, const char *data_dir, const char *log_path);
+/* Stops it and removes its data directory unless keep_data. */
+void cli_etcd_stop(cli_etcd_t *e, int keep_data);
+
+/* ------------------------------------------------------------------ etcd flags (roles.c) */
+
+#include <signal.h>
+
+#include "tma_kv.h"
+
+/* --etcd URLS and the TLS/auth flags every etcd-speaking command takes. */
+typedef struct cli_etcd_flags {
+    const char *endpoints, *ca, *cert, *key, *user, *password_file;
+    double timeout;
+    char password[256];
+} cli_etcd_flags_t;
+
+#define CLI_ETCD_OPTS(f)                                                                               {"etcd", 0, CLI_STR, &(f).endpoints, "URLS", "etcd client URLs, comma-separated (required)", NULL},               {"etcd-ca", 0, CLI_STR, &(f).ca, "FILE", "CA certificate to verify etcd (https URLs)", NULL},                 {"etcd-cert", 0, CLI_STR, &(f).cert, "FILE", "client certificate for etcd", NULL},                              {"etcd-key", 0, CLI_STR, &(f).key, "FILE", "client key for etcd", NULL},                                        {"etcd-user", 0, CLI_STR, &(f).user, "NAME", "etcd user (password from $TMA_ETCD_PASSWORD or --etcd-password-file)", NULL},         {"etcd-password-file", 0, CLI_STR, &(f).password_file, "FILE", "file holding the etcd password", NULL},         {"etcd-timeout", 0, CLI_DOUBLE, &(f).timeout, "S", "seconds per etcd request (default 5)", NULL}
+
+/* Builds a kv config from the flags; a usage error (exit 2) names the flag. */
+int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg);
+/* SIGINT and SIGTERM set *flag (the first); a second one exits at once. */
+void cli_install_stop_handler(volatile sig_atomic_t *flag);
+
 /* The subcommands, one file each. */
 int cli_cmd_info(int argc, char **argv);
 int cli_cmd_import(int argc, char **argv);
 int cli_cmd_gen(int argc, char **argv);
 int cli_cmd_partition(int argc, char **argv);
+int cli_cmd_coordinator(int argc, char **argv);
+int cli_cmd_worker(int argc, char **argv);
+int cli_cmd_launch(int argc, char **argv);
+int cli_cmd_status(int argc, char **argv);
+int cli_cmd_report(int argc, char **argv);
 
 /* The split flags that `tma import` and `tma gen` share (cmd_import.c). */
 struct tma_graph_build_opts;
@@ -76,7 +143,16 @@ typedef struct cli_graph_flags {
     int val_seen, test_seen;
     int64_t negatives, seed;
 } cli_graph_flags_t;
-#define CLI_GRAPH_SPLIT_OPTS(f)                                                                        {"val", 0, CLI_DOUBLE, &(f).val, "X",                                                               "validation edges: a fraction if X < 1, else a count (default 5%, at most 2000)",                  &(f).val_seen},                                                                                       {"test", 0, CLI_DOUBLE, &(f).test, "X", "test edges, as --val (same default)",                      &(f).test_seen},                                                                                  {"negatives", 0, CLI_INT, &(f).negatives, "K",                                                      "fixed negative tails per evaluation edge (default 1000)", NULL},                                 {"seed", 0, CLI_INT, &(f).seed, "S", "seed of the split, negatives and projection (default 0)", NULL}
+#define CLI_GRAPH_SPLIT_OPTS(f)                                                                \
+    {"val", 0, CLI_DOUBLE, &(f).val, "X",                                                      \
+     "validation edges: a fraction if X < 1, else a count (default 5%, at most 2000)",         \
+     &(f).val_seen},                                                                           \
+        {"test", 0, CLI_DOUBLE, &(f).test, "X", "test edges, as --val (same default)",         \
+         &(f).test_seen},                                                                      \
+        {"negatives", 0, CLI_INT, &(f).negatives, "K",                                         \
+         "fixed negative tails per evaluation edge (default 1000)", NULL},                     \
+        {"seed", 0, CLI_INT, &(f).seed, "S",                                                   \
+         "seed of the split, negatives and features (and of gen's graph); default 0", NULL}
 /* Checks the flags into *b; returns CLI_EXIT_OK or a usage error's exit code. */
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
 /* Prints the builder's counts, one "  key value" line each. */

@@ -65,7 +65,7 @@ int cli_cmd_import(int argc, char **argv)
         "import", "SRC -o G.tmag [options]",
         "Reads a dataset into a .tmag graph: SRC is a folder with edges.txt (+ features.txt "
         "'node feature value', labels.txt 'node label', meta.txt), an OGB dataset folder or its raw/ "
-        "(edge.csv.gz, num-node-list.csv.gz, node-feat.csv.gz), or a .npz of CSR arrays (adj_indptr, "
+        "(edge.csv.gz, num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz), or a .npz of CSR arrays (adj_indptr, "
         "adj_indices, adj_shape, attr_*, labels). Self-loops and duplicate edges are dropped and counted; "
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
         "fixed negative tails. See docs/graphs.md.",

@@ -12,9 +12,9 @@ int cli_cmd_partition(int argc, char **argv)
     int64_t shards = 0, seed = 0;
     int shards_seen = 0;
     const cli_opt_t opts[] = {
-        {"scheme", 0, CLI_STR, &scheme, "random|supernode:N|metis",
-         "random: each node to a seeded random shard; supernode:N: METIS into N mini-clusters, "
-         "shuffled and dealt to the shards; metis: METIS into the shard count (required)",
+        {"scheme", 0, CLI_STR, &scheme, "SCHEME",
+         "random (each node to a seeded random shard), supernode:N (METIS into N mini-clusters, "
+         "shuffled and dealt to the shards) or metis (METIS into the shard count); required",
          NULL},
         {"shards", 0, CLI_INT, &shards, "S", "number of shards (required)", &shards_seen},
         {"seed", 0, CLI_INT, &seed, "X", "seed of the assignment (default 0)", NULL},
@@ -92,8 +92,8 @@ int cli_cmd_partition(int argc, char **argv)
         printf("%.4f", r->label_tv);
     else
         printf("-");
-    printf("  feature_mean_dist %.4f  seconds %.3f (assign %.3f, shards %.3f)\n", r->feature_mean_dist,
-           r->seconds, r->seconds_assign, r->seconds_shards);
+    printf("  feature_mean_dist %.4f  seconds %.3f (assign %.3f, extract %.3f, write %.3f)\n",
+           r->feature_mean_dist, r->seconds, r->seconds_assign, r->seconds_extract, r->seconds_write);
     tma_partition_result_destroy(r);
     return CLI_EXIT_OK;
 }

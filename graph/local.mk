@@ -1,7 +1,7 @@
 # graph/: the .tmag file, importers, split, generators, partitioners, sampler.
 lib_LIBRARIES += graph/libtma_graph.a
 graph_libtma_graph_a_SOURCES = graph/tmag.c graph/sampler.c
-include_HEADERS += graph/tma_graph.h
+pkginclude_HEADERS += graph/tma_graph.h
 TMA_ALL_LIBS += graph/libtma_graph.a
 # The builder, importers, generators and partitioners.
 graph_libtma_graph_a_SOURCES += graph/graph_int.h graph/build.c graph/feat.c graph/text.c \

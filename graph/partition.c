@@ -310,6 +310,7 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
                                 shard_bufs_t *b, const char *path, const double *gmean, const double *gdist,
                                 tma_partition_result_t *r)
 {
+    double t0 = tma_clock_now();
     const int64_t *nodes = l->order + l->start[s];
     const int64_t ns = l->start[s + 1] - l->start[s];
     const int32_t D = g->feature_dim;
@@ -323,15 +324,17 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
         free(hist);
         return TMA_ERR_NOMEM;
     }
+    int64_t *restrict dst = b->indices;
+    const int64_t *restrict local = l->local, *restrict src = g->indices;
 #pragma omp parallel for schedule(dynamic, 1024)
     for (int64_t i = 0; i < ns; i++) {
         const int64_t v = nodes[i];
         int64_t out = b->indptr[i];
         /* Local ids follow global order, so each row stays sorted. */
         for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
-            int64_t w = g->indices[e];
+            int64_t w = src[e];
             if (part[w] == s)
-                b->indices[out++] = l->local[w];
+                dst[out++] = local[w];
         }
         b->gids[i] = v;
         if (D > 0)
@@ -361,6 +364,9 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
     free(fsum);
     free(hist);
 
+    r->seconds_extract += tma_clock_now() - t0;
+    tma_log_debug(COMP, "shard %d: %" PRId64 " nodes built in %.3f s", s, ns, tma_clock_now() - t0);
+    t0 = tma_clock_now();
     tma_graph_t *sg;
     tma_status_t st = tma_graph_create(&sg);
     if (st != TMA_OK)
@@ -381,6 +387,7 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
     sg->graph_id = g->graph_id;
     st = tma_graph_write(sg, path);
     tma_graph_destroy(sg); /* the buffers are ours, not the shell's */
+    r->seconds_write += tma_clock_now() - t0;
     return st;
 }
 
@@ -435,6 +442,8 @@ static tma_status_t write_json(const tma_graph_t *g, const char *graph_path, con
     cJSON_AddItemToObject(o, "files", files);
     cJSON_AddNumberToObject(o, "assign_seconds", r->seconds_assign);
     cJSON_AddNumberToObject(o, "shard_seconds", r->seconds_shards);
+    cJSON_AddNumberToObject(o, "extract_seconds", r->seconds_extract);
+    cJSON_AddNumberToObject(o, "write_seconds", r->seconds_write);
     cJSON_AddNumberToObject(o, "seconds", r->seconds);
     free(abs);
     char *path = tma_path_join(dir, "partition.json");
@@ -512,7 +521,12 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
         goto done;
     r->seconds_assign = tma_clock_now() - t0;
 
-    if ((st = make_layout(g, part, S, &l)) != TMA_OK || (st = clear_dir(dir)) != TMA_OK)
+    double tl = tma_clock_now();
+    if ((st = make_layout(g, part, S, &l)) != TMA_OK)
+        goto done;
+    r->seconds_extract = tma_clock_now() - tl;
+    tma_log_debug(COMP, "layout of %" PRId64 " nodes: %.3f s", n, r->seconds_extract);
+    if ((st = clear_dir(dir)) != TMA_OK)
         goto done;
     /* The whole graph's feature mean and label distribution. */
     for (int64_t v = 0; v < n; v++) {

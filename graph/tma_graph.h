@@ -341,7 +341,10 @@ typedef struct tma_partition_result {
     int64_t *shard_clusters;            /* [num_shards], supernode only (else NULL) */
     double *shard_label_tv;             /* [num_shards] (-1 without labels or nodes) */
     double *shard_feature_dist;         /* [num_shards] (-1 for an empty shard) */
-    double seconds_assign, seconds_shards, seconds;
+    /* assign: node assignment; shards: everything after it, of which
+     * extract is building the shards in memory (layout, subgraphs, copies,
+     * statistics) and write is tma_graph_write (checks, checksums, files). */
+    double seconds_assign, seconds_shards, seconds_extract, seconds_write, seconds;
 } tma_partition_result_t;
 
 /*

@@ -41,3 +41,74 @@ wait_for() {
 
 # json FILE EXPR: prints a field of a JSON file via python3 (EXPR uses d).
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# ---- etcd (real members on free loopback ports; see also tests/tma_test_etcd.h)
+# etcd_start [N]: starts an N-member cluster (default 1) under $TMP_ROOT and
+# waits until every member is healthy.  Sets ETCD_ENDPOINTS (comma-separated
+# client URLs), ETCD_URLS[i] and ETCD_PIDS[i].  Extra etcd flags may be given
+# in the array ETCD_EXTRA_ARGS.  Members are killed by the EXIT trap.
+ETCD_URLS=(); ETCD_PIDS=(); ETCD_PEERS=(); ETCD_DIRS=(); ETCD_CLUSTER=""; ETCD_ENDPOINTS=""
+ETCD_EXTRA_ARGS=()
+_etcd_free_ports() {
+  python3 -c '
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
+}
+_etcd_spawn() {
+  local i=$1 client=${ETCD_URLS[$1]} peer=${ETCD_PEERS[$1]}
+  "${TMA_ETCD:?TMA_ETCD is not set}" --name "m$i" --data-dir "${ETCD_DIRS[$i]}" \
+    --listen-client-urls "$client" --advertise-client-urls "$client" \
+    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+    --initial-cluster "$ETCD_CLUSTER" --initial-cluster-token "tma-test-$$" \
+    --initial-cluster-state new --heartbeat-interval 50 --election-timeout 500 \
+    --logger zap --log-outputs stderr --log-level warn "${ETCD_EXTRA_ARGS[@]}" \
+    >>"${ETCD_DIRS[$i]}.log" 2>&1 &
+  ETCD_PIDS[$i]=$!
+  track "${ETCD_PIDS[$i]}"
+}
+_etcd_healthy() {
+  ETCDCTL_API=3 "${TMA_ETCDCTL:?TMA_ETCDCTL is not set}" --endpoints "${ETCD_URLS[$1]}" \
+    --dial-timeout 1s --command-timeout 1s endpoint health >/dev/null 2>&1
+}
+_etcd_wait() {
+  local i
+  for i in "$@"; do
+    if ! wait_for 60 _etcd_healthy "$i"; then
+      tail -n 40 "${ETCD_DIRS[$i]}.log" >&2
+      return 1
+    fi
+  done
+}
+etcd_start() {
+  local n=${1:-1} i ports
+  ports=($(_etcd_free_ports $((2 * n)))) || hard "no free ports"
+  ETCD_URLS=(); ETCD_PEERS=(); ETCD_DIRS=(); ETCD_CLUSTER=""
+  for ((i = 0; i < n; i++)); do
+    ETCD_URLS[$i]="http://127.0.0.1:${ports[$((2 * i))]}"
+    ETCD_PEERS[$i]="http://127.0.0.1:${ports[$((2 * i + 1))]}"
+    ETCD_DIRS[$i]="$TMP_ROOT/etcd-m$i"
+    ETCD_CLUSTER+="${ETCD_CLUSTER:+,}m$i=${ETCD_PEERS[$i]}"
+  done
+  ETCD_ENDPOINTS=$(IFS=,; echo "${ETCD_URLS[*]}")
+  for ((i = 0; i < n; i++)); do _etcd_spawn "$i"; done
+  _etcd_wait $(seq 0 $((n - 1))) || hard "etcd did not become healthy"
+}
+# etcd_kill I: SIGKILLs member I.
+etcd_kill() {
+  kill -KILL "${ETCD_PIDS[$1]}" 2>/dev/null
+  wait "${ETCD_PIDS[$1]}" 2>/dev/null
+  return 0
+}
+# etcd_restart I: starts member I again on its data folder and ports.
+etcd_restart() {
+  etcd_kill "$1"
+  _etcd_spawn "$1"
+  _etcd_wait "$1" || hard "etcd member $1 did not come back"
+}
+# etcdctl ARGS...: etcdctl against the cluster started by etcd_start.
+etcdctl() {
+  ETCDCTL_API=3 "${TMA_ETCDCTL:?TMA_ETCDCTL is not set}" --endpoints "$ETCD_ENDPOINTS" "$@"
+}

@@ -7,10 +7,15 @@ EXTRA_DIST += tests/harness.sh.in tests/lib.sh
 
 # Small helpers shared by the C tests.
 check_LIBRARIES = tests/libtma_test.a
-tests_libtma_test_a_SOURCES = tests/tma_test.c tests/tma_test.h
+tests_libtma_test_a_SOURCES = tests/tma_test.c tests/tma_test.h \
+	tests/tma_test_etcd.c tests/tma_test_etcd.h
 
 TMA_TEST_LDADD = tests/libtma_test.a $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 
 include tests/common/local.mk
 include tests/graph/local.mk
+include tests/kv/local.mk
+include tests/transport/local.mk
 include tests/gnn/local.mk
+include tests/fault/local.mk
+include tests/coordinator/local.mk

@@ -1,6 +1,7 @@
 /* tma_test.c: helpers for the C tests (see tma_test.h). */
 #include "tma_test.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,4 +56,47 @@ char *tma_test_dataset(const char *name)
         exit(99);
     }
     return p;
+}
+
+int tma_test_wait_for(int (*cond)(void *arg), void *arg, double seconds)
+{
+    double deadline = tma_clock_now() + seconds;
+    while (tma_clock_now() < deadline) {
+        if (cond(arg))
+            return 1;
+        tma_sleep(0.01);
+    }
+    return cond(arg) ? 1 : 0;
+}
+
+void tma_test_under_valgrind(int argc, char **argv)
+{
+    const char *no = getenv("TMA_TEST_NO_VALGRIND");
+    if ((no && *no && strcmp(no, "0") != 0) || getenv("TMA_TEST_IN_VALGRIND"))
+        return;
+    const char *vg = getenv("TMA_VALGRIND");
+    if (!vg || !*vg) {
+        fprintf(stderr, "valgrind is required for this test but TMA_VALGRIND is empty "
+                        "(install valgrind and re-run configure, or set TMA_TEST_NO_VALGRIND=1)\n");
+        exit(99);
+    }
+    setenv("TMA_TEST_IN_VALGRIND", "1", 1);
+    char **args = calloc((size_t)argc + 16, sizeof(char *));
+    if (!args)
+        exit(99);
+    int k = 0;
+    args[k++] = (char *)vg;
+    args[k++] = "--quiet";
+    args[k++] = "--error-exitcode=3";
+    args[k++] = "--leak-check=full";
+    args[k++] = "--errors-for-leak-kinds=definite,indirect";
+    args[k++] = "--show-leak-kinds=definite,indirect";
+    args[k++] = "--num-callers=30";
+    for (int i = 0; i < argc; i++)
+        args[k++] = argv[i];
+    args[k] = NULL;
+    fflush(NULL);
+    execv(vg, args);
+    fprintf(stderr, "cannot run %s: %s\n", vg, strerror(errno));
+    exit(99);
 }

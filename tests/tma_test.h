@@ -73,5 +73,14 @@ char *tma_test_tmpdir(const char *tag);
 void tma_test_cleanup_dir(char *dir);
 /* $TMA_DATASETS/<name>; the test fails hard (99) if the folder is missing. */
 char *tma_test_dataset(const char *name);
+/* Polls cond(arg) every 10 ms until it returns non-zero (returns 1) or
+ * `seconds` pass (returns 0, after one last try). */
+int tma_test_wait_for(int (*cond)(void *arg), void *arg, double seconds);
+/* Re-executes the test under valgrind memcheck (errors and definite or
+ * indirect leaks exit 3) unless it already runs under it; call it first
+ * thing in main.  valgrind comes from $TMA_VALGRIND (set by the harness);
+ * without it the test fails hard (99).  TMA_TEST_NO_VALGRIND=1 runs the
+ * test natively (quick local runs). */
+void tma_test_under_valgrind(int argc, char **argv);
 
 #endif

@@ -89,6 +89,26 @@ static void test_crc(void)
         CHECK(part == whole);
     }
     CHECK(tma_crc32c(0, buf, 0) == 0);
+    /* Long buffers take the three-stream path (blocks of 3 x 8 KiB and
+     * 3 x 256 bytes): every length around those block edges, and splits. */
+    size_t big_len = 3 * 8192 * 4 + 3 * 256 * 2 + 64;
+    unsigned char *big = malloc(big_len + 8);
+    tma_rng_t r;
+    tma_rng_seed(&r, 11, 0);
+    for (size_t i = 0; i < big_len + 8; i++)
+        big[i] = (unsigned char)tma_rng_next(&r);
+    size_t lens[] = {767, 768, 769, 3 * 256 + 8, 24575, 24576, 24577, 24576 + 768 + 5, big_len};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(lens); i++) {
+        for (size_t off = 0; off < 3; off++) {
+            uint32_t want = tma_crc32c_sw(0, big + off, lens[i]);
+            CHECK_MSG(tma_crc32c(0, big + off, lens[i]) == want, "len %zu off %zu", lens[i], off);
+            uint32_t part = tma_crc32c(0x12345678u, big + off, lens[i] / 3);
+            part = tma_crc32c(part, big + off + lens[i] / 3, lens[i] - lens[i] / 3);
+            CHECK(part == tma_crc32c_sw(tma_crc32c_sw(0x12345678u, big + off, lens[i] / 3),
+                                        big + off + lens[i] / 3, lens[i] - lens[i] / 3));
+        }
+    }
+    free(big);
 }
 
 static int count_entries(const char *dir)

@@ -1,0 +1,5 @@
+# bench/: etcd client latency (bench/bench_kv.sh runs it next to etcdctl and curl).
+noinst_PROGRAMS += bench/bench_kv
+bench_bench_kv_SOURCES = bench/bench_kv.c
+bench_bench_kv_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+EXTRA_DIST += bench/bench_kv.sh

@@ -1,0 +1,41 @@
+#!/bin/bash
+# partition_quality.sh: the paper's observation on homophilous graphs, as a
+# markdown table: for facebook-pages and an SBM with h = 0.9, partitioned into
+# S = 3 shards, metis keeps the most training edges but has the largest label
+# and feature discrepancy, random keeps r ~ 1/S with the smallest, supernode:N
+# lies between.  Each row is the mean over three partition seeds.
+#
+# Usage: bench/partition_quality.sh [WORKDIR]
+#   TMA_BIN (default ./_build/tma or ./tma), TMA_DATASETS (default ../shared/datasets)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+T=${TMA_BIN:-$( [ -x "$here/_build/tma" ] && echo "$here/_build/tma" || echo "$here/tma")}
+D=${TMA_DATASETS:-$(cd "$here/.." && pwd)/shared/datasets}
+W=${1:-${TMPDIR:-/tmp}/tma-bench-quality}
+PY=${PYTHON:-python3}
+mkdir -p "$W"
+cd "$W"
+
+"$T" import "$D/facebook-pages" -o fb.tmag --feat-dim 128 --negatives 100 --seed 1 > fb.out
+"$T" gen sbm -o sbm.tmag --nodes 30000 --classes 4 --avg-degree 10 --homophily 0.9 --feat-dim 32 --noise 1.0 \
+  --seed 1 --negatives 100 > sbm.out
+
+S=3
+echo "| graph | scheme | edge_ratio r | label_tv | feature_mean_dist | seconds |"
+echo "|---|---|---|---|---|---|"
+for g in fb sbm; do
+  for scheme in random supernode:3000 supernode:300 supernode:30 metis; do
+    for seed in 0 1 2; do
+      "$T" partition "$g.tmag" --scheme "$scheme" --shards $S --seed $seed -o "p-$g-$scheme-$seed" > /dev/null
+    done
+    $PY - "$g" "$scheme" p-"$g"-"$scheme"-{0,1,2}/partition.json <<'PYEOF'
+import json, sys
+name = {"fb": "facebook-pages (--feat-dim 128)", "sbm": "SBM n=30000, k=4, h=0.9"}[sys.argv[1]]
+ds = [json.load(open(p)) for p in sys.argv[3:]]
+mean = lambda k: sum(d[k] for d in ds) / len(ds)
+print("| %s | %s | %.3f | %.4f | %.4f | %.2f |" % (name, sys.argv[2], mean("edge_ratio"), mean("label_tv"),
+                                                  mean("feature_mean_dist"), mean("seconds")))
+PYEOF
+  done
+done
+grep -E '^  (homophily|edges) ' sbm.out | sed 's/^/# sbm: /' >&2

@@ -1,0 +1,207 @@
+/*
+ * cmd_roles.c: `tma coordinator` and `tma worker`, the two roles of a
+ * distributed job, and the etcd flags and signal handling they share with
+ * `tma launch` and `tma status`.
+ */
+#include "cli_int.h"
+#include "tma_coordinator.h"
+#include "tma_worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
+{
+    tma_kv_config_init(cfg);
+    if (!f->endpoints)
+        return cli_usage_error(cmd, "--etcd URLS is required (e.g. --etcd http://127.0.0.1:2379)");
+    cfg->endpoints = f->endpoints;
+    if (f->timeout != 0) {
+        if (!(f->timeout > 0 && f->timeout <= 3600))
+            return cli_usage_error(cmd, "--etcd-timeout: expected seconds in (0, 3600]");
+        cfg->request_timeout_s = f->timeout;
+    }
+    cfg->ca_file = f->ca;
+    cfg->cert_file = f->cert;
+    cfg->key_file = f->key;
+    if (f->user) {
+        cfg->user = f->user;
+        const char *env = getenv("TMA_ETCD_PASSWORD");
+        if (f->password_file) {
+            char *text;
+            size_t len;
+            if (tma_file_read_all(f->password_file, &text, &len) != TMA_OK)
+                return cli_usage_error(cmd, "--etcd-password-file: cannot read %s", f->password_file);
+            while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+                text[--len] = '\0';
+            snprintf(f->password, sizeof f->password, "%s", text);
+            free(text);
+        } else if (env) {
+            snprintf(f->password, sizeof f->password, "%s", env);
+        } else {
+            return cli_usage_error(cmd, "--etcd-user needs a password: set TMA_ETCD_PASSWORD or "
+                                        "--etcd-password-file");
+        }
+        cfg->password = f->password;
+    }
+    return CLI_EXIT_OK;
+}
+
+static volatile sig_atomic_t *g_stop_flag;
+
+static void on_stop_signal(int sig)
+{
+    if (g_stop_flag && *g_stop_flag) {
+        /* A second signal: the user insists. */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    if (g_stop_flag)
+        *g_stop_flag = 1;
+}
+
+void cli_install_stop_handler(volatile sig_atomic_t *flag)
+{
+    g_stop_flag = flag;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static volatile sig_atomic_t g_stop;
+
+static int fault_flag(const char *cmd, const char *spec, tma_inject_t *inj)
+{
+    tma_status_t st = spec ? tma_inject_parse(spec, inj) : tma_inject_from_env(inj);
+    if (st != TMA_OK)
+        return cli_usage_error(cmd, "bad failure-injection spec (see docs/faults.md)");
+    return CLI_EXIT_OK;
+}
+
+int cli_cmd_coordinator(int argc, char **argv)
+{
+    cli_etcd_flags_t ef;
+    memset(&ef, 0, sizeof ef);
+    const char *job = NULL, *config = NULL, *run_dir = NULL, *eval_device = NULL, *fault = NULL, *dump = NULL;
+    int standby = 0, fresh = 0;
+    int64_t eval_threads = 0;
+    const cli_opt_t opts[] = {
+        CLI_ETCD_OPTS(ef),
+        {"job", 0, CLI_STR, &job, "NAME", "the job's name (default: the config's \"job\")", NULL},
+        {"config", 0, CLI_STR, &config, "job.json", "the job config (omit to resume a job from etcd)", NULL},
+        {"run-dir", 0, CLI_STR, &run_dir, "DIR", "the run folder (default runs/JOB)", NULL},
+        {"standby", 0, CLI_FLAG, &standby, NULL, "wait for the leader's lease to lapse, then take over", NULL},
+        {"fresh", 0, CLI_FLAG, &fresh, NULL, "delete a finished job's keys of the same name first", NULL},
+        {"eval-device", 0, CLI_STR, &eval_device, "DEV", "device of the evaluator: cpu or cuda[:i]", NULL},
+        {"eval-threads", 0, CLI_INT, &eval_threads, "N", "threads of the evaluator (default: the config's)", NULL},
+        {"fault", 0, CLI_STR, &fault, "SPEC", NULL, NULL},
+        {"dump-dir", 0, CLI_STR, &dump, "DIR", NULL, NULL},
+        {NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    const cli_spec_t spec = {"coordinator", "--etcd URLS --job NAME --config job.json [options]",
+                             "Runs the coordinator of a distributed job (Algorithm 1 of the paper): publishes the "
+                             "job in etcd, deals shards, raises agg every interval, averages the workers' weights, "
+                             "evaluates, and writes the run folder. A coordinator started without --config, or "
+                             "with --standby, takes the job over from etcd (resuming from the last completed "
+                             "round).",
+                             opts, 0, 0};
+    char *pos[CLI_MAX_POS];
+    int npos;
+    int pr = cli_parse(&spec, argc, argv, pos, &npos);
+    if (pr != CLI_PARSE_OK)
+        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    tma_kv_config_t kc;
+    int rc = cli_etcd_config("coordinator", &ef, &kc);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (!job && !config)
+        return cli_usage_error("coordinator", "give --job NAME (and --config job.json for a new job)");
+    if (eval_threads < 0 || eval_threads > 1024)
+        return cli_usage_error("coordinator", "--eval-threads: expected 0..1024");
+    tma_inject_t inj;
+    if ((rc = fault_flag("coordinator", fault, &inj)) != CLI_EXIT_OK)
+        return rc;
+    if (dump && tma_mkdir_p(dump) != TMA_OK)
+        return CLI_EXIT_RUNTIME;
+    tma_coordinator_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.kv = &kc;
+    o.job = job;
+    o.config_path = config;
+    o.run_dir = run_dir;
+    o.standby = standby;
+    o.fresh = fresh;
+    o.eval_device = eval_device;
+    o.eval_threads = (int)eval_threads;
+    o.inject = &inj;
+    o.dump_dir = dump;
+    cli_install_stop_handler(&g_stop);
+    tma_status_t st = tma_coordinator_run(&o, &g_stop);
+    return st == TMA_OK || st == TMA_ERR_CANCELLED ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+}
+
+int cli_cmd_worker(int argc, char **argv)
+{
+    cli_etcd_flags_t ef;
+    memset(&ef, 0, sizeof ef);
+    const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL;
+    int backup = 0;
+    int64_t threads = 0;
+    double wait = 300;
+    const cli_opt_t opts[] = {
+        CLI_ETCD_OPTS(ef),
+        {"job", 0, CLI_STR, &job, "NAME", "the job to join (required)", NULL},
+        {"backup", 0, CLI_FLAG, &backup, NULL, "a standby worker: takes shards only when an owner is lost", NULL},
+        {"name", 0, CLI_STR, &name, "LABEL", "a label for logs and tma status (default host:pid)", NULL},
+        {"device", 0, CLI_STR, &device, "DEV", "cpu or cuda[:i] (default: the job's devices.workers)", NULL},
+        {"threads", 0, CLI_INT, &threads, "N", "compute threads (default: the job's train.threads)", NULL},
+        {"wait", 0, CLI_DOUBLE, &wait, "S", "seconds to wait for the job to appear in etcd (default 300)", NULL},
+        {"fault", 0, CLI_STR, &fault, "SPEC", NULL, NULL},
+        {NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    const cli_spec_t spec = {"worker", "--etcd URLS --job NAME [options]",
+                             "Runs a trainer of a distributed job (Algorithm 2 of the paper). It needs only the "
+                             "etcd endpoints and the job name: it reads the job from etcd, registers, loads the "
+                             "shards it is given, trains, and takes part in every aggregation until the job stops.",
+                             opts, 0, 0};
+    char *pos[CLI_MAX_POS];
+    int npos;
+    int pr = cli_parse(&spec, argc, argv, pos, &npos);
+    if (pr != CLI_PARSE_OK)
+        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    tma_kv_config_t kc;
+    int rc = cli_etcd_config("worker", &ef, &kc);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (!job)
+        return cli_usage_error("worker", "--job NAME is required");
+    if (threads < 0 || threads > 1024)
+        return cli_usage_error("worker", "--threads: expected 0..1024");
+    if (!(wait >= 0))
+        return cli_usage_error("worker", "--wait: expected seconds >= 0");
+    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0 && strncmp(device, "cuda:", 5) != 0)
+        return cli_usage_error("worker", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
+    tma_inject_t inj;
+    if ((rc = fault_flag("worker", fault, &inj)) != CLI_EXIT_OK)
+        return rc;
+    tma_worker_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.kv = &kc;
+    o.job = job;
+    o.backup = backup;
+    o.name = name;
+    o.device = device;
+    o.threads = (int)threads;
+    o.wait_config = wait;
+    o.inject = &inj;
+    cli_install_stop_handler(&g_stop);
+    tma_status_t st = tma_worker_run(&o, &g_stop);
+    return st == TMA_OK || st == TMA_ERR_CANCELLED ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+}

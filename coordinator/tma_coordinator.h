@@ -1,0 +1,71 @@
+/*
+ * tma_coordinator.h: the server of a distributed job (Algorithm 1 of the
+ * paper): it publishes the job, deals shards to workers, broadcasts the
+ * initial weights, raises `agg` every interval, averages the weights that
+ * live owners send (LLCG: then corrects them on the full graph; GGS: it
+ * averages gradients every step instead), broadcasts the result, hands it to
+ * the evaluator thread, and after the training time stops the job, tests
+ * the best round and writes the run folder.  It holds a leader lease: a
+ * standby (or restarted) coordinator resumes from the state in etcd and the
+ * last checkpoint.  docs/distributed.md describes the protocol and
+ * docs/faults.md the failure handling.
+ */
+#ifndef TMA_COORDINATOR_H
+#define TMA_COORDINATOR_H
+
+#include <signal.h>
+
+#include "tma_fault.h"
+#include "tma_kv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tma_coordinator_opts {
+    const tma_kv_config_t *kv; /* etcd endpoints, TLS, auth */
+    const char *job;           /* the job name (overrides the config's) */
+    /* The job config file.  NULL: take the config from etcd (a standby, or
+     * a coordinator restarted to resume a job). */
+    const char *config_path;
+    const char *run_dir;  /* NULL: runs/<job> (a resumed job keeps its own) */
+    int standby;          /* wait for the leader's lease to lapse, then take over */
+    int fresh;            /* remove a finished job's keys of the same name first */
+    const char *eval_device; /* overrides the job's evaluator device */
+    int eval_threads;     /* overrides eval.threads when > 0 */
+    const tma_inject_t *inject;
+    const char *dump_dir; /* testing: every received and averaged tensor as weight files */
+} tma_coordinator_opts_t;
+
+/*
+ * Runs the coordinator until the job is done (TMA_OK, with result.json in
+ * the run folder), *stop_flag becomes non-zero (TMA_ERR_CANCELLED: it sets
+ * `stop`, finishes the evaluation, tests the best round and writes the
+ * result before returning), another coordinator fenced it
+ * (TMA_ERR_FENCED), or an error that stops the job (logged).
+ */
+tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile sig_atomic_t *stop_flag);
+
+/* ------------------------------------------------------------------ run folder  */
+
+/* Paths in a run folder (malloc'd; caller frees). */
+char *tma_run_path(const char *run_dir, const char *name);
+/* Appends one JSON line (with newline) to a file, flushed and fsynced. */
+tma_status_t tma_run_append_line(const char *path, const cJSON *obj);
+/* Reads metrics.jsonl: the rounds' validation MRR and times, in file order.
+ * *n_p rounds; arrays malloc'd (caller frees); val is NaN where none. */
+tma_status_t tma_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
+                                int *n_p);
+/* The time to reach within 1% of the best validation MRR (the paper's
+ * convergence time), or -1 when there is no evaluated round. */
+double tma_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
+                              int *best_index_p);
+/* Writes an SVG line chart of validation MRR against training minutes for
+ * one or more runs (labels[i] names series i). */
+tma_status_t tma_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
+                            const double *const *times, const double *const *vals, const int *counts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TMA_COORDINATOR_H */

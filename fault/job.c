@@ -1,0 +1,608 @@
+/*
+ * job.c: the job configuration: parsing with errors that name the key,
+ * defaults (DESIGN §5–§7 and the paper), the checks that tie a config to
+ * its graph and partition files, and the resolved JSON form that goes into
+ * etcd and the run folder.
+ */
+#include "tma_fault.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define COMP "job"
+
+static const char *const variant_names[] = {"randomtma", "supertma", "psgd-pa", "llcg", "ggs"};
+
+const char *tma_variant_name(tma_variant_t v)
+{
+    return (unsigned)v < TMA_ARRAY_LEN(variant_names) ? variant_names[v] : "?";
+}
+
+tma_status_t tma_variant_parse(const char *s, tma_variant_t *v_p)
+{
+    for (size_t i = 0; i < TMA_ARRAY_LEN(variant_names); i++) {
+        if (strcasecmp(s, variant_names[i]) == 0) {
+            *v_p = (tma_variant_t)i;
+            return TMA_OK;
+        }
+    }
+    if (strcasecmp(s, "psgdpa") == 0 || strcasecmp(s, "psgd_pa") == 0) {
+        *v_p = TMA_VARIANT_PSGD_PA;
+        return TMA_OK;
+    }
+    return TMA_ERR_INVALID;
+}
+
+const char *tma_policy_name(tma_policy_t p)
+{
+    return p == TMA_POLICY_REASSIGN ? "reassign" : "continue";
+}
+
+void tma_job_destroy(tma_job_t *job)
+{
+    if (!job)
+        return;
+    free(job->graph);
+    free(job->dataset);
+    free(job->partition_dir);
+    cJSON_Delete(job->import_opts);
+    cJSON_Delete(job->generate);
+    free(job->worker_devices);
+    free(job);
+}
+
+/* base_dir/path unless path is absolute; base_dir made absolute first. */
+static char *resolve_path(const char *base_dir, const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char cwd[PATH_MAX];
+    const char *base = base_dir && *base_dir ? base_dir : ".";
+    char *abs_base = realpath(base, NULL);
+    if (!abs_base && base[0] == '/')
+        abs_base = strdup(base);
+    if (!abs_base) {
+        if (!getcwd(cwd, sizeof cwd))
+            return strdup(path);
+        abs_base = tma_path_join(cwd, base);
+        if (!abs_base)
+            return NULL;
+    }
+    /* Drop a leading "./" for tidy paths. */
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    char *r = tma_path_join(abs_base, path);
+    free(abs_base);
+    return r;
+}
+
+void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *out, size_t cap)
+{
+    switch (v) {
+    case TMA_VARIANT_RANDOMTMA: snprintf(out, cap, "random"); break;
+    case TMA_VARIANT_SUPERTMA: {
+        /* N >> M mini-clusters (the paper uses thousands on large graphs):
+         * about 50 nodes a cluster, at least 4 a shard, at most 15000. */
+        int64_t n = nodes > 0 ? nodes / 50 : 15000;
+        if (n < 4 * (int64_t)shards)
+            n = 4 * (int64_t)shards;
+        if (n > 15000)
+            n = 15000;
+        snprintf(out, cap, "supernode:%lld", (long long)n);
+        break;
+    }
+    case TMA_VARIANT_PSGD_PA:
+    case TMA_VARIANT_LLCG: snprintf(out, cap, "metis"); break;
+    case TMA_VARIANT_GGS: snprintf(out, cap, "%s", ""); break;
+    }
+}
+
+/* Which partition schemes fit which variant. */
+static int scheme_fits(tma_variant_t v, const char *scheme)
+{
+    switch (v) {
+    case TMA_VARIANT_RANDOMTMA: return strcmp(scheme, "random") == 0;
+    case TMA_VARIANT_SUPERTMA: return strncmp(scheme, "supernode", 9) == 0;
+    case TMA_VARIANT_PSGD_PA:
+    case TMA_VARIANT_LLCG: return strcmp(scheme, "metis") == 0;
+    case TMA_VARIANT_GGS: return 0;
+    }
+    return 0;
+}
+
+static int valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= TMA_JOB_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+            return 0;
+    return 1;
+}
+
+static const cJSON *section(const cJSON *root, const char *key, const char *ctx, tma_status_t *st)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (s && !cJSON_IsObject(s) && !cJSON_IsNull(s)) {
+        tma_log_error(COMP, "%s: \"%s\" must be an object", ctx, key);
+        *st = TMA_ERR_CONFIG;
+        return NULL;
+    }
+    return cJSON_IsObject(s) ? s : NULL;
+}
+
+static tma_status_t copy_str(char *dst, size_t cap, const char *src, const char *ctx, const char *key)
+{
+    if (strlen(src) >= cap) {
+        tma_log_error(COMP, "%s: \"%s\" is too long (at most %zu characters)", ctx, key, cap - 1);
+        return TMA_ERR_CONFIG;
+    }
+    snprintf(dst, cap, "%s", src);
+    return TMA_OK;
+}
+
+static tma_status_t parse_device(const char *s, const char *ctx, const char *key)
+{
+    if (strcmp(s, "cpu") == 0 || strcmp(s, "cuda") == 0)
+        return TMA_OK;
+    if (strncmp(s, "cuda:", 5) == 0) {
+        int64_t i;
+        if (tma_parse_i64(s + 5, &i) == 0 && i >= 0 && i < 1024)
+            return TMA_OK;
+    }
+    tma_log_error(COMP, "%s: %s = \"%s\": a device is \"cpu\", \"cuda\" or \"cuda:N\"", ctx, key, s);
+    return TMA_ERR_CONFIG;
+}
+
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        st = (expr);                                                                               \
+        if (st != TMA_OK)                                                                          \
+            goto fail;                                                                             \
+    } while (0)
+
+#define BAD(...)                                                                                   \
+    do {                                                                                           \
+        tma_log_error(COMP, __VA_ARGS__);                                                          \
+        st = TMA_ERR_CONFIG;                                                                       \
+        goto fail;                                                                                 \
+    } while (0)
+
+tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_dir, tma_job_t **job_p)
+{
+    static const char *const top_keys[] = {"job", "description", "variant", "workers", "graph", "dataset",
+                                           "import", "generate", "partition", "aggregation", "duration",
+                                           "llcg", "model", "train", "eval", "fault", "transport",
+                                           "devices", NULL};
+    static const char *const part_keys[] = {"dir", "scheme", "shards", "seed", NULL};
+    static const char *const agg_keys[] = {"interval_seconds", "interval_steps", "weighted", NULL};
+    static const char *const dur_keys[] = {"train_seconds", "rounds", NULL};
+    static const char *const llcg_keys[] = {"correction_steps", NULL};
+    static const char *const fault_keys[] = {"on_failure", "start_timeout", "lease_ttl", "round_deadline",
+                                             NULL};
+    static const char *const tr_keys[] = {"token", "host", NULL};
+    static const char *const dev_keys[] = {"evaluator", "workers", NULL};
+    tma_status_t st = TMA_OK;
+    if (!cJSON_IsObject(root)) {
+        tma_log_error(COMP, "%s: a job config is a JSON object", ctx);
+        return TMA_ERR_CONFIG;
+    }
+    tma_job_t *job = calloc(1, sizeof *job);
+    if (!job)
+        return TMA_ERR_NOMEM;
+    TRY(tma_json_check_keys(root, top_keys, ctx));
+
+    const char *s;
+    int64_t i64;
+    TRY(tma_json_get_string(root, "job", "", ctx, &s));
+    if (*s && !valid_name(s))
+        BAD("%s: \"job\" = \"%s\": a job name is 1-127 characters of letters, digits, '.', '_' and '-'",
+            ctx, s);
+    snprintf(job->name, sizeof job->name, "%s", s);
+    TRY(tma_json_get_string(root, "description", "", ctx, &s));
+
+    TRY(tma_json_get_string(root, "variant", "randomtma", ctx, &s));
+    if (tma_variant_parse(s, &job->variant) != TMA_OK)
+        BAD("%s: \"variant\" = \"%s\" is not one of randomtma, supertma, psgd-pa, llcg, ggs", ctx, s);
+    TRY(tma_json_get_int(root, "workers", 3, 1, TMA_JOB_MAX_WORKERS, ctx, &i64));
+    job->workers = (int)i64;
+
+    /* The graph: exactly one source. */
+    const cJSON *jg = cJSON_GetObjectItemCaseSensitive(root, "graph");
+    const cJSON *jd = cJSON_GetObjectItemCaseSensitive(root, "dataset");
+    const cJSON *jgen = cJSON_GetObjectItemCaseSensitive(root, "generate");
+    int nsrc = (jg != NULL) + (jd != NULL) + (jgen != NULL);
+    if (nsrc != 1)
+        BAD("%s: give exactly one of \"graph\" (a .tmag file), \"dataset\" (a folder to import) or "
+            "\"generate\" (a synthetic graph)%s",
+            ctx, nsrc ? "; several were given" : "");
+    if (jg) {
+        TRY(tma_json_get_string(root, "graph", NULL, ctx, &s));
+        if (!*s)
+            BAD("%s: \"graph\" is empty", ctx);
+        job->source = TMA_SOURCE_GRAPH;
+        job->graph = resolve_path(base_dir, s);
+    } else if (jd) {
+        TRY(tma_json_get_string(root, "dataset", NULL, ctx, &s));
+        if (!*s)
+            BAD("%s: \"dataset\" is empty", ctx);
+        job->source = TMA_SOURCE_DATASET;
+        job->dataset = resolve_path(base_dir, s);
+    } else {
+        if (!cJSON_IsObject(jgen))
+            BAD("%s: \"generate\" must be an object such as {\"kind\": \"sbm\", \"nodes\": 5000}", ctx);
+        job->source = TMA_SOURCE_GENERATE;
+        job->generate = cJSON_Duplicate(jgen, 1);
+    }
+    const cJSON *jimp = cJSON_GetObjectItemCaseSensitive(root, "import");
+    if (jimp) {
+        if (!jd)
+            BAD("%s: \"import\" options apply only with \"dataset\"", ctx);
+        if (!cJSON_IsObject(jimp))
+            BAD("%s: \"import\" must be an object", ctx);
+        job->import_opts = cJSON_Duplicate(jimp, 1);
+    }
+    if ((jg && !job->graph) || (jd && !job->dataset) || (jgen && !job->generate) ||
+        (jimp && !job->import_opts)) {
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
+
+    /* Partition. */
+    const cJSON *part = section(root, "partition", ctx, &st);
+    if (st != TMA_OK)
+        goto fail;
+    if (job->variant == TMA_VARIANT_GGS) {
+        if (part)
+            BAD("%s: \"partition\": variant ggs trains every worker on the whole graph and uses no "
+                "partition; remove the section",
+                ctx);
+    } else {
+        TRY(tma_json_check_keys(part, part_keys, "partition"));
+        TRY(tma_json_get_int(part, "shards", job->workers, 1, 1 << 20, "partition", &i64));
+        job->shards = (int)i64;
+        if (job->shards < job->workers)
+            BAD("%s: partition.shards = %d is less than workers = %d: every trainer needs a shard", ctx,
+                job->shards, job->workers);
+        TRY(tma_json_get_int(part, "seed", 0, 0, TMA_GRAPH_MAX_SEED - 1, "partition", &i64));
+        job->partition_seed = (uint64_t)i64;
+        TRY(tma_json_get_string(part, "scheme", "", "partition", &s));
+        if (*s) {
+            tma_partition_opts_t po;
+            if (tma_partition_scheme_parse(s, &po) != TMA_OK)
+                BAD("%s: partition.scheme = \"%s\" is not random, supernode:N or metis", ctx, s);
+            if (!scheme_fits(job->variant, s))
+                BAD("%s: partition.scheme \"%s\" does not fit variant %s (randomtma uses random, supertma "
+                    "supernode:N, psgd-pa and llcg metis)",
+                    ctx, s, tma_variant_name(job->variant));
+            TRY(copy_str(job->partition_scheme, sizeof job->partition_scheme, s, ctx, "partition.scheme"));
+        }
+        TRY(tma_json_get_string(part, "dir", "", "partition", &s));
+        if (*s) {
+            job->partition_dir = resolve_path(base_dir, s);
+            if (!job->partition_dir) {
+                st = TMA_ERR_NOMEM;
+                goto fail;
+            }
+        }
+    }
+
+    /* Aggregation and duration. */
+    const cJSON *agg = section(root, "aggregation", ctx, &st);
+    if (st != TMA_OK)
+        goto fail;
+    TRY(tma_json_check_keys(agg, agg_keys, "aggregation"));
+    int has_sec = agg && cJSON_GetObjectItemCaseSensitive(agg, "interval_seconds");
+    int has_steps = agg && cJSON_GetObjectItemCaseSensitive(agg, "interval_steps");
+    if (has_sec && has_steps)
+        BAD("%s: aggregation: give interval_seconds or interval_steps, not both", ctx);
+    TRY(tma_json_get_double(agg, "interval_seconds", has_steps ? 0 : 120.0, 0, 1e7, "aggregation",
+                            &job->interval_s));
+    TRY(tma_json_get_int(agg, "interval_steps", 0, 0, INT64_C(1) << 40, "aggregation", &job->interval_steps));
+    if (has_sec && !(job->interval_s > 0))
+        BAD("%s: aggregation.interval_seconds must be > 0", ctx);
+    if (has_steps && job->interval_steps <= 0)
+        BAD("%s: aggregation.interval_steps must be > 0", ctx);
+    TRY(tma_json_get_bool(agg, "weighted", 0, "aggregation", &job->weighted));
+
+    const cJSON *dur = section(root, "duration", ctx, &st);
+    if (st != TMA_OK)
+        goto fail;
+    TRY(tma_json_check_keys(dur, dur_keys, "duration"));
+    int has_rounds = dur && cJSON_GetObjectItemCaseSensitive(dur, "rounds");
+    TRY(tma_json_get_double(dur, "train_seconds", has_rounds ? 0 : 600.0, 0, 1e8, "duration", &job->train_s));
+    TRY(tma_json_get_int(dur, "rounds", 0, 0, INT64_C(1) << 40, "duration", &job->rounds));
+    if (!(job->train_s > 0) && job->rounds <= 0)
+        BAD("%s: duration: give train_seconds > 0 or rounds > 0", ctx);
+
+    const cJSON *llcg = section(root, "llcg", ctx, &st);
+    if (st != TMA_OK)
+        goto fail;
+    if (llcg && job->variant != TMA_VARIANT_LLCG)
+        BAD("%s: \"llcg\" applies to variant llcg only (this job is %s)", ctx, tma_variant_name(job->variant));
+    TRY(tma_json_check_keys(llcg, llcg_keys, "llcg"));
+    TRY(tma_json_get_int(llcg, "correction_steps", 5, 1, 1 << 20, "llcg", &i64));
+    job->llcg_steps = (int)i64;
+
+    /* Faults. */
+    const cJSON *fault = section(root, "fault", ctx, &st);
+    if (st != TMA_OK)
+        goto fail;
+    TRY(tma_json_check_keys(fault, fault_keys, "fault"));
+    TRY(tma_json_get_string(fault, "on_failure", "continue", "fault", &s));
+    if (strcmp(s, "continue") == 0)
+        job->on_failure = TMA_POLICY_CONTINUE;
+    else if (strcmp(s, "reassign") == 0)
+        job->on_failure = TMA_POLICY_REASSIGN;
+    else
+        BAD("%s: fault.on_failure = \"%s\" is not continue or reassign", ctx, s);
+    TRY(tma_json_get_double(fault, "start_timeout", 60.0, 0.1, 1e6, "fault", &job->start_timeout));
+    TRY(tma_json_get_int(fault, "lease_ttl", 5, 2, 3600, "fault", &job->lease_ttl));
+    TRY(tma_json_get_double(fault, "round_deadline", 30.0, 0.1, 1e6, "fault", &job->round_deadline));
+
+    /* Transport. */
+    const cJSON *tr = section(root, "transport", ctx, &st);
+    if (st != TMA_OK)
+        goto fail;
+    TRY(tma_json_check_keys(tr, tr_keys, "transport"));
+    TRY(tma_json_get_string(tr, "token", "", "transport", &s));
+    TRY(copy_str(job->token, sizeof job->token, s, ctx, "transport.token"));
+    TRY(tma_json_get_string(tr, "host", "auto", "transport", &s));
+    if (!*s)
+        BAD("%s: transport.host is empty (use \"auto\" or an address of this machine)", ctx);
+    TRY(copy_str(job->host, sizeof job->host, s, ctx, "transport.host"));
+
+    /* Devices. */
+    const cJSON *dev = section(root, "devices", ctx, &st);
+    if (st != TMA_OK)
+        goto fail;
+    TRY(tma_json_check_keys(dev, dev_keys, "devices"));
+    TRY(tma_json_get_string(dev, "evaluator", "cpu", "devices", &s));
+    TRY(parse_device(s, ctx, "devices.evaluator"));
+    TRY(copy_str(job->eval_device, sizeof job->eval_device, s, ctx, "devices.evaluator"));
+    const cJSON *wd = dev ? cJSON_GetObjectItemCaseSensitive(dev, "workers") : NULL;
+    if (wd && !cJSON_IsArray(wd) && !cJSON_IsString(wd))
+        BAD("%s: devices.workers must be a device name or a list such as [\"cuda:0\", \"cuda:1\"]", ctx);
+    int nd = wd && cJSON_IsArray(wd) ? cJSON_GetArraySize(wd) : 1;
+    if (nd < 1)
+        BAD("%s: devices.workers is an empty list", ctx);
+    job->worker_devices = calloc((size_t)nd, sizeof *job->worker_devices);
+    if (!job->worker_devices) {
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
+    job->n_worker_devices = nd;
+    for (int i = 0; i < nd; i++) {
+        const cJSON *d = !wd ? NULL : cJSON_IsArray(wd) ? cJSON_GetArrayItem(wd, i) : wd;
+        const char *name = d ? (cJSON_IsString(d) ? d->valuestring : NULL) : "cpu";
+        if (!name)
+            BAD("%s: devices.workers[%d] must be a string", ctx, i);
+        TRY(parse_device(name, ctx, "devices.workers"));
+        TRY(copy_str(job->worker_devices[i], sizeof job->worker_devices[i], name, ctx, "devices.workers"));
+    }
+
+    /* Model, training and evaluation settings. */
+    const cJSON *model = section(root, "model", ctx, &st);
+    const cJSON *train = st == TMA_OK ? section(root, "train", ctx, &st) : NULL;
+    const cJSON *eval = st == TMA_OK ? section(root, "eval", ctx, &st) : NULL;
+    if (st != TMA_OK)
+        goto fail;
+    TRY(tma_gnn_config_from_sections(model, train, eval, ctx, &job->model));
+
+    *job_p = job;
+    return TMA_OK;
+fail:
+    tma_job_destroy(job);
+    return st;
+}
+
+tma_status_t tma_job_load(const char *path, tma_job_t **job_p)
+{
+    cJSON *root;
+    tma_status_t st = tma_json_load_file(path, &root);
+    if (st != TMA_OK)
+        return st;
+    char *copy = strdup(path);
+    if (!copy) {
+        cJSON_Delete(root);
+        return TMA_ERR_NOMEM;
+    }
+    char *dir = dirname(copy);
+    tma_job_t *job;
+    st = tma_job_parse(root, path, dir, &job);
+    cJSON_Delete(root);
+    free(copy);
+    if (st != TMA_OK)
+        return st;
+    if (!job->name[0]) {
+        /* The file name without .json names the job by default. */
+        char *c2 = strdup(path);
+        if (!c2) {
+            tma_job_destroy(job);
+            return TMA_ERR_NOMEM;
+        }
+        char *base = basename(c2);
+        char *dot = strrchr(base, '.');
+        if (dot && strcmp(dot, ".json") == 0)
+            *dot = '\0';
+        for (char *p = base; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+                *p = '-';
+        snprintf(job->name, sizeof job->name, "%s", *base ? base : "job");
+        free(c2);
+    }
+    *job_p = job;
+    return TMA_OK;
+}
+
+tma_status_t tma_job_check_files(tma_job_t *job)
+{
+    if (job->source != TMA_SOURCE_GRAPH || !job->graph) {
+        tma_log_error(COMP, "job %s: the graph is given as a %s; only `tma launch` prepares those: run "
+                            "tma import / tma gen and tma partition first, or use tma launch",
+                      job->name, job->source == TMA_SOURCE_DATASET ? "dataset folder" : "generator");
+        return TMA_ERR_CONFIG;
+    }
+    tma_graph_t *g;
+    tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
+    if (st != TMA_OK)
+        return st;
+    uint64_t graph_id = g->graph_id;
+    int kind = g->kind;
+    int64_t nval = g->num_val;
+    tma_graph_destroy(g);
+    if (kind != TMA_GRAPH_FULL) {
+        tma_log_error(COMP, "%s: this is a shard, not a whole graph; \"graph\" names the graph that was "
+                            "partitioned",
+                      job->graph);
+        return TMA_ERR_CONFIG;
+    }
+    if (nval <= 0) {
+        tma_log_error(COMP, "%s: the graph has no validation edges to evaluate on; re-import it with --val",
+                      job->graph);
+        return TMA_ERR_CONFIG;
+    }
+    if (job->variant == TMA_VARIANT_GGS)
+        return TMA_OK;
+    if (!job->partition_dir) {
+        tma_log_error(COMP, "job %s: no partition.dir; run tma partition (or use tma launch, which makes "
+                            "one)",
+                      job->name);
+        return TMA_ERR_CONFIG;
+    }
+    tma_partition_info_t *pi;
+    st = tma_partition_info_load(job->partition_dir, &pi);
+    if (st != TMA_OK) {
+        if (st == TMA_ERR_NOT_FOUND)
+            tma_log_error(COMP, "%s: no partition.json: the partition is missing or incomplete",
+                          job->partition_dir);
+        return st;
+    }
+    st = TMA_OK;
+    char scheme[64];
+    if (strcmp(pi->scheme, "supernode") == 0)
+        snprintf(scheme, sizeof scheme, "supernode:%lld", (long long)pi->num_clusters);
+    else
+        snprintf(scheme, sizeof scheme, "%s", pi->scheme);
+    if (pi->graph_id != graph_id) {
+        tma_log_error(COMP, "%s: the partition was made from another graph (%s), not %s", job->partition_dir,
+                      pi->graph_path ? pi->graph_path : "?", job->graph);
+        st = TMA_ERR_MISMATCH;
+    } else if (!scheme_fits(job->variant, scheme)) {
+        tma_log_error(COMP, "%s: a %s partition does not fit variant %s (randomtma uses random, supertma "
+                            "supernode:N, psgd-pa and llcg metis)",
+                      job->partition_dir, scheme, tma_variant_name(job->variant));
+        st = TMA_ERR_CONFIG;
+    } else if (job->partition_scheme[0] && strcmp(job->partition_scheme, scheme) != 0) {
+        tma_log_error(COMP, "%s: the folder holds a %s partition but the config asks for %s",
+                      job->partition_dir, scheme, job->partition_scheme);
+        st = TMA_ERR_CONFIG;
+    } else if (pi->num_shards < job->workers) {
+        tma_log_error(COMP, "%s: %d shards for %d workers: more trainers than shards", job->partition_dir,
+                      pi->num_shards, job->workers);
+        st = TMA_ERR_CONFIG;
+    } else {
+        job->shards = pi->num_shards;
+        snprintf(job->partition_scheme, sizeof job->partition_scheme, "%s", scheme);
+        job->partition_seed = pi->seed;
+    }
+    tma_partition_info_destroy(pi);
+    return st;
+}
+
+cJSON *tma_job_to_json(const tma_job_t *job)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "job", job->name);
+    cJSON_AddStringToObject(o, "variant", tma_variant_name(job->variant));
+    cJSON_AddNumberToObject(o, "workers", job->workers);
+    switch (job->source) {
+    case TMA_SOURCE_GRAPH: cJSON_AddStringToObject(o, "graph", job->graph); break;
+    case TMA_SOURCE_DATASET:
+        cJSON_AddStringToObject(o, "dataset", job->dataset);
+        if (job->import_opts)
+            cJSON_AddItemToObject(o, "import", cJSON_Duplicate(job->import_opts, 1));
+        break;
+    case TMA_SOURCE_GENERATE: cJSON_AddItemToObject(o, "generate", cJSON_Duplicate(job->generate, 1)); break;
+    }
+    if (job->variant != TMA_VARIANT_GGS) {
+        cJSON *p = cJSON_AddObjectToObject(o, "partition");
+        if (job->partition_dir)
+            cJSON_AddStringToObject(p, "dir", job->partition_dir);
+        if (job->partition_scheme[0])
+            cJSON_AddStringToObject(p, "scheme", job->partition_scheme);
+        cJSON_AddNumberToObject(p, "shards", job->shards);
+        cJSON_AddNumberToObject(p, "seed", (double)job->partition_seed);
+    }
+    cJSON *a = cJSON_AddObjectToObject(o, "aggregation");
+    if (job->interval_steps > 0)
+        cJSON_AddNumberToObject(a, "interval_steps", (double)job->interval_steps);
+    else
+        cJSON_AddNumberToObject(a, "interval_seconds", job->interval_s);
+    cJSON_AddBoolToObject(a, "weighted", job->weighted);
+    cJSON *d = cJSON_AddObjectToObject(o, "duration");
+    if (job->train_s > 0)
+        cJSON_AddNumberToObject(d, "train_seconds", job->train_s);
+    if (job->rounds > 0)
+        cJSON_AddNumberToObject(d, "rounds", (double)job->rounds);
+    if (job->variant == TMA_VARIANT_LLCG)
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "llcg"), "correction_steps", job->llcg_steps);
+    cJSON *f = cJSON_AddObjectToObject(o, "fault");
+    cJSON_AddStringToObject(f, "on_failure", tma_policy_name(job->on_failure));
+    cJSON_AddNumberToObject(f, "start_timeout", job->start_timeout);
+    cJSON_AddNumberToObject(f, "lease_ttl", (double)job->lease_ttl);
+    cJSON_AddNumberToObject(f, "round_deadline", job->round_deadline);
+    cJSON *t = cJSON_AddObjectToObject(o, "transport");
+    if (job->token[0])
+        cJSON_AddStringToObject(t, "token", job->token);
+    cJSON_AddStringToObject(t, "host", job->host);
+    cJSON *dv = cJSON_AddObjectToObject(o, "devices");
+    cJSON_AddStringToObject(dv, "evaluator", job->eval_device);
+    cJSON *wl = cJSON_AddArrayToObject(dv, "workers");
+    for (int i = 0; i < job->n_worker_devices; i++)
+        cJSON_AddItemToArray(wl, cJSON_CreateString(job->worker_devices[i]));
+    cJSON *m = tma_gnn_config_to_json(&job->model);
+    if (m) {
+        /* model, train and eval sections side by side with the rest. */
+        for (cJSON *it = m->child; it;) {
+            cJSON *next = it->next;
+            cJSON_AddItemToObject(o, it->string, cJSON_DetachItemViaPointer(m, it));
+            it = next;
+        }
+        cJSON_Delete(m);
+    }
+    return o;
+}
+
+void tma_job_ensure_token(tma_job_t *job)
+{
+    if (job->token[0])
+        return;
+    const char *env = getenv("TMA_JOB_TOKEN");
+    if (env && *env && strlen(env) < sizeof job->token) {
+        snprintf(job->token, sizeof job->token, "%s", env);
+        return;
+    }
+    unsigned char raw[16] = {0};
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, raw, sizeof raw) != (ssize_t)sizeof raw)
+            memset(raw, 0, sizeof raw);
+        close(fd);
+    }
+    /* Mixed with the clock and pid, so even a failed read gives a fresh token. */
+    uint64_t mix = tma_hash64((uint64_t)getpid() ^ tma_clock_ns());
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof raw; i++)
+        off += (size_t)snprintf(job->token + off, sizeof job->token - off, "%02x",
+                                raw[i] ^ (unsigned char)(mix >> (8 * (i % 8))));
+}

@@ -1,0 +1,461 @@
+/*
+ * view.c: a live, consistent picture of one job's etcd keys, shared by the
+ * coordinator and the workers.  A supervisor thread reads the job's prefix
+ * (one snapshot at one revision), then watches it from the next revision;
+ * the watch callback applies events under a mutex, bumps a version and wakes
+ * waiters.  When the watch ends (compaction, etcd gone for good) the
+ * supervisor resynchronises from a fresh snapshot, so no change is missed
+ * and none is applied twice.  Nothing on a training step touches etcd: the
+ * hot path reads two atomics (the aggregation round and the stop flag).
+ */
+#include "tma_fault.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "view"
+
+typedef struct view_state {
+    char *config; /* JSON text */
+    int has_coord;
+    tma_coord_rec_t coord;
+    uint64_t coord_epoch;
+    tma_jobview_member_t *members;
+    int n_members, cap_members;
+    tma_jobview_ready_t *ready;
+    int n_ready, cap_ready;
+    tma_shard_rec_t *shards;
+    int *shard_present;
+    int n_shards; /* highest index + 1 */
+    int64_t agg_round;
+    uint64_t agg_epoch;
+    int stop;
+    int has_state;
+    tma_state_rec_t state;
+} view_state_t;
+
+struct tma_jobview {
+    tma_kv_t *kv;
+    char job[TMA_JOB_NAME_MAX];
+    char prefix[TMA_KEY_MAX];
+    size_t prefix_len;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    view_state_t st;
+    uint64_t version;
+    int synced;        /* the first snapshot is in */
+    int64_t agg_round; /* atomics for the hot path */
+    int stop;
+    /* supervisor */
+    pthread_t thread;
+    int quit;
+    int watch_ended;
+    tma_status_t watch_status;
+    tma_kv_watch_t *watch;
+};
+
+static void state_clear(view_state_t *s)
+{
+    free(s->config);
+    free(s->members);
+    free(s->ready);
+    free(s->shards);
+    free(s->shard_present);
+    memset(s, 0, sizeof *s);
+    s->agg_round = 0;
+}
+
+static tma_jobview_member_t *find_member(view_state_t *s, uint32_t id)
+{
+    for (int i = 0; i < s->n_members; i++)
+        if (s->members[i].rec.id == id)
+            return &s->members[i];
+    return NULL;
+}
+
+static tma_jobview_ready_t *find_ready(view_state_t *s, uint32_t id)
+{
+    for (int i = 0; i < s->n_ready; i++)
+        if (s->ready[i].id == id)
+            return &s->ready[i];
+    return NULL;
+}
+
+static int grow(void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int nc = *cap ? *cap * 2 : 16;
+    while (nc < need)
+        nc *= 2;
+    void *n = realloc(*arr, (size_t)nc * elem);
+    if (!n)
+        return -1;
+    memset((char *)n + (size_t)*cap * elem, 0, (size_t)(nc - *cap) * elem);
+    *arr = n;
+    *cap = nc;
+    return 0;
+}
+
+/* Applies one PUT (value != NULL) or DELETE to the state. */
+static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, int del)
+{
+    const char *key = p->key;
+    if (strcmp(suffix, "config") == 0) {
+        free(s->config);
+        s->config = del ? NULL : strdup(p->value);
+    } else if (strcmp(suffix, "coordinator") == 0) {
+        s->has_coord = 0;
+        if (!del && tma_coord_rec_decode(key, p->value, p->value_len, &s->coord) == TMA_OK) {
+            s->has_coord = 1;
+            s->coord_epoch = (uint64_t)p->create_revision;
+        }
+    } else if (strcmp(suffix, "agg") == 0) {
+        int64_t r;
+        uint64_t e;
+        if (!del && tma_agg_rec_decode(key, p->value, p->value_len, &r, &e) == TMA_OK) {
+            s->agg_round = r;
+            s->agg_epoch = e;
+        }
+    } else if (strcmp(suffix, "stop") == 0) {
+        s->stop = !del;
+    } else if (strcmp(suffix, "state") == 0) {
+        s->has_state = !del && tma_state_rec_decode(key, p->value, p->value_len, &s->state) == TMA_OK;
+    } else if (strncmp(suffix, "members/", 8) == 0) {
+        int64_t id = tma_fault_key_number(key);
+        if (id < 0)
+            return;
+        tma_jobview_member_t *m = find_member(s, (uint32_t)id);
+        if (del) {
+            if (m)
+                *m = s->members[--s->n_members];
+            return;
+        }
+        tma_member_rec_t rec;
+        if (tma_member_rec_decode(key, p->value, p->value_len, &rec) != TMA_OK || rec.id != (uint32_t)id)
+            return;
+        if (!m) {
+            if (grow((void **)&s->members, &s->cap_members, s->n_members + 1, sizeof *s->members) != 0)
+                return;
+            m = &s->members[s->n_members++];
+        }
+        m->rec = rec;
+        m->mod_revision = p->mod_revision;
+    } else if (strncmp(suffix, "ready/", 6) == 0) {
+        int64_t id = tma_fault_key_number(key);
+        if (id < 0)
+            return;
+        tma_jobview_ready_t *r = find_ready(s, (uint32_t)id);
+        if (del) {
+            if (r)
+                *r = s->ready[--s->n_ready];
+            return;
+        }
+        tma_ready_rec_t rec;
+        if (tma_ready_rec_decode(key, p->value, p->value_len, &rec) != TMA_OK)
+            return;
+        if (!r) {
+            if (grow((void **)&s->ready, &s->cap_ready, s->n_ready + 1, sizeof *s->ready) != 0)
+                return;
+            r = &s->ready[s->n_ready++];
+        }
+        r->id = (uint32_t)id;
+        r->rec = rec;
+        r->mod_revision = p->mod_revision;
+    } else if (strncmp(suffix, "shards/", 7) == 0) {
+        int64_t k = tma_fault_key_number(key);
+        if (k < 0 || k >= (1 << 20))
+            return;
+        if (k >= s->n_shards) {
+            int cap = s->n_shards;
+            int cap2 = cap;
+            if (grow((void **)&s->shards, &cap, (int)k + 1, sizeof *s->shards) != 0 ||
+                grow((void **)&s->shard_present, &cap2, (int)k + 1, sizeof *s->shard_present) != 0)
+                return;
+            s->n_shards = (int)k + 1;
+        }
+        s->shard_present[k] = 0;
+        tma_shard_rec_t rec;
+        if (!del && tma_shard_rec_decode(key, p->value, p->value_len, &rec) == TMA_OK && rec.shard == k) {
+            s->shards[k] = rec;
+            s->shard_present[k] = 1;
+        }
+    }
+    /* metrics/, best, next_id: not needed by the roles' decisions. */
+}
+
+static void publish(tma_jobview_t *v)
+{
+    v->version++;
+    __atomic_store_n(&v->agg_round, v->st.agg_round, __ATOMIC_RELEASE);
+    __atomic_store_n(&v->stop, v->st.stop, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&v->cond);
+}
+
+static void on_watch(void *arg, const tma_kv_watch_update_t *u)
+{
+    tma_jobview_t *v = arg;
+    pthread_mutex_lock(&v->lock);
+    if (u->status != TMA_OK) {
+        v->watch_ended = 1;
+        v->watch_status = u->status;
+        pthread_cond_broadcast(&v->cond);
+        pthread_mutex_unlock(&v->lock);
+        return;
+    }
+    for (size_t i = 0; i < u->n_events; i++) {
+        const tma_kv_event_t *ev = &u->events[i];
+        if (strncmp(ev->kv.key, v->prefix, v->prefix_len) != 0)
+            continue;
+        apply(&v->st, ev->kv.key + v->prefix_len, &ev->kv, ev->type == TMA_KV_EVENT_DELETE);
+    }
+    publish(v);
+    pthread_mutex_unlock(&v->lock);
+}
+
+static int snap_pair(void *arg, const tma_kv_pair_t *p)
+{
+    void **a = arg;
+    view_state_t *s = a[0];
+    const tma_jobview_t *v = a[1];
+    if (strncmp(p->key, v->prefix, v->prefix_len) == 0)
+        apply(s, p->key + v->prefix_len, p, 0);
+    return 0;
+}
+
+/* One snapshot and a watch from just after it. */
+static tma_status_t resync(tma_jobview_t *v)
+{
+    view_state_t fresh;
+    memset(&fresh, 0, sizeof fresh);
+    int64_t rev = 0;
+    tma_kv_range_opts_t ro;
+    memset(&ro, 0, sizeof ro);
+    ro.flags = TMA_KV_PREFIX;
+    void *arg[2] = {&fresh, v};
+    tma_status_t st = tma_kv_range_each(v->kv, v->prefix, &ro, snap_pair, arg, &rev);
+    if (st != TMA_OK) {
+        state_clear(&fresh);
+        return st;
+    }
+    pthread_mutex_lock(&v->lock);
+    state_clear(&v->st);
+    v->st = fresh;
+    v->synced = 1;
+    v->watch_ended = 0;
+    publish(v);
+    pthread_mutex_unlock(&v->lock);
+    tma_kv_watch_opts_t wo;
+    memset(&wo, 0, sizeof wo);
+    wo.flags = TMA_KV_PREFIX;
+    wo.start_revision = rev + 1;
+    st = tma_kv_watch_start(v->kv, v->prefix, &wo, on_watch, v, &v->watch);
+    if (st != TMA_OK)
+        v->watch = NULL;
+    return st;
+}
+
+static void *supervise(void *arg)
+{
+    tma_jobview_t *v = arg;
+    double backoff = 0.1;
+    for (;;) {
+        pthread_mutex_lock(&v->lock);
+        while (!v->quit && v->watch && !v->watch_ended)
+            pthread_cond_wait(&v->cond, &v->lock);
+        int quit = v->quit;
+        pthread_mutex_unlock(&v->lock);
+        if (quit)
+            break;
+        if (v->watch) {
+            tma_log_warn(COMP, "job %s: watch ended (%s); reading the job's keys again", v->job,
+                         tma_status_str(v->watch_status));
+            tma_kv_watch_stop(v->watch);
+            v->watch = NULL;
+        }
+        tma_status_t st = resync(v);
+        if (st == TMA_OK) {
+            backoff = 0.1;
+            continue;
+        }
+        tma_log_debug(COMP, "job %s: cannot read the job's keys yet: %s", v->job, tma_status_str(st));
+        /* etcd is unreachable: retry, waking early only to quit. */
+        pthread_mutex_lock(&v->lock);
+        if (!v->quit) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += (long)(backoff * 1e9);
+            ts.tv_sec += ts.tv_nsec / 1000000000L;
+            ts.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&v->cond, &v->lock, &ts);
+        }
+        pthread_mutex_unlock(&v->lock);
+        backoff = backoff * 2 > 2.0 ? 2.0 : backoff * 2;
+    }
+    if (v->watch) {
+        tma_kv_watch_stop(v->watch);
+        v->watch = NULL;
+    }
+    return NULL;
+}
+
+tma_status_t tma_jobview_start(tma_kv_t *kv, const char *job, double timeout, tma_jobview_t **v_p)
+{
+    tma_jobview_t *v = calloc(1, sizeof *v);
+    if (!v)
+        return TMA_ERR_NOMEM;
+    v->kv = kv;
+    snprintf(v->job, sizeof v->job, "%s", job);
+    tma_fault_key(v->prefix, job, "");
+    v->prefix_len = strlen(v->prefix);
+    pthread_mutex_init(&v->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_cond_init(&v->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    /* The first snapshot is taken here, so the caller starts from a
+     * complete picture (or learns at once that etcd is unreachable). */
+    double end = tma_clock_now() + timeout;
+    tma_status_t st;
+    for (;;) {
+        st = resync(v);
+        if (st == TMA_OK || tma_clock_now() >= end || tma_status_group(st) != TMA_GROUP_PEER)
+            break;
+        tma_sleep(0.2);
+    }
+    if (st != TMA_OK) {
+        tma_log_error(COMP, "job %s: cannot read its keys from etcd: %s", job, tma_status_str(st));
+        if (v->watch)
+            tma_kv_watch_stop(v->watch);
+        state_clear(&v->st);
+        pthread_mutex_destroy(&v->lock);
+        pthread_cond_destroy(&v->cond);
+        free(v);
+        return st;
+    }
+    if (pthread_create(&v->thread, NULL, supervise, v) != 0) {
+        tma_kv_watch_stop(v->watch);
+        state_clear(&v->st);
+        free(v);
+        return TMA_ERR_NOMEM;
+    }
+    *v_p = v;
+    return TMA_OK;
+}
+
+void tma_jobview_stop(tma_jobview_t *v)
+{
+    if (!v)
+        return;
+    pthread_mutex_lock(&v->lock);
+    v->quit = 1;
+    pthread_cond_broadcast(&v->cond);
+    pthread_mutex_unlock(&v->lock);
+    pthread_join(v->thread, NULL);
+    state_clear(&v->st);
+    pthread_mutex_destroy(&v->lock);
+    pthread_cond_destroy(&v->cond);
+    free(v);
+}
+
+uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout)
+{
+    pthread_mutex_lock(&v->lock);
+    if (v->version == since && timeout > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + timeout;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        while (v->version == since && !v->quit)
+            if (pthread_cond_timedwait(&v->cond, &v->lock, &ts) != 0)
+                break;
+    }
+    uint64_t ver = v->version;
+    pthread_mutex_unlock(&v->lock);
+    return ver;
+}
+
+void tma_jobview_poke(tma_jobview_t *v)
+{
+    pthread_mutex_lock(&v->lock);
+    v->version++;
+    pthread_cond_broadcast(&v->cond);
+    pthread_mutex_unlock(&v->lock);
+}
+
+int64_t tma_jobview_agg_round(const tma_jobview_t *v)
+{
+    return __atomic_load_n(&v->agg_round, __ATOMIC_ACQUIRE);
+}
+
+int tma_jobview_stopped(const tma_jobview_t *v)
+{
+    return __atomic_load_n(&v->stop, __ATOMIC_ACQUIRE);
+}
+
+tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_lock(&v->lock);
+    const view_state_t *st = &v->st;
+    s->version = v->version;
+    s->config = st->config ? strdup(st->config) : NULL;
+    s->has_coord = st->has_coord;
+    s->coord = st->coord;
+    s->coord_epoch = st->coord_epoch;
+    s->n_members = st->n_members;
+    s->n_ready = st->n_ready;
+    s->n_shards = st->n_shards;
+    s->members = malloc((size_t)(st->n_members + 1) * sizeof *s->members);
+    s->ready = malloc((size_t)(st->n_ready + 1) * sizeof *s->ready);
+    s->shards = malloc((size_t)(st->n_shards + 1) * sizeof *s->shards);
+    s->shard_present = malloc((size_t)(st->n_shards + 1) * sizeof *s->shard_present);
+    int ok = s->members && s->ready && s->shards && s->shard_present && (!st->config || s->config);
+    if (ok) {
+        memcpy(s->members, st->members, (size_t)st->n_members * sizeof *s->members);
+        memcpy(s->ready, st->ready, (size_t)st->n_ready * sizeof *s->ready);
+        memcpy(s->shards, st->shards, (size_t)st->n_shards * sizeof *s->shards);
+        memcpy(s->shard_present, st->shard_present, (size_t)st->n_shards * sizeof *s->shard_present);
+    }
+    s->agg_round = st->agg_round;
+    s->agg_epoch = st->agg_epoch;
+    s->stop = st->stop;
+    s->has_state = st->has_state;
+    s->state = st->state;
+    pthread_mutex_unlock(&v->lock);
+    if (!ok) {
+        tma_jobview_snap_free(s);
+        return TMA_ERR_NOMEM;
+    }
+    return TMA_OK;
+}
+
+void tma_jobview_snap_free(tma_jobview_snap_t *s)
+{
+    if (!s)
+        return;
+    free(s->config);
+    free(s->members);
+    free(s->ready);
+    free(s->shards);
+    free(s->shard_present);
+    memset(s, 0, sizeof *s);
+}
+
+const tma_member_rec_t *tma_jobview_snap_member(const tma_jobview_snap_t *s, uint32_t id)
+{
+    for (int i = 0; i < s->n_members; i++)
+        if (s->members[i].rec.id == id)
+            return &s->members[i].rec;
+    return NULL;
+}
+
+const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, uint32_t id)
+{
+    for (int i = 0; i < s->n_ready; i++)
+        if (s->ready[i].id == id)
+            return &s->ready[i];
+    return NULL;
+}

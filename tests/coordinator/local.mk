@@ -1,0 +1,6 @@
+# Distributed jobs end to end: real etcd, UCX and tma processes.
+EXTRA_DIST += tests/coordinator/dist_lib.sh
+TESTS += tests/coordinator/test_job_cora.sh
+TESTS += tests/coordinator/test_job_determinism.sh
+TESTS += tests/coordinator/test_job_bad_config.sh
+TESTS += tests/coordinator/test_job_netns.sh

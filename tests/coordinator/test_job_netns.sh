@@ -1,0 +1,84 @@
+#!/bin/bash
+# test_job_netns.sh: a job across "hosts": etcd, the coordinator and two
+# workers each in its own network namespace with its own address on a
+# bridge (veth pairs), so nothing relies on loopback.  Skips (77) where
+# namespaces cannot be made (no root, no iproute2).
+source "$TMA_SRCDIR/tests/lib.sh"
+source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
+command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
+sfx=$(( $$ % 100000 ))
+ip netns add "tmaprobe$sfx" 2>/dev/null || skip "network namespaces cannot be made here (needs root)"
+ip netns del "tmaprobe$sfx"
+
+br="tmabr$sfx"
+roles=(e c w1 w2)
+a=$(( (sfx % 200) + 20 )); b=$(( (sfx / 200) % 250 ))
+net="10.$a.$b"
+netns_cleanup() {
+  local p r
+  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
+  # `ip netns exec` may fork: end whatever still runs inside each namespace.
+  for r in "${roles[@]}"; do
+    ip netns pids "tma$sfx$r" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+  done
+  wait 2>/dev/null
+  for r in "${roles[@]}"; do ip netns del "tma$sfx$r" 2>/dev/null; done
+  ip link del "$br" 2>/dev/null
+  _tma_cleanup
+}
+trap netns_cleanup EXIT
+ip link add "$br" type bridge || hard "cannot make a bridge"
+ip link set "$br" up
+i=1
+for r in "${roles[@]}"; do
+  ns="tma$sfx$r"
+  ip netns add "$ns" || hard "ip netns add $ns"
+  ip link add "v$sfx$r" type veth peer name "p$sfx$r" || hard "veth"
+  ip link set "v$sfx$r" netns "$ns"
+  ip link set "p$sfx$r" master "$br" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" addr add "$net.$i/24" dev "v$sfx$r"
+  ip -n "$ns" link set "v$sfx$r" up
+  i=$((i + 1))
+done
+# `ip netns exec` also gives the process its namespace's /sys (UCX lists
+# devices there).  in_ns runs in the foreground; bg_ns in the background with
+# exec, so that $! is the process itself and cleanup can end it.
+in_ns() { local r=$1; shift; ip netns exec "tma$sfx$r" "$@"; }
+bg_ns() { local r=$1; shift; ( exec ip netns exec "tma$sfx$r" "$@" ) & }
+
+cd "$TMP_ROOT"
+make_graph g.tmag
+"$TMA" partition g.tmag --scheme random --shards 2 --seed 3 -o part >/dev/null || fail "partition"
+ETCD_ENDPOINTS="http://$net.1:2379"
+bg_ns e "$TMA_ETCD" --name m0 --data-dir etcd-data --listen-client-urls "$ETCD_ENDPOINTS" \
+  --advertise-client-urls "$ETCD_ENDPOINTS" --listen-peer-urls "http://$net.1:2380" \
+  --initial-advertise-peer-urls "http://$net.1:2380" --initial-cluster "m0=http://$net.1:2380" \
+  --logger zap --log-level warn >etcd.log 2>&1
+track $!
+wait_for 30 in_ns c "$TMA_ETCDCTL" --endpoints "$ETCD_ENDPOINTS" --dial-timeout 1s endpoint health ||
+  { cat etcd.log >&2; hard "etcd in one namespace cannot be reached from another"; }
+cat > job.json <<JSON
+{"job": "hosts", "graph": "g.tmag", "partition": {"dir": "part"}, "workers": 2,
+ "aggregation": {"interval_steps": 5}, "duration": {"rounds": 5}, "transport": {"host": "$net.2"},
+ "model": {"hidden": 32, "decoder_hidden": 32}, "train": {"batch_size": 128, "threads": 1}}
+JSON
+bg_ns c "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" --config job.json --run-dir run >coord.log 2>&1
+COORD_PID=$!; track $COORD_PID
+for w in w1 w2; do
+  bg_ns $w "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job hosts --threads 1 >$w.log 2>&1
+  WORKER_PIDS+=($!); track $!
+done
+wait_exit "$COORD_PID" 120 || { dump_logs coord.log w1.log w2.log; fail "the coordinator did not finish"; }
+for p in "${WORKER_PIDS[@]}"; do wait_exit "$p" 30 || { dump_logs w1.log w2.log; fail "a worker did not stop"; }; done
+check_run run >/dev/null || fail "run folder invalid"
+grep -q "leading job hosts .* at $net.2:" coord.log || { dump_logs coord.log; fail "the coordinator did not listen on $net.2"; }
+grep -q "connected to the coordinator at $net.2:" w1.log || { dump_logs w1.log; fail "worker w1 did not connect over the bridge"; }
+python3 - <<'PY' || fail "rounds without both workers"
+import json
+for l in open("run/metrics.jsonl"):
+    r = json.loads(l)
+    if r["round"] > 0:
+        assert len(r["workers"]) == 2, r
+PY
+echo "etcd, coordinator and 2 workers in 4 namespaces on $net.0/24: the job finished"

@@ -1,0 +1,31 @@
+#!/bin/bash
+# test_fault_never_starts.sh (scenario 4, the paper's F = 1): one of three
+# workers never starts.  continue: training goes on with M-1 after the start
+# timeout, its shard dropped.  reassign: a backup takes that shard.
+source "$TMA_SRCDIR/tests/lib.sh"
+source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
+source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
+cd "$TMP_ROOT"
+etcd_start 1
+fault_graph
+TRAIN=10 write_job c.json fc '"fault": {"on_failure": "continue", "lease_ttl": 3, "start_timeout": 3}'
+start_coordinator c-coord.log --config c.json --run-dir c-run
+for i in 0 1; do start_worker c-w$i.log --job fc --name w$i; done
+finish_job c-coord.log c-w0.log c-w1.log
+check_run c-run >/dev/null || fail "continue: run folder invalid"
+grep -q "only 2 of 3 workers registered" c-coord.log || fail "continue: the missing worker was not reported"
+rounds_check c-run "R[0]['owners'].count(-1) == 1 and all(len(r['workers']) == 2 for r in R[1:]) and len(R) > 3" \
+  "continue: not M-1 with one shard dropped" || fail "continue"
+
+WORKER_PIDS=()
+TRAIN=10 write_job r.json fr '"fault": {"on_failure": "reassign", "lease_ttl": 3, "start_timeout": 3}'
+start_coordinator r-coord.log --config r.json --run-dir r-run
+for i in 0 1; do start_worker r-w$i.log --job fr --name w$i; done
+start_worker r-b.log --job fr --name backup --backup
+finish_job r-coord.log r-w0.log r-w1.log r-b.log
+check_run r-run >/dev/null || fail "reassign: run folder invalid"
+rounds_check r-run "R[0]['owners'].count(-1) == 0 and all(len(r['workers']) == 3 for r in R[1:])" \
+  "reassign: the backup did not take the never-started worker's shard" || fail "reassign"
+rounds_check r-run "any(m['reason'] == 'worker never started' and m['to'] >= 0 for m in R[0]['moves'])" \
+  "reassign: no move recorded" || fail "reassign: move record"
+echo "F = 1: continue trained with 2 workers; reassign gave the shard to the backup"

@@ -1,0 +1,293 @@
+/* test_frame.c: the transport's pure frame and hello codecs, byte by byte. */
+#include "tma_test.h"
+#include "tma_transport.h"
+#include "transport_int.h"
+
+#include <string.h>
+
+#define MAXP (1u << 20)
+
+static void le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static tma_transport_frame_t tensor_frame(uint64_t len)
+{
+    tma_transport_frame_t f;
+    memset(&f, 0, sizeof f);
+    f.version = TMA_TRANSPORT_VERSION;
+    f.type = TMA_TRANSPORT_FRAME_TENSOR;
+    f.tag = 9;
+    f.sender = 42;
+    f.job_id = tma_transport_job_id("job-a");
+    f.epoch = 0x0102030405060708ull;
+    f.round = 77;
+    f.length = len;
+    f.total = len;
+    f.seq = 0xbeef;
+    return f;
+}
+
+/* The documented layout, checked at fixed offsets. */
+static void test_layout(void)
+{
+    float payload[3] = {1.0f, -2.0f, 0.5f};
+    tma_transport_frame_t f = tensor_frame(sizeof payload);
+    unsigned char h[TMA_TRANSPORT_HEADER_BYTES];
+    tma_transport_frame_encode(&f, payload, sizeof payload, h);
+    CHECK(memcmp(h, "TMAF", 4) == 0);
+    CHECK(h[4] == 1 && h[5] == 0);         /* version */
+    CHECK(h[6] == 3 && h[7] == 0);         /* type */
+    CHECK(h[8] == 9 && h[12] == 42);       /* tag, sender */
+    CHECK(h[24] == 0x08 && h[31] == 0x01); /* epoch, little-endian */
+    CHECK(h[32] == 77 && h[40] == 12);     /* round, length */
+    CHECK(h[48] == 12 && h[55] == 0);      /* total */
+    CHECK(h[56] == 0 && h[57] == 0);       /* chunk */
+    CHECK(h[58] == 0xef && h[59] == 0xbe); /* seq */
+    uint32_t crc = tma_crc32c(tma_crc32c(0, h, 60), payload, sizeof payload);
+    CHECK(h[60] == (crc & 0xff) && h[63] == (crc >> 24));
+    CHECK(f.crc == crc);
+    CHECK(tma_transport_job_id("job-a") != tma_transport_job_id("job-b"));
+    CHECK(tma_transport_job_id("") == 0xcbf29ce484222325ull); /* FNV-1a offset basis */
+}
+
+static void test_roundtrip(void)
+{
+    float payload[5] = {3, 1, 4, 1, 5};
+    tma_transport_frame_t f = tensor_frame(sizeof payload), g;
+    unsigned char h[TMA_TRANSPORT_HEADER_BYTES];
+    tma_transport_frame_encode(&f, payload, sizeof payload, h);
+    const char *why = NULL;
+    CHECK_OK(tma_transport_frame_decode(h, sizeof h, MAXP, &g, &why));
+    CHECK(g.type == f.type && g.tag == f.tag && g.sender == f.sender && g.job_id == f.job_id);
+    CHECK(g.epoch == f.epoch && g.round == f.round && g.length == f.length && g.crc == f.crc);
+    CHECK(g.total == f.total && g.chunk == f.chunk && g.seq == f.seq);
+    CHECK_OK(tma_transport_frame_verify(&g, payload, sizeof payload));
+    /* A flipped payload bit, a shorter payload, a damaged header field. */
+    payload[2] = 4.5f;
+    CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload), TMA_ERR_CHECKSUM);
+    payload[2] = 4;
+    CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload - 4), TMA_ERR_CHECKSUM);
+    g.round++;
+    CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload), TMA_ERR_CHECKSUM);
+    /* An empty tensor is a valid frame. */
+    f = tensor_frame(0);
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    CHECK_OK(tma_transport_frame_decode(h, sizeof h, MAXP, &g, NULL));
+    CHECK_OK(tma_transport_frame_verify(&g, NULL, 0));
+}
+
+/* Each kind of damage is refused with its own reason. */
+static void expect_bad(const unsigned char *h, size_t len, const char *want)
+{
+    tma_transport_frame_t g;
+    const char *why = NULL;
+    tma_status_t st = tma_transport_frame_decode(h, len, MAXP, &g, &why);
+    CHECK_MSG(st == TMA_ERR_MALFORMED, "expected '%s', got status %d", want, st);
+    CHECK_MSG(why && strstr(why, want), "expected '%s', got '%s'", want, why ? why : "(null)");
+}
+
+static void expect_bad_max(const unsigned char *h, uint64_t max, const char *want)
+{
+    tma_transport_frame_t g;
+    const char *why = NULL;
+    CHECK(tma_transport_frame_decode(h, TMA_TRANSPORT_HEADER_BYTES, max, &g, &why) ==
+          TMA_ERR_MALFORMED);
+    CHECK_MSG(why && strstr(why, want), "expected '%s', got '%s'", want, why ? why : "(null)");
+}
+
+static void test_bad_headers(void)
+{
+    float payload[4] = {0};
+    tma_transport_frame_t f = tensor_frame(sizeof payload);
+    unsigned char good[TMA_TRANSPORT_HEADER_BYTES], h[TMA_TRANSPORT_HEADER_BYTES];
+    tma_transport_frame_encode(&f, payload, sizeof payload, good);
+
+    for (size_t len = 0; len < TMA_TRANSPORT_HEADER_BYTES; len++)
+        expect_bad(good, len, "truncated");
+    expect_bad(NULL, 64, "truncated");
+
+    struct {
+        tma_transport_fault_t fault;
+        const char *why;
+    } cases[] = {
+        {TMA_TRANSPORT_FAULT_MAGIC, "magic"},
+        {TMA_TRANSPORT_FAULT_VERSION, "version"},
+        {TMA_TRANSPORT_FAULT_TYPE, "type"},
+    };
+    for (size_t i = 0; i < TMA_ARRAY_LEN(cases); i++) {
+        memcpy(h, good, sizeof h);
+        size_t hl = sizeof h, sl = sizeof payload;
+        tma_transport_frame_damage(h, cases[i].fault, &hl, &sl);
+        expect_bad(h, hl, cases[i].why);
+    }
+    /* Header faults that decode but fail the checksum. */
+    tma_transport_fault_t crc_faults[] = {TMA_TRANSPORT_FAULT_HEADER_BYTE, TMA_TRANSPORT_FAULT_JOB};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(crc_faults); i++) {
+        memcpy(h, good, sizeof h);
+        size_t hl = sizeof h, sl = sizeof payload;
+        tma_transport_frame_damage(h, crc_faults[i], &hl, &sl);
+        tma_transport_frame_t g;
+        CHECK_OK(tma_transport_frame_decode(h, hl, MAXP, &g, NULL));
+        CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload), TMA_ERR_CHECKSUM);
+    }
+    /* The length fault makes the header disagree with its tensor. */
+    memcpy(h, good, sizeof h);
+    size_t hl = sizeof h, sl = sizeof payload;
+    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_LENGTH, &hl, &sl);
+    tma_transport_frame_t g;
+    expect_bad(h, hl, "chunk length");
+    hl = sizeof h;
+    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_TRUNCATE, &hl, &sl);
+    CHECK(sl == sizeof payload - 4);
+    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_SHORT_HEADER, &hl, &sl);
+    CHECK(hl == 40);
+
+    /* Lengths: over the limit, not whole floats, wrong for control frames. */
+    f = tensor_frame((uint64_t)MAXP + 4);
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad(h, sizeof h, "largest");
+    f = tensor_frame(6);
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad(h, sizeof h, "multiple of 4");
+    f = tensor_frame(UINT64_MAX - 3);
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad(h, sizeof h, "largest");
+
+    /* Chunks of a 10 MiB + 8 byte tensor: three of them, 4, 4 and 2 MiB + 8. */
+    const uint64_t C = TMA_TRANSPORT_CHUNK_BYTES, total = 10 * 1048576 + 8;
+    const uint64_t big_max = 1ull << 40;
+    struct {
+        uint16_t chunk;
+        uint64_t length;
+        const char *why; /* NULL: valid */
+    } chunks[] = {
+        {0, C, NULL},
+        {1, C, NULL},
+        {2, total - 2 * C, NULL},
+        {0, C - 4, "chunk length"},
+        {2, C, "chunk length"},
+        {2, total - 2 * C - 4, "chunk length"},
+        {3, 0, "beyond the end"},
+        {65535, 8, "beyond the end"},
+    };
+    for (size_t i = 0; i < TMA_ARRAY_LEN(chunks); i++) {
+        f = tensor_frame(chunks[i].length);
+        f.total = total;
+        f.chunk = chunks[i].chunk;
+        tma_transport_frame_encode(&f, NULL, 0, h);
+        if (chunks[i].why) {
+            expect_bad_max(h, big_max, chunks[i].why);
+        } else {
+            CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
+            CHECK(g.chunk == chunks[i].chunk && g.length == chunks[i].length && g.total == total);
+        }
+    }
+    /* More chunks than a u16 can index. */
+    f = tensor_frame(C);
+    f.total = (uint64_t)TMA_TRANSPORT_MAX_CHUNKS * C + 4;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad_max(h, big_max, "more chunks");
+    f.total = (uint64_t)TMA_TRANSPORT_MAX_CHUNKS * C;
+    f.chunk = 65535;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
+    /* An empty tensor has one empty chunk. */
+    f = tensor_frame(0);
+    f.chunk = 1;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad(h, sizeof h, "beyond the end");
+    struct {
+        uint16_t type;
+        uint64_t len;
+        uint32_t tag;
+        const char *why;
+    } ctl[] = {
+        {TMA_TRANSPORT_FRAME_HELLO, 4, 0, "hello length"},
+        {TMA_TRANSPORT_FRAME_HELLO, TMA_TRANSPORT_HELLO_MAX + 1, 0, "hello length"},
+        {TMA_TRANSPORT_FRAME_HELLO_ACK, 4, 0, "hello-ack length"},
+        {TMA_TRANSPORT_FRAME_BYE, 8, 0, "bye length"},
+        {TMA_TRANSPORT_FRAME_BYE, 0, 5, "control frame with tensor fields"},
+        {0, 0, 0, "type"},
+        {5, 0, 0, "type"},
+    };
+    for (size_t i = 0; i < TMA_ARRAY_LEN(ctl); i++) {
+        f = tensor_frame(ctl[i].len);
+        f.type = ctl[i].type;
+        f.tag = ctl[i].tag;
+        f.total = 0;
+        f.seq = 0;
+        tma_transport_frame_encode(&f, NULL, 0, h);
+        expect_bad(h, sizeof h, ctl[i].why);
+    }
+    /* Control frames must leave total, chunk and seq at zero. */
+    for (int field = 0; field < 3; field++) {
+        f = tensor_frame(0);
+        f.type = TMA_TRANSPORT_FRAME_BYE;
+        f.tag = 0;
+        f.total = field == 0 ? 4 : 0;
+        f.chunk = field == 1 ? 1 : 0;
+        f.seq = field == 2 ? 1 : 0;
+        tma_transport_frame_encode(&f, NULL, 0, h);
+        expect_bad(h, sizeof h, "control frame with tensor fields");
+    }
+    /* A valid header followed by more bytes decodes (the rest is payload). */
+    unsigned char big[TMA_TRANSPORT_HEADER_BYTES + 16];
+    memcpy(big, good, sizeof good);
+    CHECK_OK(tma_transport_frame_decode(big, sizeof big, MAXP, &g, NULL));
+}
+
+static void test_hello(void)
+{
+    unsigned char buf[TMA_TRANSPORT_HELLO_MAX];
+    size_t n = tma_transport_hello_encode("job-a", "tok", buf, sizeof buf);
+    CHECK(n == 8 + 5 + 3);
+    const char *job, *tok, *why = NULL;
+    size_t jl, tl;
+    CHECK_OK(tma_transport_hello_decode(buf, n, &job, &jl, &tok, &tl, &why));
+    CHECK(jl == 5 && memcmp(job, "job-a", 5) == 0 && tl == 3 && memcmp(tok, "tok", 3) == 0);
+
+    /* Too long, empty, or no room. */
+    char longname[TMA_TRANSPORT_JOB_MAX + 2];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    CHECK(tma_transport_hello_encode(longname, "tok", buf, sizeof buf) == 0);
+    CHECK(tma_transport_hello_encode("job", "", buf, sizeof buf) == 0);
+    CHECK(tma_transport_hello_encode("", "tok", buf, sizeof buf) == 0);
+    CHECK(tma_transport_hello_encode("job", "tok", buf, 10) == 0);
+    longname[TMA_TRANSPORT_JOB_MAX] = '\0';
+    CHECK(tma_transport_hello_encode(longname, longname, buf, sizeof buf) ==
+          TMA_TRANSPORT_HELLO_MAX);
+
+    /* Every truncation, and inconsistent lengths, are refused. */
+    n = tma_transport_hello_encode("job-a", "tok", buf, sizeof buf);
+    for (size_t l = 0; l < n; l++)
+        CHECK(tma_transport_hello_decode(buf, l, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    CHECK(tma_transport_hello_decode(buf, n + 1, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    unsigned char bad[sizeof buf];
+    memcpy(bad, buf, n);
+    bad[4] = 0; /* job length 0 */
+    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    memcpy(bad, buf, n);
+    bad[6] = 0; /* token length 0 */
+    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    memcpy(bad, buf, n);
+    le32(bad, 1); /* flags */
+    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    CHECK(why && strstr(why, "flags"));
+    memcpy(bad, buf, n);
+    bad[5] = 0xff; /* job length 0xff05 */
+    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+}
+
+int main(void)
+{
+    test_layout();
+    test_roundtrip();
+    test_bad_headers();
+    test_hello();
+    CHECK(strcmp(tma_transport_event_str(TMA_TRANSPORT_EV_FLAGGED), "flagged") == 0);
+    return tma_test_done();
+}

@@ -1,0 +1,192 @@
+/*
+ * transport_peer.c: a peer process for the transport tests.  It listens or
+ * connects, then plays one role until its stdin closes, it is killed, or its
+ * connection ends:
+ *   echo    sends every tensor it receives back to its sender
+ *   sink    receives and drops tensors
+ *   stream  sends tensors of --count floats to its peer, round after round
+ *   send1   sends one tensor (after the --fault test hook, if given), then
+ *           waits for its connection to end
+ * It reports on stdout, one line each: "ADDR host:port" (when listening),
+ * "PEER n" (when connected), "READY", "EVENT kind peer reason", "SENT n" and
+ * "RXACTIVE" (the first time a tensor is seen arriving).
+ * It dies with its parent (PR_SET_PDEATHSIG), so a crashed test leaves no
+ * process behind.
+ */
+#include "tma_transport.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static const struct {
+    const char *name;
+    tma_transport_fault_t fault;
+} faults[] = {
+    {"payload", TMA_TRANSPORT_FAULT_PAYLOAD_BYTE},
+    {"header", TMA_TRANSPORT_FAULT_HEADER_BYTE},
+    {"magic", TMA_TRANSPORT_FAULT_MAGIC},
+    {"version", TMA_TRANSPORT_FAULT_VERSION},
+    {"type", TMA_TRANSPORT_FAULT_TYPE},
+    {"length", TMA_TRANSPORT_FAULT_LENGTH},
+    {"truncate", TMA_TRANSPORT_FAULT_TRUNCATE},
+    {"short", TMA_TRANSPORT_FAULT_SHORT_HEADER},
+    {"job", TMA_TRANSPORT_FAULT_JOB},
+};
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: transport_peer --job J --id N [--token T] [--listen ADDR] "
+                    "[--connect ADDR] [--mode echo|sink|stream|send1] [--count N] [--fault F]\n");
+    exit(2);
+}
+
+static int stdin_closed(void)
+{
+    struct pollfd p = {.fd = 0, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+        return 0;
+    char c;
+    return read(0, &c, 1) <= 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *job = NULL, *token = NULL, *listen = NULL, *connect_to = NULL, *mode = "echo";
+    const char *fault_name = NULL;
+    int64_t id = -1, count = 1024;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            usage();
+        if (!strcmp(a, "--job"))
+            job = v;
+        else if (!strcmp(a, "--token"))
+            token = *v ? v : NULL; /* empty: use TMA_JOB_TOKEN */
+        else if (!strcmp(a, "--listen"))
+            listen = v;
+        else if (!strcmp(a, "--connect"))
+            connect_to = v;
+        else if (!strcmp(a, "--mode"))
+            mode = v;
+        else if (!strcmp(a, "--fault"))
+            fault_name = v;
+        else if (!strcmp(a, "--id")) {
+            if (tma_parse_i64(v, &id) != 0)
+                usage();
+        } else if (!strcmp(a, "--count")) {
+            if (tma_parse_i64(v, &count) != 0 || count < 0)
+                usage();
+        } else {
+            usage();
+        }
+        i++;
+    }
+    if (!job || id < 0 || (!listen && !connect_to))
+        usage();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1)
+        return 1;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    tma_transport_fault_t fault = TMA_TRANSPORT_FAULT_NONE;
+    for (size_t i = 0; fault_name && i < TMA_ARRAY_LEN(faults); i++)
+        if (!strcmp(faults[i].name, fault_name))
+            fault = faults[i].fault;
+    if (fault_name && fault == TMA_TRANSPORT_FAULT_NONE)
+        usage();
+
+    tma_transport_config_t cfg;
+    tma_transport_config_init(&cfg);
+    cfg.job = job;
+    cfg.token = token;
+    cfg.self_id = (uint32_t)id;
+    cfg.listen = listen;
+    tma_transport_t *t;
+    if (tma_transport_create(&cfg, &t) != TMA_OK)
+        return 1;
+    if (listen)
+        printf("ADDR %s\n", tma_transport_address(t));
+    uint32_t peer = TMA_TRANSPORT_ANY_PEER;
+    if (connect_to) {
+        tma_status_t st = tma_transport_connect(t, connect_to, 10, &peer);
+        if (st != TMA_OK) {
+            printf("CONNECT-FAILED %d\n", st);
+            tma_transport_destroy(t);
+            return 3;
+        }
+        printf("PEER %u\n", peer);
+    }
+    printf("READY\n");
+
+    float *buf = NULL;
+    if (!strcmp(mode, "stream") || !strcmp(mode, "send1")) {
+        buf = malloc((size_t)(count ? count : 1) * sizeof(float));
+        if (!buf)
+            return 1;
+        for (int64_t i = 0; i < count; i++)
+            buf[i] = (float)i;
+    }
+    int rc = 0;
+    if (!strcmp(mode, "send1")) {
+        tma_transport_test_inject(t, fault);
+        tma_transport_meta_t m = {1, 0, 0};
+        tma_status_t st =
+            tma_transport_send(t, peer, &m, buf, (size_t)count, TMA_TRANSPORT_MEM_HOST, 10);
+        printf("SENT %d\n", st);
+    }
+    uint64_t round = 0;
+    int rx_seen = 0;
+    while (!stdin_closed()) {
+        if (!strcmp(mode, "stream")) {
+            tma_transport_meta_t m = {1, 0, round++};
+            tma_status_t st =
+                tma_transport_send(t, peer, &m, buf, (size_t)count, TMA_TRANSPORT_MEM_HOST, 30);
+            if (st != TMA_OK) {
+                printf("SENT %d\n", st);
+                break;
+            }
+            continue;
+        }
+        tma_transport_msg_t msg;
+        tma_status_t st =
+            tma_transport_recv(t, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.002, &msg);
+        if (!rx_seen) {
+            /* Tell the test that a tensor is arriving (it may stop us now). */
+            tma_transport_stats_t s;
+            tma_transport_stats(t, &s);
+            if (s.rx_active) {
+                printf("RXACTIVE\n");
+                rx_seen = 1;
+            }
+        }
+        if (st == TMA_ERR_TIMEOUT)
+            continue;
+        if (st != TMA_OK) {
+            rc = 1;
+            break;
+        }
+        if (msg.kind == TMA_TRANSPORT_MSG_EVENT) {
+            printf("EVENT %s %u %d\n", tma_transport_event_str(msg.event.kind), msg.event.peer,
+                   msg.event.reason);
+            tma_transport_msg_release(t, &msg);
+            if (!strcmp(mode, "send1"))
+                break;
+            continue;
+        }
+        if (!strcmp(mode, "echo")) {
+            st = tma_transport_send(t, msg.peer, &msg.meta, msg.data, msg.count,
+                                    TMA_TRANSPORT_MEM_HOST, 30);
+            if (st != TMA_OK)
+                printf("ECHO-FAILED %d\n", st);
+        }
+        tma_transport_msg_release(t, &msg);
+    }
+    free(buf);
+    tma_transport_destroy(t);
+    return rc;
+}

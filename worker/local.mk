@@ -1,0 +1,5 @@
+# worker/: the trainer loop of a distributed job.
+lib_LIBRARIES += worker/libtma_worker.a
+worker_libtma_worker_a_SOURCES = worker/worker.c
+pkginclude_HEADERS += worker/tma_worker.h
+TMA_ALL_LIBS += worker/libtma_worker.a

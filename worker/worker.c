@@ -1,0 +1,687 @@
+/*
+ * worker.c: the trainer loop of a distributed job (Algorithm 2).
+ *
+ * One thread does everything that touches the model: it trains, and between
+ * steps it reads two atomics kept by the job view (the aggregation round and
+ * the stop flag) and polls the transport for global weights.  Anything else
+ * (shard moves, a new coordinator, a lost lease) is noticed through the job
+ * view's version counter, also between steps.  A round in time mode: when
+ * agg = t is seen, the weights go out at the end of the current step with a
+ * meta block (lease, steps, loss, shards), and the worker waits up to the
+ * round deadline for W[t]; if the coordinator is gone it keeps training and
+ * reconnects when a new one appears.
+ */
+#include "tma_worker.h"
+
+#include "tma_gnn.h"
+#include "tma_transport.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COMP "worker"
+
+typedef struct worker {
+    const tma_worker_opts_t *o;
+    volatile sig_atomic_t *stop_flag;
+    tma_kv_t *kv;
+    tma_jobview_t *view;
+    tma_job_t *job;
+    tma_partition_info_t *pinfo;
+    tma_inject_t inj;
+    tma_gnn_config_t cfg;
+    char device[32];
+
+    /* one incarnation (a member id) */
+    tma_member_t *member;
+    uint32_t id;
+    int64_t lease;
+    int fenced; /* atomic: the lease was lost */
+    tma_transport_t *tr;
+    uint64_t conn_epoch; /* the coordinator epoch we are connected to (0: none) */
+    double next_connect;
+
+    int n_loaded;
+    int32_t loaded[TMA_META_MAX_SHARDS];
+    tma_graph_t *graphs[TMA_META_MAX_SHARDS];
+    tma_gnn_trainer_t *trainer;
+    int64_t P;         /* floats in the parameter block */
+    float *sendbuf;    /* P + TMA_META_FLOATS */
+    float *globalbuf;  /* P, posted for the coordinator's weights */
+    int posted;
+    int have_weights;  /* global weights received since the shards were loaded */
+    int64_t adopted_round; /* newest global round adopted */
+
+    /* accounting for the meta block */
+    int64_t steps_total, steps_round;
+    double loss_sum, step_seconds;
+    int64_t last_sent_round;
+    int stall_done, drop_done;
+    int ready_dirty; /* ready/<id> must be (re)written */
+    double next_ready;
+} worker_t;
+
+static int should_stop(worker_t *w)
+{
+    return (w->stop_flag && *w->stop_flag) || tma_jobview_stopped(w->view);
+}
+
+static void on_lease_lost(void *arg, tma_status_t why)
+{
+    worker_t *w = arg;
+    (void)why;
+    __atomic_store_n(&w->fenced, 1, __ATOMIC_SEQ_CST);
+    tma_jobview_poke(w->view);
+}
+
+/* ------------------------------------------------------------------ config */
+
+static tma_status_t read_config(worker_t *w)
+{
+    double end = tma_clock_now() + w->o->wait_config;
+    uint64_t ver = 0;
+    for (;;) {
+        tma_jobview_snap_t s;
+        tma_status_t st = tma_jobview_snapshot(w->view, &s);
+        if (st != TMA_OK)
+            return st;
+        if (s.config) {
+            cJSON *root;
+            st = tma_json_parse(s.config, strlen(s.config), "the job config in etcd", &root);
+            tma_jobview_snap_free(&s);
+            if (st != TMA_OK)
+                return st;
+            st = tma_job_parse(root, "the job config in etcd", "/", &w->job);
+            cJSON_Delete(root);
+            return st;
+        }
+        tma_jobview_snap_free(&s);
+        if (tma_clock_now() >= end) {
+            tma_log_error(COMP, "job %s: no config in etcd after %.0f s: is the coordinator running with "
+                                "--job %s against the same etcd?",
+                          w->o->job, w->o->wait_config, w->o->job);
+            return TMA_ERR_TIMEOUT;
+        }
+        if (w->stop_flag && *w->stop_flag)
+            return TMA_ERR_CANCELLED;
+        ver = tma_jobview_wait(w->view, ver, 0.5);
+    }
+}
+
+/* ------------------------------------------------------------------ shards */
+
+static void unload_all(worker_t *w)
+{
+    tma_gnn_trainer_destroy(w->trainer);
+    w->trainer = NULL;
+    for (int i = 0; i < w->n_loaded; i++)
+        tma_graph_destroy(w->graphs[i]);
+    w->n_loaded = 0;
+    w->have_weights = 0;
+}
+
+/* The shards the view says this member owns, sorted. */
+static int owned_shards(const tma_jobview_snap_t *s, uint32_t id, int32_t *out)
+{
+    int n = 0;
+    for (int k = 0; k < s->n_shards && n < TMA_META_MAX_SHARDS; k++)
+        if (s->shard_present[k] && s->shards[k].owner == (int64_t)id)
+            out[n++] = k;
+    return n;
+}
+
+static int same_set(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    if (na != nb)
+        return 0;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+static tma_status_t put_ready(worker_t *w)
+{
+    tma_ready_rec_t r;
+    memset(&r, 0, sizeof r);
+    r.lease = w->lease;
+    r.n_shards = w->job->variant == TMA_VARIANT_GGS ? 0 : w->n_loaded;
+    for (int i = 0; i < r.n_shards; i++)
+        r.shards[i] = w->loaded[i];
+    char *val = tma_ready_rec_encode(&r);
+    if (!val)
+        return TMA_ERR_NOMEM;
+    char key[TMA_KEY_MAX];
+    tma_fault_key_n(key, w->job->name, "ready", w->id);
+    tma_status_t st = tma_kv_put(w->kv, key, val, strlen(val), w->lease, NULL);
+    free(val);
+    if (st != TMA_OK)
+        tma_log_warn(COMP, "cannot record readiness in etcd: %s", tma_status_str(st));
+    return st;
+}
+
+/* Loads the given shard set (or the whole graph for GGS), keeping the shards
+ * already loaded and the trainer's weights and optimizer state. */
+static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
+{
+    tma_graph_t *graphs[TMA_META_MAX_SHARDS];
+    int reuse[TMA_META_MAX_SHARDS];
+    tma_status_t st = TMA_OK;
+    for (int i = 0; i < n_want; i++) {
+        graphs[i] = NULL;
+        reuse[i] = -1;
+        for (int j = 0; j < w->n_loaded; j++)
+            if (w->loaded[j] == want[i])
+                reuse[i] = j;
+        if (reuse[i] >= 0) {
+            graphs[i] = w->graphs[reuse[i]];
+            continue;
+        }
+        const char *path = w->job->variant == TMA_VARIANT_GGS ? w->job->graph : w->pinfo->shard_paths[want[i]];
+        double t0 = tma_clock_now();
+        st = tma_graph_open(path, 0, &graphs[i]);
+        if (st != TMA_OK)
+            goto fail;
+        uint64_t want_id = w->job->variant == TMA_VARIANT_GGS ? graphs[i]->graph_id : w->pinfo->graph_id;
+        if (graphs[i]->graph_id != want_id ||
+            (w->job->variant != TMA_VARIANT_GGS &&
+             (graphs[i]->kind != TMA_GRAPH_SHARD || graphs[i]->shard_index != want[i]))) {
+            tma_log_error(COMP, "%s: not shard %d of the job's partition", path, want[i]);
+            tma_graph_destroy(graphs[i]);
+            graphs[i] = NULL;
+            st = TMA_ERR_MISMATCH;
+            goto fail;
+        }
+        tma_log_info(COMP, "member %u loaded %s (%lld nodes, %lld training edges) in %.2f s", w->id, path,
+                     (long long)graphs[i]->num_nodes, (long long)graphs[i]->num_train_edges,
+                     tma_clock_now() - t0);
+    }
+    if (n_want > 0) {
+        if (!w->trainer) {
+            st = tma_gnn_trainer_create(&w->cfg, graphs, n_want, &w->trainer);
+            if (st == TMA_OK) {
+                w->P = tma_gnn_trainer_param_count(w->trainer);
+                tma_free_aligned(w->sendbuf);
+                tma_free_aligned(w->globalbuf);
+                w->sendbuf = tma_alloc_aligned((size_t)(w->P + TMA_META_FLOATS) * sizeof(float));
+                w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
+                w->posted = 0;
+                if (!w->sendbuf || !w->globalbuf)
+                    st = TMA_ERR_NOMEM;
+            }
+        } else {
+            st = tma_gnn_trainer_set_graphs(w->trainer, graphs, n_want);
+        }
+        if (st != TMA_OK)
+            goto fail;
+        /* Workers draw different batches: mix the shard ids into the seed
+         * (not the member id, so a rerun with the same seed is identical). */
+        uint64_t seed = w->cfg.seed;
+        for (int i = 0; i < n_want; i++)
+            seed = tma_hash64(seed ^ (uint64_t)(want[i] + 1));
+        if (w->job->variant == TMA_VARIANT_GGS)
+            seed = tma_hash64(w->cfg.seed ^ ((uint64_t)w->id + 0x5151));
+        tma_gnn_trainer_reseed(w->trainer, seed);
+    }
+    /* Close what is no longer owned. */
+    for (int j = 0; j < w->n_loaded; j++) {
+        int kept = 0;
+        for (int i = 0; i < n_want; i++)
+            kept |= reuse[i] == j;
+        if (!kept)
+            tma_graph_destroy(w->graphs[j]);
+    }
+    int had = w->n_loaded;
+    for (int i = 0; i < n_want; i++) {
+        w->graphs[i] = graphs[i];
+        w->loaded[i] = want[i];
+    }
+    w->n_loaded = n_want;
+    if (n_want == 0) {
+        tma_gnn_trainer_destroy(w->trainer);
+        w->trainer = NULL;
+        w->have_weights = 0;
+    } else if (had == 0) {
+        w->have_weights = 0;
+    }
+    w->ready_dirty = 1;
+    w->next_ready = 0;
+    return TMA_OK;
+fail:
+    for (int i = 0; i < n_want; i++)
+        if (graphs[i] && reuse[i] < 0)
+            tma_graph_destroy(graphs[i]);
+    return st;
+}
+
+/* ------------------------------------------------------------------ the coordinator link */
+
+static void disconnect(worker_t *w)
+{
+    if (w->posted && w->tr) {
+        tma_transport_post_cancel(w->tr, w->globalbuf, 2.0);
+        w->posted = 0;
+    }
+    w->conn_epoch = 0;
+}
+
+static void ensure_posted(worker_t *w)
+{
+    if (w->posted || !w->tr || !w->globalbuf || !w->conn_epoch)
+        return;
+    if (tma_transport_post(w->tr, TMA_COORD_PEER, TMA_TAG_GLOBAL, w->globalbuf, (size_t)w->P,
+                           TMA_TRANSPORT_MEM_HOST) == TMA_OK)
+        w->posted = 1;
+}
+
+/* Connects to the coordinator the view names, when not connected to it yet. */
+static void ensure_connected(worker_t *w, const tma_jobview_snap_t *s)
+{
+    if (!s->has_coord || s->coord_epoch == w->conn_epoch)
+        return;
+    double now = tma_clock_now();
+    if (now < w->next_connect)
+        return;
+    if (w->conn_epoch)
+        disconnect(w);
+    uint32_t peer = 0;
+    tma_status_t st = tma_transport_connect(w->tr, s->coord.address, 5.0, &peer);
+    if (st != TMA_OK || peer != TMA_COORD_PEER) {
+        tma_log_warn(COMP, "member %u: cannot reach the coordinator at %s (%s); will retry", w->id,
+                     s->coord.address, st == TMA_OK ? "it is not a coordinator" : tma_status_str(st));
+        w->next_connect = now + 1.0;
+        return;
+    }
+    w->conn_epoch = s->coord_epoch;
+    tma_log_info(COMP, "member %u connected to the coordinator at %s (epoch %llu)", w->id, s->coord.address,
+                 (unsigned long long)s->coord_epoch);
+    ensure_posted(w);
+}
+
+/* Takes a received global tensor: adopt it unless it is older than what we
+ * have.  Returns 1 when one was adopted. */
+static int take_global(worker_t *w, tma_transport_msg_t *m)
+{
+    int adopted = 0;
+    if (m->kind == TMA_TRANSPORT_MSG_EVENT) {
+        tma_log_warn(COMP, "member %u: the connection to the coordinator ended (%s)", w->id,
+                     tma_status_str(m->event.reason));
+        tma_transport_msg_release(w->tr, m);
+        w->posted = 0;
+        w->conn_epoch = 0;
+        return 0;
+    }
+    if (m->count != (size_t)w->P) {
+        tma_log_error(COMP, "member %u: global weights of %zu floats, expected %lld: refused", w->id, m->count,
+                      (long long)w->P);
+    } else if (m->meta.epoch < w->conn_epoch) {
+        tma_log_warn(COMP, "member %u: refused global weights of a stale coordinator epoch %llu", w->id,
+                     (unsigned long long)m->meta.epoch);
+    } else if (w->trainer && ((int64_t)m->meta.round >= w->adopted_round || !w->have_weights)) {
+        tma_log_debug(COMP, "member %u: global weights of round %llu", w->id, (unsigned long long)m->meta.round);
+        if (tma_gnn_trainer_set_params(w->trainer, m->data) == TMA_OK) {
+            w->adopted_round = (int64_t)m->meta.round;
+            w->have_weights = 1;
+            adopted = 1;
+        }
+    }
+    int was_in_place = m->in_place;
+    tma_transport_msg_release(w->tr, m);
+    if (was_in_place)
+        w->posted = 0;
+    ensure_posted(w);
+    return adopted;
+}
+
+/* Waits up to timeout for global weights of at least round `round`
+ * (-1: any).  Returns 1 when adopted, 0 on timeout or when something else
+ * needs attention (stop, fenced, the connection ended). */
+static int wait_global(worker_t *w, int64_t round, double timeout)
+{
+    double end = tma_clock_now() + timeout;
+    while (tma_clock_now() < end) {
+        if (should_stop(w) || __atomic_load_n(&w->fenced, __ATOMIC_SEQ_CST) || !w->conn_epoch)
+            return 0;
+        tma_transport_msg_t m;
+        memset(&m, 0, sizeof m);
+        if (tma_transport_recv(w->tr, TMA_COORD_PEER, TMA_TAG_GLOBAL, 0.1, &m) != TMA_OK)
+            continue;
+        if (take_global(w, &m) && (round < 0 || w->adopted_round >= round))
+            return 1;
+    }
+    return 0;
+}
+
+static void poll_global(worker_t *w)
+{
+    tma_transport_msg_t m;
+    memset(&m, 0, sizeof m);
+    while (w->conn_epoch && tma_transport_recv(w->tr, TMA_COORD_PEER, TMA_TAG_GLOBAL, 0, &m) == TMA_OK) {
+        take_global(w, &m);
+        memset(&m, 0, sizeof m);
+    }
+}
+
+/* Sends the local weights (or GGS gradients) with the meta block. */
+static tma_status_t send_tensor(worker_t *w, uint32_t tag, int64_t round)
+{
+    tma_status_t st = tag == TMA_TAG_GRADS ? tma_gnn_trainer_get_grads(w->trainer, w->sendbuf)
+                                           : tma_gnn_trainer_get_params(w->trainer, w->sendbuf);
+    if (st != TMA_OK)
+        return st;
+    tma_msg_meta_t meta;
+    memset(&meta, 0, sizeof meta);
+    meta.magic = TMA_META_MAGIC;
+    meta.lease = w->lease;
+    meta.steps_total = w->steps_total;
+    meta.steps_round = w->steps_round;
+    meta.loss = w->steps_round ? w->loss_sum / (double)w->steps_round : 0.0;
+    meta.step_seconds = w->step_seconds;
+    meta.n_shards = (uint32_t)(w->job->variant == TMA_VARIANT_GGS ? 0 : w->n_loaded);
+    for (uint32_t i = 0; i < meta.n_shards; i++)
+        meta.shards[i] = w->loaded[i];
+    tma_msg_meta_pack(&meta, w->sendbuf + w->P);
+    tma_transport_meta_t tm = {tag, w->conn_epoch, (uint64_t)round};
+    tma_log_debug(COMP, "member %u: sending %s for round %lld (%lld steps)", w->id,
+                  tag == TMA_TAG_GRADS ? "gradients" : "weights", (long long)round, (long long)w->steps_round);
+    st = tma_transport_send(w->tr, TMA_COORD_PEER, &tm, w->sendbuf, (size_t)(w->P + TMA_META_FLOATS),
+                            TMA_TRANSPORT_MEM_HOST, w->job->round_deadline);
+    if (st != TMA_OK) {
+        tma_log_warn(COMP, "member %u: sending to the coordinator failed (%s)", w->id, tma_status_str(st));
+        w->conn_epoch = 0;
+        w->posted = 0;
+    }
+    return st;
+}
+
+static void reset_round(worker_t *w)
+{
+    w->steps_round = 0;
+    w->loss_sum = 0;
+    w->step_seconds = 0;
+}
+
+/* ------------------------------------------------------------------ one incarnation */
+
+static void teardown(worker_t *w, int leave)
+{
+    disconnect(w);
+    tma_transport_destroy(w->tr);
+    w->tr = NULL;
+    unload_all(w);
+    if (leave)
+        tma_member_leave(w->member);
+    else
+        tma_member_abandon(w->member);
+    w->member = NULL;
+}
+
+static tma_status_t join(worker_t *w)
+{
+    tma_member_rec_t rec;
+    memset(&rec, 0, sizeof rec);
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    snprintf(rec.host, sizeof rec.host, "%s", host);
+    rec.pid = (int)getpid();
+    rec.backup = w->o->backup;
+    snprintf(rec.device, sizeof rec.device, "%s", w->device);
+    if (w->o->name)
+        snprintf(rec.name, sizeof rec.name, "%s", w->o->name);
+    else
+        snprintf(rec.name, sizeof rec.name, "%.40s:%d", host, rec.pid);
+    __atomic_store_n(&w->fenced, 0, __ATOMIC_SEQ_CST);
+    tma_status_t st = tma_member_join(w->kv, w->job->name, w->job->lease_ttl, &rec, on_lease_lost, w, &w->member);
+    if (st != TMA_OK)
+        return st;
+    w->id = rec.id;
+    w->lease = rec.lease;
+    char tag[32];
+    snprintf(tag, sizeof tag, "worker-%u", w->id);
+    tma_log_set_tag(tag);
+
+    tma_transport_config_t tc;
+    tma_transport_config_init(&tc);
+    tc.job = w->job->name;
+    tc.token = w->job->token[0] ? w->job->token : NULL;
+    tc.self_id = w->id;
+    st = tma_transport_create(&tc, &w->tr);
+    if (st != TMA_OK) {
+        tma_member_leave(w->member);
+        w->member = NULL;
+        return st;
+    }
+    w->conn_epoch = 0;
+    w->next_connect = 0;
+    w->adopted_round = -1;
+    w->last_sent_round = 0;
+    w->steps_total = 0;
+    reset_round(w);
+    return TMA_OK;
+}
+
+/* The aggregation protocol at the end of a step: returns non-zero when the
+ * loop must re-examine its situation (stop, fenced). */
+static void maybe_aggregate(worker_t *w)
+{
+    const tma_job_t *job = w->job;
+    int64_t t = -1;
+    if (job->interval_steps > 0) {
+        if (w->steps_round >= job->interval_steps)
+            t = w->last_sent_round + 1;
+    } else {
+        int64_t agg = tma_jobview_agg_round(w->view);
+        if (agg > w->last_sent_round)
+            t = agg;
+    }
+    if (t < 0)
+        return;
+    if (w->inj.stall_round == t && !w->stall_done) {
+        w->stall_done = 1;
+        tma_member_stall_keepalive(w->member, w->inj.stall_seconds);
+    }
+    tma_inject_crash_point(&w->inj, "send", t);
+    w->last_sent_round = t;
+    if (!w->conn_epoch) {
+        /* No coordinator right now: keep training on local weights. */
+        reset_round(w);
+        return;
+    }
+    if (w->inj.drop_round == t && !w->drop_done) {
+        w->drop_done = 1;
+        tma_log_warn(COMP, "injected: member %u drops its weights for round %lld", w->id, (long long)t);
+    } else if (send_tensor(w, TMA_TAG_LOCAL, t) != TMA_OK) {
+        reset_round(w);
+        return;
+    }
+    reset_round(w);
+    tma_inject_crash_point(&w->inj, "recv", t);
+    /* The coordinator waits up to its round deadline, then averages and
+     * broadcasts: allow for that and some slack. */
+    if (!wait_global(w, t, job->round_deadline + 10.0))
+        tma_log_warn(COMP, "member %u: no global weights for round %lld; training on", w->id, (long long)t);
+}
+
+static tma_status_t ggs_step(worker_t *w, int64_t s)
+{
+    float loss = 0;
+    double t0 = tma_clock_now();
+    tma_status_t st = tma_gnn_trainer_compute_grads(w->trainer, &loss);
+    if (st != TMA_OK)
+        return st;
+    w->steps_total++;
+    w->steps_round = 1;
+    w->loss_sum = loss;
+    w->step_seconds = tma_clock_now() - t0;
+    if (send_tensor(w, TMA_TAG_GRADS, s) != TMA_OK)
+        return TMA_OK;
+    /* The new parameters come back as the global weights of step s. */
+    if (!wait_global(w, s, w->job->round_deadline + 10.0))
+        tma_log_warn(COMP, "member %u: no parameters back for step %lld", w->id, (long long)s);
+    reset_round(w);
+    return TMA_OK;
+}
+
+/* Runs one incarnation until stop (TMA_OK), fencing (TMA_ERR_FENCED) or an
+ * error. */
+static tma_status_t incarnation(worker_t *w)
+{
+    tma_status_t st = join(w);
+    if (st != TMA_OK)
+        return st;
+    uint64_t seen = (uint64_t)-1;
+    int64_t ggs_step_no = 0;
+    int started = 0;
+    while (!should_stop(w)) {
+        if (__atomic_load_n(&w->fenced, __ATOMIC_SEQ_CST)) {
+            tma_log_warn(COMP, "member %u was fenced (its lease is gone): dropping its state and joining "
+                               "again",
+                         w->id);
+            teardown(w, 0);
+            return TMA_ERR_FENCED;
+        }
+        uint64_t ver = tma_jobview_wait(w->view, seen, 0);
+        double now = tma_clock_now();
+        int idle = !w->trainer || !w->have_weights;
+        if (w->ready_dirty && now >= w->next_ready) {
+            if (put_ready(w) == TMA_OK)
+                w->ready_dirty = 0;
+            else
+                w->next_ready = now + 1.0;
+        }
+        if (ver != seen || idle || (!w->conn_epoch && now >= w->next_connect)) {
+            tma_jobview_snap_t s;
+            if (tma_jobview_snapshot(w->view, &s) == TMA_OK) {
+                seen = s.version;
+                ensure_connected(w, &s);
+                int32_t want[TMA_META_MAX_SHARDS];
+                int n_want;
+                if (w->job->variant == TMA_VARIANT_GGS) {
+                    want[0] = 0;
+                    n_want = 1;
+                } else {
+                    n_want = owned_shards(&s, w->id, want);
+                }
+                tma_jobview_snap_free(&s);
+                if (!same_set(want, n_want, w->loaded, w->n_loaded)) {
+                    st = load_shards(w, want, n_want);
+                    if (st != TMA_OK) {
+                        teardown(w, 1);
+                        return st;
+                    }
+                }
+            }
+        }
+        if (!w->trainer) {
+            /* A spare or backup with nothing to train: wait for a change. */
+            tma_jobview_wait(w->view, seen, 0.5);
+            continue;
+        }
+        if (!w->have_weights) {
+            /* Fresh shards: train from the coordinator's current weights. */
+            poll_global(w);
+            if (!w->have_weights)
+                wait_global(w, -1, 0.2);
+            if (!w->have_weights)
+                continue;
+            if (!started) {
+                tma_log_info(COMP, "member %u training on %d shard(s) from global round %lld", w->id,
+                             w->n_loaded, (long long)w->adopted_round);
+                started = 1;
+            }
+            /* Rounds already raised before we had weights are not ours. */
+            if (w->job->interval_steps <= 0 && tma_jobview_agg_round(w->view) > w->last_sent_round)
+                w->last_sent_round = tma_jobview_agg_round(w->view);
+            else if (w->adopted_round > w->last_sent_round)
+                w->last_sent_round = w->adopted_round;
+            ggs_step_no = w->adopted_round;
+        }
+        if (w->job->variant == TMA_VARIANT_GGS) {
+            st = ggs_step(w, ++ggs_step_no);
+            if (st != TMA_OK)
+                break;
+            continue;
+        }
+        tma_inject_crash_point(&w->inj, "step", w->last_sent_round + 1);
+        float loss = 0;
+        double t0 = tma_clock_now();
+        st = tma_gnn_trainer_step(w->trainer, &loss);
+        if (st != TMA_OK)
+            break;
+        w->steps_total++;
+        w->steps_round++;
+        w->loss_sum += loss;
+        w->step_seconds += tma_clock_now() - t0;
+        if (w->inj.delay_step > 0)
+            tma_sleep(w->inj.delay_step);
+        poll_global(w);
+        maybe_aggregate(w);
+    }
+    if (st != TMA_OK) {
+        tma_log_error(COMP, "member %u: training failed: %s", w->id, tma_status_str(st));
+        teardown(w, 1);
+        return st;
+    }
+    tma_log_info(COMP, "member %u: the job stopped after %lld steps", w->id, (long long)w->steps_total);
+    teardown(w, 1);
+    return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ entry */
+
+tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t *stop_flag)
+{
+    worker_t w;
+    memset(&w, 0, sizeof w);
+    w.o = opts;
+    w.stop_flag = stop_flag;
+    if (opts->inject)
+        w.inj = *opts->inject;
+    else
+        tma_inject_init(&w.inj);
+    tma_status_t st = tma_kv_create(opts->kv, &w.kv);
+    if (st != TMA_OK)
+        return st;
+    st = tma_jobview_start(w.kv, opts->job, opts->wait_config, &w.view);
+    if (st != TMA_OK)
+        goto out;
+    st = read_config(&w);
+    if (st != TMA_OK)
+        goto out;
+    w.cfg = w.job->model;
+    if (opts->threads > 0)
+        w.cfg.threads = opts->threads;
+    snprintf(w.device, sizeof w.device, "%s", opts->device ? opts->device : w.job->worker_devices[0]);
+    if (strcmp(w.device, "cpu") != 0) {
+        tma_log_error(COMP, "device %s: this build trains on the CPU only (the CUDA backend is not built in)",
+                      w.device);
+        st = TMA_ERR_UNSUPPORTED;
+        goto out;
+    }
+    if (w.job->variant != TMA_VARIANT_GGS) {
+        st = tma_partition_info_load(w.job->partition_dir, &w.pinfo);
+        if (st != TMA_OK)
+            goto out;
+    }
+    for (;;) {
+        st = incarnation(&w);
+        if (st != TMA_ERR_FENCED)
+            break;
+        if (should_stop(&w)) {
+            st = TMA_OK;
+            break;
+        }
+        tma_sleep(0.5);
+    }
+    if (st == TMA_OK && stop_flag && *stop_flag)
+        st = TMA_ERR_CANCELLED;
+out:
+    tma_jobview_stop(w.view);
+    tma_free_aligned(w.sendbuf);
+    tma_free_aligned(w.globalbuf);
+    tma_partition_info_destroy(w.pinfo);
+    tma_job_destroy(w.job);
+    tma_kv_destroy(w.kv);
+    return st;
+}
