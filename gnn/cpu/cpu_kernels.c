@@ -92,6 +92,16 @@ static inline void row_zero(float *restrict y, int64_t n)
     memset(y, 0, (size_t)n * sizeof *y);
 }
 
+/* Gathers read rows at random from tables bigger than the caches; asking
+ * for a row a few edges ahead hides most of the memory latency. */
+#define PREFETCH_AHEAD 4
+
+static inline void prefetch_row(const float *row, int64_t n)
+{
+    for (int64_t j = 0; j < n; j += 16)
+        __builtin_prefetch(row + j, 0, 1);
+}
+
 /* ------------------------------------------------------------------ memory */
 
 static tma_status_t cpu_alloc(tma_gnn_backend_t *b, size_t bytes, void **p_p)
@@ -246,7 +256,7 @@ static tma_status_t cpu_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, c
     const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
     const float *w = CF(&blk->weights), *x = CF(X);
     float *y = F(Y);
-    const int64_t d = Y->cols;
+    const int64_t d = Y->cols, nnz = blk->num_edges;
 #pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * d > PAR_MIN)
     for (int64_t i = 0; i < blk->num_dst; i++) {
         float *yi = y + i * d;
@@ -263,8 +273,11 @@ static tma_status_t cpu_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, c
             for (int64_t j = 0; j < d; j++)
                 yi[j] = we * xr[j];
         }
-        for (int32_t e = e0 + 1; e < e1; e++)
+        for (int32_t e = e0 + 1; e < e1; e++) {
+            if (e + PREFETCH_AHEAD < nnz)
+                prefetch_row(x + (int64_t)ix[e + PREFETCH_AHEAD] * d, d);
             row_axpy(yi, x + (int64_t)ix[e] * d, w[e], d);
+        }
     }
     return TMA_OK;
 }
@@ -294,8 +307,11 @@ static tma_status_t cpu_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk,
 #pragma omp simd
             for (int64_t q = 0; q < d; q++)
                 xj[q] = we * g[q];
-            for (int32_t e = e0 + 1; e < e1; e++)
+            for (int32_t e = e0 + 1; e < e1; e++) {
+                if (e + PREFETCH_AHEAD < blk->num_edges)
+                    prefetch_row(dy + (int64_t)ti[e + PREFETCH_AHEAD] * d, d);
                 row_axpy(xj, dy + (int64_t)ti[e] * d, tw[e], d);
+            }
         }
         return TMA_OK;
     }
@@ -610,6 +626,8 @@ static tma_status_t cpu_pair_mul(tma_gnn_backend_t *b, const tensor_t *H, const 
     for (int64_t p = 0; p < np; p++) {
         const float *hu = h + (int64_t)u[p] * d, *hv = h + (int64_t)v[p] * d;
         float *ep = e + p * d;
+        if (p + PREFETCH_AHEAD < np)
+            prefetch_row(h + (int64_t)v[p + PREFETCH_AHEAD] * d, d);
 #pragma omp simd
         for (int64_t j = 0; j < d; j++)
             ep[j] = hu[j] * hv[j];
@@ -864,8 +882,12 @@ static tma_status_t cpu_feat_matmul(tma_gnn_backend_t *b, tma_gnn_feat_t *f, con
             else if (beta != 1.0f)
                 for (int64_t j = 0; j < d; j++)
                     oi[j] *= beta;
-            for (int64_t q = f->rowptr[id[i]]; q < f->rowptr[id[i] + 1]; q++)
+            const int64_t q1 = f->rowptr[id[i] + 1];
+            for (int64_t q = f->rowptr[id[i]]; q < q1; q++) {
+                if (q + PREFETCH_AHEAD < q1)
+                    prefetch_row(w + (int64_t)f->col[q + PREFETCH_AHEAD] * d, d);
                 row_axpy(oi, w + (int64_t)f->col[q] * d, f->val[q], d);
+            }
         }
         return TMA_OK;
     }
@@ -950,6 +972,8 @@ static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
                 for (int64_t q = f->rowptr[v]; q < f->rowptr[v + 1]; q++)
                     oi[f->col[q]] += w[e] * f->val[q];
             } else {
+                if (e + PREFETCH_AHEAD < blk->num_edges)
+                    prefetch_row(f->dense + id[ix[e + PREFETCH_AHEAD]] * dim, dim);
                 row_axpy(oi, f->dense + v * dim, w[e], dim);
             }
         }
