@@ -180,7 +180,10 @@ typedef struct tma_transport_event {
     tma_status_t reason;
 } tma_transport_event_t;
 
-/* Runs on the progress thread; `ev` is valid during the call only. */
+/* Runs on the progress thread; `ev` is valid during the call only.  For an
+ * end of a connection it returns before the same event is queued for
+ * tma_transport_recv(), so a thread that received the event can count on
+ * the callback having run. */
 typedef void (*tma_transport_event_cb_t)(void *arg, const tma_transport_event_t *ev);
 
 typedef struct tma_transport_config {

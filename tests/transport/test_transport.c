@@ -198,11 +198,24 @@ static void test_roundtrip(void)
 }
 
 /* Wrong job and wrong token are refused, logged and never shown. */
-static int connected_events;
+static int connected_events, ended_events;
 static void count_cb(void *arg, const tma_transport_event_t *ev)
 {
-    if (ev->kind == TMA_TRANSPORT_EV_CONNECTED)
+    (void)arg;
+    if (ev->kind == TMA_TRANSPORT_EV_CONNECTED) {
         __atomic_add_fetch(&connected_events, 1, __ATOMIC_RELAXED);
+    } else {
+        /* A slow callback: the queued event of the same end must still not
+         * reach recv() before the callback is done (the order is promised). */
+        tma_sleep(0.05);
+        __atomic_add_fetch(&ended_events, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void *destroy_thread(void *arg)
+{
+    tma_transport_destroy(arg);
+    return NULL;
 }
 
 static void test_refused(void)
@@ -213,6 +226,7 @@ static void test_refused(void)
     tma_transport_t *srv;
     CHECK_OK(tma_transport_create(&cfg, &srv));
     connected_events = 0;
+    ended_events = 0;
 
     /* A process with the wrong token (from its environment)... */
     setenv("TMA_JOB_TOKEN", "not-the-token", 1);
@@ -250,9 +264,18 @@ static void test_refused(void)
     CHECK(peer == 0);
     CHECK_OK(tma_transport_wait_peer(srv, 6, 5));
     CHECK(connected_events == 1);
+    /* Its end reaches the callback before the receive queue: c3 closes
+     * while this thread already waits in recv(). */
+    pthread_t closer;
+    CHECK(pthread_create(&closer, NULL, destroy_thread, c3) == 0);
+    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
+    CHECK(msg.kind == TMA_TRANSPORT_MSG_EVENT && msg.event.peer == 6);
+    CHECK_MSG(__atomic_load_n(&ended_events, __ATOMIC_ACQUIRE) == 1,
+              "the queued event came before the callback ran (%d)", ended_events);
+    tma_transport_msg_release(srv, &msg);
+    pthread_join(closer, NULL);
     tma_transport_destroy(c1);
     tma_transport_destroy(c2);
-    tma_transport_destroy(c3);
     tma_transport_destroy(srv);
 }
 
