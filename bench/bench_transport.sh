@@ -16,7 +16,8 @@
 # messages first, so the pool is warm: fresh pages cost ~13 us each here).
 # Environment: UCX_TLS (default tcp), UCX_NET_DEVICES (default lo), REPEATS
 # (default 3), SIZES (bytes, space separated), THREADS (tma sender threads,
-# default 1), TOTAL (bytes per run, default 4 GiB).
+# default 1), TOTAL (bytes per run, default 4 GiB), UNTOUCHED (1: tma's send
+# buffer left unwritten, as perftest leaves its own; see bench_transport.c).
 set -u
 B=${1:-_build}
 BW=$B/bench/bench_transport
@@ -73,7 +74,8 @@ perftest_once() { # size iters mode -> MiB/s
 }
 
 tma_once() { # size iters -> MiB/s (the line also has both sides' CPU seconds: kept in $tmp/tma.log)
-  "$BW" --connect "$addr" --bytes "$1" --iters "$2" --warmup 4 --threads "$THREADS" 2>>"$tmp/cli.err" |
+  "$BW" --connect "$addr" --bytes "$1" --iters "$2" --warmup 4 --threads "$THREADS" \
+    ${UNTOUCHED:+--untouched "$UNTOUCHED"} 2>>"$tmp/cli.err" |
     tee -a "$tmp/tma.log" | awk '{for (i = 1; i < NF; i++) if ($i == "MiBps") print $(i + 1)}'
 }
 
