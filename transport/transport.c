@@ -46,6 +46,7 @@
 #define SEND_FRAME_CHUNKS 4 /* chunks in a frame of a long tensor (16 MiB) */
 #define IDLE_WAKE_MS 200  /* the progress thread looks at deadlines this often */
 #define CHECK_AWAY_MIN (256u << 10) /* chunks this long get their CRC checked off the progress thread */
+#define CHECK_AWAY_MAX 2 /* frames at most with the checker (queued, checked or settling) */
 #define POOL_ALIGN 4096u
 
 #define DEFAULT_MAX_MESSAGE (4ull << 30)
@@ -226,6 +227,7 @@ struct tma_transport {
     pthread_cond_t check_cond;
     chunk_t *check_head, *check_tail;
     chunk_t *checked_head, *checked_tail;
+    int check_away; /* frames handed to the checker and not yet settled */
     int check_stop;
     pthread_t checker;
     int checker_started;
@@ -1099,19 +1101,29 @@ static void chunk_settle(tma_transport_t *t, chunk_t *k, ucs_status_t status)
 /*
  * A chunk's data landed (status UCS_OK) or failed to.  Long chunks go to the
  * checker thread, so that the progress thread goes on receiving while their
- * CRC is computed (on a loopback both are limited by the CPU, and the
- * receiving copy is the slower side); the check reads the chunk while it is
- * still in the cache.  Short ones are checked here.
+ * CRC is computed, but at most CHECK_AWAY_MAX at a time: the progress thread
+ * checks the others itself, so that a checker starved of CPU slows the
+ * arrivals down instead of letting finished frames (and with them tensors
+ * counted against MAX_ASSEMBLING, and pool buffers) pile up.  Short ones are
+ * checked here.
  */
 static void chunk_landed(tma_transport_t *t, chunk_t *k, ucs_status_t status)
 {
     if (status == UCS_OK && !k->node->failed) {
         if (k->frame.length >= CHECK_AWAY_MIN && t->checker_started) {
             pthread_mutex_lock(&t->lock);
-            queue_chunk(&t->check_head, &t->check_tail, k);
-            pthread_cond_signal(&t->check_cond);
+            int room = t->check_away < CHECK_AWAY_MAX;
+            if (room) {
+                t->check_away++;
+                queue_chunk(&t->check_head, &t->check_tail, k);
+                pthread_cond_signal(&t->check_cond);
+            }
             pthread_mutex_unlock(&t->lock);
-            return;
+            if (room)
+                return;
+            /* The checker is behind: check here, which also holds back
+             * further arrivals (else frames, tensors and pool buffers
+             * would pile up behind a starved checker). */
         }
         k->crc_ok = tma_transport_frame_verify(&k->frame, chunk_dest(k), k->frame.length) == TMA_OK;
     }
@@ -1677,6 +1689,8 @@ static int drain_commands(tma_transport_t *t)
     t->cmd_head = t->cmd_tail = NULL;
     chunk_t *checked = t->checked_head;
     t->checked_head = t->checked_tail = NULL;
+    for (chunk_t *k = checked; k; k = k->next)
+        t->check_away--;
     int retry = t->retry;
     t->retry = 0;
     pthread_mutex_unlock(&t->lock);
