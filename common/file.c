@@ -34,6 +34,41 @@ void *tma_alloc_aligned(size_t size)
 
 void tma_free_aligned(void *p) { free(p); }
 
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+
+/* Rounded up to whole huge pages: Linux places anonymous maps whose length
+ * is a multiple of the huge page size on a huge page boundary, which THP
+ * needs to back all of it. */
+static size_t huge_len(size_t size)
+{
+    if (size == 0)
+        size = 1;
+    if (size >= HUGE_PAGE_BYTES)
+        return (size + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    return (size + 4095) / 4096 * 4096;
+}
+
+void *tma_alloc_huge(size_t size)
+{
+    size_t len = huge_len(size);
+    if (len < size)
+        return NULL;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    if (len >= HUGE_PAGE_BYTES)
+        (void)madvise(p, len, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+#endif
+    return p;
+}
+
+void tma_free_huge(void *p, size_t size)
+{
+    if (p)
+        munmap(p, huge_len(size));
+}
+
 int tma_mul_overflow(size_t a, size_t b, size_t *r_p)
 {
     size_t r;

@@ -168,6 +168,12 @@ uint32_t tma_crc32c(uint32_t crc, const void *data, size_t len);
  * Free with tma_free_aligned(), which accepts NULL. */
 void *tma_alloc_aligned(size_t size);
 void tma_free_aligned(void *p);
+/* A large buffer for streaming (network buffers, tensors sent or received
+ * whole): anonymous memory, page aligned, in transparent huge pages where the
+ * kernel allows (madvise), so that streaming it costs fewer TLB misses and
+ * its first touch fewer page faults.  Contents are zero.  NULL on failure.  Free with tma_free_huge() and the same size; it accepts NULL. */
+void *tma_alloc_huge(size_t size);
+void tma_free_huge(void *p, size_t size);
 /* Overflow-checked a*b; returns 0 and sets *r_p, or -1 on overflow. */
 int tma_mul_overflow(size_t a, size_t b, size_t *r_p);
 

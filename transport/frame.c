@@ -107,6 +107,12 @@ void tma_transport_frame_encode(tma_transport_frame_t *f, const void *payload, s
     put32(out + OFF_CRC, crc);
 }
 
+uint32_t tma_transport_frame_chunks(const tma_transport_frame_t *f)
+{
+    const uint64_t chunk = TMA_TRANSPORT_CHUNK_BYTES;
+    return f->length ? (uint32_t)((f->length - 1) / chunk + 1) : 1;
+}
+
 tma_status_t tma_transport_frame_decode(const void *bytes, size_t len, uint64_t max_payload,
                                         tma_transport_frame_t *f_p, const char **why_p)
 {
@@ -163,7 +169,11 @@ tma_status_t tma_transport_frame_decode(const void *bytes, size_t len, uint64_t 
             why = "tensor has more chunks than a chunk index can count";
         else if (f.chunk >= nchunks)
             why = "chunk index beyond the end of the tensor";
-        else if (f.length != (f.total - off < chunk ? f.total - off : chunk))
+        else if (f.length > TMA_TRANSPORT_FRAME_MAX_BYTES)
+            why = "frame longer than 64 MiB";
+        else if (f.total == 0 ? f.length != 0
+                              : f.length == 0 || f.length > f.total - off ||
+                                    (f.length % chunk != 0 && f.length != f.total - off))
             why = "chunk length does not match the tensor length";
         break;
     }
@@ -275,6 +285,7 @@ void tma_transport_frame_damage(unsigned char hdr[TMA_TRANSPORT_HEADER_BYTES],
         break;
     case TMA_TRANSPORT_FAULT_NONE:
     case TMA_TRANSPORT_FAULT_PAYLOAD_BYTE:
+    case TMA_TRANSPORT_FAULT_DUP_CHUNK:
         break;
     }
 }

@@ -62,12 +62,16 @@ typedef struct tma_transport tma_transport_t;
 #define TMA_TRANSPORT_MAGIC 0x46414d54u /* the bytes "TMAF" read as a little-endian u32 */
 #define TMA_TRANSPORT_VERSION 1
 #define TMA_TRANSPORT_HEADER_BYTES 64
-/* Tensors longer than this travel as several frames ("chunks") of this many
- * bytes (the last one shorter), each with its own header and CRC, so that
- * checksumming one chunk can overlap the transfer of the others. */
+/* A tensor is cut into chunks of this many bytes (the last one shorter), and
+ * travels as one or more frames, each carrying one or more whole chunks in a
+ * row (the last frame may end with the short chunk) with its own header and
+ * CRC, so that checksumming one frame can overlap the transfer of the
+ * others.  A frame's chunk field is the index of its first chunk. */
 #define TMA_TRANSPORT_CHUNK_BYTES (4u << 20)
 /* A tensor has at most this many chunks (the chunk index is a u16). */
 #define TMA_TRANSPORT_MAX_CHUNKS 65536u
+/* A frame carries at most this many payload bytes (16 chunks). */
+#define TMA_TRANSPORT_FRAME_MAX_BYTES (64u << 20)
 /* The longest job name and token a hello may carry (bytes). */
 #define TMA_TRANSPORT_JOB_MAX 255
 #define TMA_TRANSPORT_TOKEN_MAX 255
@@ -120,9 +124,10 @@ void tma_transport_frame_encode(tma_transport_frame_t *f, const void *payload, s
  * Decodes and validates a header: `len` bytes at `bytes` (fewer than 64 is a
  * truncated header).  Checks magic, version, type and lengths: a tensor's
  * total is a multiple of 4 and at most max_payload, its chunk index lies in
- * the tensor and its length is exactly that chunk's; hellos carry 8 to
- * TMA_TRANSPORT_HELLO_MAX bytes, acks 8, byes 0, and control frames have
- * tag, total, chunk and seq 0.
+ * the tensor, and its length covers whole chunks from there (or runs exactly
+ * to the tensor's end), is at most TMA_TRANSPORT_FRAME_MAX_BYTES and is zero
+ * only for an empty tensor; hellos carry 8 to TMA_TRANSPORT_HELLO_MAX bytes,
+ * acks 8, byes 0, and control frames have tag, total, chunk and seq 0.
  * It does not check the CRC (the payload may not have arrived yet).
  * Returns TMA_OK and fills *f_p, or TMA_ERR_MALFORMED with *why_p (when not
  * NULL) set to a constant description.  Pure: reads only bytes[0..len).
@@ -134,6 +139,9 @@ tma_status_t tma_transport_frame_decode(const void *bytes, size_t len, uint64_t 
  * TMA_OK, or TMA_ERR_CHECKSUM. */
 tma_status_t tma_transport_frame_verify(const tma_transport_frame_t *f, const void *payload,
                                         size_t len);
+
+/* How many chunks a decoded tensor frame carries (1 for an empty tensor). */
+uint32_t tma_transport_frame_chunks(const tma_transport_frame_t *f);
 
 /* Hello payload: u32 flags (0), u16 job length, u16 token length, job, token.
  * encode writes at most TMA_TRANSPORT_HELLO_MAX bytes to out and returns the
@@ -172,7 +180,10 @@ typedef struct tma_transport_event {
     tma_status_t reason;
 } tma_transport_event_t;
 
-/* Runs on the progress thread; `ev` is valid during the call only. */
+/* Runs on the progress thread; `ev` is valid during the call only.  For an
+ * end of a connection it returns before the same event is queued for
+ * tma_transport_recv(), so a thread that received the event can count on
+ * the callback having run. */
 typedef void (*tma_transport_event_cb_t)(void *arg, const tma_transport_event_t *ev);
 
 typedef struct tma_transport_config {
@@ -357,7 +368,8 @@ void tma_transport_stats(tma_transport_t *t, tma_transport_stats_t *s_p);
 
 /* Test hook: the next tensor this transport sends (or, if it connects
  * first, its hello) is damaged after its CRC is computed: a payload bit in
- * its last chunk, any other fault in its first chunk's header. */
+ * its last frame, any other fault in its first frame's header (but see
+ * TMA_TRANSPORT_FAULT_DUP_CHUNK). */
 typedef enum {
     TMA_TRANSPORT_FAULT_NONE = 0,
     TMA_TRANSPORT_FAULT_PAYLOAD_BYTE, /* one payload bit of the last chunk flipped (from a copy) */
@@ -369,6 +381,8 @@ typedef enum {
     TMA_TRANSPORT_FAULT_TRUNCATE,     /* payload cut 4 bytes short of the header's length */
     TMA_TRANSPORT_FAULT_SHORT_HEADER, /* only 40 header bytes sent */
     TMA_TRANSPORT_FAULT_JOB,          /* another job id in the header */
+    TMA_TRANSPORT_FAULT_DUP_CHUNK,    /* the second frame names the first one's chunks (valid
+                                         CRC); no effect on a tensor of one frame */
 } tma_transport_fault_t;
 
 void tma_transport_test_inject(tma_transport_t *t, tma_transport_fault_t fault);

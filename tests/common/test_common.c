@@ -109,6 +109,23 @@ static void test_crc(void)
         }
     }
     free(big);
+
+    /* Random lengths (short, around the block sizes, long), offsets and
+     * start values against the table. */
+    size_t huge_len = (3u << 20) + 77;
+    unsigned char *h = malloc(huge_len + 64);
+    for (size_t i = 0; i < huge_len + 64; i++)
+        h[i] = (unsigned char)tma_rng_next(&r);
+    for (int i = 0; i < 400; i++) {
+        size_t len = i < 300 ? tma_rng_next(&r) % 4096 : tma_rng_next(&r) % 200000;
+        if (i == 399)
+            len = huge_len;
+        size_t off = tma_rng_next(&r) % 64;
+        uint32_t seed = (uint32_t)tma_rng_next(&r);
+        CHECK_MSG(tma_crc32c(seed, h + off, len) == tma_crc32c_sw(seed, h + off, len),
+                  "len %zu off %zu", len, off);
+    }
+    free(h);
 }
 
 static int count_entries(const char *dir)
@@ -215,11 +232,31 @@ static void test_json(void)
     CHECK(tma_parse_double("1e", &d) != 0);
 }
 
+/* Huge-page buffers: zeroed, page aligned, usable to the last byte, at
+ * sizes below, at and above a huge page; an impossible size is NULL. */
+static void test_alloc_huge(void)
+{
+    const size_t sizes[] = {1, 4095, 4097, 2u << 20, (3u << 20) + 5};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(sizes); i++) {
+        unsigned char *p = tma_alloc_huge(sizes[i]);
+        CHECK(p != NULL && (uintptr_t)p % 4096 == 0);
+        if (!p)
+            continue;
+        CHECK(p[0] == 0 && p[sizes[i] - 1] == 0);
+        memset(p, 0xab, sizes[i]);
+        CHECK(p[sizes[i] - 1] == 0xab);
+        tma_free_huge(p, sizes[i]);
+    }
+    CHECK(tma_alloc_huge(SIZE_MAX - 10) == NULL);
+    tma_free_huge(NULL, 10);
+}
+
 int main(void)
 {
     test_status();
     test_rng();
     test_crc();
+    test_alloc_huge();
     test_files();
     test_json();
     return tma_test_done();

@@ -156,7 +156,8 @@ static void test_bad_headers(void)
     tma_transport_frame_encode(&f, NULL, 0, h);
     expect_bad(h, sizeof h, "largest");
 
-    /* Chunks of a 10 MiB + 8 byte tensor: three of them, 4, 4 and 2 MiB + 8. */
+    /* Chunks of a 10 MiB + 8 byte tensor: three of them, 4, 4 and 2 MiB + 8.
+     * A frame carries whole chunks from its first one, or runs to the end. */
     const uint64_t C = TMA_TRANSPORT_CHUNK_BYTES, total = 10 * 1048576 + 8;
     const uint64_t big_max = 1ull << 40;
     struct {
@@ -167,9 +168,16 @@ static void test_bad_headers(void)
         {0, C, NULL},
         {1, C, NULL},
         {2, total - 2 * C, NULL},
+        {0, 2 * C, NULL},
+        {1, total - C, NULL},
+        {0, total, NULL},
         {0, C - 4, "chunk length"},
+        {0, C + 4, "chunk length"},
+        {0, 0, "chunk length"},
+        {1, 2 * C, "chunk length"},
         {2, C, "chunk length"},
         {2, total - 2 * C - 4, "chunk length"},
+        {0, total + 4, "chunk length"},
         {3, 0, "beyond the end"},
         {65535, 8, "beyond the end"},
     };
@@ -185,6 +193,24 @@ static void test_bad_headers(void)
             CHECK(g.chunk == chunks[i].chunk && g.length == chunks[i].length && g.total == total);
         }
     }
+    /* A frame carries at most TMA_TRANSPORT_FRAME_MAX_BYTES. */
+    f = tensor_frame(TMA_TRANSPORT_FRAME_MAX_BYTES + C);
+    f.total = 100 * C;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad_max(h, big_max, "longer than 64 MiB");
+    f.length = TMA_TRANSPORT_FRAME_MAX_BYTES;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
+    CHECK(tma_transport_frame_chunks(&g) == TMA_TRANSPORT_FRAME_MAX_BYTES / C);
+    f.chunk = 99;
+    f.length = C;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
+    CHECK(tma_transport_frame_chunks(&g) == 1);
+    f.chunk = 98;
+    f.length = C + 4;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad_max(h, big_max, "chunk length");
     /* More chunks than a u16 can index. */
     f = tensor_frame(C);
     f.total = (uint64_t)TMA_TRANSPORT_MAX_CHUNKS * C + 4;
@@ -199,6 +225,14 @@ static void test_bad_headers(void)
     f.chunk = 1;
     tma_transport_frame_encode(&f, NULL, 0, h);
     expect_bad(h, sizeof h, "beyond the end");
+    f.chunk = 0;
+    f.length = 4;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    expect_bad(h, sizeof h, "chunk length");
+    f.length = 0;
+    tma_transport_frame_encode(&f, NULL, 0, h);
+    CHECK_OK(tma_transport_frame_decode(h, sizeof h, MAXP, &g, NULL));
+    CHECK(tma_transport_frame_chunks(&g) == 1);
     struct {
         uint16_t type;
         uint64_t len;

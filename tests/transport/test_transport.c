@@ -156,8 +156,10 @@ static void test_roundtrip(void)
     float *x = tma_alloc_aligned(max * sizeof(float));
     float *post = tma_alloc_aligned(max * sizeof(float));
     fill(x, max, 1);
+    /* Frames of one chunk (up to 16 MiB), of two chunks with a short last
+     * frame (20 MiB + 4), of four (64 MiB), of four with a short last one. */
     const size_t counts[] = {1,         2,  3, 255, 1024, 4097, 65536, 1u << 20, (1u << 20) + 3,
-                             16u << 20, max};
+                             (5u << 20) + 1, 16u << 20, (13u << 20) + 5, max};
     for (size_t i = 0; i < TMA_ARRAY_LEN(counts); i++) {
         size_t n = counts[i];
         uint32_t want = tma_crc32c(0, x, n * sizeof(float));
@@ -196,11 +198,24 @@ static void test_roundtrip(void)
 }
 
 /* Wrong job and wrong token are refused, logged and never shown. */
-static int connected_events;
+static int connected_events, ended_events;
 static void count_cb(void *arg, const tma_transport_event_t *ev)
 {
-    if (ev->kind == TMA_TRANSPORT_EV_CONNECTED)
+    (void)arg;
+    if (ev->kind == TMA_TRANSPORT_EV_CONNECTED) {
         __atomic_add_fetch(&connected_events, 1, __ATOMIC_RELAXED);
+    } else {
+        /* A slow callback: the queued event of the same end must still not
+         * reach recv() before the callback is done (the order is promised). */
+        tma_sleep(0.05);
+        __atomic_add_fetch(&ended_events, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void *destroy_thread(void *arg)
+{
+    tma_transport_destroy(arg);
+    return NULL;
 }
 
 static void test_refused(void)
@@ -211,6 +226,7 @@ static void test_refused(void)
     tma_transport_t *srv;
     CHECK_OK(tma_transport_create(&cfg, &srv));
     connected_events = 0;
+    ended_events = 0;
 
     /* A process with the wrong token (from its environment)... */
     setenv("TMA_JOB_TOKEN", "not-the-token", 1);
@@ -248,9 +264,18 @@ static void test_refused(void)
     CHECK(peer == 0);
     CHECK_OK(tma_transport_wait_peer(srv, 6, 5));
     CHECK(connected_events == 1);
+    /* Its end reaches the callback before the receive queue: c3 closes
+     * while this thread already waits in recv(). */
+    pthread_t closer;
+    CHECK(pthread_create(&closer, NULL, destroy_thread, c3) == 0);
+    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
+    CHECK(msg.kind == TMA_TRANSPORT_MSG_EVENT && msg.event.peer == 6);
+    CHECK_MSG(__atomic_load_n(&ended_events, __ATOMIC_ACQUIRE) == 1,
+              "the queued event came before the callback ran (%d)", ended_events);
+    tma_transport_msg_release(srv, &msg);
+    pthread_join(closer, NULL);
     tma_transport_destroy(c1);
     tma_transport_destroy(c2);
-    tma_transport_destroy(c3);
     tma_transport_destroy(srv);
 }
 
@@ -319,6 +344,24 @@ static void test_bad_frames(void)
         CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 8 &&
               memcmp(msg.data, x, 32) == 0);
         tma_transport_msg_release(srv, &msg);
+    }
+    /* A frame naming chunks that already came (each with a good CRC) would
+     * let the tensor complete with a chunk never written: flagged. */
+    {
+        tma_transport_t *c = make(40, NULL, NULL, NULL);
+        CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 10, NULL));
+        tma_transport_test_inject(c, TMA_TRANSPORT_FAULT_DUP_CHUNK);
+        tma_transport_meta_t m = {1, 0, 99};
+        (void)tma_transport_send(c, 0, &m, x, big, HOST, 10);
+        tma_status_t reason = 0;
+        int kind = expect_event(srv, 40, 10, &reason);
+        CHECK_MSG(kind == TMA_TRANSPORT_EV_FLAGGED && reason == TMA_ERR_MALFORMED,
+                  "duplicate chunk: event %d reason %d", kind, reason);
+        tma_transport_stats_t s;
+        tma_transport_stats(srv, &s);
+        CHECK(s.frames_dropped == ++dropped);
+        CHECK(s.msgs_received == 2 * TMA_ARRAY_LEN(cases));
+        tma_transport_destroy(c);
     }
     /* Damaged hellos never get a connection. */
     tma_transport_fault_t hello_faults[] = {TMA_TRANSPORT_FAULT_PAYLOAD_BYTE,
