@@ -34,6 +34,8 @@ typedef struct slot {
     int posted;
     int64_t pushed_rev; /* ready mod_revision for which the global weights were pushed */
     int suspect;        /* its connection failed: out of rounds until it reconnects or its lease ends */
+    double suspect_since; /* when it became suspect */
+    int revoked;        /* its lease was revoked for not reconnecting (fence_suspects) */
     /* this round */
     int expected, got, missed;
     tma_msg_meta_t meta;
@@ -308,6 +310,7 @@ static int participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
         if (sl && sl->suspect && is_connected(c, id)) {
             tma_log_info(COMP, "member %u reconnected", id);
             sl->suspect = 0;
+            sl->revoked = 0;
             slot_post(c, sl);
         }
         if (!sl || sl->pushed_rev < 0 || sl->suspect)
@@ -420,6 +423,50 @@ static tma_status_t service_view(coord_t *c, int training)
  * (events match any tag), leaving tensors queued for their round. */
 #define EVENTS_ONLY_TAG 0x7ffffff0u
 
+static void mark_suspect(slot_t *sl)
+{
+    if (!sl->suspect)
+        sl->suspect_since = tma_clock_now();
+    sl->suspect = 1;
+}
+
+/* A member whose connection failed and that has not reconnected within
+ * fault.suspect_grace is fenced now rather than when its lease expires: the
+ * coordinator revokes its lease, its member key goes, and the policy moves
+ * its shards at once (a SIGKILLed worker's backup trains about a second
+ * later instead of a lease TTL later).  A worker that was alive after all
+ * (a flapping link) finds its lease gone and registers again, as after any
+ * fencing; its weights were refused meanwhile (suspect). */
+static void fence_suspects(coord_t *c)
+{
+    double now = tma_clock_now();
+    tma_jobview_snap_t s;
+    int have = 0;
+    for (int i = 0; i < c->n_slots; i++) {
+        slot_t *sl = &c->slots[i];
+        if (!sl->used || !sl->suspect || sl->revoked || now - sl->suspect_since < c->job->suspect_grace ||
+            is_connected(c, sl->id))
+            continue;
+        if (!have && tma_jobview_snapshot(c->view, &s) != TMA_OK)
+            return;
+        have = 1;
+        sl->revoked = 1;
+        const tma_member_rec_t *m = tma_jobview_snap_member(&s, sl->id);
+        if (!m)
+            continue; /* already gone */
+        tma_status_t st = tma_kv_lease_revoke(c->kv, m->lease);
+        if (st == TMA_OK || st == TMA_ERR_LEASE_EXPIRED || st == TMA_ERR_NOT_FOUND)
+            tma_log_warn(COMP, "member %u: no reconnection %.1f s after its connection failed: its lease is "
+                               "revoked (fenced)",
+                         sl->id, now - sl->suspect_since);
+        else
+            tma_log_warn(COMP, "member %u: revoking its lease failed (%s); it ends when the lease expires",
+                         sl->id, tma_status_str(st));
+    }
+    if (have)
+        tma_jobview_snap_free(&s);
+}
+
 /* Notes connection events between rounds.  Tensors stay queued: in step
  * mode a worker's weights can arrive before the coordinator opens the round;
  * stale ones are refused when the round looks at them. */
@@ -435,7 +482,7 @@ static void service_transport(coord_t *c)
                          m.peer, tma_transport_event_str(m.event.kind), tma_status_str(m.event.reason));
             /* A replaced connection (the member reconnected) is not a failure. */
             if (sl && !is_connected(c, m.peer))
-                sl->suspect = 1;
+                mark_suspect(sl);
         }
         tma_transport_msg_release(c->tr, &m);
         memset(&m, 0, sizeof m);
@@ -448,6 +495,7 @@ static tma_status_t idle(coord_t *c, double timeout, int training)
     double end = tma_clock_now() + timeout;
     for (;;) {
         service_transport(c);
+        fence_suspects(c);
         uint64_t ver = tma_jobview_wait(c->view, c->seen_version, 0);
         if (ver != c->seen_version) {
             tma_status_t st = service_view(c, training);
@@ -481,7 +529,7 @@ static void collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n
             slot_t *sl = slot_find(c, m.peer);
             if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
                 if (m.event.kind != TMA_TRANSPORT_EV_CONNECTED && sl && !is_connected(c, m.peer)) {
-                    sl->suspect = 1;
+                    mark_suspect(sl);
                     if (sl->expected && !sl->got && !sl->missed) {
                         sl->missed = 1;
                         n_missed++;

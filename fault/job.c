@@ -185,7 +185,7 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     static const char *const agg_keys[] = {"interval_seconds", "interval_steps", "weighted", NULL};
     static const char *const dur_keys[] = {"train_seconds", "rounds", NULL};
     static const char *const llcg_keys[] = {"correction_steps", NULL};
-    static const char *const fault_keys[] = {"on_failure", "start_timeout", "lease_ttl", "round_deadline",
+    static const char *const fault_keys[] = {"on_failure", "start_timeout", "lease_ttl", "round_deadline", "suspect_grace",
                                              "absent_shards", NULL};
     static const char *const tr_keys[] = {"token", "host", NULL};
     static const char *const dev_keys[] = {"evaluator", "workers", NULL};
@@ -346,6 +346,7 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     TRY(tma_json_get_double(fault, "start_timeout", 60.0, 0.1, 1e6, "fault", &job->start_timeout));
     TRY(tma_json_get_int(fault, "lease_ttl", 5, 2, 3600, "fault", &job->lease_ttl));
     TRY(tma_json_get_double(fault, "round_deadline", 30.0, 0.1, 1e6, "fault", &job->round_deadline));
+    TRY(tma_json_get_double(fault, "suspect_grace", 1.0, 0.0, 1e6, "fault", &job->suspect_grace));
     const cJSON *abs = fault ? cJSON_GetObjectItemCaseSensitive(fault, "absent_shards") : NULL;
     if (abs) {
         if (!cJSON_IsArray(abs) || cJSON_GetArraySize(abs) > (int)TMA_ARRAY_LEN(job->absent_shards))
@@ -577,6 +578,7 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     cJSON_AddNumberToObject(f, "start_timeout", job->start_timeout);
     cJSON_AddNumberToObject(f, "lease_ttl", (double)job->lease_ttl);
     cJSON_AddNumberToObject(f, "round_deadline", job->round_deadline);
+    cJSON_AddNumberToObject(f, "suspect_grace", job->suspect_grace);
     if (job->n_absent) {
         cJSON *abs = cJSON_AddArrayToObject(f, "absent_shards");
         for (int i = 0; i < job->n_absent; i++)

@@ -82,6 +82,8 @@ typedef struct tma_job {
     double start_timeout;  /* seconds for the initial workers to become ready */
     int64_t lease_ttl;     /* seconds */
     double round_deadline; /* seconds a round waits for weights once raised */
+    double suspect_grace;  /* seconds a member whose connection failed has to reconnect before its
+                              lease is revoked (it is fenced then, not at the lease's expiry) */
     /* The paper's F >= 1 drill: these shards' trainers are absent from the
      * start (the policy handles them as never started); the coordinator waits
      * for workers - n_absent workers. */

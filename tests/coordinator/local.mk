@@ -6,3 +6,6 @@ TESTS += tests/coordinator/test_job_bad_config.sh
 TESTS += tests/coordinator/test_job_netns.sh
 TESTS += tests/coordinator/test_job_variants.sh
 TESTS += tests/coordinator/test_launch.sh
+EXTRA_DIST += tests/coordinator/test_job_cora.sh tests/coordinator/test_job_determinism.sh \
+	tests/coordinator/test_job_bad_config.sh tests/coordinator/test_job_netns.sh \
+	tests/coordinator/test_job_variants.sh tests/coordinator/test_launch.sh
