@@ -59,7 +59,7 @@ int main(void)
     tma_status_t st = try_create("cuda");
     if (!built) {
         CHECK_MSG(st == TMA_ERR_UNSUPPORTED, "no CUDA in this build, yet \"cuda\" gave %s", tma_status_str(st));
-        CHECK_MSG(strstr(last_error, "not built") != NULL, "unclear error: \"%s\"", last_error);
+        CHECK_MSG(strstr(last_error, "no CUDA backend") != NULL, "unclear error: \"%s\"", last_error);
     } else if (!visible) {
         CHECK_MSG(st == TMA_ERR_NO_DEVICE, "no GPU here, yet \"cuda\" gave %s", tma_status_str(st));
         CHECK_MSG(strstr(last_error, "no usable GPU") != NULL, "unclear error: \"%s\"", last_error);
