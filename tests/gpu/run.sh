@@ -139,7 +139,8 @@ fi
 
 # --- 3. tests -----------------------------------------------------------------------------------------
 if [ "$ONLY" != bench ]; then
-GPU_TESTS="tests/gpu/test_cuda_nodev tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_step"
+GPU_TESTS="tests/gpu/test_cuda_nodev tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_step
+           tests/gpu/test_cuda_roles.sh"
 BASE_TESTS="tests/gnn/test_ops tests/gnn/test_trainer tests/gnn/test_gradcheck"
 say "tests: $GPU_TESTS $BASE_TESTS"
 make -j"$JOBS" check TESTS="$GPU_TESTS $BASE_TESTS" >> "$LOG" 2>&1
