@@ -3,7 +3,7 @@
 # machine with Debian 12, like the one tma is developed on) to gather what
 # tests/gpu/run.sh needs on a GPU machine that has the CUDA toolkit but neither
 # a network nor tma's Debian libraries: DIR/debs (the build's -dev packages and
-# the libraries they pull in, minus the base system) and DIR/datasets/
+# the libraries they pull in, minus the base system, and etcd) and DIR/datasets/
 # facebook-pages, and DIR/autotools.tar (configure and the Makefile.in that
 # ./bootstrap makes, for a machine without autoconf and automake: make it
 # after the last change to configure.ac or a local.mk).  DIR defaults to
@@ -18,7 +18,7 @@ DEBS="libucx-dev libucx0 ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 li
   libgnutls30 libgssapi-krb5-2 libhogweed6 libidn2-0 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0
   libldap-2.5-0 libnettle8 libnghttp2-14 libp11-kit0 libpsl5 librtmp1 libsasl2-2 libsasl2-modules-db
   libssh2-1 libtasn1-6 libunistring2 libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread
-  libgfortran5 libquadmath0 libgomp1 zlib1g-dev"
+  libgfortran5 libquadmath0 libgomp1 zlib1g-dev etcd-server etcd-client"
 mkdir -p "$DIR/debs" "$DIR/datasets"
 (cd "$DIR/debs" && apt-get download $DEBS)
 DS=${TMA_DATASETS:-/work/shared/datasets}

@@ -75,18 +75,22 @@ have_deps() {
   echo '#include <metis.h>' | cc -E -x c - > /dev/null 2>&1
 }
 CONF_ENV=()
+P=/tmp/tma-deps
+unpack_carry() { # the carried Debian packages, unpacked into a private prefix (never into /)
+  [ -d "$P/usr" ] && return 0
+  [ -n "$CARRY" ] && ls "$CARRY"/debs/*.deb > /dev/null 2>&1 || return 1
+  mkdir -p "$P"
+  for d in "$CARRY"/debs/*.deb; do dpkg-deb -x "$d" "$P" || die "cannot unpack $d"; done
+}
+rm -rf "$P"
 if [ -n "${TMA_GPU_FORCE_CARRY:-}" ] || ! have_deps; then
   PKGS="build-essential autoconf automake pkg-config libucx-dev libmetis-dev libcjson-dev libcurl4-openssl-dev
-        libopenblas-dev zlib1g-dev python3"
+        libopenblas-dev zlib1g-dev python3 etcd-server etcd-client"
   if [ -z "${TMA_GPU_FORCE_CARRY:-}" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get > /dev/null &&
      DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y --no-install-recommends $PKGS >> "$LOG" 2>&1 &&
      have_deps; then
     say "installed the build's packages with apt-get"
-  elif [ -n "$CARRY" ] && ls "$CARRY"/debs/*.deb > /dev/null 2>&1; then
-    # A private prefix: the carried Debian packages unpacked (never into /).
-    P=/tmp/tma-deps
-    rm -rf "$P" && mkdir -p "$P"
-    for d in "$CARRY"/debs/*.deb; do dpkg-deb -x "$d" "$P" || die "cannot unpack $d"; done
+  elif unpack_carry; then
     L=$P/usr/lib/x86_64-linux-gnu
     # Debian's OpenBLAS is reached through alternatives links that dpkg-deb -x does not make.
     for f in "$L"/openblas-pthread/libopenblas*.so*; do [ -e "$f" ] && ln -sf "$f" "$L/$(basename "$f")"; done
@@ -106,6 +110,15 @@ if [ -n "${TMA_GPU_FORCE_CARRY:-}" ] || ! have_deps; then
   else
     die "the build's libraries are missing (pkg-config: libcurl libcjson ucx openblas zlib; metis.h) and
          apt-get could not install them; run tests/gpu/prepare.sh where there is a network and pass --carry"
+  fi
+fi
+# etcd (test_cuda_roles.sh runs a real one): the system's, else the carried one.
+if ! command -v etcd > /dev/null; then
+  if unpack_carry && [ -x "$P/usr/bin/etcd" ]; then
+    export PATH=$P/usr/bin:$PATH
+    say "using the carried etcd"
+  else
+    say "no etcd here (and none carried): test_cuda_roles.sh will fail"
   fi
 fi
 
