@@ -10,8 +10,9 @@
 #      facebook-pages (imported with --feat-dim 128) and a 10M-edge R-MAT graph,
 #      the dense products' achieved TFLOP/s (ops timed to completion) against the
 #      cuBLAS FP32 sgemm peak measured in the same run (bench/gpu/bench_sgemm);
-#   4. writes $OUT_DIR/gpu_results.json, gpu_table.md and gpu_run.log, printing
-#      the table last.
+#   4. writes gpu_table.md, gpu_results.json(l), gpu_run.log and
+#      gpu_details.tar.gz (every log and benchmark output) to the --out folder,
+#      printing the table last.
 #
 # Usage: tests/gpu/run.sh [--carry DIR] [--out DIR] [--jobs N] [--bench-seconds S]
 #                         [--only tests|bench] [--build-only]
@@ -47,9 +48,20 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$OUT_DIR" || exit 1
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
-LOG=$OUT_DIR/gpu_run.log
+# Everything is written to W; OUT_DIR gets the summary and one tarball of the
+# details when the script ends, however it ends (a device call brings back
+# only a few files).
+W=$(mktemp -d "${TMPDIR:-/tmp}/tma-gpu-XXXXXX") || exit 1
+finish() {
+  for f in gpu_run.log gpu_results.jsonl gpu_results.json gpu_table.md; do
+    [ -f "$W/$f" ] && cp "$W/$f" "$OUT_DIR/"
+  done
+  tar czf "$OUT_DIR/gpu_details.tar.gz" -C "$W" . 2>/dev/null
+}
+trap finish EXIT
+LOG=$W/gpu_run.log
 : > "$LOG"
-RES=$OUT_DIR/gpu_results.jsonl
+RES=$W/gpu_results.jsonl
 : > "$RES"
 T_START=$SECONDS
 say() { echo "[gpu $(( SECONDS - T_START ))s] $*" | tee -a "$LOG" >&2; }
@@ -163,20 +175,20 @@ for t in $GPU_TESTS $BASE_TESTS; do
   r=$(sed -n 's/^:test-result: //p' "$trs" 2>/dev/null | head -1)
   say "  ${r:-MISSING} $t"
   record "test:$t" "\"${r:-MISSING}\""
-  cp "${trs%.trs}.log" "$OUT_DIR/$(basename "${trs%.trs}").log" 2>/dev/null
+  cp "${trs%.trs}.log" "$W/$(basename "${trs%.trs}").log" 2>/dev/null
   [ "$r" = PASS ] || rc=1
 done
-[ $rc -eq 0 ] || die "a GPU test failed or was skipped (logs in $OUT_DIR)"
+[ $rc -eq 0 ] || die "a GPU test failed or was skipped (logs in $W)"
 if command -v compute-sanitizer > /dev/null; then
   for t in "tests/gnn/test_ops" "tests/gpu/test_cuda_step"; do
     say "compute-sanitizer memcheck: $t"
     TMA_TEST_BACKENDS=cuda TMA_TEST_TOL=1e-5 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 3 \
-      "./$t" > "$OUT_DIR/sanitizer_$(basename "$t").log" 2>&1
+      "./$t" > "$W/sanitizer_$(basename "$t").log" 2>&1
     case $? in
       0) record "sanitizer:$t" '"PASS"' ;;
       124) say "  memcheck of $t ran out of its 100 s (not an error report)"; record "sanitizer:$t" '"timeout"' ;;
       *) record "sanitizer:$t" '"FAIL"'
-         die "compute-sanitizer reports errors in $t (see $OUT_DIR/sanitizer_$(basename "$t").log)" ;;
+         die "compute-sanitizer reports errors in $t (see $W/sanitizer_$(basename "$t").log)" ;;
     esac
   done
 else
@@ -188,8 +200,8 @@ fi
 if [ "$ONLY" != tests ]; then
 # --- 4. benchmarks ----------------------------------------------------------------------------------
 say "cuBLAS sgemm peak"
-./bench/gpu/bench_sgemm --sizes 4096,8192,16384 > "$OUT_DIR/sgemm.json" 2>> "$LOG" || die "bench_sgemm failed"
-record sgemm "$(cat "$OUT_DIR/sgemm.json")"
+./bench/gpu/bench_sgemm --sizes 4096,8192,16384 > "$W/sgemm.json" 2>> "$LOG" || die "bench_sgemm failed"
+record sgemm "$(cat "$W/sgemm.json")"
 
 DS=${TMA_DATASETS:-}
 [ -n "$DS" ] && [ -d "$DS/facebook-pages" ] || DS=${CARRY:+$CARRY/datasets}
@@ -209,12 +221,12 @@ say "generating the 10M-edge R-MAT graph"
   die "tma gen rmat failed"
 GRAPHS+=(rmat10m)
 
-bench() { # NAME GRAPH ARGS...: one bench_gnn run into $OUT_DIR/bench_NAME.json
+bench() { # NAME GRAPH ARGS...: one bench_gnn run into $W/bench_NAME.json
   local name=$1 g=$2; shift 2
   say "bench_gnn $name"
-  if timeout 200 ./bench/gnn/bench_gnn "$G/$g.tmag" --threads "$JOBS" "$@" > "$OUT_DIR/bench_$name.json" \
+  if timeout 200 ./bench/gnn/bench_gnn "$G/$g.tmag" --threads "$JOBS" "$@" > "$W/bench_$name.json" \
        2>> "$LOG"; then
-    record "bench:$name" "$(cat "$OUT_DIR/bench_$name.json")"
+    record "bench:$name" "$(cat "$W/bench_$name.json")"
   else
     say "bench_gnn $name failed or ran out of time (see $LOG)"
     record "bench:$name" '"failed"'
@@ -229,7 +241,7 @@ done
 fi
 
 # --- 5. the table --------------------------------------------------------------------------------------
-python3 - "$RES" "$OUT_DIR" "$GPU_NAME" "$(( SECONDS - T_START ))" <<'PY'
+python3 - "$RES" "$W" "$GPU_NAME" "$(( SECONDS - T_START ))" <<'PY'
 import json, sys
 res, out, gpu, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 d = {}
@@ -237,7 +249,7 @@ for line in open(res):
     d.update(json.loads(line))
 json.dump(d, open(out + "/gpu_results.json", "w"), indent=1)
 peak = d.get("sgemm", {}).get("peak_tflops", 0)
-rows = ["| graph | device | train edges/s | step ms | eval s | val MRR | dense TFLOP/s (of cuBLAS peak) |",
+rows = ["| graph | device | train edges/s | step ms | eval s | val MRR | dense TFLOP/s (share of the sgemm peak: cuBLAS, or OpenBLAS for cpu) |",
         "|---|---|---|---|---|---|---|"]
 for g in ("fb", "rmat10m"):
     for dev in ("cpu", "cuda"):
