@@ -13,17 +13,18 @@
 
 int cli_cmd_eval(int argc, char **argv)
 {
-    const char *split = "test";
+    const char *split = "test", *device = NULL;
     int as_json = 0;
     int64_t threads = 0, max_edges = 0;
     const cli_opt_t opts[] = {
         {"split", 0, CLI_STR, &split, "test|val", "which evaluation edges (default test)", NULL},
         {"threads", 0, CLI_INT, &threads, "N", "threads (default: one per CPU)", NULL},
+        {"device", 0, CLI_STR, &device, "DEV", "cpu, cuda or cuda:N (default cpu)", NULL},
         {"max-edges", 0, CLI_INT, &max_edges, "N", "only the first N edges of the split (default all)", NULL},
         {"json", 0, CLI_FLAG, &as_json, NULL, "print one JSON object", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
-    const cli_spec_t spec = {"eval", "G.tmag WEIGHTS [--split test|val] [--json]",
+    const cli_spec_t spec = {"eval", "G.tmag WEIGHTS [--split test|val] [--device DEV] [--json]",
                              "Prints the MRR of a weight file (from tma train or a distributed run) on the graph's "
                              "test or validation edges, each ranked against its fixed negatives (ties count "
                              "against the positive), with full-neighbourhood inference over the training graph.",
@@ -44,6 +45,8 @@ int cli_cmd_eval(int argc, char **argv)
         return cli_usage_error("eval", "--threads: expected 0 to 1024, got %lld", (long long)threads);
     if (max_edges < 0)
         return cli_usage_error("eval", "--max-edges: expected a non-negative count");
+    if (device && !tma_gnn_device_valid(device))
+        return cli_usage_error("eval", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
 
     tma_gnn_config_t cfg;
     float *params = NULL;
@@ -53,6 +56,7 @@ int cli_cmd_eval(int argc, char **argv)
         return CLI_EXIT_RUNTIME;
     cfg.threads = (int)threads;
     cfg.eval_max_edges = max_edges;
+    snprintf(cfg.eval_device, sizeof cfg.eval_device, "%s", device ? device : "cpu");
     tma_graph_t *g = NULL;
     tma_gnn_evaluator_t *ev = NULL;
     int rc = CLI_EXIT_RUNTIME;

@@ -172,7 +172,7 @@ static int run_exists(const char *dir)
 
 int cli_cmd_train(int argc, char **argv)
 {
-    const char *config_path = NULL, *out = NULL, *encoder = NULL;
+    const char *config_path = NULL, *out = NULL, *encoder = NULL, *device = NULL;
     double seconds = 0, eval_every = 0, lr = 0;
     int64_t steps = 0, threads = -1, seed = -1, batch = 0;
     int seen_seconds = 0, seen_steps = 0, seen_eval = 0, seen_lr = 0, seen_seed = 0, quiet = 0;
@@ -185,6 +185,8 @@ int cli_cmd_train(int argc, char **argv)
         {"output", 'o', CLI_STR, &out, "RUN", "run folder to create (required)", NULL},
         {"encoder", 0, CLI_STR, &encoder, "NAME", "override model.encoder: gcn, sage or mlp", NULL},
         {"threads", 0, CLI_INT, &threads, "N", "override train.threads (0: one per CPU)", NULL},
+        {"device", 0, CLI_STR, &device, "DEV",
+         "cpu, cuda or cuda:N: override train.device and eval.device (sampling stays on the CPU)", NULL},
         {"seed", 0, CLI_INT, &seed, "S", "override train.seed", &seen_seed},
         {"batch-size", 0, CLI_INT, &batch, "B", "override train.batch_size", NULL},
         {"lr", 0, CLI_DOUBLE, &lr, "LR", "override train.lr", &seen_lr},
@@ -192,7 +194,7 @@ int cli_cmd_train(int argc, char **argv)
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {
-        "train", "G.tmag [--config model.json] [--seconds T | --steps N] [--eval-every-seconds E] -o RUN",
+        "train", "G.tmag [--config model.json] [--seconds T | --steps N] [--eval-every-seconds E] [--device DEV] -o RUN",
         "Trains one link-prediction model on the whole training graph of G.tmag (the centralized baseline), "
         "validating every E seconds. RUN receives config.json, metrics.jsonl (one line per validation), "
         "best.tmaw (the best validated weights) and result.json (test_mrr, best_val_mrr, best_at_seconds, "
@@ -251,6 +253,12 @@ int cli_cmd_train(int argc, char **argv)
         r.cfg.batch_size = (int)TMA_MIN(TMA_MAX(batch, -1), (int64_t)1 << 30);
     if (seen_lr)
         r.cfg.lr = lr;
+    if (device) {
+        if (!tma_gnn_device_valid(device))
+            return cli_usage_error("train", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
+        snprintf(r.cfg.device, sizeof r.cfg.device, "%s", device);
+        snprintf(r.cfg.eval_device, sizeof r.cfg.eval_device, "%s", device);
+    }
     if (tma_gnn_config_validate(&r.cfg, "tma train") != TMA_OK)
         return CLI_EXIT_USAGE;
 
@@ -269,6 +277,11 @@ int cli_cmd_train(int argc, char **argv)
                         "choose another -o or remove it\n", out);
         goto out;
     }
+    /* The trainer and evaluator first: a device that is not there fails
+     * before the run folder exists. */
+    if ((st = tma_gnn_trainer_create(&r.cfg, &r.g, 1, &r.tr)) != TMA_OK ||
+        (st = tma_gnn_evaluator_create(&r.cfg, r.g, &r.ev)) != TMA_OK)
+        goto out;
     if ((st = tma_mkdir_p(out)) != TMA_OK)
         goto out;
     {
@@ -290,17 +303,15 @@ int cli_cmd_train(int argc, char **argv)
         goto out;
     }
     free(mpath);
-    if ((st = tma_gnn_trainer_create(&r.cfg, &r.g, 1, &r.tr)) != TMA_OK ||
-        (st = tma_gnn_evaluator_create(&r.cfg, r.g, &r.ev)) != TMA_OK)
-        goto out;
     r.params = malloc((size_t)tma_gnn_trainer_param_count(r.tr) * sizeof *r.params);
     if (!r.params)
         goto out;
     if (!quiet)
-        fprintf(stderr, "[train] %s on %s: %lld nodes, %lld training edges, %lld parameters, batch %d, %d thread(s)\n",
+        fprintf(stderr, "[train] %s on %s: %lld nodes, %lld training edges, %lld parameters, batch %d, %d thread(s), "
+                        "device %s\n",
                 tma_gnn_encoder_name(r.cfg.encoder), pos[0], (long long)r.g->num_nodes,
                 (long long)r.g->num_train_edges, (long long)tma_gnn_trainer_param_count(r.tr), r.cfg.batch_size,
-                r.cfg.threads > 0 ? r.cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN));
+                r.cfg.threads > 0 ? r.cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN), r.cfg.device);
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);

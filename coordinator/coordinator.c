@@ -1537,12 +1537,15 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
     if (opts->eval_threads > 0)
         c->cfg.eval_threads = opts->eval_threads;
     {
+        /* CUDA backend (issue 7): the evaluator computes on this device (it
+         * reads the weights from host memory whatever the device). */
         const char *dev = opts->eval_device ? opts->eval_device : c->job->eval_device;
-        if (strcmp(dev, "cpu") != 0) {
-            tma_log_error(COMP, "evaluator device %s: this build evaluates on the CPU only", dev);
-            st = TMA_ERR_UNSUPPORTED;
+        if (!tma_gnn_device_valid(dev)) {
+            tma_log_error(COMP, "evaluator device \"%s\": expected cpu, cuda or cuda:N", dev);
+            st = TMA_ERR_INVALID;
             goto out;
         }
+        snprintf(c->cfg.eval_device, sizeof c->cfg.eval_device, "%s", dev);
     }
     if ((st = tma_gnn_config_resolve(&c->cfg, c->graph)) != TMA_OK)
         goto out;

@@ -36,7 +36,8 @@ tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_bac
         ops = &tma_gnn_cpu_generic_ops;
     } else if (strcmp(device, "ref") == 0) {
         ops = &tma_gnn_ref_ops;
-    } else if (strncmp(device, "cuda", 4) == 0 && (device[4] == '\0' || device[4] == ':')) {
+    } else if (tma_gnn_device_valid(device)) {
+        /* "cuda" or "cuda:N" ("cpu" was taken above) */
 #ifdef HAVE_CUDA
         ops = &tma_gnn_cuda_ops;
 #else
@@ -89,7 +90,7 @@ static const char *const op_names[GNN_OP_COUNT] = {
     "matmul", "add_bias", "colsum", "spmm", "spmm_t", "layernorm_fwd", "layernorm_bwd", "prelu_fwd",
     "prelu_bwd", "pair_mul", "pair_mul_bwd", "bce_logits", "sumsq", "scale", "fill", "copy", "adam",
     "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download", "bias_prelu",
-    "ln_prelu_fwd", "ln_prelu_bwd"};
+    "ln_prelu_fwd", "ln_prelu_bwd", "mrr_sum"};
 
 int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max)
 {
@@ -106,6 +107,34 @@ int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stat
     return n;
 }
 
+int tma_gnn_cuda_built(void)
+{
+#ifdef HAVE_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+void tma_gnn_backend_set_sync_timing(tma_gnn_backend_t *b, int on) { b->sync_timing = on != 0; }
+
+void *tma_gnn_backend_host_alloc(tma_gnn_backend_t *b, size_t bytes)
+{
+    return b->ops->host_alloc ? b->ops->host_alloc(b, bytes) : tma_alloc_aligned(bytes);
+}
+
+void tma_gnn_backend_host_free(tma_gnn_backend_t *b, void *p)
+{
+    if (!p)
+        return;
+    if (b->ops->host_free)
+        b->ops->host_free(b, p);
+    else
+        tma_free_aligned(p);
+}
+
+tma_status_t tma_gnn_backend_wait(tma_gnn_backend_t *b) { return b->ops->wait ? b->ops->wait(b) : TMA_OK; }
+
 void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b)
 {
     memset(b->op_calls, 0, sizeof b->op_calls);
@@ -114,11 +143,18 @@ void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b)
 }
 
 /* Calls an op through backend `b`, adding its time (and dense flops) to b's statistics. */
+/* With sync_timing the device finishes the work queued before the op, and
+ * the op itself, inside the measurement's bounds (device backends queue ops
+ * and return at once). */
 #define TIMED(b, op, flops, call)                                                                  \
     do {                                                                                           \
         tma_gnn_backend_t *b_ = (b);                                                               \
+        if (b_->sync_timing)                                                                       \
+            (void)tma_gnn_backend_wait(b_);                                                        \
         uint64_t t0_ = tma_clock_ns();                                                             \
         tma_status_t st_ = (call);                                                                 \
+        if (b_->sync_timing && st_ == TMA_OK)                                                      \
+            st_ = tma_gnn_backend_wait(b_);                                                        \
         b_->op_ns[op] += tma_clock_ns() - t0_;                                                     \
         b_->op_calls[op]++;                                                                        \
         b_->op_flops[op] += (flops);                                                               \
@@ -393,6 +429,14 @@ tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor
     REQUIRE("adam", tma_gnn_tensor_numel(g) == n && tma_gnn_tensor_numel(m) == n && tma_gnn_tensor_numel(v) == n);
     REQUIRE("adam", h->step >= 1);
     TIMED(p->backend, GNN_OP_ADAM, 0, p->backend->ops->adam(p->backend, p, g, m, v, h));
+}
+
+tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p)
+{
+    REQUIRE("mrr_sum", IS(scores, TMA_GNN_F32) && scores->cols >= 1);
+    if (!scores->backend->ops->mrr_sum)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(scores->backend, GNN_OP_MRR_SUM, 0, scores->backend->ops->mrr_sum(scores->backend, scores, sum_p));
 }
 
 tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,

@@ -49,6 +49,19 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->eval_batch_edges = 32;
     cfg->eval_max_edges = 0;
     cfg->eval_threads = 0;
+    strcpy(cfg->device, "cpu");
+    strcpy(cfg->eval_device, "cpu");
+}
+
+int tma_gnn_device_valid(const char *device)
+{
+    if (!device)
+        return 0;
+    if (strcmp(device, "cpu") == 0 || strcmp(device, "cuda") == 0)
+        return 1;
+    int64_t i;
+    return strncmp(device, "cuda:", 5) == 0 && tma_parse_i64(device + 5, &i) == 0 && i >= 0 && i < 1024 &&
+           device[5] >= '0' && device[5] <= '9';
 }
 
 tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx)
@@ -91,6 +104,10 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: eval.batch_edges = %d is out of range [1, 65536]", ctx, cfg->eval_batch_edges);
     if (cfg->eval_max_edges < 0)
         BAD("%s: eval.max_edges must be >= 0 (0: all)", ctx);
+    if (cfg->device[0] && !tma_gnn_device_valid(cfg->device))
+        BAD("%s: train.device = \"%s\": a device is \"cpu\", \"cuda\" or \"cuda:N\"", ctx, cfg->device);
+    if (cfg->eval_device[0] && !tma_gnn_device_valid(cfg->eval_device))
+        BAD("%s: eval.device = \"%s\": a device is \"cpu\", \"cuda\" or \"cuda:N\"", ctx, cfg->eval_device);
     return TMA_OK;
 #undef BAD
 }
@@ -133,14 +150,25 @@ static tma_status_t parse_fanouts(const cJSON *train, const char *ctx, int layer
     return TMA_OK;
 }
 
+/* A device name from the config into a config field, checked. */
+static tma_status_t copy_device(const char *dev, const char *ctx, char out[32])
+{
+    if (!tma_gnn_device_valid(dev)) {
+        tma_log_error(COMP, "%s.device: \"%s\" is not a device (\"cpu\", \"cuda\" or \"cuda:N\")", ctx, dev);
+        return TMA_ERR_CONFIG;
+    }
+    snprintf(out, 32, "%s", dev);
+    return TMA_OK;
+}
+
 tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train, const cJSON *eval,
                                           const char *ctx, tma_gnn_config_t *cfg_p)
 {
     static const char *const model_keys[] = {"encoder", "layers", "hidden", "decoder_layers",
                                              "decoder_hidden", "feature_dim", NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed",
-                                             "beta1", "beta2", "eps", NULL};
-    static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", NULL};
+                                             "beta1", "beta2", "eps", "device", NULL};
+    static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", NULL};
     char mctx[256], tctx[256], ectx[256];
     snprintf(mctx, sizeof mctx, "%s: model", ctx);
     snprintf(tctx, sizeof tctx, "%s: train", ctx);
@@ -190,6 +218,12 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
     if ((st = get_intv(eval, "batch_edges", cfg.eval_batch_edges, 1, 65536, ectx, &cfg.eval_batch_edges)) ||
         (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
         (st = get_intv(eval, "threads", 0, 0, 1024, ectx, &cfg.eval_threads)))
+        return st;
+    const char *dev;
+    if ((st = tma_json_get_string(train, "device", "cpu", tctx, &dev)) != TMA_OK ||
+        (st = copy_device(dev, tctx, cfg.device)) != TMA_OK ||
+        (st = tma_json_get_string(eval, "device", "cpu", ectx, &dev)) != TMA_OK ||
+        (st = copy_device(dev, ectx, cfg.eval_device)) != TMA_OK)
         return st;
     if ((st = tma_gnn_config_validate(&cfg, ctx)) != TMA_OK)
         return st;
@@ -261,10 +295,12 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(t, "beta1", cfg->beta1);
     cJSON_AddNumberToObject(t, "beta2", cfg->beta2);
     cJSON_AddNumberToObject(t, "eps", cfg->eps);
+    cJSON_AddStringToObject(t, "device", cfg->device[0] ? cfg->device : "cpu");
     cJSON_AddItemToObject(root, "train", t);
     cJSON_AddNumberToObject(e, "batch_edges", cfg->eval_batch_edges);
     cJSON_AddNumberToObject(e, "max_edges", (double)cfg->eval_max_edges);
     cJSON_AddNumberToObject(e, "threads", cfg->eval_threads);
+    cJSON_AddStringToObject(e, "device", cfg->eval_device[0] ? cfg->eval_device : "cpu");
     cJSON_AddItemToObject(root, "eval", e);
     return root;
 }

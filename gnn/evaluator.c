@@ -61,13 +61,14 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
                       &ev->ti,      &ev->dec[0], &ev->dec[1]};
     for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
         tma_gnn_tensor_free(ts[i]);
-    for (int i = 0; i < 3; i++)
-        tma_free_aligned(ev->staging[i]);
-    tma_free_aligned(ev->h_hi);
-    tma_free_aligned(ev->h_ti);
-    tma_free_aligned(ev->h_logits);
-    if (ev->b)
+    if (ev->b) {
+        for (int i = 0; i < 3; i++)
+            tma_gnn_backend_host_free(ev->b, ev->staging[i]);
+        tma_gnn_backend_host_free(ev->b, ev->h_hi);
+        tma_gnn_backend_host_free(ev->b, ev->h_ti);
         tma_gnn_feat_destroy(ev->b, ev->feat);
+    }
+    tma_free_aligned(ev->h_logits);
     tma_gnn_backend_destroy(ev->b);
     free(ev);
 }
@@ -76,7 +77,7 @@ static void *host_array(tma_gnn_evaluator_t *ev, tensor_t *t, int slot)
 {
     if (ev->b->ops->host_addressable)
         return t->data;
-    ev->staging[slot] = tma_alloc_aligned((size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
+    ev->staging[slot] = tma_gnn_backend_host_alloc(ev->b, (size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
     return ev->staging[slot];
 }
 
@@ -155,8 +156,8 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[0])) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[1])))
         goto fail;
-    ev->h_hi = tma_alloc_aligned((size_t)ev->pairs * sizeof(int32_t));
-    ev->h_ti = tma_alloc_aligned((size_t)ev->pairs * sizeof(int32_t));
+    ev->h_hi = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t));
+    ev->h_ti = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t));
     ev->h_logits = tma_alloc_aligned((size_t)ev->pairs * sizeof(float));
     if (!ev->hb.indptr || !ev->hb.indices || !ev->hb.weights || !ev->h_hi || !ev->h_ti || !ev->h_logits) {
         st = TMA_ERR_NOMEM;
@@ -174,7 +175,9 @@ fail:
 tma_status_t tma_gnn_evaluator_create(const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                       tma_gnn_evaluator_t **ev_p)
 {
-    return gnn_evaluator_create_on("cpu", cfg, g, ev_p);
+    if (!cfg)
+        return TMA_ERR_INVALID;
+    return gnn_evaluator_create_on(cfg->eval_device[0] ? cfg->eval_device : "cpu", cfg, g, ev_p);
 }
 
 /* The next chunk of rows from r0: at most chunk_rows rows and chunk_edges edges. */
@@ -222,7 +225,9 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             tma_gnn_block_t blk;
             memset(&blk, 0, sizeof blk);
             if (!mlp) {
-                st = tma_graph_block_full(g, norm, gcn, r0, r1, &ev->hb);
+                /* The staging arrays are rewritten: the device must be done with the last chunk's. */
+                st = tma_gnn_backend_wait(ev->b);
+                st = st ? st : tma_graph_block_full(g, norm, gcn, r0, r1, &ev->hb);
                 if (st)
                     break;
                 blk.num_dst = ev->hb.num_dst;
@@ -281,6 +286,9 @@ tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params,
     const int64_t ce_max = ev->pairs / per;
     for (int64_t e0 = 0; e0 < n && st == TMA_OK; e0 += ce_max) {
         int64_t ce = TMA_MIN(ce_max, n - e0), P = ce * per;
+        /* h_hi and h_ti are rewritten: the last chunk's uploads must be done. */
+        if ((st = tma_gnn_backend_wait(ev->b)) != TMA_OK)
+            break;
         for (int64_t i = 0; i < ce; i++) {
             int64_t u = edges[2 * (e0 + i)], v = edges[2 * (e0 + i) + 1];
             int32_t *hh = ev->h_hi + i * per, *tt = ev->h_ti + i * per;
@@ -301,6 +309,14 @@ tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params,
             D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
         }
         st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, E, D);
+        if (st == TMA_OK && ev->b->ops->mrr_sum) {
+            /* Ranked where the scores are (a device backend downloads one number). */
+            tensor_t S = tma_gnn_tensor_shape(&D[ev->cfg.decoder_layers - 1], ce, per);
+            double part = 0;
+            st = tma_gnn_op_mrr_sum(&S, &part);
+            sum_rr += part;
+            continue;
+        }
         st = st ? st : tma_gnn_tensor_download(&D[ev->cfg.decoder_layers - 1], ev->h_logits);
         for (int64_t i = 0; i < ce && st == TMA_OK; i++) {
             const float *s = ev->h_logits + i * per;

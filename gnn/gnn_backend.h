@@ -1,7 +1,7 @@
 /*
  * gnn_backend.h: the compute backend interface inside gnn/.  A backend
  * fills one ops table (gnn/cpu/: OpenBLAS + OpenMP; gnn/ref/: the plain-C
- * reference; gnn/cuda/ later); everything above it (layers, model,
+ * reference; gnn/cuda/: cuBLAS + kernels); everything above it (layers, model,
  * optimizer, evaluator) calls ops and never touches tensor memory.  The
  * registry (backend.c) is the one place that knows which backends exist.
  *
@@ -18,6 +18,10 @@
 #define TMA_GNN_BACKEND_H
 
 #include "tma_gnn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct tma_gnn_tensor tensor_t;
 
@@ -135,6 +139,22 @@ typedef struct tma_gnn_ops {
     /* out = A X[ids] (the block's sources are ids' rows) */
     tma_status_t (*feat_aggregate)(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
                                    const tma_gnn_block_t *blk, tensor_t *out);
+
+    /* Optional ops (NULL where a backend has no use for them; the wrappers
+     * below fall back).  Device backends (cuda) fill them. */
+    /* Page-locked host memory for staging uploads (NULL on failure).  An
+     * upload from it may still be reading it when upload returns: the caller
+     * rewrites it only after `wait`. */
+    void *(*host_alloc)(tma_gnn_backend_t *b, size_t bytes);
+    void (*host_free)(tma_gnn_backend_t *b, void *p);
+    /* Returns when the work queued so far has finished (and reports a
+     * failure of it). */
+    tma_status_t (*wait)(tma_gnn_backend_t *b);
+    /* MRR scoring against fixed negatives: scores is n x per (each row the
+     * positive's score, then its negatives'); *sum_p = sum over rows of
+     * 1 / rank, rank = 1 + #{j >= 1 : !(s[j] < s[0])} (ties and NaN count
+     * against the positive). */
+    tma_status_t (*mrr_sum)(tma_gnn_backend_t *b, const tensor_t *scores, double *sum_p);
 } tma_gnn_ops_t;
 
 /* Ops counted in a backend's statistics (tma_gnn_backend_op_stats). */
@@ -143,7 +163,7 @@ typedef enum {
     GNN_OP_LAYERNORM_BWD, GNN_OP_PRELU_FWD, GNN_OP_PRELU_BWD, GNN_OP_PAIR_MUL, GNN_OP_PAIR_MUL_BWD,
     GNN_OP_BCE, GNN_OP_SUMSQ, GNN_OP_SCALE, GNN_OP_FILL, GNN_OP_COPY, GNN_OP_ADAM, GNN_OP_FEAT_MATMUL,
     GNN_OP_FEAT_MATMUL_GRAD, GNN_OP_FEAT_AGGREGATE, GNN_OP_UPLOAD, GNN_OP_DOWNLOAD, GNN_OP_BIAS_PRELU,
-    GNN_OP_LN_PRELU_FWD, GNN_OP_LN_PRELU_BWD, GNN_OP_COUNT
+    GNN_OP_LN_PRELU_FWD, GNN_OP_LN_PRELU_BWD, GNN_OP_MRR_SUM, GNN_OP_COUNT
 } gnn_op_id_t;
 
 struct tma_gnn_backend {
@@ -151,6 +171,7 @@ struct tma_gnn_backend {
     int threads;
     char device[32];
     void *impl; /* the backend's own state */
+    int sync_timing; /* time each op to its completion on the device (tma_gnn_backend_set_sync_timing) */
     /* time and dense FLOPs per op (for profiles; a few ns per call) */
     int64_t op_calls[GNN_OP_COUNT];
     uint64_t op_ns[GNN_OP_COUNT];
@@ -161,6 +182,13 @@ struct tma_gnn_backend {
 extern const tma_gnn_ops_t tma_gnn_cpu_avx2_ops;    /* gnn/cpu/, built for AVX2 + FMA */
 extern const tma_gnn_ops_t tma_gnn_cpu_generic_ops; /* gnn/cpu/, baseline x86-64 */
 extern const tma_gnn_ops_t tma_gnn_ref_ops;         /* gnn/ref/ */
+
+/* Staging memory for uploads: page-locked where the backend has it (see
+ * host_alloc above), else aligned host memory; NULL when out of memory. */
+void *tma_gnn_backend_host_alloc(tma_gnn_backend_t *b, size_t bytes);
+void tma_gnn_backend_host_free(tma_gnn_backend_t *b, void *p);
+/* Waits for the backend's queued work (TMA_OK at once on host backends). */
+tma_status_t tma_gnn_backend_wait(tma_gnn_backend_t *b);
 
 /* Checked wrappers: each asserts the shapes an op expects, then calls it. */
 tma_status_t tma_gnn_op_matmul(const tensor_t *A, int trans_a, const tensor_t *B, int trans_b, float alpha,
@@ -194,6 +222,8 @@ tma_status_t tma_gnn_op_scale(tensor_t *x, float s);
 tma_status_t tma_gnn_op_fill(tensor_t *x, float v);
 tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src);
 tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h);
+/* TMA_ERR_UNSUPPORTED where the backend has no mrr_sum (the caller ranks on the host). */
+tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p);
 tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *W, float beta,
                                     tensor_t *out);
 tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *dOut,
@@ -207,4 +237,7 @@ tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_
 void tma_gnn_feat_destroy(tma_gnn_backend_t *b, tma_gnn_feat_t *f);
 void tma_gnn_feat_get_info(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -12,6 +12,22 @@ gnn_libtma_gnn_a_CFLAGS = $(AM_CFLAGS) -fno-math-errno -fno-trapping-math
 EXTRA_DIST += gnn/cpu/cpu_kernels.c
 pkginclude_HEADERS += gnn/tma_gnn.h
 TMA_ALL_LIBS += gnn/libtma_gnn.a
+# gnn/cuda/: the CUDA backend, compiled by nvcc (automake has no rule for .cu)
+# into the same library when configure found CUDA; the sources ship either way.
+GNN_CUDA_SRCS = gnn/cuda/cuda_backend.cu gnn/cuda/cuda_kernels.cu
+GNN_CUDA_HDRS = gnn/cuda/cuda_int.h gnn/gnn_backend.h gnn/tma_gnn.h common/tma_common.h graph/tma_graph.h
+EXTRA_DIST += $(GNN_CUDA_SRCS) gnn/cuda/cuda_int.h
 if HAVE_CUDA
-gnn_libtma_gnn_a_SOURCES += gnn/cuda/cuda_backend.c
+GNN_CUDA_OBJS = gnn/cuda/cuda_backend.$(OBJEXT) gnn/cuda/cuda_kernels.$(OBJEXT)
+gnn_libtma_gnn_a_LIBADD = $(GNN_CUDA_OBJS)
+CLEANFILES += $(GNN_CUDA_OBJS)
+GNN_NVCC = $(NVCC) $(NVCCFLAGS) -std=c++20 -include $(top_builddir)/config.h -D_GNU_SOURCE \
+	-I$(top_srcdir)/common -I$(top_srcdir)/graph -I$(top_srcdir)/gnn $(CJSON_CFLAGS) \
+	-Xcompiler -Wall,-Wno-unused-parameter,-Wno-unused-function
+gnn/cuda/cuda_backend.$(OBJEXT): $(srcdir)/gnn/cuda/cuda_backend.cu $(GNN_CUDA_HDRS:%=$(srcdir)/%) config.h
+	@$(MKDIR_P) gnn/cuda
+	$(AM_V_CC)$(GNN_NVCC) -c $(srcdir)/gnn/cuda/cuda_backend.cu -o $@
+gnn/cuda/cuda_kernels.$(OBJEXT): $(srcdir)/gnn/cuda/cuda_kernels.cu $(srcdir)/gnn/cuda/cuda_int.h config.h
+	@$(MKDIR_P) gnn/cuda
+	$(AM_V_CC)$(GNN_NVCC) -c $(srcdir)/gnn/cuda/cuda_kernels.cu -o $@
 endif

@@ -47,9 +47,14 @@ typedef struct tma_gnn_backend tma_gnn_backend_t;
 
 /* Creates a backend for `device` ("cpu", "ref", "cuda", "cuda:1").  threads
  * <= 0 means one per online CPU.  TMA_ERR_UNSUPPORTED for a device this
- * build lacks, TMA_ERR_INVALID for an unknown name. */
+ * build lacks, TMA_ERR_INVALID for an unknown name, TMA_ERR_NO_DEVICE when
+ * the build has CUDA but the machine has no usable GPU (or not that one),
+ * TMA_ERR_DEVICE / TMA_ERR_DEVICE_NOMEM when setting the GPU up fails; each
+ * logged with the reason. */
 tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_backend_t **b_p);
 void tma_gnn_backend_destroy(tma_gnn_backend_t *b);
+/* 1 when this build has the CUDA backend (configure found the toolkit). */
+int tma_gnn_cuda_built(void);
 /* "cpu", "ref", ... */
 const char *tma_gnn_backend_name(const tma_gnn_backend_t *b);
 int tma_gnn_backend_threads(const tma_gnn_backend_t *b);
@@ -67,6 +72,11 @@ typedef struct tma_gnn_op_stat {
 
 int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max);
 void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b);
+/* on = 1: each op's time in the statistics runs until the device has
+ * finished it (a device backend otherwise queues ops and returns at once, so
+ * its statistics count launch time).  Costs a host-device round trip per op:
+ * for profiles, not for production runs. */
+void tma_gnn_backend_set_sync_timing(tma_gnn_backend_t *b, int on);
 
 typedef enum {
     TMA_GNN_F32 = 0,
@@ -120,8 +130,11 @@ typedef enum {
  *              "decoder_layers": 2, "decoder_hidden": 256, "feature_dim": D},
  *    "train": {"batch_size": 1024, "fanouts": [25, 10], "lr": 0.001,
  *              "clip": 1.0, "threads": 0, "seed": 0, "beta1": 0.9,
- *              "beta2": 0.999, "eps": 1e-8},
- *    "eval":  {"batch_edges": 16, "max_edges": 0, "threads": 0}}
+ *              "beta2": 0.999, "eps": 1e-8, "device": "cpu"},
+ *    "eval":  {"batch_edges": 16, "max_edges": 0, "threads": 0,
+ *              "device": "cpu"}}
+ * A device is "cpu", "cuda" or "cuda:N" (the GPU a trainer, or the
+ * evaluator, computes on; sampling stays on the CPU threads).
  * Missing keys take the defaults shown (DESIGN §5); unknown keys are
  * refused naming the key.  feature_dim 0 (unset) is filled in from the
  * graph when a trainer or evaluator is created.
@@ -144,6 +157,9 @@ typedef struct tma_gnn_config {
     int eval_batch_edges;  /* evaluation edges scored per chunk */
     int64_t eval_max_edges;/* 0: all; else the first N edges of the split */
     int eval_threads;      /* <= 0: as threads */
+    /* devices ("cpu", "cuda", "cuda:N"; "" means "cpu") */
+    char device[32];      /* train.device: tma_gnn_trainer_create's backend */
+    char eval_device[32]; /* eval.device: tma_gnn_evaluator_create's backend */
 } tma_gnn_config_t;
 
 /* The defaults (feature_dim 0). */
@@ -161,6 +177,10 @@ tma_status_t tma_gnn_config_load(const char *path, tma_gnn_config_t *cfg_p);
 cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg);
 /* The "model" section alone (what weight files record). */
 cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg);
+/* 1 when `device` names a device a config may hold: "cpu", "cuda" or
+ * "cuda:N" (N in 0..1023).  Whether this build and machine have it is only
+ * known when a backend is created. */
+int tma_gnn_device_valid(const char *device);
 /* Checks the ranges and relations of a config filled in by hand. */
 tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx);
 /* Sets feature_dim from the graph, or fails (TMA_ERR_MISMATCH) when it was
@@ -215,7 +235,9 @@ typedef struct tma_gnn_trainer tma_gnn_trainer_t;
  * share the feature dimension.  Parameters start from
  * tma_gnn_params_init(cfg, cfg->seed); cfg->feature_dim is resolved from the
  * graphs.  All buffers are sized here for the worst-case batch; steps do not
- * allocate.
+ * allocate.  It computes on cfg->device (see tma_gnn_backend_create for the
+ * errors of a device that is not there); weights and gradients move through
+ * the host copies below whatever the device.
  */
 tma_status_t tma_gnn_trainer_create(const tma_gnn_config_t *cfg, tma_graph_t *const *graphs, int num_graphs,
                                     tma_gnn_trainer_t **tr_p);
@@ -271,7 +293,7 @@ typedef struct tma_gnn_evaluator tma_gnn_evaluator_t;
  * its validation/test edges and fixed negatives).  Holds two N x hidden
  * embedding buffers (a layer's input and output) and chunk scratch; the
  * graph must outlive it.  May be used from any one thread at a time,
- * independently of trainers.
+ * independently of trainers.  It computes on cfg->eval_device.
  */
 tma_status_t tma_gnn_evaluator_create(const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                       tma_gnn_evaluator_t **ev_p);

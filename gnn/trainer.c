@@ -96,18 +96,19 @@ static void free_batch_buffers(tma_gnn_trainer_t *tr)
     tma_gnn_tensor_free(&tr->g_dst);
     tma_gnn_tensor_free(&tr->g_a);
     for (int i = 0; i < tr->nstaging; i++)
-        tma_free_aligned(tr->staging[i]);
+        tma_gnn_backend_host_free(tr->b, tr->staging[i]);
     tr->nstaging = 0;
     tr->have_batch = 0;
 }
 
 /* Host memory for one sample array: the tensor itself on a host-addressable
- * backend, else a staging buffer of the same size. */
+ * backend, else a staging buffer of the same size (page-locked where the
+ * backend has it, so uploads are asynchronous DMA). */
 static void *host_array(tma_gnn_trainer_t *tr, tensor_t *t)
 {
     if (tr->b->ops->host_addressable)
         return t->data;
-    void *p = tma_alloc_aligned((size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
+    void *p = tma_gnn_backend_host_alloc(tr->b, (size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
     if (p)
         tr->staging[tr->nstaging++] = p;
     return p;
@@ -191,7 +192,7 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
     /* Host views of the sample. */
     memset(&tr->sample, 0, sizeof tr->sample);
     tr->sample.nodes = host_array(tr, &tr->nodes);
-    tr->sample.seed_local = tma_alloc_aligned((size_t)(3 * tr->B) * sizeof(int32_t));
+    tr->sample.seed_local = tma_gnn_backend_host_alloc(tr->b, (size_t)(3 * tr->B) * sizeof(int32_t));
     if (tr->sample.seed_local)
         tr->staging[tr->nstaging++] = tr->sample.seed_local;
     if (!tr->sample.nodes || !tr->sample.seed_local)
@@ -237,8 +238,8 @@ static tma_status_t alloc_fixed_buffers(tma_gnn_trainer_t *tr)
     tensor_t l = tma_gnn_tensor_shape(&tr->labels, P, 1);
     st = tma_gnn_tensor_upload(&l, lab);
     free(lab);
-    tr->h_head = tma_alloc_aligned((size_t)P * sizeof(int32_t));
-    tr->h_tail = tma_alloc_aligned((size_t)P * sizeof(int32_t));
+    tr->h_head = tma_gnn_backend_host_alloc(tr->b, (size_t)P * sizeof(int32_t));
+    tr->h_tail = tma_gnn_backend_host_alloc(tr->b, (size_t)P * sizeof(int32_t));
     tr->seeds = malloc((size_t)(3 * tr->B) * sizeof(int64_t));
     tr->excl = malloc((size_t)(2 * tr->B) * sizeof(int64_t));
     if (!tr->h_head || !tr->h_tail || !tr->seeds || !tr->excl)
@@ -341,8 +342,10 @@ void tma_gnn_trainer_destroy(tma_gnn_trainer_t *tr)
         tma_gnn_tensor_free(&tr->E[k]);
         tma_gnn_tensor_free(&tr->D[k]);
     }
-    tma_free_aligned(tr->h_head);
-    tma_free_aligned(tr->h_tail);
+    if (tr->b) {
+        tma_gnn_backend_host_free(tr->b, tr->h_head);
+        tma_gnn_backend_host_free(tr->b, tr->h_tail);
+    }
     free(tr->seeds);
     free(tr->excl);
     tma_gnn_backend_destroy(tr->b);
@@ -408,7 +411,9 @@ fail:
 tma_status_t tma_gnn_trainer_create(const tma_gnn_config_t *cfg, tma_graph_t *const *graphs, int num_graphs,
                                     tma_gnn_trainer_t **tr_p)
 {
-    return gnn_trainer_create_on("cpu", cfg, graphs, num_graphs, tr_p);
+    if (!cfg)
+        return TMA_ERR_INVALID;
+    return gnn_trainer_create_on(cfg->device[0] ? cfg->device : "cpu", cfg, graphs, num_graphs, tr_p);
 }
 
 void tma_gnn_trainer_reseed(tma_gnn_trainer_t *tr, uint64_t seed)
@@ -452,6 +457,11 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
     gnn_slot_t *s = &tr->slots[si];
     const tma_graph_t *g = s->g;
     const int B = tr->B;
+    /* The staging buffers are rewritten below: the device must be done
+     * reading the last batch from them (a no-op on host backends). */
+    tma_status_t wst = tma_gnn_backend_wait(tr->b);
+    if (wst != TMA_OK)
+        return wst;
     const uint64_t entries = 2 * (uint64_t)g->num_train_edges;
     for (int i = 0; i < B; i++) {
         int64_t e = (int64_t)tma_rng_below(&tr->rng, entries);

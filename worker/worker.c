@@ -201,6 +201,13 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
     }
     if (n_want > 0) {
         if (!w->trainer) {
+            /* CUDA backend (issue 7): the job's device list, by member id. */
+            if (!w->o->device && w->job->n_worker_devices > 1) {
+                snprintf(w->device, sizeof w->device, "%s",
+                         w->job->worker_devices[w->id % (unsigned)w->job->n_worker_devices]);
+                snprintf(w->cfg.device, sizeof w->cfg.device, "%s", w->device);
+            }
+            tma_log_info(COMP, "member %u trains on %s", w->id, w->cfg.device);
             st = tma_gnn_trainer_create(&w->cfg, graphs, n_want, &w->trainer);
             int64_t P = st == TMA_OK ? tma_gnn_trainer_param_count(w->trainer) : 0;
             if (st == TMA_OK && (P != w->P || !w->sendbuf || !w->globalbuf)) {
@@ -668,12 +675,16 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
     if (opts->threads > 0)
         w.cfg.threads = opts->threads;
     snprintf(w.device, sizeof w.device, "%s", opts->device ? opts->device : w.job->worker_devices[0]);
-    if (strcmp(w.device, "cpu") != 0) {
-        tma_log_error(COMP, "device %s: this build trains on the CPU only (the CUDA backend is not built in)",
-                      w.device);
-        st = TMA_ERR_UNSUPPORTED;
+    /* CUDA backend (issue 7): the trainer computes on this device; weights
+     * still travel through the trainer's host copies, so the transport sees
+     * host memory only.  Without --device, worker i takes
+     * devices.workers[i % n] once its member id is known (incarnation). */
+    if (!tma_gnn_device_valid(w.device)) {
+        tma_log_error(COMP, "device \"%s\": expected cpu, cuda or cuda:N", w.device);
+        st = TMA_ERR_INVALID;
         goto out;
     }
+    snprintf(w.cfg.device, sizeof w.cfg.device, "%s", w.device);
     if (w.job->variant != TMA_VARIANT_GGS) {
         st = tma_partition_info_load(w.job->partition_dir, &w.pinfo);
         if (st != TMA_OK)

@@ -10,6 +10,11 @@
  *
  *   bench_gnn G.tmag [--config FILE] [--encoder E] [--batch B] [--threads T]
  *             [--warmup W] [--steps N | --seconds S] [--no-eval]
+ *             [--device cpu|cuda[:i]] [--sync-timing]
+ * --device runs the trainer and the evaluator there (sampling stays on the
+ * CPU); --sync-timing makes a device backend finish each op inside its
+ * timing, so the per-op times (and the dense products' achieved rate) are
+ * the device's, at the cost of throughput (tests/gpu/run.sh runs both).
  */
 #include "tma_gnn.h"
 
@@ -66,20 +71,25 @@ static double sgemm_rate(int64_t m, int64_t n, int64_t k, int threads)
 static int usage(void)
 {
     fprintf(stderr, "usage: bench_gnn G.tmag [--config FILE] [--encoder gcn|sage|mlp] [--batch B] [--threads T]\n"
-                    "                 [--warmup W] [--steps N | --seconds S] [--no-eval]\n");
+                    "                 [--warmup W] [--steps N | --seconds S] [--no-eval]\n"
+                    "                 [--device cpu|cuda[:i]] [--sync-timing]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    const char *graph = NULL, *config = NULL, *encoder = NULL;
+    const char *graph = NULL, *config = NULL, *encoder = NULL, *device = NULL;
     int64_t batch = 0, threads = -1, warmup = 3, steps = 0;
     double seconds = 0;
-    int do_eval = 1;
+    int do_eval = 1, sync_timing = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--no-eval") == 0) {
             do_eval = 0;
+            continue;
+        }
+        if (strcmp(a, "--sync-timing") == 0) {
+            sync_timing = 1;
             continue;
         }
         if (a[0] != '-') {
@@ -92,6 +102,8 @@ int main(int argc, char **argv)
         int bad = 0;
         if (strcmp(a, "--config") == 0)
             config = v;
+        else if (strcmp(a, "--device") == 0)
+            device = v;
         else if (strcmp(a, "--encoder") == 0)
             encoder = v;
         else if (strcmp(a, "--batch") == 0)
@@ -126,6 +138,12 @@ int main(int argc, char **argv)
         cfg.batch_size = (int)batch;
     if (threads >= 0)
         cfg.threads = (int)threads;
+    if (device) {
+        if (!tma_gnn_device_valid(device))
+            return usage();
+        snprintf(cfg.device, sizeof cfg.device, "%s", device);
+        snprintf(cfg.eval_device, sizeof cfg.eval_device, "%s", device);
+    }
 
     double t_load = tma_clock_now();
     tma_graph_t *g;
@@ -141,6 +159,7 @@ int main(int argc, char **argv)
         if (tma_gnn_trainer_step(tr, NULL) != TMA_OK)
             return 1;
     tma_gnn_backend_op_stats_reset(be);
+    tma_gnn_backend_set_sync_timing(be, sync_timing);
     tma_gnn_timing_t t0, t1;
     tma_gnn_trainer_timing(tr, &t0);
     double start = tma_clock_now(), elapsed = 0, loss_sum = 0, cpu0 = cpu_seconds();
@@ -160,6 +179,8 @@ int main(int argc, char **argv)
     cJSON_AddStringToObject(o, "impl", "tma");
     cJSON_AddStringToObject(o, "graph", graph);
     cJSON_AddStringToObject(o, "encoder", tma_gnn_encoder_name(rc->encoder));
+    cJSON_AddStringToObject(o, "device", rc->device);
+    cJSON_AddBoolToObject(o, "sync_timing", sync_timing);
     cJSON_AddNumberToObject(o, "batch_size", rc->batch_size);
     cJSON_AddNumberToObject(o, "threads", tma_gnn_backend_threads(be));
     cJSON_AddNumberToObject(o, "setup_seconds", t_load);
@@ -188,7 +209,11 @@ int main(int argc, char **argv)
     }
     int nt = tma_gnn_backend_threads(be);
     int64_t B = rc->batch_size, Hd = rc->hidden;
-    double rate = TMA_MAX(sgemm_rate(3 * B, Hd, Hd, nt), sgemm_rate(2 * B, rc->decoder_hidden, Hd, nt));
+    /* OpenBLAS's rate only means something for the CPU backend (tests/gpu/run.sh
+     * measures cuBLAS's with bench/gpu/bench_sgemm). */
+    double rate = strcmp(rc->device, "cpu") != 0
+                      ? 0
+                      : TMA_MAX(sgemm_rate(3 * B, Hd, Hd, nt), sgemm_rate(2 * B, rc->decoder_hidden, Hd, nt));
     cJSON_AddNumberToObject(o, "gemm_gflop_per_step", gemm_flops * per * 1e-9);
     cJSON_AddNumberToObject(o, "gemm_ms_per_step", gemm_s * per * 1e3);
     cJSON_AddNumberToObject(o, "gemm_achieved_gflops", gemm_s > 0 ? gemm_flops / gemm_s * 1e-9 : 0);
@@ -199,6 +224,7 @@ int main(int argc, char **argv)
         tma_gnn_evaluator_t *ev;
         if (tma_gnn_evaluator_create(rc, g, &ev) != TMA_OK)
             return 1;
+        tma_gnn_backend_set_sync_timing(tma_gnn_evaluator_backend(ev), sync_timing);
         float *p = malloc((size_t)tma_gnn_trainer_param_count(tr) * 4);
         if (!p || tma_gnn_trainer_get_params(tr, p) != TMA_OK)
             return 1;

@@ -331,6 +331,20 @@ static tma_status_t ref_adam(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *
     return TMA_OK;
 }
 
+static tma_status_t ref_mrr_sum(tma_gnn_backend_t *b, const tensor_t *scores, double *sum_p)
+{
+    double sum = 0;
+    for (int64_t i = 0; i < scores->rows; i++) {
+        const float *s = CF(scores) + i * scores->cols;
+        int64_t rank = 1;
+        for (int64_t j = 1; j < scores->cols; j++)
+            rank += !(s[j] < s[0]);
+        sum += 1.0 / (double)rank;
+    }
+    *sum_p = sum;
+    return TMA_OK;
+}
+
 static tma_status_t ref_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
                                     unsigned flags, tma_gnn_feat_t **f_p)
 {
@@ -435,4 +449,5 @@ const tma_gnn_ops_t tma_gnn_ref_ops = {
     .feat_matmul = ref_feat_matmul,
     .feat_matmul_grad = ref_feat_matmul_grad,
     .feat_aggregate = ref_feat_aggregate,
+    .mrr_sum = ref_mrr_sum,
 };

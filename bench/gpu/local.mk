@@ -1,0 +1,12 @@
+# bench/gpu/: the cuBLAS sgemm peak that tests/gpu/run.sh sets the CUDA backend's
+# dense products against (built by `make bench` in a CUDA build).
+EXTRA_DIST += bench/gpu/bench_sgemm.c
+TMA_GPU_BENCH =
+if HAVE_CUDA
+EXTRA_PROGRAMS += bench/gpu/bench_sgemm
+bench_gpu_bench_sgemm_SOURCES = bench/gpu/bench_sgemm.c
+bench_gpu_bench_sgemm_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+CLEANFILES += bench/gpu/bench_sgemm
+TMA_GPU_BENCH += bench/gpu/bench_sgemm
+endif
+bench: $(TMA_GPU_BENCH)

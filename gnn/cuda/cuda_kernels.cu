@@ -1,0 +1,735 @@
+/*
+ * cuda_kernels.cu: the CUDA backend's kernels and their launchers (see
+ * cuda_int.h).  Plain CUDA C++ with no library beyond the runtime, written
+ * to be read next to the CPU kernels (gnn/cpu/cpu_kernels.c), whose float
+ * arithmetic they follow op for op.
+ *
+ * Shapes of work: element-wise ops are grid-stride loops over at most
+ * CUK_MAX_GRID blocks; row-wise ops (LayerNorm, CSR aggregation, gathers)
+ * give each row to one warp, whose lanes take the columns (so a warp reads
+ * a row's consecutive floats together) and reduce with shuffles; column
+ * reductions give each column to a lane of a 32 x 8 block over a range of
+ * rows, then sum the ranges' partials in range order.
+ *
+ * Determinism: reductions sum fixed ranges in a fixed order, so results
+ * depend only on the shapes, never on timing.  The scatters (the
+ * transposed product without the transposed block, pair_mul_bwd, the
+ * gradient of CSR features) add with atomics and may differ in the last
+ * bits from run to run; the trainer takes the gather path (it samples the
+ * transposed blocks).
+ */
+#include "cuda_int.h"
+
+#define FULL_MASK 0xffffffffu
+#define WARPS (CUK_THREADS / 32)
+
+/* ------------------------------------------------------------------ helpers */
+
+static unsigned grid_for(int64_t n, int64_t per_block)
+{
+    int64_t g = (n + per_block - 1) / per_block;
+    if (g < 1)
+        g = 1;
+    if (g > CUK_MAX_GRID)
+        g = CUK_MAX_GRID;
+    return (unsigned)g;
+}
+
+/* Blocks for one warp per row. */
+static unsigned grid_rows(int64_t rows) { return grid_for(rows, WARPS); }
+
+static cudaError_t launched(void) { return cudaGetLastError(); }
+
+/* Every lane gets the warp's sum (a butterfly: each lane adds the same
+ * values pairwise, and IEEE addition commutes, so all lanes agree bit for bit). */
+template <class T> __device__ __forceinline__ T warp_sum(T v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+}
+
+/* The sum of v over the block's threads (tid in 0..nthreads-1, nthreads a
+ * multiple of 32, at most 1024), valid in thread 0.  Uses `ws` (32 doubles
+ * of shared memory); the caller syncs before reusing it. */
+__device__ double block_sum(double v, int tid, int nthreads, double *ws)
+{
+    const int lane = tid & 31, w = tid >> 5;
+    v = warp_sum(v);
+    if (lane == 0)
+        ws[w] = v;
+    __syncthreads();
+    v = 0;
+    if (w == 0) {
+        v = lane < (nthreads >> 5) ? ws[lane] : 0.0;
+        v = warp_sum(v);
+    }
+    return v;
+}
+
+#define GRID_STRIDE(i, n)                                                                          \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* The warp's lane, and the rows it takes: row0, row0 + nwarps, ... */
+#define WARP_ROWS(i, rows)                                                                         \
+    const int lane = threadIdx.x & 31;                                                             \
+    const int64_t nwarps_ = ((int64_t)gridDim.x * blockDim.x) >> 5;                                \
+    for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < (rows); i += nwarps_)
+
+/* Sums n partials in a fixed order into result (double) and/or out (float). */
+__global__ void k_final_sum(const double *part, int64_t n, double *result, float *out)
+{
+    __shared__ double ws[32];
+    double v = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        v += part[i];
+    v = block_sum(v, threadIdx.x, blockDim.x, ws);
+    if (threadIdx.x == 0) {
+        if (result)
+            *result = v;
+        if (out)
+            *out = (float)v;
+    }
+}
+
+static cudaError_t final_sum(cudaStream_t s, const double *part, int64_t n, double *result, float *out)
+{
+    k_final_sum<<<1, CUK_THREADS, 0, s>>>(part, n, result, out);
+    return launched();
+}
+
+/* ------------------------------------------------------------------ element-wise */
+
+__global__ void k_fill(float *x, int64_t n, float v)
+{
+    GRID_STRIDE(i, n)
+    x[i] = v;
+}
+
+cudaError_t cuk_fill(cudaStream_t s, float *x, int64_t n, float v)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    k_fill<<<grid_for(n, CUK_THREADS), CUK_THREADS, 0, s>>>(x, n, v);
+    return launched();
+}
+
+__global__ void k_scale(float *x, int64_t n, float v)
+{
+    GRID_STRIDE(i, n)
+    x[i] *= v;
+}
+
+cudaError_t cuk_scale(cudaStream_t s, float *x, int64_t n, float v)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    k_scale<<<grid_for(n, CUK_THREADS), CUK_THREADS, 0, s>>>(x, n, v);
+    return launched();
+}
+
+/* mode 0: Z += bias; 1: then Y = PReLU(Z); 2: Y = PReLU(Z) alone. */
+__global__ void k_bias_act(int mode, float *Z, int64_t rows, int64_t d, const float *bias, const float *a, float *Y)
+{
+    const float s = mode ? *a : 0.0f;
+    GRID_STRIDE(i, rows * d)
+    {
+        float v = Z[i];
+        if (mode != 2) {
+            v += bias[i % d];
+            Z[i] = v;
+        }
+        if (mode)
+            Y[i] = v * (v > 0 ? 1.0f : s);
+    }
+}
+
+cudaError_t cuk_add_bias(cudaStream_t s, float *Z, int64_t rows, int64_t d, const float *bias)
+{
+    if (rows * d <= 0)
+        return cudaSuccess;
+    k_bias_act<<<grid_for(rows * d, CUK_THREADS), CUK_THREADS, 0, s>>>(0, Z, rows, d, bias, (const float *)nullptr, (float *)nullptr);
+    return launched();
+}
+
+cudaError_t cuk_bias_prelu(cudaStream_t s, float *Z, int64_t rows, int64_t d, const float *bias, const float *a,
+                           float *Y)
+{
+    if (rows * d <= 0)
+        return cudaSuccess;
+    k_bias_act<<<grid_for(rows * d, CUK_THREADS), CUK_THREADS, 0, s>>>(bias ? 1 : 2, Z, rows, d, bias, a, Y);
+    return launched();
+}
+
+__global__ void k_prelu_bwd(const float *dY, const float *X, const float *a, int64_t n, float *dX, double *part)
+{
+    __shared__ double ws[32];
+    const float s = *a;
+    double acc = 0;
+    GRID_STRIDE(i, n)
+    {
+        const float x = X[i], g = dY[i];
+        const int pos = x > 0;
+        acc += pos ? 0.0 : (double)x * g;
+        dX[i] = g * (pos ? 1.0f : s);
+    }
+    acc = block_sum(acc, threadIdx.x, blockDim.x, ws);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = acc;
+}
+
+cudaError_t cuk_prelu_bwd(cudaStream_t s, const cuk_scratch_t *sc, const float *dY, const float *X, const float *a,
+                          int64_t n, float *dX, float *da)
+{
+    const unsigned g = grid_for(n, CUK_THREADS);
+    k_prelu_bwd<<<g, CUK_THREADS, 0, s>>>(dY, X, a, n, dX, sc->parts);
+    cudaError_t e = launched();
+    return e != cudaSuccess ? e : final_sum(s, sc->parts, g, (double *)nullptr, da);
+}
+
+/* PyTorch's single-tensor Adam in float32, as cpu_adam computes it. */
+__global__ void k_adam(float *p, const float *g, float *m, float *v, int64_t n, float b1, float b2, float c1, float c2,
+                       float step_size, float bc2_sqrt, float eps)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float gi = g[i];
+        const float mi = m[i] * b1 + gi * c1;
+        const float vi = v[i] * b2 + gi * gi * c2;
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = sqrtf(vi) / bc2_sqrt + eps;
+        p[i] = p[i] - step_size * (mi / denom);
+    }
+}
+
+cudaError_t cuk_adam(cudaStream_t s, float *p, const float *g, float *m, float *v, int64_t n, float beta1, float beta2,
+                     float step_size, float bc2_sqrt, float eps)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    k_adam<<<grid_for(n, CUK_THREADS), CUK_THREADS, 0, s>>>(p, g, m, v, n, beta1, beta2, 1.0f - beta1, 1.0f - beta2, step_size, bc2_sqrt, eps);
+    return launched();
+}
+
+/* ------------------------------------------------------------------ scalar reductions */
+
+__global__ void k_sumsq(const float *x, int64_t n, double *part)
+{
+    __shared__ double ws[32];
+    double acc = 0;
+    GRID_STRIDE(i, n)
+    acc += (double)x[i] * x[i];
+    acc = block_sum(acc, threadIdx.x, blockDim.x, ws);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = acc;
+}
+
+cudaError_t cuk_sumsq(cudaStream_t s, const cuk_scratch_t *sc, const float *x, int64_t n)
+{
+    const unsigned g = grid_for(n, CUK_THREADS);
+    k_sumsq<<<g, CUK_THREADS, 0, s>>>(x, n, sc->parts);
+    cudaError_t e = launched();
+    return e != cudaSuccess ? e : final_sum(s, sc->parts, g, sc->result, (float *)nullptr);
+}
+
+/* The loss and its gradient in double, as the CPU computes them. */
+__global__ void k_bce(const float *x, const float *y, int64_t n, float *dl, double *part)
+{
+    __shared__ double ws[32];
+    double acc = 0;
+    GRID_STRIDE(i, n)
+    {
+        const double xi = x[i], yi = y[i];
+        acc += (xi > 0 ? xi : 0) - xi * yi + log1p(exp(-fabs(xi)));
+        dl[i] = (float)((1.0 / (1.0 + exp(-xi)) - yi) / (double)n);
+    }
+    acc = block_sum(acc, threadIdx.x, blockDim.x, ws);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = acc / (double)n;
+}
+
+cudaError_t cuk_bce(cudaStream_t s, const cuk_scratch_t *sc, const float *x, const float *y, int64_t n, float *dl)
+{
+    const unsigned g = grid_for(n, CUK_THREADS);
+    k_bce<<<g, CUK_THREADS, 0, s>>>(x, y, n, dl, sc->parts);
+    cudaError_t e = launched();
+    return e != cudaSuccess ? e : final_sum(s, sc->parts, g, sc->result, (float *)nullptr);
+}
+
+/* One row of scores a thread: rank = 1 + #{j >= 1 : !(s[j] < s[0])}. */
+__global__ void k_mrr(const float *scores, int64_t n, int64_t per, double *part)
+{
+    __shared__ double ws[32];
+    double acc = 0;
+    GRID_STRIDE(i, n)
+    {
+        const float *r = scores + i * per;
+        const float s0 = r[0];
+        int64_t rank = 1;
+        for (int64_t j = 1; j < per; j++)
+            rank += !(r[j] < s0);
+        acc += 1.0 / (double)rank;
+    }
+    acc = block_sum(acc, threadIdx.x, blockDim.x, ws);
+    if (threadIdx.x == 0)
+        part[blockIdx.x] = acc;
+}
+
+cudaError_t cuk_mrr(cudaStream_t s, const cuk_scratch_t *sc, const float *scores, int64_t n, int64_t per)
+{
+    const unsigned g = grid_for(n, CUK_THREADS);
+    k_mrr<<<g, CUK_THREADS, 0, s>>>(scores, n, per, sc->parts);
+    cudaError_t e = launched();
+    return e != cudaSuccess ? e : final_sum(s, sc->parts, g, sc->result, (float *)nullptr);
+}
+
+/* ------------------------------------------------------------------ column reductions */
+
+/*
+ * A 32 x 8 block sums its 32 columns over row range blockIdx.y.
+ *   mode 0: s0 = sum X                      (colsum)
+ *   mode 1: s0 = sum dY xhat, s1 = sum dY    (LayerNorm: dgamma, dbeta)
+ *   mode 2: as 1 with dY PReLU'(y) in place of dY, y = xhat gamma + beta,
+ *           and sa = sum over y <= 0 of y dY (the slope's gradient)
+ * With one range the sums go to out0/out1, else to the partials.
+ */
+__global__ void k_colred(int mode, const float *X, const float *dY, const float *mean, const float *rstd,
+                         const float *gamma, const float *beta, const float *a, int64_t n, int64_t d, int64_t per_part,
+                         double *part0, double *part1, double *parta, float *out0, float *out1)
+{
+    __shared__ double sh0[8][33], sh1[8][33];
+    __shared__ double ws[32];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t j = (int64_t)blockIdx.x * 32 + tx;
+    const int64_t i0 = (int64_t)blockIdx.y * per_part;
+    const int64_t i1 = i0 + per_part < n ? i0 + per_part : n;
+    double s0 = 0, s1 = 0, sa = 0;
+    if (j < d) {
+        const float slope = mode == 2 ? *a : 0.0f;
+        const float g = mode == 2 ? gamma[j] : 0.0f, bt = mode == 2 ? beta[j] : 0.0f;
+        for (int64_t i = i0 + ty; i < i1; i += 8) {
+            if (mode == 0) {
+                s0 += X[i * d + j];
+                continue;
+            }
+            const float xh = (X[i * d + j] - mean[i]) * rstd[i];
+            float gy = dY[i * d + j];
+            if (mode == 2) {
+                const float y = xh * g + bt;
+                const int pos = y > 0;
+                sa += pos ? 0.0 : (double)y * gy;
+                gy = gy * (pos ? 1.0f : slope);
+            }
+            s0 += (double)gy * xh;
+            s1 += gy;
+        }
+    }
+    sh0[ty][tx] = s0;
+    sh1[ty][tx] = s1;
+    __syncthreads();
+    if (ty == 0 && j < d) {
+        for (int k = 1; k < 8; k++) {
+            s0 += sh0[k][tx];
+            s1 += sh1[k][tx];
+        }
+        if (gridDim.y == 1) {
+            out0[j] = (float)s0;
+            if (mode)
+                out1[j] = (float)s1;
+        } else {
+            part0[blockIdx.y * d + j] = s0;
+            if (mode)
+                part1[blockIdx.y * d + j] = s1;
+        }
+    }
+    if (mode == 2) {
+        sa = block_sum(sa, ty * 32 + tx, 256, ws);
+        if (ty == 0 && tx == 0)
+            parta[(int64_t)blockIdx.y * gridDim.x + blockIdx.x] = sa;
+    }
+}
+
+/* out[j] = sum over the R ranges of part[r][j], in range order. */
+__global__ void k_colcombine(const double *part0, const double *part1, int R, int64_t d, float *out0, float *out1)
+{
+    GRID_STRIDE(j, d)
+    {
+        double s0 = 0, s1 = 0;
+        for (int r = 0; r < R; r++) {
+            s0 += part0[r * d + j];
+            if (part1)
+                s1 += part1[r * d + j];
+        }
+        out0[j] = (float)s0;
+        if (part1)
+            out1[j] = (float)s1;
+    }
+}
+
+static cudaError_t colred(cudaStream_t s, const cuk_scratch_t *sc, int mode, const float *X, const float *dY,
+                          const float *mean, const float *rstd, const float *gamma, const float *beta, const float *a,
+                          int64_t n, int64_t d, float *out0, float *out1, float *da)
+{
+    if (d <= 0)
+        return cudaSuccess;
+    /* About 256 rows a range, at most CUK_MAX_PARTS ranges and CUK_PART_DOUBLES partials. */
+    int64_t R = (n + 255) / 256;
+    if (R > CUK_MAX_PARTS)
+        R = CUK_MAX_PARTS;
+    if (R > CUK_PART_DOUBLES / d)
+        R = CUK_PART_DOUBLES / d;
+    if (R < 1)
+        R = 1;
+    const int64_t per_part = n > 0 ? (n + R - 1) / R : 1;
+    const int64_t gx = (d + 31) / 32;
+    if (mode == 2 && gx * R > (int64_t)CUK_MAX_GRID * CUK_MAX_PARTS)
+        return cudaErrorInvalidValue;
+    dim3 grid((unsigned)gx, (unsigned)R), block(32, 8);
+    k_colred<<<grid, block, 0, s>>>(mode, X, dY, mean, rstd, gamma, beta, a, n, d, per_part, sc->part0, sc->part1, sc->parts, out0, out1);
+    cudaError_t e = launched();
+    if (e == cudaSuccess && R > 1) {
+        k_colcombine<<<grid_for(d, CUK_THREADS), CUK_THREADS, 0, s>>>(sc->part0, mode ? sc->part1 : nullptr, (int)R, d, out0, out1);
+        e = launched();
+    }
+    if (e == cudaSuccess && mode == 2)
+        e = final_sum(s, sc->parts, gx * R, (double *)nullptr, da);
+    return e;
+}
+
+cudaError_t cuk_colsum(cudaStream_t s, const cuk_scratch_t *sc, const float *X, int64_t n, int64_t d, float *out)
+{
+    return colred(s, sc, 0, X, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, n, d, out, nullptr, nullptr);
+}
+
+/* ------------------------------------------------------------------ LayerNorm */
+
+/* One warp a row: mean, variance (two passes, as the CPU), then the output. */
+__global__ void k_ln_fwd(const float *X, const float *gamma, const float *beta, const float *a, float eps, int64_t n,
+                         int64_t d, float *Y, float *mean, float *rstd)
+{
+    const float s = a ? *a : 0.0f;
+    WARP_ROWS(i, n)
+    {
+        const float *x = X + i * d;
+        float sum = 0;
+        for (int64_t j = lane; j < d; j += 32)
+            sum += x[j];
+        const float mu = warp_sum(sum) / (float)d;
+        float v = 0;
+        for (int64_t j = lane; j < d; j += 32)
+            v += (x[j] - mu) * (x[j] - mu);
+        const float rs = 1.0f / sqrtf(warp_sum(v) / (float)d + eps);
+        float *y = Y + i * d;
+        for (int64_t j = lane; j < d; j += 32) {
+            float t = (x[j] - mu) * rs * gamma[j] + beta[j];
+            y[j] = a ? t * (t > 0 ? 1.0f : s) : t;
+        }
+        if (lane == 0) {
+            mean[i] = mu;
+            rstd[i] = rs;
+        }
+    }
+}
+
+cudaError_t cuk_ln_fwd(cudaStream_t s, const float *X, const float *gamma, const float *beta, const float *a,
+                       float eps, int64_t n, int64_t d, float *Y, float *mean, float *rstd)
+{
+    if (n <= 0 || d <= 0)
+        return cudaSuccess;
+    k_ln_fwd<<<grid_rows(n), CUK_THREADS, 0, s>>>(X, gamma, beta, a, eps, n, d, Y, mean, rstd);
+    return launched();
+}
+
+/* dX of one row a warp: every lane reads its columns of dY before any
+ * lane writes dX (the warp sums in between), so dX may be dY. */
+__global__ void k_ln_bwd_rows(const float *dY, const float *X, const float *gamma, const float *beta, const float *a,
+                              const float *mean, const float *rstd, int64_t n, int64_t d, float *dX)
+{
+    const float s = a ? *a : 0.0f;
+    WARP_ROWS(i, n)
+    {
+        const float *x = X + i * d, *dy = dY + i * d;
+        const float m = mean[i], r = rstd[i];
+        float m1 = 0, m2 = 0;
+        for (int64_t j = lane; j < d; j += 32) {
+            const float xh = (x[j] - m) * r;
+            float gy = dy[j];
+            if (a)
+                gy = gy * (xh * gamma[j] + beta[j] > 0 ? 1.0f : s);
+            const float gg = gy * gamma[j];
+            m1 += gg;
+            m2 += gg * xh;
+        }
+        m1 = warp_sum(m1) / (float)d;
+        m2 = warp_sum(m2) / (float)d;
+        float *dx = dX + i * d;
+        for (int64_t j = lane; j < d; j += 32) {
+            const float xh = (x[j] - m) * r;
+            float gy = dy[j];
+            if (a)
+                gy = gy * (xh * gamma[j] + beta[j] > 0 ? 1.0f : s);
+            dx[j] = r * (gy * gamma[j] - m1 - xh * m2);
+        }
+    }
+}
+
+cudaError_t cuk_ln_bwd(cudaStream_t s, const cuk_scratch_t *sc, const float *dY, const float *X, const float *gamma,
+                       const float *beta, const float *a, const float *mean, const float *rstd, int64_t n, int64_t d,
+                       float *dX, float *dgamma, float *dbeta, float *da)
+{
+    /* The parameter gradients first: they read dY, which dX may overwrite. */
+    cudaError_t e = colred(s, sc, a ? 2 : 1, X, dY, mean, rstd, gamma, beta, a, n, d, dgamma, dbeta, da);
+    if (e != cudaSuccess || n <= 0 || d <= 0)
+        return e;
+    k_ln_bwd_rows<<<grid_rows(n), CUK_THREADS, 0, s>>>(dY, X, gamma, beta, a, mean, rstd, n, d, dX);
+    return launched();
+}
+
+/* ------------------------------------------------------------------ sparse */
+
+/* One warp a row; per pass a lane keeps 8 columns (j0 + lane + 32 v) in
+ * registers while the row's edges go by in order. */
+__global__ void k_spmm(const int32_t *ip, const int32_t *ix, const float *w, const int64_t *ids, const float *X,
+                       int64_t rows, int64_t d, float *Y)
+{
+    WARP_ROWS(i, rows)
+    {
+        const int32_t e0 = ip[i], e1 = ip[i + 1];
+        for (int64_t j0 = 0; j0 < d; j0 += CUK_TILE) {
+            float acc[8];
+#pragma unroll
+            for (int v = 0; v < 8; v++)
+                acc[v] = 0.0f;
+            for (int32_t e = e0; e < e1; e++) {
+                const int64_t src = ids ? ids[ix[e]] : (int64_t)ix[e];
+                const float *xr = X + src * d + j0;
+                const float we = w[e];
+#pragma unroll
+                for (int v = 0; v < 8; v++) {
+                    const int64_t j = lane + 32 * v;
+                    if (j0 + j < d)
+                        acc[v] += we * xr[j];
+                }
+            }
+            float *y = Y + i * d + j0;
+#pragma unroll
+            for (int v = 0; v < 8; v++) {
+                const int64_t j = lane + 32 * v;
+                if (j0 + j < d)
+                    y[j] = acc[v];
+            }
+        }
+    }
+}
+
+cudaError_t cuk_spmm(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const int64_t *ids,
+                     const float *X, int64_t rows, int64_t d, float *Y)
+{
+    if (rows <= 0 || d <= 0)
+        return cudaSuccess;
+    k_spmm<<<grid_rows(rows), CUK_THREADS, 0, s>>>(ip, ix, w, ids, X, rows, d, Y);
+    return launched();
+}
+
+__global__ void k_spmm_scatter(const int32_t *ip, const int32_t *ix, const float *w, const float *dY, int64_t rows,
+                               int64_t d, float *dX)
+{
+    WARP_ROWS(i, rows)
+    {
+        const float *g = dY + i * d;
+        for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+            float *dst = dX + (int64_t)ix[e] * d;
+            const float we = w[e];
+            for (int64_t j = lane; j < d; j += 32)
+                atomicAdd(dst + j, we * g[j]);
+        }
+    }
+}
+
+cudaError_t cuk_spmm_scatter(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const float *dY,
+                             int64_t rows, int64_t d, float *dX, int64_t n_src)
+{
+    if (n_src * d <= 0)
+        return cudaSuccess;
+    cudaError_t e = cudaMemsetAsync(dX, 0, (size_t)(n_src * d) * sizeof(float), s);
+    if (e != cudaSuccess || rows <= 0)
+        return e;
+    k_spmm_scatter<<<grid_rows(rows), CUK_THREADS, 0, s>>>(ip, ix, w, dY, rows, d, dX);
+    return launched();
+}
+
+/* ------------------------------------------------------------------ decoder input */
+
+__global__ void k_pair_mul(const float *H, const int32_t *hi, const int32_t *ti, int64_t np, int64_t d, float *E)
+{
+    WARP_ROWS(p, np)
+    {
+        const float *hu = H + (int64_t)hi[p] * d, *hv = H + (int64_t)ti[p] * d;
+        float *e = E + p * d;
+        for (int64_t j = lane; j < d; j += 32)
+            e[j] = hu[j] * hv[j];
+    }
+}
+
+cudaError_t cuk_pair_mul(cudaStream_t s, const float *H, const int32_t *hi, const int32_t *ti, int64_t np, int64_t d,
+                         float *E)
+{
+    if (np <= 0 || d <= 0)
+        return cudaSuccess;
+    k_pair_mul<<<grid_rows(np), CUK_THREADS, 0, s>>>(H, hi, ti, np, d, E);
+    return launched();
+}
+
+__global__ void k_pair_mul_bwd(const float *dE, const float *H, const int32_t *hi, const int32_t *ti, int64_t np,
+                               int64_t d, float *dH)
+{
+    WARP_ROWS(p, np)
+    {
+        const int64_t u = hi[p], v = ti[p];
+        const float *g = dE + p * d, *hu = H + u * d, *hv = H + v * d;
+        float *du = dH + u * d, *dv = dH + v * d;
+        for (int64_t j = lane; j < d; j += 32) {
+            atomicAdd(du + j, g[j] * hv[j]);
+            atomicAdd(dv + j, g[j] * hu[j]);
+        }
+    }
+}
+
+cudaError_t cuk_pair_mul_bwd(cudaStream_t s, const float *dE, const float *H, const int32_t *hi, const int32_t *ti,
+                             int64_t np, int64_t d, float *dH, int64_t n_h)
+{
+    if (n_h * d <= 0)
+        return cudaSuccess;
+    cudaError_t e = cudaMemsetAsync(dH, 0, (size_t)(n_h * d) * sizeof(float), s);
+    if (e != cudaSuccess || np <= 0)
+        return e;
+    k_pair_mul_bwd<<<grid_rows(np), CUK_THREADS, 0, s>>>(dE, H, hi, ti, np, d, dH);
+    return launched();
+}
+
+/* ------------------------------------------------------------------ features */
+
+__global__ void k_gather_rows(const float *X, const int64_t *ids, int64_t n, int64_t dim, float *out)
+{
+    WARP_ROWS(i, n)
+    {
+        const float *src = X + ids[i] * dim;
+        float *dst = out + i * dim;
+        for (int64_t j = lane; j < dim; j += 32)
+            dst[j] = src[j];
+    }
+}
+
+cudaError_t cuk_gather_rows(cudaStream_t s, const float *X, const int64_t *ids, int64_t n, int64_t dim, float *out)
+{
+    if (n <= 0 || dim <= 0)
+        return cudaSuccess;
+    k_gather_rows<<<grid_rows(n), CUK_THREADS, 0, s>>>(X, ids, n, dim, out);
+    return launched();
+}
+
+__global__ void k_csr_matmul(const int64_t *rowptr, const int32_t *col, const float *val, const int64_t *ids, int64_t n,
+                             const float *W, int64_t d, float beta, float *out)
+{
+    WARP_ROWS(i, n)
+    {
+        const int64_t q0 = rowptr[ids[i]], q1 = rowptr[ids[i] + 1];
+        float *o = out + i * d;
+        for (int64_t j0 = 0; j0 < d; j0 += CUK_TILE) {
+            float acc[8];
+#pragma unroll
+            for (int v = 0; v < 8; v++) {
+                const int64_t j = j0 + lane + 32 * v;
+                acc[v] = beta == 0.0f || j >= d ? 0.0f : beta * o[j];
+            }
+            for (int64_t q = q0; q < q1; q++) {
+                const float *wr = W + (int64_t)col[q] * d + j0;
+                const float x = val[q];
+#pragma unroll
+                for (int v = 0; v < 8; v++) {
+                    const int64_t j = lane + 32 * v;
+                    if (j0 + j < d)
+                        acc[v] += x * wr[j];
+                }
+            }
+#pragma unroll
+            for (int v = 0; v < 8; v++) {
+                const int64_t j = j0 + lane + 32 * v;
+                if (j < d)
+                    o[j] = acc[v];
+            }
+        }
+    }
+}
+
+cudaError_t cuk_csr_matmul(cudaStream_t s, const int64_t *rowptr, const int32_t *col, const float *val,
+                           const int64_t *ids, int64_t n, const float *W, int64_t d, float beta, float *out)
+{
+    if (n <= 0 || d <= 0)
+        return cudaSuccess;
+    k_csr_matmul<<<grid_rows(n), CUK_THREADS, 0, s>>>(rowptr, col, val, ids, n, W, d, beta, out);
+    return launched();
+}
+
+__global__ void k_csr_matmul_grad(const int64_t *rowptr, const int32_t *col, const float *val, const int64_t *ids,
+                                  int64_t n, const float *dOut, int64_t d, float *dW)
+{
+    WARP_ROWS(i, n)
+    {
+        const float *g = dOut + i * d;
+        for (int64_t q = rowptr[ids[i]]; q < rowptr[ids[i] + 1]; q++) {
+            float *dst = dW + (int64_t)col[q] * d;
+            const float x = val[q];
+            for (int64_t j = lane; j < d; j += 32)
+                atomicAdd(dst + j, x * g[j]);
+        }
+    }
+}
+
+cudaError_t cuk_csr_matmul_grad(cudaStream_t s, const int64_t *rowptr, const int32_t *col, const float *val,
+                                const int64_t *ids, int64_t n, const float *dOut, int64_t d, float *dW, int64_t dim)
+{
+    if (dim * d <= 0)
+        return cudaSuccess;
+    cudaError_t e = cudaMemsetAsync(dW, 0, (size_t)(dim * d) * sizeof(float), s);
+    if (e != cudaSuccess || n <= 0)
+        return e;
+    k_csr_matmul_grad<<<grid_rows(n), CUK_THREADS, 0, s>>>(rowptr, col, val, ids, n, dOut, d, dW);
+    return launched();
+}
+
+/* One warp a destination row: the row is zeroed, then each edge's source
+ * row of non-zeros is added with the lanes on different non-zeros (their
+ * columns differ within a row, so no two lanes write one element at once;
+ * __syncwarp orders one edge's writes before the next edge's). */
+__global__ void k_csr_aggregate(const int64_t *rowptr, const int32_t *col, const float *val, const int64_t *ids,
+                                const int32_t *ip, const int32_t *ix, const float *w, int64_t rows, int64_t dim,
+                                float *out)
+{
+    WARP_ROWS(i, rows)
+    {
+        float *o = out + i * dim;
+        for (int64_t j = lane; j < dim; j += 32)
+            o[j] = 0.0f;
+        __syncwarp();
+        for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+            const int64_t v = ids[ix[e]];
+            const float we = w[e];
+            for (int64_t q = rowptr[v] + lane; q < rowptr[v + 1]; q += 32)
+                o[col[q]] += we * val[q];
+            __syncwarp();
+        }
+    }
+}
+
+cudaError_t cuk_csr_aggregate(cudaStream_t s, const int64_t *rowptr, const int32_t *col, const float *val,
+                              const int64_t *ids, const int32_t *ip, const int32_t *ix, const float *w, int64_t rows,
+                              int64_t dim, float *out)
+{
+    if (rows <= 0 || dim <= 0)
+        return cudaSuccess;
+    k_csr_aggregate<<<grid_rows(rows), CUK_THREADS, 0, s>>>(rowptr, col, val, ids, ip, ix, w, rows, dim, out);
+    return launched();
+}

@@ -1,0 +1,115 @@
+/*
+ * test_cuda_step.c: whole training steps and evaluations, CPU against CUDA
+ * (skipped, exit 77, where there is no GPU or no CUDA build).  For each
+ * encoder, on dense and on sparse features: the same seed (so the same
+ * sampled batches: sampling runs on the CPU either way) and the same
+ * initial weights give the same loss and gradients within 1e-4 (relative
+ * to the largest) for three steps, and the same weights after them; then
+ * both evaluators score the same weights and their MRRs agree up to
+ * ranking ties (scores that differ by float rounding may swap places).
+ */
+#include "tma_test.h"
+#include "gnn_int.h"
+#include "gnn/gnn_testutil.h"
+#include "gpu_testutil.h"
+
+#include <math.h>
+#include <string.h>
+
+static double max_rel(const float *a, const float *b, int64_t n)
+{
+    double mx = 1e-30, e = 0;
+    int64_t nan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i]))
+            nan++;
+        mx = fmax(mx, fabs(b[i]));
+        e = fmax(e, fabs((double)a[i] - b[i]));
+    }
+    return nan ? INFINITY : e / mx;
+}
+
+static void check_step(tma_graph_t *g, tma_gnn_encoder_t enc, const char *what)
+{
+    tma_gnn_config_t c;
+    tma_gnn_config_default(&c);
+    c.encoder = enc;
+    c.hidden = 48;
+    c.decoder_hidden = 32;
+    c.batch_size = 128;
+    c.fanouts[0] = 8;
+    c.fanouts[1] = 5;
+    c.lr = 0.01;
+    c.threads = 2;
+    c.seed = 23;
+    tma_gnn_trainer_t *cpu, *gpu;
+    CHECK_OK(gnn_trainer_create_on("cpu", &c, &g, 1, &cpu));
+    CHECK_OK(gnn_trainer_create_on("cuda", &c, &g, 1, &gpu));
+    const int64_t n = tma_gnn_trainer_param_count(cpu);
+    CHECK(n == tma_gnn_trainer_param_count(gpu));
+    float *g1 = malloc((size_t)n * 4), *g2 = malloc((size_t)n * 4);
+    for (int s = 0; s < 3; s++) {
+        float l1 = NAN, l2 = NAN;
+        CHECK_OK(tma_gnn_trainer_compute_grads(gpu, &l1));
+        CHECK_OK(tma_gnn_trainer_compute_grads(cpu, &l2));
+        CHECK_MSG(fabs(l1 - l2) <= 1e-4 * fabs(l2), "%s %s step %d: loss %.9g on cuda, %.9g on cpu", what,
+                  tma_gnn_encoder_name(enc), s, l1, l2);
+        CHECK_OK(tma_gnn_trainer_get_grads(gpu, g1));
+        CHECK_OK(tma_gnn_trainer_get_grads(cpu, g2));
+        double e = max_rel(g1, g2, n);
+        CHECK_MSG(e <= 1e-4, "%s %s step %d: gradients differ by %.3g (relative to the largest)", what,
+                  tma_gnn_encoder_name(enc), s, e);
+        CHECK_OK(tma_gnn_trainer_apply_grads(gpu));
+        CHECK_OK(tma_gnn_trainer_apply_grads(cpu));
+    }
+    CHECK_OK(tma_gnn_trainer_get_params(gpu, g1));
+    CHECK_OK(tma_gnn_trainer_get_params(cpu, g2));
+    CHECK_MSG(max_rel(g1, g2, n) <= 1e-4, "%s %s: weights after 3 steps differ by %.3g", what,
+              tma_gnn_encoder_name(enc), max_rel(g1, g2, n));
+
+    /* Evaluation of the same (CPU) weights on both. */
+    tma_gnn_evaluator_t *ec, *eg;
+    CHECK_OK(gnn_evaluator_create_on("cpu", tma_gnn_trainer_config(cpu), g, &ec));
+    CHECK_OK(gnn_evaluator_create_on("cuda", tma_gnn_trainer_config(cpu), g, &eg));
+    for (int split = 0; split < 2; split++) {
+        double mc = NAN, mg = NAN;
+        CHECK_OK(tma_gnn_evaluator_mrr(ec, g2, (tma_gnn_split_t)split, &mc));
+        CHECK_OK(tma_gnn_evaluator_mrr(eg, g2, (tma_gnn_split_t)split, &mg));
+        /* A swap of two near-tied scores moves one edge's reciprocal rank
+         * by at most 1/2: allow that for one edge in a hundred. */
+        int64_t edges = split ? g->num_test : g->num_val;
+        double tol = 1e-6 + 0.5 * ceil(0.01 * (double)edges) / (double)edges;
+        CHECK_MSG(!isnan(mg) && fabs(mc - mg) <= tol, "%s %s split %d: MRR %.6f on cuda, %.6f on cpu", what,
+                  tma_gnn_encoder_name(enc), split, mg, mc);
+        fprintf(stderr, "%s %s split %d: MRR cpu %.6f cuda %.6f\n", what, tma_gnn_encoder_name(enc), split, mc,
+                mg);
+    }
+    tma_gnn_evaluator_destroy(ec);
+    tma_gnn_evaluator_destroy(eg);
+    free(g1);
+    free(g2);
+    tma_gnn_trainer_destroy(cpu);
+    tma_gnn_trainer_destroy(gpu);
+}
+
+int main(void)
+{
+    gpu_test_require();
+    tma_log_set_level(TMA_LOG_ERROR);
+    gnn_test_graph_opts_t o;
+    gnn_test_graph_defaults(&o);
+    o.nodes = 2000;
+    o.val = 200;
+    o.test = 200;
+    tma_graph_t *g = gnn_test_graph(&o);
+    o.sparse = 1;
+    o.feature_dim = 300;
+    tma_graph_t *gs = gnn_test_graph(&o);
+    for (int e = 0; e < 3; e++) {
+        check_step(g, (tma_gnn_encoder_t)e, "dense");
+        check_step(gs, (tma_gnn_encoder_t)e, "sparse");
+    }
+    tma_graph_destroy(g);
+    tma_graph_destroy(gs);
+    return tma_test_done();
+}
