@@ -7,6 +7,7 @@
 #   bench/paper/run.sh [-o OUT] [--budget SECONDS] [--seeds N] [--graphs "fb sbm"]
 #                      [--variants "randomtma supertma psgd-pa llcg ggs"] [--tma PATH]
 #                      [--table6 [--policies "continue reassign"]]
+#                      [--interval-steps N --rounds R]
 #
 # Prints, per graph, `tma report` over its runs: the runs, then each variant's
 # mean ± std of test MRR and convergence time, and the steps table.
@@ -18,10 +19,14 @@
 # M - 1; reassign: a live worker trains on two shards). F = 0 is the plain
 # runs of the same graph, variant and seed (made here if missing). Prints test
 # MRR F = 0 against F = 1 per variant and policy, and the relative loss.
+#
+# --interval-steps N --rounds R: aggregate every N local steps and stop after R
+# rounds instead of the time budget (every run then does the same work however
+# loaded the machine is; --budget stays a cap).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=bench-paper-out; budget=120; seeds=3; graphs="fb sbm"
-variants=""; table6=0; policies="continue reassign"
+variants=""; table6=0; policies="continue reassign"; isteps=0; rounds=0
 tma=${TMA:-$here/../../tma}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -33,6 +38,8 @@ while [ $# -gt 0 ]; do
     --tma) tma=$2; shift 2 ;;
     --table6) table6=1; shift ;;
     --policies) policies=$2; shift 2 ;;
+    --interval-steps) isteps=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +51,12 @@ datasets=${TMA_DATASETS:-$here/../../../shared/datasets}
 mkdir -p "$out/graphs"
 out=$(cd "$out" && pwd)
 interval=$(( budget / 8 )); (( interval >= 5 )) || interval=5
+agg='"interval_seconds": '$interval; dur='"train_seconds": '$budget
+if (( isteps > 0 && rounds > 0 )); then
+  agg='"interval_steps": '$isteps; dur='"train_seconds": '$budget', "rounds": '$rounds
+elif (( isteps > 0 || rounds > 0 )); then
+  echo "--interval-steps and --rounds go together" >&2; exit 2
+fi
 
 # The graphs, once.
 if [[ " $graphs " == *" fb "* && ! -f $out/graphs/fb.tmag ]]; then
@@ -69,7 +82,7 @@ run_one() {
   [ -n "$absent" ] && fault+=', "absent_shards": ['$absent'], "on_failure": "'$policy'"'
   cat > "$out/job-$g-$name.json" <<JSON
 {"job": "paper-$g-$name", "variant": "$v", "workers": 3, "graph": "$out/graphs/$g.tmag", $part
- "aggregation": {"interval_seconds": $interval}, "duration": {"train_seconds": $budget},
+ "aggregation": {$agg}, "duration": {$dur},
  "model": {"encoder": "gcn", "hidden": 128, "decoder_hidden": 128},
  "train": {"batch_size": 512, "seed": $s}, "fault": {$fault}}
 JSON
@@ -89,7 +102,7 @@ if ((table6)); then
       done
     done
     echo
-    echo "### $g: Table 6 shape, M = 3, budget ${budget} s, aggregation every ${interval} s, $seeds seed(s)"
+    echo "### $g: Table 6 shape, M = 3, aggregation $agg, duration $dur, $seeds seed(s)"
     python3 - "$out/runs" "$g" "$variants" "$policies" <<'PY'
 import json, os, statistics, sys
 root, g, variants, policies = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()

@@ -117,13 +117,15 @@ static void test_auth(void)
     /* Any change to users or roles makes every token issued before it
      * stale.  A restart then makes the watch reconnect with its stale token
      * (etcd answers "permission denied"): it and the next call must log in
-     * again by themselves. */
+     * again by themselves.
+     * (The watch thread may log in again before the put does, so the
+     * generation is compared with the one before the restart.) */
+    gen = kv->token_gen;
     CHECK(tma_test_etcdctl(etcd, "--user", "root:rootpw", "user", "add", "bob:bpw", NULL) == 0);
     tma_test_etcd_restart(etcd, 0);
-    gen = kv->token_gen;
     int64_t rev = 0;
     CHECK_OK(tma_kv_put(kv, "/tma/job/members/3", "up", 2, 0, &rev));
-    CHECK(kv->token_gen > gen);
+    CHECK_MSG(kv->token_gen > gen, "no new login after the restart (generation %llu)", (unsigned long long)gen);
     CHECK_MSG(kvt_wait_events(&rec, 2, 15), "the watch did not come back after the restart");
     CHECK(rec.end_status == TMA_OK && rec.n >= 2 && rec.ev[rec.n - 1].mod_revision == rev);
     tma_kv_watch_stop(w);
