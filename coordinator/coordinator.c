@@ -327,6 +327,23 @@ static int participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
     return n;
 }
 
+/* Opens a round's bookkeeping: the participants (into ids, returned count)
+ * are expected, with the lease they hold now; every other slot is not. */
+static int expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
+{
+    int n = participants(c, s, ids);
+    for (int i = 0; i < c->n_slots; i++)
+        c->slots[i].expected = c->slots[i].got = c->slots[i].missed = 0;
+    for (int i = 0; i < n; i++) {
+        slot_t *sl = slot_find(c, ids[i]);
+        const tma_member_rec_t *m = tma_jobview_snap_member(s, ids[i]);
+        sl->expected = 1;
+        sl->lease = m ? m->lease : 0;
+        slot_post(c, sl);
+    }
+    return n;
+}
+
 /* Looks at the job view: members gone (policy), members joined (elastic
  * take-over of orphaned or surplus shards), readiness (push the weights). */
 static tma_status_t service_view(coord_t *c, int training)
@@ -801,17 +818,7 @@ static tma_status_t tma_round(coord_t *c, int64_t t)
     int n_alive = 0;
     for (int i = 0; i < s.n_members; i++)
         alive[n_alive++] = s.members[i].rec.id;
-    int n = participants(c, &s, ids);
-    for (int i = 0; i < c->n_slots; i++) {
-        c->slots[i].expected = c->slots[i].got = c->slots[i].missed = 0;
-    }
-    for (int i = 0; i < n; i++) {
-        slot_t *sl = slot_find(c, ids[i]);
-        const tma_member_rec_t *m = tma_jobview_snap_member(&s, ids[i]);
-        sl->expected = 1;
-        sl->lease = m ? m->lease : 0;
-        slot_post(c, sl);
-    }
+    (void)expect_participants(c, &s, ids);
     tma_jobview_snap_free(&s);
 
     double t0 = tma_clock_now();
@@ -894,16 +901,7 @@ static tma_status_t ggs_loop(coord_t *c)
         if ((st = tma_jobview_snapshot(c->view, &s)) != TMA_OK)
             break;
         uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
-        int n = ids ? participants(c, &s, ids) : 0;
-        for (int i = 0; i < c->n_slots; i++)
-            c->slots[i].expected = c->slots[i].got = c->slots[i].missed = 0;
-        for (int i = 0; i < n; i++) {
-            slot_t *sl = slot_find(c, ids[i]);
-            const tma_member_rec_t *m = tma_jobview_snap_member(&s, ids[i]);
-            sl->expected = 1;
-            sl->lease = m ? m->lease : 0;
-            slot_post(c, sl);
-        }
+        int n = ids ? expect_participants(c, &s, ids) : 0;
         tma_jobview_snap_free(&s);
         if (n == 0) {
             free(ids);
