@@ -80,3 +80,44 @@ if ev["round"] != res["best_round"] or abs(ev["mrr"] - res["best_val_mrr"]) > 2e
         ev["round"], ev["mrr"], res["best_round"], res["best_val_mrr"]))
 PY
 }
+
+# netns_setup PREFIX BRIDGE NET ROLE...: a network namespace PREFIX+ROLE per
+# role, each joined to BRIDGE by a veth pair (inside: "v" PREFIX ROLE, on the
+# bridge: "p" PREFIX ROLE) with address NET.i (i = 1, 2, ... in role order).
+# Sets netns_cleanup as the EXIT trap: it ends every process in the
+# namespaces, removes them and the bridge, then runs _tma_cleanup.
+# in_ns ROLE CMD... runs in the foreground in ROLE's namespace, bg_ns in the
+# background (`ip netns exec` also gives the process its namespace's /sys,
+# where UCX lists devices).
+netns_setup() {
+  _ns_prefix=$1; _ns_br=$2; local net=$3; shift 3; _ns_roles=("$@")
+  trap netns_cleanup EXIT
+  ip link add "$_ns_br" type bridge || hard "cannot make a bridge"
+  ip link set "$_ns_br" up
+  local i=1 r ns
+  for r in "${_ns_roles[@]}"; do
+    ns="$_ns_prefix$r"
+    ip netns add "$ns" || hard "ip netns add $ns"
+    ip link add "v$ns" type veth peer name "p$ns" || hard "veth"
+    ip link set "v$ns" netns "$ns"
+    ip link set "p$ns" master "$_ns_br" up
+    ip -n "$ns" link set lo up
+    ip -n "$ns" addr add "$net.$i/24" dev "v$ns"
+    ip -n "$ns" link set "v$ns" up
+    i=$((i + 1))
+  done
+}
+netns_cleanup() {
+  local p r
+  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
+  # `ip netns exec` may fork: end whatever still runs inside each namespace.
+  for r in "${_ns_roles[@]}"; do ip netns pids "$_ns_prefix$r" 2>/dev/null | xargs -r kill -KILL 2>/dev/null; done
+  wait 2>/dev/null
+  for r in "${_ns_roles[@]}"; do ip netns del "$_ns_prefix$r" 2>/dev/null; done
+  ip link del "$_ns_br" 2>/dev/null
+  _tma_cleanup
+}
+in_ns() { local r=$1; shift; ip netns exec "$_ns_prefix$r" "$@"; }
+bg_ns() { local r=$1; shift; ( exec ip netns exec "$_ns_prefix$r" "$@" ) & }
+# The bridge side of ROLE's link (set it down to cut ROLE off).
+netns_link() { echo "p$_ns_prefix$1"; }

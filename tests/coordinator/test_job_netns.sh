@@ -14,38 +14,7 @@ br="tmabr$sfx"
 roles=(e c w1 w2)
 a=$(( (sfx % 200) + 20 )); b=$(( (sfx / 200) % 250 ))
 net="10.$a.$b"
-netns_cleanup() {
-  local p r
-  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
-  # `ip netns exec` may fork: end whatever still runs inside each namespace.
-  for r in "${roles[@]}"; do
-    ip netns pids "tma$sfx$r" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-  done
-  wait 2>/dev/null
-  for r in "${roles[@]}"; do ip netns del "tma$sfx$r" 2>/dev/null; done
-  ip link del "$br" 2>/dev/null
-  _tma_cleanup
-}
-trap netns_cleanup EXIT
-ip link add "$br" type bridge || hard "cannot make a bridge"
-ip link set "$br" up
-i=1
-for r in "${roles[@]}"; do
-  ns="tma$sfx$r"
-  ip netns add "$ns" || hard "ip netns add $ns"
-  ip link add "v$sfx$r" type veth peer name "p$sfx$r" || hard "veth"
-  ip link set "v$sfx$r" netns "$ns"
-  ip link set "p$sfx$r" master "$br" up
-  ip -n "$ns" link set lo up
-  ip -n "$ns" addr add "$net.$i/24" dev "v$sfx$r"
-  ip -n "$ns" link set "v$sfx$r" up
-  i=$((i + 1))
-done
-# `ip netns exec` also gives the process its namespace's /sys (UCX lists
-# devices there).  in_ns runs in the foreground; bg_ns in the background with
-# exec, so that $! is the process itself and cleanup can end it.
-in_ns() { local r=$1; shift; ip netns exec "tma$sfx$r" "$@"; }
-bg_ns() { local r=$1; shift; ( exec ip netns exec "tma$sfx$r" "$@" ) & }
+netns_setup "tma$sfx" "$br" "$net" "${roles[@]}"
 
 cd "$TMP_ROOT"
 make_graph g.tmag

@@ -14,32 +14,7 @@ ip netns add "tmaprobe$sfx" 2>/dev/null || skip "network namespaces cannot be ma
 ip netns del "tmaprobe$sfx"
 br="tmapb$sfx"; roles=(m p)
 a=$(( (sfx % 200) + 20 )); b=$(( (sfx / 200) % 250 )); net="10.$a.$b"
-netns_cleanup() {
-  local p r
-  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
-  for r in "${roles[@]}"; do ip netns pids "tmap$sfx$r" 2>/dev/null | xargs -r kill -KILL 2>/dev/null; done
-  wait 2>/dev/null
-  for r in "${roles[@]}"; do ip netns del "tmap$sfx$r" 2>/dev/null; done
-  ip link del "$br" 2>/dev/null
-  _tma_cleanup
-}
-trap netns_cleanup EXIT
-ip link add "$br" type bridge || hard "cannot make a bridge"
-ip link set "$br" up
-i=1
-for r in "${roles[@]}"; do
-  ns="tmap$sfx$r"
-  ip netns add "$ns" || hard "ip netns add"
-  ip link add "q$sfx$r" type veth peer name "b$sfx$r" || hard "veth"
-  ip link set "q$sfx$r" netns "$ns"
-  ip link set "b$sfx$r" master "$br" up
-  ip -n "$ns" link set lo up
-  ip -n "$ns" addr add "$net.$i/24" dev "q$sfx$r"
-  ip -n "$ns" link set "q$sfx$r" up
-  i=$((i + 1))
-done
-bg_ns() { local r=$1; shift; ( exec ip netns exec "tmap$sfx$r" "$@" ) & }
-in_ns() { local r=$1; shift; ip netns exec "tmap$sfx$r" "$@"; }
+netns_setup "tmap$sfx" "$br" "$net" "${roles[@]}"
 
 cd "$TMP_ROOT"
 fault_graph
@@ -62,10 +37,10 @@ bg_ns p "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job kn --name cut --threads 1 -
 WORKER_PIDS+=($!); track $!
 wait_round run 3 || { dump_logs coord.log cut.log; fail "no round 3"; }
 old=$(sed -n 's/.*joined job kn as member \([0-9]*\).*/\1/p' cut.log | head -n1)
-ip link set "b${sfx}p" down                   # the partition
+ip link set "$(netns_link p)" down                   # the partition
 wait_for 30 grep -q "member $old is gone" coord.log || { dump_logs coord.log; fail "the cut-off worker was not declared lost"; }
 sleep 2
-ip link set "b${sfx}p" up                     # healed
+ip link set "$(netns_link p)" up                     # healed
 wait_for 30 grep -q "was fenced" cut.log || { dump_logs cut.log; fail "the cut-off worker did not notice it was fenced"; }
 wait_for 30 sh -c "grep 'joined job kn as member' cut.log | grep -qv 'member $old '" ||
   { dump_logs cut.log; fail "the cut-off worker did not join again"; }
