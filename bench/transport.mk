@@ -2,3 +2,12 @@
 noinst_PROGRAMS += bench/bench_transport
 bench_bench_transport_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 EXTRA_DIST += bench/bench_transport.sh bench/bench_transport_cpu.sh
+# An LD_PRELOAD library for ucx_perftest (see bench/perftest_fill.c): a plain
+# shared object, built here because the project does not use libtool.  Built
+# without the sanitizer flags: it is preloaded into an uninstrumented program.
+noinst_DATA += bench/perftest_fill.so
+CLEANFILES += bench/perftest_fill.so
+EXTRA_DIST += bench/perftest_fill.c bench/transport_nocrc.patch
+bench/perftest_fill.so: bench/perftest_fill.c
+	@$(MKDIR_P) bench
+	$(AM_V_CC)$(CC) -std=gnu11 -O2 $(WARN_CFLAGS) -fPIC -shared -o $@ $(srcdir)/bench/perftest_fill.c -ldl
