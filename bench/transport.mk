@@ -11,3 +11,10 @@ EXTRA_DIST += bench/perftest_fill.c bench/transport_nocrc.patch
 bench/perftest_fill.so: bench/perftest_fill.c
 	@$(MKDIR_P) bench
 	$(AM_V_CC)$(CC) -std=gnu11 -O2 $(WARN_CFLAGS) -fPIC -shared -o $@ $(srcdir)/bench/perftest_fill.c -ldl
+# What the CRC costs plain UCP, and the CRC fused into UCX's copies (bench/bench_ucx_crc.sh).
+EXTRA_PROGRAMS += bench/bench_ucx_crc
+bench_bench_ucx_crc_SOURCES = bench/bench_ucx_crc.c
+bench_bench_ucx_crc_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+CLEANFILES += bench/bench_ucx_crc
+bench: bench/bench_ucx_crc
+EXTRA_DIST += bench/bench_ucx_crc.sh
