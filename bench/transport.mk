@@ -7,7 +7,7 @@ EXTRA_DIST += bench/bench_transport.sh bench/bench_transport_cpu.sh
 # without the sanitizer flags: it is preloaded into an uninstrumented program.
 noinst_DATA += bench/perftest_fill.so
 CLEANFILES += bench/perftest_fill.so
-EXTRA_DIST += bench/perftest_fill.c bench/transport_nocrc.patch
+EXTRA_DIST += bench/perftest_fill.c bench/transport_nocrc.patch bench/transport_experiment.patch
 bench/perftest_fill.so: bench/perftest_fill.c
 	@$(MKDIR_P) bench
 	$(AM_V_CC)$(CC) -std=gnu11 -O2 $(WARN_CFLAGS) -fPIC -shared -o $@ $(srcdir)/bench/perftest_fill.c -ldl
