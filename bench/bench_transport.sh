@@ -98,6 +98,8 @@ else
   where="a veth pair between two network namespaces$([ "$LINK" != veth ] && echo ", each end shaped to $LINK (tc tbf)")"
 fi
 
+source "$(dirname "$0")/transport_lib.sh"
+
 # The tma receiver: serves until its stdin (fd 9 here) closes.
 mkfifo "$tmp/in"
 rx "$BW" --listen "$rx_host:0" <"$tmp/in" >"$tmp/srv.out" 2>"$tmp/srv.err" &
@@ -111,29 +113,16 @@ addr=$(awk '/^ADDR/{print $2}' "$tmp/srv.out")
 lanes=$(TMA_LOG_LEVEL=debug tx "$BW" --connect "$addr" --bytes 4096 --iters 1 --warmup 0 2>&1 |
         sed -n 's/.*lanes: //p' | grep -v ' cm ' | head -n 1)
 
-perftest_once() { # size iters mode [preload] -> MiB/s
-  local port pid out pre=${4:-}
-  for _ in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 20000))
-    rx env ${pre:+LD_PRELOAD="$pre"} ucx_perftest -p "$port" -E "$3" >"$tmp/pf.srv" 2>&1 &
-    pid=$!
-    out=""
-    for _ in $(seq 50); do
-      out=$(tx env ${pre:+LD_PRELOAD="$pre"} ucx_perftest "$rx_host" -p "$port" -t tag_bw -s "$1" -n "$2" \
-              -w 2 -E "$3" 2>"$tmp/pf.err" | awk '/^Final:/{print $7}')
-      [ -n "$out" ] && break
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    if [ -n "$out" ] && [ -n "$pre" ] && ! grep -q "perftest_fill: filled [1-9]" "$tmp/pf.err"; then
-      echo "perftest_fill.so did not fill perftest's buffers: $(cat "$tmp/pf.err")" >&2
-      out=0
-    fi
-    [ -n "$out" ] && { echo "$out"; return; }
-  done
-  echo 0
+perftest_once() { # size iters mode [preload] -> MiB/s (0 when it failed)
+  local pre=${4:-} out
+  if [ -n "$pre" ]; then pf_srv=(env LD_PRELOAD="$pre"); else pf_srv=(); fi
+  pf_cli=("${pf_srv[@]}")
+  out=$(perftest_pair "$1" "$2" "$3")
+  if [ -n "$out" ] && [ -n "$pre" ] && ! grep -q "perftest_fill: filled [1-9]" "$tmp/pf.err"; then
+    echo "perftest_fill.so did not fill perftest's buffers: $(cat "$tmp/pf.err")" >&2
+    out=0
+  fi
+  echo "${out:-0}"
 }
 
 tma_once() { # size iters -> MiB/s (the line also has both sides' CPU seconds: kept in $tmp/tma.log)

@@ -39,6 +39,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+source "$(dirname "$0")/transport_lib.sh"
+
 proc_cpu() { # pid -> CPU seconds so far (user + system, all threads)
   awk -v hz="$HZ" '{sub(/^.*\) /, ""); print ($12 + $13) / hz}' "/proc/$1/stat"
 }
@@ -65,28 +67,17 @@ tma_once() {
 }
 
 # One perftest run (-E sleep): prints "MiB/s core-seconds".
+rx_host=127.0.0.1
+pf_srv=(/usr/bin/time -f "TIME %U %S" -o "$tmp/ptime")
+pf_cli=(/usr/bin/time -f "TIME %U %S" -o "$tmp/ctime")
 perftest_once() {
-  local s=$1 n=$2 port pid out
-  for _ in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 20000))
-    /usr/bin/time -f "TIME %U %S" -o "$tmp/ptime" ucx_perftest -p "$port" -E sleep >/dev/null 2>&1 &
-    pid=$!
-    out=""
-    for _ in $(seq 50); do
-      /usr/bin/time -f "TIME %U %S" -o "$tmp/ctime" ucx_perftest 127.0.0.1 -p "$port" -t tag_bw \
-        -s "$s" -n "$n" -w 2 -E sleep >"$tmp/pf.out" 2>/dev/null
-      out=$(awk '/^Final:/{print $7}' "$tmp/pf.out")
-      [ -n "$out" ] && break
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    wait "$pid" 2>/dev/null
-    if [ -n "$out" ]; then
-      cat "$tmp/ptime" "$tmp/ctime" | awk -v m="$out" '/^TIME/{c += $2 + $3} END{print m, c}'
-      return
-    fi
-  done
-  echo "0 0"
+  local out
+  out=$(perftest_pair "$1" "$2" sleep)
+  if [ -z "$out" ]; then
+    echo "0 0"
+    return
+  fi
+  cat "$tmp/ptime" "$tmp/ctime" | awk -v m="$out" '/^TIME/{c += $2 + $3} END{print m, c}'
 }
 
 echo "UCX_TLS=$UCX_TLS UCX_NET_DEVICES=$UCX_NET_DEVICES, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
