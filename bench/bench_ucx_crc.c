@@ -373,8 +373,10 @@ static int run_sender(bench_t *b, int window)
         goto out;
     for (int w = 0; w < window; w++) {
         bufs[w] = tma_alloc_aligned(b->bytes);
-        if (!bufs[w])
+        if (!bufs[w]) {
+            fprintf(stderr, "bench_ucx_crc: cannot allocate %d buffers of %zu bytes\n", window, b->bytes);
             goto out;
+        }
         for (size_t i = 0; i < b->bytes; i++)
             bufs[w][i] = (unsigned char)(i * 131u + (unsigned)w);
         g[w].data = bufs[w];
@@ -439,8 +441,10 @@ static int run_receiver(bench_t *b)
     b->have_mine = calloc(n, 1);
     b->have_theirs = calloc(n, 1);
     b->gbufs = calloc(n, sizeof *b->gbufs);
-    if (!b->dest || !b->crc_mine || !b->crc_theirs || !b->have_mine || !b->have_theirs || !b->gbufs)
+    if (!b->dest || !b->crc_mine || !b->crc_theirs || !b->have_mine || !b->have_theirs || !b->gbufs) {
+        fprintf(stderr, "bench_ucx_crc: cannot allocate %d buffers of %zu bytes\n", b->window, b->bytes);
         return -1;
+    }
     memset(b->dest, 0, b->bytes * (size_t)b->window); /* first touch before the clock */
     int64_t want = b->mode == MODE_NONE ? 0 : b->total;
     while (!b->failed && (b->landed < b->total || b->checked < want))
