@@ -120,7 +120,7 @@ static void test_bad_headers(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(cases); i++) {
         memcpy(h, good, sizeof h);
         size_t hl = sizeof h, sl = sizeof payload;
-        tma_transport_frame_damage(h, cases[i].fault, &hl, &sl);
+        transport_frame_damage(h, cases[i].fault, &hl, &sl);
         expect_bad(h, hl, cases[i].why);
     }
     /* Header faults that decode but fail the checksum. */
@@ -128,7 +128,7 @@ static void test_bad_headers(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(crc_faults); i++) {
         memcpy(h, good, sizeof h);
         size_t hl = sizeof h, sl = sizeof payload;
-        tma_transport_frame_damage(h, crc_faults[i], &hl, &sl);
+        transport_frame_damage(h, crc_faults[i], &hl, &sl);
         tma_transport_frame_t g;
         CHECK_OK(tma_transport_frame_decode(h, hl, MAXP, &g, NULL));
         CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload), TMA_ERR_CHECKSUM);
@@ -136,13 +136,13 @@ static void test_bad_headers(void)
     /* The length fault makes the header disagree with its tensor. */
     memcpy(h, good, sizeof h);
     size_t hl = sizeof h, sl = sizeof payload;
-    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_LENGTH, &hl, &sl);
+    transport_frame_damage(h, TMA_TRANSPORT_FAULT_LENGTH, &hl, &sl);
     tma_transport_frame_t g;
     expect_bad(h, hl, "chunk length");
     hl = sizeof h;
-    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_TRUNCATE, &hl, &sl);
+    transport_frame_damage(h, TMA_TRANSPORT_FAULT_TRUNCATE, &hl, &sl);
     CHECK(sl == sizeof payload - 4);
-    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_SHORT_HEADER, &hl, &sl);
+    transport_frame_damage(h, TMA_TRANSPORT_FAULT_SHORT_HEADER, &hl, &sl);
     CHECK(hl == 40);
 
     /* Lengths: over the limit, not whole floats, wrong for control frames. */
