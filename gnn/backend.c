@@ -87,10 +87,10 @@ int tma_gnn_backend_threads(const tma_gnn_backend_t *b) { return b->threads; }
 /* ------------------------------------------------------------------ op statistics */
 
 static const char *const op_names[GNN_OP_COUNT] = {
-    "matmul", "add_bias", "colsum", "spmm", "spmm_t", "layernorm_fwd", "layernorm_bwd", "prelu_fwd",
-    "prelu_bwd", "pair_mul", "pair_mul_bwd", "bce_logits", "sumsq", "scale", "fill", "copy", "adam",
-    "feat_matmul", "feat_matmul_grad", "feat_aggregate", "upload", "download", "bias_prelu",
-    "ln_prelu_fwd", "ln_prelu_bwd", "mrr_sum"};
+#define GNN_OP_NAME_(id, name) [GNN_OP_##id] = name,
+    GNN_OPS(GNN_OP_NAME_)
+#undef GNN_OP_NAME_
+};
 
 int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max)
 {

@@ -157,13 +157,41 @@ typedef struct tma_gnn_ops {
     tma_status_t (*mrr_sum)(tma_gnn_backend_t *b, const tensor_t *scores, double *sum_p);
 } tma_gnn_ops_t;
 
-/* Ops counted in a backend's statistics (tma_gnn_backend_op_stats). */
+/* Ops counted in a backend's statistics (tma_gnn_backend_op_stats), with
+ * the names the statistics report: X(ID, name) gives GNN_OP_ID and "name". */
+#define GNN_OPS(X)                                                                                 \
+    X(MATMUL, "matmul")                                                                            \
+    X(ADD_BIAS, "add_bias")                                                                        \
+    X(COLSUM, "colsum")                                                                            \
+    X(SPMM, "spmm")                                                                                \
+    X(SPMM_T, "spmm_t")                                                                            \
+    X(LAYERNORM_FWD, "layernorm_fwd")                                                              \
+    X(LAYERNORM_BWD, "layernorm_bwd")                                                              \
+    X(PRELU_FWD, "prelu_fwd")                                                                      \
+    X(PRELU_BWD, "prelu_bwd")                                                                      \
+    X(PAIR_MUL, "pair_mul")                                                                        \
+    X(PAIR_MUL_BWD, "pair_mul_bwd")                                                                \
+    X(BCE, "bce_logits")                                                                           \
+    X(SUMSQ, "sumsq")                                                                              \
+    X(SCALE, "scale")                                                                              \
+    X(FILL, "fill")                                                                                \
+    X(COPY, "copy")                                                                                \
+    X(ADAM, "adam")                                                                                \
+    X(FEAT_MATMUL, "feat_matmul")                                                                  \
+    X(FEAT_MATMUL_GRAD, "feat_matmul_grad")                                                        \
+    X(FEAT_AGGREGATE, "feat_aggregate")                                                            \
+    X(UPLOAD, "upload")                                                                            \
+    X(DOWNLOAD, "download")                                                                        \
+    X(BIAS_PRELU, "bias_prelu")                                                                    \
+    X(LN_PRELU_FWD, "ln_prelu_fwd")                                                                \
+    X(LN_PRELU_BWD, "ln_prelu_bwd")                                                                \
+    X(MRR_SUM, "mrr_sum")
+
 typedef enum {
-    GNN_OP_MATMUL, GNN_OP_ADD_BIAS, GNN_OP_COLSUM, GNN_OP_SPMM, GNN_OP_SPMM_T, GNN_OP_LAYERNORM_FWD,
-    GNN_OP_LAYERNORM_BWD, GNN_OP_PRELU_FWD, GNN_OP_PRELU_BWD, GNN_OP_PAIR_MUL, GNN_OP_PAIR_MUL_BWD,
-    GNN_OP_BCE, GNN_OP_SUMSQ, GNN_OP_SCALE, GNN_OP_FILL, GNN_OP_COPY, GNN_OP_ADAM, GNN_OP_FEAT_MATMUL,
-    GNN_OP_FEAT_MATMUL_GRAD, GNN_OP_FEAT_AGGREGATE, GNN_OP_UPLOAD, GNN_OP_DOWNLOAD, GNN_OP_BIAS_PRELU,
-    GNN_OP_LN_PRELU_FWD, GNN_OP_LN_PRELU_BWD, GNN_OP_MRR_SUM, GNN_OP_COUNT
+#define GNN_OP_ENUM_(id, name) GNN_OP_##id,
+    GNN_OPS(GNN_OP_ENUM_)
+#undef GNN_OP_ENUM_
+    GNN_OP_COUNT
 } gnn_op_id_t;
 
 struct tma_gnn_backend {

@@ -2,6 +2,7 @@
 #include "tma_test.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,27 @@ int tma_test_done(void)
         return 1;
     }
     return 0;
+}
+
+static void print_operand(int is_unsigned, uint64_t bits)
+{
+    if (is_unsigned)
+        fprintf(stderr, "%" PRIu64, bits);
+    else
+        fprintf(stderr, "%" PRId64, (int64_t)bits);
+}
+
+void tma_test_fail_cmp(const char *file, int line, const char *name, const char *expr_a,
+                       const char *op, const char *expr_b, int a_unsigned, uint64_t a_bits,
+                       int b_unsigned, uint64_t b_bits)
+{
+    fprintf(stderr, "%s:%d: %s failed: %s %s %s (", file, line, name, expr_a, op, expr_b);
+    fprintf(stderr, "%s = ", expr_a);
+    print_operand(a_unsigned, a_bits);
+    fprintf(stderr, ", %s = ", expr_b);
+    print_operand(b_unsigned, b_bits);
+    fputs(")\n", stderr);
+    tma_test_failures++;
 }
 
 void tma_test_skip(const char *reason)

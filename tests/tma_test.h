@@ -1,15 +1,19 @@
 /*
  * tma_test.h: the small assertion kit shared by tma's C tests.  A failed
  * check prints file:line and the expression, and the test exits 1 at the
- * end (checks continue so one run shows every failure).  tma_test_skip()
- * exits 77, automake's "skipped", with a reason on stderr.
+ * end (checks continue so one run shows every failure).  The ASSERT_*
+ * comparisons (after libuv's test/task.h) also print both operands' values;
+ * like CHECK they count the failure and go on.  tma_test_skip() exits 77,
+ * automake's "skipped", with a reason on stderr.
  */
 #ifndef TMA_TEST_H
 #define TMA_TEST_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tma_common.h"
 
@@ -54,15 +58,79 @@ extern int tma_test_failures;
         }                                                                                          \
     } while (0)
 
-#define CHECK_NEAR(a, b, tol)                                                                      \
+#define CHECK_NEAR(a, b, tol) TMA_ASSERT_NEAR_("CHECK_NEAR", a, b, tol)
+
+/*
+ * Comparisons that print both operands when they fail:
+ *   ASSERT_EQ/NE/LT/LE/GT/GE(a, b)  integers (any integer, enum or bool type)
+ *   ASSERT_STR_EQ(a, b)             strings (NULL never matches)
+ *   ASSERT_NULL(p), ASSERT_NOT_NULL(p)
+ *   ASSERT_NEAR(a, b, tol)          doubles: |a - b| <= tol
+ * Each operand is evaluated once.  The integer comparisons compare the
+ * operands exactly as `a OP b` would in C (same types, same conversions) and
+ * print each one as int64 or, when its type is unsigned, as uint64; a
+ * floating-point or pointer operand does not compile (use ASSERT_NEAR or
+ * ASSERT_NULL).
+ */
+#define TMA_TEST_UNSIGNED_(x)                                                                      \
+    _Generic((x), unsigned char: 1, unsigned short: 1, unsigned int: 1, unsigned long: 1,          \
+             unsigned long long: 1, default: 0)
+/* __builtin_classify_type (gcc, clang): 1 integer, 2 char, 3 enum, 4 bool. */
+#define TMA_TEST_INTEGER_(x) (__builtin_classify_type(x) >= 1 && __builtin_classify_type(x) <= 4)
+
+void tma_test_fail_cmp(const char *file, int line, const char *name, const char *expr_a,
+                       const char *op, const char *expr_b, int a_unsigned, uint64_t a_bits,
+                       int b_unsigned, uint64_t b_bits);
+
+#define TMA_ASSERT_CMP_(name, a, op, b)                                                            \
     do {                                                                                           \
-        double a_ = (double)(a), b_ = (double)(b);                                                 \
-        if (!(fabs(a_ - b_) <= (tol))) {                                                           \
-            fprintf(stderr, "%s:%d: CHECK_NEAR failed: %s = %.9g, %s = %.9g, tol %g\n", __FILE__,  \
-                    __LINE__, #a, a_, #b, b_, (double)(tol));                                      \
+        __typeof__(a) tma_a_ = (a);                                                                \
+        __typeof__(b) tma_b_ = (b);                                                                \
+        _Static_assert(TMA_TEST_INTEGER_(tma_a_) && TMA_TEST_INTEGER_(tma_b_),                     \
+                       name " compares integers");                                                 \
+        if (!(tma_a_ op tma_b_))                                                                   \
+            tma_test_fail_cmp(__FILE__, __LINE__, name, #a, #op, #b, TMA_TEST_UNSIGNED_(tma_a_),   \
+                              (uint64_t)tma_a_, TMA_TEST_UNSIGNED_(tma_b_), (uint64_t)tma_b_);     \
+    } while (0)
+
+#define ASSERT_EQ(a, b) TMA_ASSERT_CMP_("ASSERT_EQ", a, ==, b)
+#define ASSERT_NE(a, b) TMA_ASSERT_CMP_("ASSERT_NE", a, !=, b)
+#define ASSERT_LT(a, b) TMA_ASSERT_CMP_("ASSERT_LT", a, <, b)
+#define ASSERT_LE(a, b) TMA_ASSERT_CMP_("ASSERT_LE", a, <=, b)
+#define ASSERT_GT(a, b) TMA_ASSERT_CMP_("ASSERT_GT", a, >, b)
+#define ASSERT_GE(a, b) TMA_ASSERT_CMP_("ASSERT_GE", a, >=, b)
+
+#define ASSERT_STR_EQ(a, b)                                                                        \
+    do {                                                                                           \
+        const char *tma_a_ = (a), *tma_b_ = (b);                                                   \
+        if (!tma_a_ || !tma_b_ || strcmp(tma_a_, tma_b_) != 0) {                                   \
+            fprintf(stderr, "%s:%d: ASSERT_STR_EQ failed: %s = \"%s\", %s = \"%s\"\n", __FILE__,   \
+                    __LINE__, #a, tma_a_ ? tma_a_ : "(null)", #b, tma_b_ ? tma_b_ : "(null)");     \
             tma_test_failures++;                                                                   \
         }                                                                                          \
     } while (0)
+
+#define TMA_ASSERT_PTR_(name, p, want_null)                                                        \
+    do {                                                                                           \
+        const void *tma_p_ = (p);                                                                  \
+        if ((tma_p_ == NULL) != (want_null)) {                                                     \
+            fprintf(stderr, "%s:%d: %s failed: %s = %p\n", __FILE__, __LINE__, name, #p, tma_p_);  \
+            tma_test_failures++;                                                                   \
+        }                                                                                          \
+    } while (0)
+#define ASSERT_NULL(p) TMA_ASSERT_PTR_("ASSERT_NULL", p, 1)
+#define ASSERT_NOT_NULL(p) TMA_ASSERT_PTR_("ASSERT_NOT_NULL", p, 0)
+
+#define TMA_ASSERT_NEAR_(name, a, b, tol)                                                          \
+    do {                                                                                           \
+        double tma_a_ = (double)(a), tma_b_ = (double)(b);                                         \
+        if (!(fabs(tma_a_ - tma_b_) <= (tol))) {                                                   \
+            fprintf(stderr, "%s:%d: %s failed: %s = %.9g, %s = %.9g, tol %g\n", __FILE__,          \
+                    __LINE__, name, #a, tma_a_, #b, tma_b_, (double)(tol));                        \
+            tma_test_failures++;                                                                   \
+        }                                                                                          \
+    } while (0)
+#define ASSERT_NEAR(a, b, tol) TMA_ASSERT_NEAR_("ASSERT_NEAR", a, b, tol)
 
 /* Exit status for the harness: 0 when every check passed, else 1. */
 int tma_test_done(void);

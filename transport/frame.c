@@ -255,8 +255,8 @@ tma_status_t tma_transport_hello_decode(const void *payload, size_t len, const c
     return TMA_ERR_MALFORMED;
 }
 
-void tma_transport_frame_damage(unsigned char hdr[TMA_TRANSPORT_HEADER_BYTES],
-                                tma_transport_fault_t fault, size_t *hdr_len_p, size_t *send_len_p)
+void transport_frame_damage(unsigned char hdr[TMA_TRANSPORT_HEADER_BYTES],
+                            tma_transport_fault_t fault, size_t *hdr_len_p, size_t *send_len_p)
 {
     switch (fault) {
     case TMA_TRANSPORT_FAULT_HEADER_BYTE:

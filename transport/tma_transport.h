@@ -32,10 +32,11 @@
  * peer's next tensor (tma_transport_post), or in a reusable buffer from the
  * transport's receive pool; the pool allocates only when no free buffer fits
  * and never holds more than its limit (a peer whose message does not fit
- * waits: back-pressure).  CUDA memory: the interface takes a memory type;
- * the distribution's UCX 1.13 cannot send device memory, so CUDA buffers will
- * be staged through pinned host memory when the CUDA backend lands.  Until
- * then TMA_TRANSPORT_MEM_CUDA returns TMA_ERR_UNSUPPORTED.
+ * waits: back-pressure).  CUDA memory: the interface takes a memory type,
+ * but the distribution's UCX 1.13 cannot send device memory and the
+ * transport does not stage it: TMA_TRANSPORT_MEM_CUDA returns
+ * TMA_ERR_UNSUPPORTED.  Callers send host memory; a trainer on a GPU hands
+ * out host copies of its parameter and gradient blocks for that.
  *
  * Environment: UCX reads its UCX_* variables when a transport is created.
  * Connections use UCP_ERR_HANDLING_MODE_PEER, which UCX 1.13 serves over TCP
@@ -158,7 +159,7 @@ tma_status_t tma_transport_hello_decode(const void *payload, size_t len, const c
 
 typedef enum {
     TMA_TRANSPORT_MEM_HOST = 0, /* ordinary host memory */
-    TMA_TRANSPORT_MEM_CUDA = 1, /* device memory: TMA_ERR_UNSUPPORTED for now (see above) */
+    TMA_TRANSPORT_MEM_CUDA = 1, /* device memory: TMA_ERR_UNSUPPORTED (see above) */
 } tma_transport_mem_t;
 
 typedef enum {

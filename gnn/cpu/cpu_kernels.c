@@ -2,8 +2,9 @@
  * cpu_kernels.c: the CPU backend's ops: OpenBLAS sgemm for dense products,
  * OpenMP for sparse aggregation and element-wise work.  This file is
  * compiled twice, by cpu_avx2.c (AVX2 + FMA) and cpu_generic.c (the
- * baseline x86-64 ISA); cpu_backend.c picks one at run time.  It expects
- * CPU_OPS_NAME (the table to define) and CPU_OPS_LABEL.
+ * baseline x86-64 ISA); tma_gnn_backend_create (gnn/backend.c) picks one
+ * at run time.  It expects CPU_OPS_NAME (the table to define) and
+ * CPU_OPS_LABEL.
  *
  * Determinism: every result is computed in an order that depends only on
  * the inputs, never on the thread count: rows are independent; scatters

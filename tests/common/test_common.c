@@ -9,13 +9,13 @@ uint32_t tma_crc32c_sw(uint32_t crc, const void *data, size_t len);
 
 static void test_status(void)
 {
-    CHECK(tma_status_group(TMA_OK) == TMA_GROUP_OK);
-    CHECK(tma_status_group(TMA_ERR_FORMAT) == TMA_GROUP_INPUT);
-    CHECK(tma_status_group(TMA_ERR_IO) == TMA_GROUP_SYSTEM);
-    CHECK(tma_status_group(TMA_ERR_TIMEOUT) == TMA_GROUP_PEER);
-    CHECK(tma_status_group(TMA_ERR_FENCED) == TMA_GROUP_JOB);
-    CHECK(strcmp(tma_status_str(TMA_ERR_CHECKSUM), "checksum mismatch") == 0);
-    CHECK(strcmp(tma_status_str(-12345), "unknown error") == 0);
+    ASSERT_EQ(tma_status_group(TMA_OK), TMA_GROUP_OK);
+    ASSERT_EQ(tma_status_group(TMA_ERR_FORMAT), TMA_GROUP_INPUT);
+    ASSERT_EQ(tma_status_group(TMA_ERR_IO), TMA_GROUP_SYSTEM);
+    ASSERT_EQ(tma_status_group(TMA_ERR_TIMEOUT), TMA_GROUP_PEER);
+    ASSERT_EQ(tma_status_group(TMA_ERR_FENCED), TMA_GROUP_JOB);
+    ASSERT_STR_EQ(tma_status_str(TMA_ERR_CHECKSUM), "checksum mismatch");
+    ASSERT_STR_EQ(tma_status_str(-12345), "unknown error");
 }
 
 static void test_rng(void)
@@ -31,13 +31,13 @@ static void test_rng(void)
         diff += x != z;
     }
     CHECK(same);
-    CHECK(diff > 95);
+    ASSERT_GT(diff, 95);
     /* below(n) is uniform: chi-square over 10 buckets. */
     int64_t counts[10] = {0};
     const int n = 200000;
     for (int i = 0; i < n; i++) {
         uint64_t v = tma_rng_below(&a, 10);
-        CHECK(v < 10);
+        ASSERT_LT(v, 10);
         counts[v < 10 ? v : 0]++;
     }
     double chi = 0;
@@ -66,16 +66,16 @@ static void test_rng(void)
         s += v[i];
         moved += v[i] != i;
     }
-    CHECK(s == 4950);
-    CHECK(moved > 80);
-    CHECK(tma_hash64(1) != tma_hash64(2));
+    ASSERT_EQ(s, 4950);
+    ASSERT_GT(moved, 80);
+    ASSERT_NE(tma_hash64(1), tma_hash64(2));
 }
 
 static void test_crc(void)
 {
     const char *s = "123456789";
-    CHECK(tma_crc32c(0, s, 9) == 0xE3069283u);
-    CHECK(tma_crc32c_sw(0, s, 9) == 0xE3069283u);
+    ASSERT_EQ(tma_crc32c(0, s, 9), 0xE3069283u);
+    ASSERT_EQ(tma_crc32c_sw(0, s, 9), 0xE3069283u);
     /* Chunked equals whole; hardware equals table, at odd offsets and lengths. */
     unsigned char buf[4099];
     for (size_t i = 0; i < sizeof buf; i++)
@@ -83,12 +83,12 @@ static void test_crc(void)
     for (size_t off = 0; off < 9; off++) {
         size_t len = sizeof buf - off;
         uint32_t whole = tma_crc32c(0, buf + off, len);
-        CHECK(whole == tma_crc32c_sw(0, buf + off, len));
+        ASSERT_EQ(whole, tma_crc32c_sw(0, buf + off, len));
         uint32_t part = tma_crc32c(0, buf + off, 1000);
         part = tma_crc32c(part, buf + off + 1000, len - 1000);
-        CHECK(part == whole);
+        ASSERT_EQ(part, whole);
     }
-    CHECK(tma_crc32c(0, buf, 0) == 0);
+    ASSERT_EQ(tma_crc32c(0, buf, 0), 0);
     /* Long buffers take the three-stream path (blocks of 3 x 8 KiB and
      * 3 x 256 bytes): every length around those block edges, and splits. */
     size_t big_len = 3 * 8192 * 4 + 3 * 256 * 2 + 64;
@@ -104,8 +104,8 @@ static void test_crc(void)
             CHECK_MSG(tma_crc32c(0, big + off, lens[i]) == want, "len %zu off %zu", lens[i], off);
             uint32_t part = tma_crc32c(0x12345678u, big + off, lens[i] / 3);
             part = tma_crc32c(part, big + off + lens[i] / 3, lens[i] - lens[i] / 3);
-            CHECK(part == tma_crc32c_sw(tma_crc32c_sw(0x12345678u, big + off, lens[i] / 3),
-                                        big + off + lens[i] / 3, lens[i] - lens[i] / 3));
+            ASSERT_EQ(part, tma_crc32c_sw(tma_crc32c_sw(0x12345678u, big + off, lens[i] / 3),
+                                          big + off + lens[i] / 3, lens[i] - lens[i] / 3));
         }
     }
     free(big);
@@ -148,32 +148,34 @@ static void test_files(void)
     char *data;
     size_t len;
     CHECK_OK(tma_file_read_all(path, &data, &len));
-    CHECK(len == 5 && memcmp(data, "hello", 5) == 0 && data[5] == '\0');
+    ASSERT_EQ(len, 5);
+    ASSERT_EQ(memcmp(data, "hello", 5), 0);
+    ASSERT_EQ(data[5], '\0');
     free(data);
 
     /* An aborted write leaves the old file and no temporary behind. */
     tma_afile_t *af;
     CHECK_OK(tma_afile_open(path, &af));
     CHECK_OK(tma_afile_write(af, "XXXXXXXXXX", 10));
-    CHECK(count_entries(dir) == 2);
+    ASSERT_EQ(count_entries(dir), 2);
     tma_afile_abort(af);
-    CHECK(count_entries(dir) == 1);
+    ASSERT_EQ(count_entries(dir), 1);
     CHECK_OK(tma_file_read_all(path, &data, &len));
-    CHECK(len == 5);
+    ASSERT_EQ(len, 5);
     free(data);
 
     /* pwrite patches a header after the body. */
     CHECK_OK(tma_afile_open(path, &af));
     CHECK_OK(tma_afile_write(af, "....body", 8));
-    CHECK(tma_afile_offset(af) == 8);
+    ASSERT_EQ(tma_afile_offset(af), 8);
     CHECK_OK(tma_afile_pwrite(af, "HEAD", 4, 0));
     CHECK_OK(tma_afile_commit(af));
     tma_mmap_t m = {0};
     CHECK_OK(tma_mmap_open(path, &m));
     CHECK(m.size == 8 && memcmp(m.data, "HEADbody", 8) == 0);
     tma_mmap_close(&m);
-    CHECK(m.data == NULL);
-    CHECK(count_entries(dir) == 1);
+    ASSERT_NULL(m.data);
+    ASSERT_EQ(count_entries(dir), 1);
 
     CHECK_STATUS(tma_mmap_open("/nonexistent/x", &m), TMA_ERR_NOT_FOUND);
     char *deep = tma_path_join(dir, "x/y/z");
@@ -201,19 +203,19 @@ static void test_json(void)
     const char *s;
     int b;
     CHECK_OK(tma_json_get_int(root, "a", 0, 0, 10, "t", &i));
-    CHECK(i == 3);
+    ASSERT_EQ(i, 3);
     CHECK_OK(tma_json_get_int(root, "zz", 7, 0, 10, "t", &i));
-    CHECK(i == 7);
+    ASSERT_EQ(i, 7);
     CHECK_STATUS(tma_json_get_int(root, "a", 0, 5, 10, "t", &i), TMA_ERR_CONFIG);
     CHECK_STATUS(tma_json_get_int(root, "e", 0, 0, 10, "t", &i), TMA_ERR_CONFIG);
     CHECK_STATUS(tma_json_get_int(root, "c", 0, 0, 10, "t", &i), TMA_ERR_CONFIG);
     CHECK_OK(tma_json_get_double(root, "b", 0, 0, 10, "t", &d));
     CHECK(d == 2.5);
     CHECK_OK(tma_json_get_string(root, "c", NULL, "t", &s));
-    CHECK(strcmp(s, "x") == 0);
+    ASSERT_STR_EQ(s, "x");
     CHECK_STATUS(tma_json_get_string(root, "a", NULL, "t", &s), TMA_ERR_CONFIG);
     CHECK_OK(tma_json_get_bool(root, "d", 0, "t", &b));
-    CHECK(b == 1);
+    ASSERT_EQ(b, 1);
     static const char *const ok_keys[] = {"a", "b", "c", "d", "e", NULL};
     static const char *const few_keys[] = {"a", NULL};
     CHECK_OK(tma_json_check_keys(root, ok_keys, "t"));
@@ -223,13 +225,15 @@ static void test_json(void)
     CHECK_STATUS(tma_json_parse("{} x", 4, "t", &root), TMA_ERR_CONFIG);
     CHECK_STATUS(tma_json_parse("", 0, "t", &root), TMA_ERR_CONFIG);
 
-    CHECK(tma_parse_i64("123", &i) == 0 && i == 123);
-    CHECK(tma_parse_i64("12x", &i) != 0);
-    CHECK(tma_parse_i64("", &i) != 0);
-    CHECK(tma_parse_i64("99999999999999999999", &i) != 0);
-    CHECK(tma_parse_double("0.25", &d) == 0 && d == 0.25);
-    CHECK(tma_parse_double("nan", &d) != 0);
-    CHECK(tma_parse_double("1e", &d) != 0);
+    ASSERT_EQ(tma_parse_i64("123", &i), 0);
+    ASSERT_EQ(i, 123);
+    ASSERT_NE(tma_parse_i64("12x", &i), 0);
+    ASSERT_NE(tma_parse_i64("", &i), 0);
+    ASSERT_NE(tma_parse_i64("99999999999999999999", &i), 0);
+    ASSERT_EQ(tma_parse_double("0.25", &d), 0);
+    CHECK(d == 0.25);
+    ASSERT_NE(tma_parse_double("nan", &d), 0);
+    ASSERT_NE(tma_parse_double("1e", &d), 0);
 }
 
 /* Huge-page buffers: zeroed, page aligned, usable to the last byte, at
@@ -239,15 +243,17 @@ static void test_alloc_huge(void)
     const size_t sizes[] = {1, 4095, 4097, 2u << 20, (3u << 20) + 5};
     for (size_t i = 0; i < TMA_ARRAY_LEN(sizes); i++) {
         unsigned char *p = tma_alloc_huge(sizes[i]);
-        CHECK(p != NULL && (uintptr_t)p % 4096 == 0);
+        ASSERT_NOT_NULL(p);
+        ASSERT_EQ((uintptr_t)p % 4096, 0);
         if (!p)
             continue;
-        CHECK(p[0] == 0 && p[sizes[i] - 1] == 0);
+        ASSERT_EQ(p[0], 0);
+        ASSERT_EQ(p[sizes[i] - 1], 0);
         memset(p, 0xab, sizes[i]);
-        CHECK(p[sizes[i] - 1] == 0xab);
+        ASSERT_EQ(p[sizes[i] - 1], 0xab);
         tma_free_huge(p, sizes[i]);
     }
-    CHECK(tma_alloc_huge(SIZE_MAX - 10) == NULL);
+    ASSERT_NULL(tma_alloc_huge(SIZE_MAX - 10));
     tma_free_huge(NULL, 10);
 }
 

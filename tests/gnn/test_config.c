@@ -39,33 +39,57 @@ int main(void)
     tma_log_set_level(TMA_LOG_ERROR);
     tma_gnn_config_t d, c;
     tma_gnn_config_default(&d);
-    CHECK(d.encoder == TMA_GNN_ENCODER_GCN && d.layers == 2 && d.hidden == 256 && d.decoder_layers == 2);
-    CHECK(d.fanouts[0] == 25 && d.fanouts[1] == 10 && d.lr == 0.001 && d.clip == 1.0 && d.batch_size > 0);
+    ASSERT_EQ(d.encoder, TMA_GNN_ENCODER_GCN);
+    ASSERT_EQ(d.layers, 2);
+    ASSERT_EQ(d.hidden, 256);
+    ASSERT_EQ(d.decoder_layers, 2);
+    ASSERT_EQ(d.fanouts[0], 25);
+    ASSERT_EQ(d.fanouts[1], 10);
+    CHECK(d.lr == 0.001);
+    CHECK(d.clip == 1.0);
+    ASSERT_GT(d.batch_size, 0);
 
     CHECK_OK(parse("{}", &c));
-    CHECK(memcmp(&c, &d, sizeof c) == 0);
+    ASSERT_EQ(memcmp(&c, &d, sizeof c), 0);
     CHECK_OK(parse("{\"model\": {\"encoder\": \"gcn\", \"layers\": 3, \"hidden\": 64, \"decoder_layers\": 1, "
                    "\"decoder_hidden\": 32, \"feature_dim\": 10}, \"train\": {\"batch_size\": 128, "
                    "\"fanouts\": [5, 4, -1], \"lr\": 0.01, \"clip\": 0, \"threads\": 2, \"seed\": 9, "
                    "\"beta1\": 0.8, \"beta2\": 0.99, \"eps\": 1e-6}, \"eval\": {\"batch_edges\": 8, "
                    "\"max_edges\": 100, \"threads\": 1}}",
                    &c));
-    CHECK(c.encoder == TMA_GNN_ENCODER_GCN && c.layers == 3 && c.hidden == 64 && c.decoder_layers == 1);
-    CHECK(c.decoder_hidden == 32 && c.feature_dim == 10 && c.batch_size == 128);
-    CHECK(c.fanouts[0] == 5 && c.fanouts[1] == 4 && c.fanouts[2] == -1 && c.lr == 0.01 && c.clip == 0);
-    CHECK(c.threads == 2 && c.seed == 9 && c.beta1 == 0.8 && c.beta2 == 0.99 && c.eps == 1e-6);
-    CHECK(c.eval_batch_edges == 8 && c.eval_max_edges == 100 && c.eval_threads == 1);
+    ASSERT_EQ(c.encoder, TMA_GNN_ENCODER_GCN);
+    ASSERT_EQ(c.layers, 3);
+    ASSERT_EQ(c.hidden, 64);
+    ASSERT_EQ(c.decoder_layers, 1);
+    ASSERT_EQ(c.decoder_hidden, 32);
+    ASSERT_EQ(c.feature_dim, 10);
+    ASSERT_EQ(c.batch_size, 128);
+    ASSERT_EQ(c.fanouts[0], 5);
+    ASSERT_EQ(c.fanouts[1], 4);
+    ASSERT_EQ(c.fanouts[2], -1);
+    CHECK(c.lr == 0.01);
+    CHECK(c.clip == 0);
+    ASSERT_EQ(c.threads, 2);
+    ASSERT_EQ(c.seed, 9);
+    CHECK(c.beta1 == 0.8);
+    CHECK(c.beta2 == 0.99);
+    CHECK(c.eps == 1e-6);
+    ASSERT_EQ(c.eval_batch_edges, 8);
+    ASSERT_EQ(c.eval_max_edges, 100);
+    ASSERT_EQ(c.eval_threads, 1);
 
     /* to_json and back gives the same config. */
     cJSON *j = tma_gnn_config_to_json(&c);
     tma_gnn_config_t back;
     CHECK_OK(tma_gnn_config_from_json(j, "round trip", &back));
-    CHECK(memcmp(&back, &c, sizeof c) == 0);
+    ASSERT_EQ(memcmp(&back, &c, sizeof c), 0);
     cJSON_Delete(j);
 
     /* Three layers without fanouts: 25 then 10s. */
     CHECK_OK(parse("{\"model\": {\"layers\": 3}}", &c));
-    CHECK(c.fanouts[0] == 25 && c.fanouts[1] == 10 && c.fanouts[2] == 10);
+    ASSERT_EQ(c.fanouts[0], 25);
+    ASSERT_EQ(c.fanouts[1], 10);
+    ASSERT_EQ(c.fanouts[2], 10);
 
     refused("{\"modle\": {}}", "modle");
     refused("{\"model\": {\"hiden\": 3}}", "hiden");
@@ -95,8 +119,8 @@ int main(void)
     char *dir = tma_test_tmpdir("gnncfg");
     char *path = tma_path_join(dir, "bad.json");
     CHECK_OK(tma_file_write_atomic(path, "{\"model\": {", 11));
-    CHECK(tma_gnn_config_load(path, &c) != TMA_OK);
-    CHECK(tma_gnn_config_load("/nonexistent/x.json", &c) != TMA_OK);
+    ASSERT_NE(tma_gnn_config_load(path, &c), TMA_OK);
+    ASSERT_NE(tma_gnn_config_load("/nonexistent/x.json", &c), TMA_OK);
     free(path);
     tma_test_cleanup_dir(dir);
 
@@ -109,18 +133,18 @@ int main(void)
     b.lr = 0.5;
     b.batch_size = 7;
     b.seed = 99;
-    CHECK(tma_gnn_config_hash(&a) == tma_gnn_config_hash(&b));
+    ASSERT_EQ(tma_gnn_config_hash(&a), tma_gnn_config_hash(&b));
     b = a;
     b.hidden = 128;
-    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    ASSERT_NE(tma_gnn_config_hash(&a), tma_gnn_config_hash(&b));
     b = a;
     b.encoder = TMA_GNN_ENCODER_GCN;
-    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    ASSERT_NE(tma_gnn_config_hash(&a), tma_gnn_config_hash(&b));
     b.encoder = TMA_GNN_ENCODER_MLP;
-    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    ASSERT_NE(tma_gnn_config_hash(&a), tma_gnn_config_hash(&b));
     b = a;
     b.feature_dim = 33;
-    CHECK(tma_gnn_config_hash(&a) != tma_gnn_config_hash(&b));
+    ASSERT_NE(tma_gnn_config_hash(&a), tma_gnn_config_hash(&b));
 
     /* The layout: sizes, alignment, order, and no overlap. */
     tma_gnn_layout_t lay;
@@ -129,18 +153,22 @@ int main(void)
     CHECK_OK(tma_gnn_layout_build(&a, &lay));
     int64_t expect = 0, next = 0;
     for (int i = 0; i < lay.count; i++) {
-        CHECK(lay.params[i].offset % 16 == 0 && lay.params[i].offset >= next);
+        ASSERT_EQ(lay.params[i].offset % 16, 0);
+        ASSERT_GE(lay.params[i].offset, next);
         next = lay.params[i].offset + lay.params[i].rows * lay.params[i].cols;
         expect += lay.params[i].rows * lay.params[i].cols;
     }
-    CHECK(lay.total >= expect && lay.total == tma_gnn_param_count(&a));
+    ASSERT_GE(lay.total, expect);
+    ASSERT_EQ(lay.total, tma_gnn_param_count(&a));
     /* SAGE 2 layers: (2*32*10 + 10) + (10 + 10 + 1) + (2*10*10 + 10) ; decoder (10*7 + 7 + 1) + (7 + 1) */
-    CHECK(expect == 2 * 32 * 10 + 10 + 21 + 2 * 100 + 10 + 70 + 7 + 1 + 7 + 1);
-    CHECK(strcmp(lay.params[0].name, "enc.0.weight_self") == 0 && lay.params[0].rows == 32);
-    CHECK(strcmp(lay.params[lay.count - 1].name, "dec.1.bias") == 0 && lay.params[lay.count - 1].cols == 1);
+    ASSERT_EQ(expect, 2 * 32 * 10 + 10 + 21 + 2 * 100 + 10 + 70 + 7 + 1 + 7 + 1);
+    ASSERT_STR_EQ(lay.params[0].name, "enc.0.weight_self");
+    ASSERT_EQ(lay.params[0].rows, 32);
+    ASSERT_STR_EQ(lay.params[lay.count - 1].name, "dec.1.bias");
+    ASSERT_EQ(lay.params[lay.count - 1].cols, 1);
     tma_gnn_config_t u = a;
     u.feature_dim = 0;
-    CHECK(tma_gnn_param_count(&u) == -1);
+    ASSERT_EQ(tma_gnn_param_count(&u), -1);
 
     /* Seeded init: same seed same block (padding zero), other seed other block. */
     int64_t n = lay.total;
@@ -149,8 +177,8 @@ int main(void)
     CHECK_OK(tma_gnn_params_init(&a, 5, p1));
     CHECK_OK(tma_gnn_params_init(&a, 5, p2));
     CHECK_OK(tma_gnn_params_init(&a, 6, p3));
-    CHECK(memcmp(p1, p2, (size_t)n * 4) == 0);
-    CHECK(memcmp(p1, p3, (size_t)n * 4) != 0);
+    ASSERT_EQ(memcmp(p1, p2, (size_t)n * 4), 0);
+    ASSERT_NE(memcmp(p1, p3, (size_t)n * 4), 0);
     for (int i = 0; i < lay.count; i++) {
         const tma_gnn_param_info_t *q = &lay.params[i];
         const float *v = p1 + q->offset;

@@ -66,19 +66,20 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
         CHECK(s->seed_local[i] >= 0 && s->seed_local[i] < s->num_seeds && s->nodes[s->seed_local[i]] == seeds[i]);
     for (int64_t i = 0; i < s->num_nodes; i++)
         for (int64_t j = i + 1; j < s->num_nodes; j++)
-            CHECK(s->nodes[i] != s->nodes[j]);
+            ASSERT_NE(s->nodes[i], s->nodes[j]);
     if (L == 0) {
-        CHECK(s->num_nodes == s->num_seeds);
+        ASSERT_EQ(s->num_nodes, s->num_seeds);
         return;
     }
-    CHECK(s->blocks[L - 1].num_dst == s->num_seeds);
-    CHECK(s->blocks[0].num_src == s->num_nodes);
+    ASSERT_EQ(s->blocks[L - 1].num_dst, s->num_seeds);
+    ASSERT_EQ(s->blocks[0].num_src, s->num_nodes);
     for (int l = 0; l + 1 < L; l++)
-        CHECK(s->blocks[l + 1].num_src == s->blocks[l].num_dst);
+        ASSERT_EQ(s->blocks[l + 1].num_src, s->blocks[l].num_dst);
     for (int l = 0; l < L; l++) {
         const tma_graph_block_t *b = &s->blocks[l];
         const int hop = L - 1 - l, fan = o->fanouts[hop];
-        CHECK(b->indptr[0] == 0 && b->indptr[b->num_dst] == b->num_edges);
+        ASSERT_EQ(b->indptr[0], 0);
+        ASSERT_EQ(b->indptr[b->num_dst], b->num_edges);
         for (int64_t i = 0; i < b->num_dst; i++) {
             int64_t v = s->nodes[i];
             int32_t e0 = b->indptr[i], e1 = b->indptr[i + 1];
@@ -88,7 +89,7 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
                       (long long)(k + self));
             double di = (double)tma_graph_degree(g, v) + 1;
             if (self) {
-                CHECK(b->indices[e0] == i);
+                ASSERT_EQ(b->indices[e0], i);
                 if (o->norm == TMA_GRAPH_NORM_GCN)
                     CHECK_NEAR(b->weights[e0], 1.0 / di, 1e-7);
                 else
@@ -101,7 +102,7 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
                 CHECK(tma_graph_has_edge(g, v, u));
                 CHECK(!excluded(ex, nex, v, u));
                 for (int32_t q = e0 + self; q < e; q++)
-                    CHECK(b->indices[q] != j);
+                    ASSERT_NE(b->indices[q], j);
                 double want = o->norm == TMA_GRAPH_NORM_GCN
                                   ? ((double)c / (double)k) / sqrt(di * ((double)tma_graph_degree(g, u) + 1))
                                   : 1.0 / (double)(k + self);
@@ -111,7 +112,8 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
         if (!o->transpose)
             continue;
         /* The transpose holds every edge once, by source, rows increasing. */
-        CHECK(b->t_indptr[0] == 0 && b->t_indptr[b->num_src] == b->num_edges);
+        ASSERT_EQ(b->t_indptr[0], 0);
+        ASSERT_EQ(b->t_indptr[b->num_src], b->num_edges);
         for (int64_t j = 0; j < b->num_src; j++) {
             for (int32_t q = b->t_indptr[j]; q < b->t_indptr[j + 1]; q++) {
                 int32_t i = b->t_indices[q];
@@ -120,7 +122,7 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
                 int found = 0;
                 for (int32_t e = b->indptr[i]; e < b->indptr[i + 1]; e++)
                     found += b->indices[e] == j && b->weights[e] == b->t_weights[q];
-                CHECK(found >= 1);
+                ASSERT_GE(found, 1);
             }
         }
     }
@@ -172,9 +174,13 @@ int main(void)
         CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b.s));
         CHECK(a.s.num_nodes == b.s.num_nodes && memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8) == 0);
         for (int l = 0; l < o.num_layers; l++) {
-            CHECK(a.s.blocks[l].num_edges == b.s.blocks[l].num_edges);
-            CHECK(memcmp(a.s.blocks[l].indices, b.s.blocks[l].indices, a.s.blocks[l].num_edges * 4) == 0);
-            CHECK(memcmp(a.s.blocks[l].weights, b.s.blocks[l].weights, a.s.blocks[l].num_edges * 4) == 0);
+            ASSERT_EQ(a.s.blocks[l].num_edges, b.s.blocks[l].num_edges);
+            ASSERT_EQ(memcmp(a.s.blocks[l].indices, b.s.blocks[l].indices,
+                             a.s.blocks[l].num_edges * 4),
+                      0);
+            ASSERT_EQ(memcmp(a.s.blocks[l].weights, b.s.blocks[l].weights,
+                             a.s.blocks[l].num_edges * 4),
+                      0);
         }
         if (mode == 0) {
             /* Another seed gives another sample. */
@@ -194,7 +200,7 @@ int main(void)
             CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 4, badex, 1, 1, &b.s), TMA_ERR_RANGE);
             /* ... and the sampler still works after refusing. */
             CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b.s));
-            CHECK(memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8) == 0);
+            ASSERT_EQ(memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8), 0);
         }
         sample_free(&a);
         sample_free(&b);
@@ -224,7 +230,8 @@ int main(void)
         fb.indices = calloc((size_t)ne, 4);
         fb.weights = calloc((size_t)ne, 4);
         CHECK_OK(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 0, g->num_nodes, &fb));
-        CHECK(fb.num_edges == a.s.blocks[0].num_edges && fb.num_edges == ne);
+        ASSERT_EQ(fb.num_edges, a.s.blocks[0].num_edges);
+        ASSERT_EQ(fb.num_edges, ne);
         /* Sum of weights of each row (orders may differ). */
         for (int64_t v = 0; v < g->num_nodes; v++) {
             double s1 = 0, s2 = 0;
@@ -249,8 +256,8 @@ int main(void)
         sb.weights = calloc((size_t)ne, 4);
         CHECK_OK(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 20, 30, &sb));
         CHECK(sb.num_dst == 10 && sb.num_src == g->num_nodes);
-        CHECK(memcmp(sb.indices, fb.indices + fb.indptr[20], sb.num_edges * 4) == 0);
-        CHECK(memcmp(sb.weights, fb.weights + fb.indptr[20], sb.num_edges * 4) == 0);
+        ASSERT_EQ(memcmp(sb.indices, fb.indices + fb.indptr[20], sb.num_edges * 4), 0);
+        ASSERT_EQ(memcmp(sb.weights, fb.weights + fb.indptr[20], sb.num_edges * 4), 0);
         CHECK_STATUS(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 30, 20, &sb), TMA_ERR_RANGE);
         free(sb.indptr);
         free(sb.indices);
@@ -271,7 +278,7 @@ int main(void)
                 hub = v;
         const int f = 3;
         const int64_t d = tma_graph_degree(g, hub);
-        CHECK(d > 2 * f);
+        ASSERT_GT(d, 2 * f);
         tma_graph_sampler_opts_t o;
         memset(&o, 0, sizeof o);
         o.num_layers = 1;
@@ -337,15 +344,16 @@ int main(void)
             if (t)
                 check_sample(bg, &o, &r[t].s, bs, 3000, bex, 50);
         }
-        CHECK(r[0].s.num_nodes == r[1].s.num_nodes && r[0].s.blocks[1].num_dst > 2048);
-        CHECK(memcmp(r[0].s.nodes, r[1].s.nodes, (size_t)r[0].s.num_nodes * 8) == 0);
+        ASSERT_EQ(r[0].s.num_nodes, r[1].s.num_nodes);
+        ASSERT_GT(r[0].s.blocks[1].num_dst, 2048);
+        ASSERT_EQ(memcmp(r[0].s.nodes, r[1].s.nodes, (size_t)r[0].s.num_nodes * 8), 0);
         for (int l = 0; l < 2; l++) {
             const tma_graph_block_t *x = &r[0].s.blocks[l], *y = &r[1].s.blocks[l];
-            CHECK(x->num_edges == y->num_edges);
-            CHECK(memcmp(x->indptr, y->indptr, (size_t)(x->num_dst + 1) * 4) == 0);
-            CHECK(memcmp(x->indices, y->indices, (size_t)x->num_edges * 4) == 0);
-            CHECK(memcmp(x->weights, y->weights, (size_t)x->num_edges * 4) == 0);
-            CHECK(memcmp(x->t_indices, y->t_indices, (size_t)x->num_edges * 4) == 0);
+            ASSERT_EQ(x->num_edges, y->num_edges);
+            ASSERT_EQ(memcmp(x->indptr, y->indptr, (size_t)(x->num_dst + 1) * 4), 0);
+            ASSERT_EQ(memcmp(x->indices, y->indices, (size_t)x->num_edges * 4), 0);
+            ASSERT_EQ(memcmp(x->weights, y->weights, (size_t)x->num_edges * 4), 0);
+            ASSERT_EQ(memcmp(x->t_indices, y->t_indices, (size_t)x->num_edges * 4), 0);
         }
         for (int t = 0; t < 2; t++) {
             sample_free(&r[t]);
@@ -371,7 +379,7 @@ int main(void)
         o.num_layers = 2;
         o.max_seeds = 0;
         CHECK_STATUS(tma_graph_sampler_create(g, &o, &sp), TMA_ERR_CONFIG);
-        CHECK(sp == NULL);
+        ASSERT_NULL(sp);
     }
 
     tma_graph_destroy(g);

@@ -60,7 +60,8 @@ static void check_determinism(tma_graph_t *g, tma_gnn_encoder_t enc)
         CHECK_OK(tma_gnn_trainer_apply_grads(b));
         CHECK(la == lb);
     }
-    CHECK(tma_gnn_trainer_steps(a) == 6 && tma_gnn_trainer_steps(b) == 6);
+    ASSERT_EQ(tma_gnn_trainer_steps(a), 6);
+    ASSERT_EQ(tma_gnn_trainer_steps(b), 6);
     int64_t n = tma_gnn_trainer_param_count(a);
     float *pa = params_of(a), *pb = params_of(b);
     CHECK_MSG(memcmp(pa, pb, (size_t)n * 4) == 0, "%s: same seed, different weights",
@@ -126,9 +127,9 @@ static void check_blocks(tma_graph_t *g)
     c.seed = 99; /* other batches, other initial weights */
     CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &b));
     int64_t n = tma_gnn_trainer_param_count(a);
-    CHECK(n == tma_gnn_param_count(tma_gnn_trainer_config(a)));
+    ASSERT_EQ(n, tma_gnn_param_count(tma_gnn_trainer_config(a)));
     float *pa = params_of(a), *pb = params_of(b);
-    CHECK(memcmp(pa, pb, (size_t)n * 4) != 0);
+    ASSERT_NE(memcmp(pa, pb, (size_t)n * 4), 0);
     CHECK_OK(tma_gnn_trainer_set_params(b, pa));
     float *ga = malloc((size_t)n * 4), *gb = malloc((size_t)n * 4);
     for (int s = 0; s < 3; s++) {
@@ -147,7 +148,7 @@ static void check_blocks(tma_graph_t *g)
     free(pb);
     pa = params_of(a);
     pb = params_of(b);
-    CHECK(memcmp(pa, pb, (size_t)n * 4) == 0);
+    ASSERT_EQ(memcmp(pa, pb, (size_t)n * 4), 0);
     free(pa);
     free(pb);
     free(ga);
@@ -199,14 +200,15 @@ static void check_graph_sets(void)
     float *before = params_of(tr);
     CHECK_OK(tma_gnn_trainer_set_graphs(tr, &g2, 1));
     float *after = params_of(tr);
-    CHECK(memcmp(before, after, (size_t)n * 4) == 0 && tma_gnn_trainer_steps(tr) == 1);
+    ASSERT_EQ(memcmp(before, after, (size_t)n * 4), 0);
+    ASSERT_EQ(tma_gnn_trainer_steps(tr), 1);
     for (int s = 0; s < 5; s++) {
         CHECK_OK(tma_gnn_trainer_step(tr, NULL));
         gnn_batch_view_t bv;
         gnn_trainer_last_batch(tr, &bv);
-        CHECK(bv.graph_index == 0);
+        ASSERT_EQ(bv.graph_index, 0);
     }
-    CHECK(tma_gnn_trainer_steps(tr) == 6);
+    ASSERT_EQ(tma_gnn_trainer_steps(tr), 6);
     free(before);
     free(after);
 
@@ -216,7 +218,7 @@ static void check_graph_sets(void)
     tma_graph_t *mixed[2] = {g1, g3};
     tma_gnn_trainer_t *bad = NULL;
     CHECK_STATUS(tma_gnn_trainer_create(&c, mixed, 2, &bad), TMA_ERR_MISMATCH);
-    CHECK(bad == NULL);
+    ASSERT_NULL(bad);
     c.feature_dim = 9;
     CHECK_STATUS(tma_gnn_trainer_create(&c, &g1, 1, &bad), TMA_ERR_MISMATCH);
     tma_gnn_trainer_destroy(tr);
@@ -298,10 +300,10 @@ static void check_learning(tma_gnn_encoder_t enc)
     float *p1 = params_of(tr);
     eval_job_t job = {ev, p1, 0, TMA_ERR_INTERNAL};
     pthread_t th;
-    CHECK(pthread_create(&th, NULL, eval_thread, &job) == 0);
+    ASSERT_EQ(pthread_create(&th, NULL, eval_thread, &job), 0);
     for (int s = 0; s < 5; s++)
         CHECK_OK(tma_gnn_trainer_step(tr, NULL));
-    CHECK(pthread_join(th, NULL) == 0);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
     CHECK_OK(job.st);
     CHECK_OK(tma_gnn_evaluator_mrr(ev, p1, TMA_GNN_SPLIT_VAL, &m1));
     CHECK(m1 == job.mrr);

@@ -19,7 +19,8 @@ static char *slurp(const char *path, size_t *len)
 static void spit(const char *path, const void *d, size_t len)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(fd >= 0 && write(fd, d, len) == (ssize_t)len);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, d, len), (ssize_t)len);
     close(fd);
 }
 
@@ -59,7 +60,7 @@ int main(void)
     float *w = malloc((size_t)n * 4);
     CHECK_OK(tma_gnn_params_init(&cfg, 11, w));
     CHECK_OK(tma_gnn_weights_write(path, &cfg, w, 42));
-    CHECK(count_files(dir) == 1); /* no temporary file left */
+    ASSERT_EQ(count_files(dir), 1); /* no temporary file left */
 
     float *r = NULL;
     int64_t rn = 0;
@@ -67,8 +68,11 @@ int main(void)
     tma_gnn_config_t got;
     CHECK_OK(tma_gnn_weights_read(path, &cfg, &got, &r, &rn, &round));
     CHECK(rn == n && round == 42 && memcmp(r, w, (size_t)n * 4) == 0);
-    CHECK(got.encoder == cfg.encoder && got.hidden == 20 && got.decoder_hidden == 9 && got.feature_dim == 17);
-    CHECK(tma_gnn_config_hash(&got) == tma_gnn_config_hash(&cfg));
+    ASSERT_EQ(got.encoder, cfg.encoder);
+    ASSERT_EQ(got.hidden, 20);
+    ASSERT_EQ(got.decoder_hidden, 9);
+    ASSERT_EQ(got.feature_dim, 17);
+    ASSERT_EQ(tma_gnn_config_hash(&got), tma_gnn_config_hash(&cfg));
     free(r);
     /* Without an expected config the file describes itself. */
     CHECK_OK(tma_gnn_weights_read(path, NULL, &got, &r, &rn, NULL));
@@ -96,7 +100,7 @@ int main(void)
         spit(bad, good, cuts[i]);
         tma_status_t st = read_it(bad, &cfg);
         CHECK_MSG(st == TMA_ERR_FORMAT || st == TMA_ERR_CHECKSUM || st == TMA_ERR_IO, "cut at %zu: %d", cuts[i], st);
-        CHECK(st != TMA_OK);
+        ASSERT_NE(st, TMA_OK);
     }
     memcpy(buf, good, len);
     memset(buf + len, 0, 16);
@@ -125,18 +129,19 @@ int main(void)
     spit(bad, buf, len);
     CHECK_STATUS(read_it(bad, &cfg), TMA_ERR_FORMAT);
     /* A missing file. */
-    CHECK(read_it("/nonexistent/w.tmaw", &cfg) != TMA_OK);
+    ASSERT_NE(read_it("/nonexistent/w.tmaw", &cfg), TMA_OK);
 
     /* Rewriting replaces the file whole. */
     w[0] += 1.0f;
     CHECK_OK(tma_gnn_weights_write(path, &cfg, w, 43));
     CHECK_OK(tma_gnn_weights_read(path, &cfg, NULL, &r, &rn, &round));
-    CHECK(round == 43 && r[0] == w[0]);
+    ASSERT_EQ(round, 43);
+    CHECK(r[0] == w[0]);
     free(r);
     /* A config that cannot describe a layout is refused before writing. */
     tma_gnn_config_t unresolved = cfg;
     unresolved.feature_dim = 0;
-    CHECK(tma_gnn_weights_write(bad, &unresolved, w, 1) != TMA_OK);
+    ASSERT_NE(tma_gnn_weights_write(bad, &unresolved, w, 1), TMA_OK);
 
     free(good);
     free(buf);

@@ -73,7 +73,7 @@ static void failover_round(tma_kv_t *kv, kvt_recorder_t *r, int victim, const ch
     struct seen s = {r, revs[29]};
     CHECK_MSG(tma_test_wait_for(seen_fn, &s, 20), "the watch did not catch up after failover");
     check_delivered(r, revs, 30);
-    CHECK(kv_endpoint_current(kv) != (size_t)victim);
+    ASSERT_NE(kv_endpoint_current(kv), (size_t)victim);
 }
 
 /* A member that hangs (SIGSTOP) keeps its connections open, so nothing
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 
     /* The client starts on the first endpoint: that member is in use. */
     size_t in_use = kv_endpoint_current(kv);
-    CHECK(in_use == 0);
+    ASSERT_EQ(in_use, 0);
     double t0 = tma_clock_now();
     failover_round(kv, &r, (int)in_use, "/c/a-");
     tma_test_etcd_restart(etcd, (int)in_use);
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         CHECK(kvt_exists(kv, "/m/member-1"));
         tma_sleep(0.25);
     }
-    CHECK(kvt_lost_calls(&lost) == 0);
+    ASSERT_EQ(kvt_lost_calls(&lost), 0);
     CHECK_OK(tma_kv_lease_revoke(kv, lease));
     CHECK(!kvt_exists(kv, "/m/member-1"));
 
@@ -171,7 +171,7 @@ int main(int argc, char **argv)
     write_burst(kv, "/c/end-", 1, last);
     struct seen s = {&r, last[0]};
     CHECK(tma_test_wait_for(seen_fn, &s, 20));
-    CHECK(r.end_status == TMA_OK);
+    ASSERT_EQ(r.end_status, TMA_OK);
     tma_kv_watch_stop(w);
     kvt_recorder_free(&r);
     tma_kv_destroy(kv);

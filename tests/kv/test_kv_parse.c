@@ -19,7 +19,7 @@ static void test_base64(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(ok); i++) {
         uint8_t out[64];
         size_t n = 99;
-        CHECK(tma_kv_b64_decode(ok[i].in, strlen(ok[i].in), out, &n) == 0);
+        ASSERT_EQ(tma_kv_b64_decode(ok[i].in, strlen(ok[i].in), out, &n), 0);
         CHECK(n == strlen(ok[i].out) && memcmp(out, ok[i].out, n) == 0);
     }
     static const char *const bad[] = {"Zm9", "Zm=v", "Z===", "Zm9v=", "@@@@", "Zm9v Zg==", "=Zg="};
@@ -36,10 +36,10 @@ static void test_base64(void)
         for (size_t i = 0; i < len; i++)
             in[i] = (uint8_t)tma_rng_next(&rng);
         kv_buf_t b = {0};
-        CHECK(kv_buf_add_b64(&b, in, len) == 0);
-        CHECK(b.len == (len + 2) / 3 * 4);
+        ASSERT_EQ(kv_buf_add_b64(&b, in, len), 0);
+        ASSERT_EQ(b.len, (len + 2) / 3 * 4);
         size_t n = 0;
-        CHECK(tma_kv_b64_decode(b.data ? b.data : "", b.len, out, &n) == 0);
+        ASSERT_EQ(tma_kv_b64_decode(b.data ? b.data : "", b.len, out, &n), 0);
         CHECK(n == len && memcmp(in, out, len) == 0);
         kv_buf_free(&b);
     }
@@ -56,22 +56,33 @@ static void test_range(void)
         "\"value\":\"djI=\"}],\"more\":true,\"count\":\"3\"}";
     tma_kv_result_t r = {0};
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_RANGE, S(body), &r));
-    CHECK(r.type == TMA_KV_OP_RANGE && r.revision == 8 && r.count == 3 && r.more == 1);
-    CHECK(r.n_pairs == 2);
-    CHECK(strcmp(r.pairs[0].key, "p/1") == 0 && r.pairs[0].key_len == 3);
-    CHECK(strcmp(r.pairs[0].value, "v1") == 0 && r.pairs[0].value_len == 2);
-    CHECK(r.pairs[0].lease == INT64_C(7587869112233445567)); /* not representable as a double */
-    CHECK(r.pairs[1].create_revision == 7 && r.pairs[1].mod_revision == 7 && r.pairs[1].version == 1);
-    CHECK(r.pairs[1].lease == 0);
+    ASSERT_EQ(r.type, TMA_KV_OP_RANGE);
+    ASSERT_EQ(r.revision, 8);
+    ASSERT_EQ(r.count, 3);
+    ASSERT_EQ(r.more, 1);
+    ASSERT_EQ(r.n_pairs, 2);
+    ASSERT_STR_EQ(r.pairs[0].key, "p/1");
+    ASSERT_EQ(r.pairs[0].key_len, 3);
+    ASSERT_STR_EQ(r.pairs[0].value, "v1");
+    ASSERT_EQ(r.pairs[0].value_len, 2);
+    ASSERT_EQ(r.pairs[0].lease, INT64_C(7587869112233445567)); /* not representable as a double */
+    ASSERT_EQ(r.pairs[1].create_revision, 7);
+    ASSERT_EQ(r.pairs[1].mod_revision, 7);
+    ASSERT_EQ(r.pairs[1].version, 1);
+    ASSERT_EQ(r.pairs[1].lease, 0);
     tma_kv_result_free(&r);
-    CHECK(r.pairs == NULL && r.mem_ == NULL);
+    ASSERT_NULL(r.pairs);
+    ASSERT_NULL(r.mem_);
     tma_kv_result_free(&r); /* twice is fine */
 
     /* An empty range leaves out kvs and count. */
     static const char empty[] = "{\"header\":{\"cluster_id\":\"1\",\"member_id\":\"2\","
                                 "\"revision\":\"3\",\"raft_term\":\"2\"}}";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_RANGE, S(empty), &r));
-    CHECK(r.revision == 3 && r.n_pairs == 0 && r.count == 0 && r.more == 0);
+    ASSERT_EQ(r.revision, 3);
+    ASSERT_EQ(r.n_pairs, 0);
+    ASSERT_EQ(r.count, 0);
+    ASSERT_EQ(r.more, 0);
     tma_kv_result_free(&r);
 
     /* A binary value with NUL bytes keeps its length. */
@@ -79,7 +90,8 @@ static void test_range(void)
                               "\"value\":\"AAEA/w==\"}],\"count\":\"1\"}\n";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_RANGE, S(bin), &r));
     CHECK(r.n_pairs == 1 && r.pairs[0].value_len == 4);
-    CHECK(memcmp(r.pairs[0].value, "\x00\x01\x00\xff", 4) == 0 && r.pairs[0].value[4] == '\0');
+    ASSERT_EQ(memcmp(r.pairs[0].value, "\x00\x01\x00\xff", 4), 0);
+    ASSERT_EQ(r.pairs[0].value[4], '\0');
     tma_kv_result_free(&r);
 }
 
@@ -107,10 +119,13 @@ static void test_put_delete_txn(void)
                              "\"eA==\",\"create_revision\":\"5\",\"mod_revision\":\"5\","
                              "\"version\":\"1\",\"value\":\"MQ==\"}],\"count\":\"1\"}}]}";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_TXN, S(ok), &r));
-    CHECK(r.succeeded == 1 && r.n_results == 2);
-    CHECK(r.results[0].type == TMA_KV_OP_PUT && r.results[0].revision == 5);
-    CHECK(r.results[1].type == TMA_KV_OP_RANGE && r.results[1].n_pairs == 1);
-    CHECK(strcmp(r.results[1].pairs[0].key, "x") == 0);
+    ASSERT_EQ(r.succeeded, 1);
+    ASSERT_EQ(r.n_results, 2);
+    ASSERT_EQ(r.results[0].type, TMA_KV_OP_PUT);
+    ASSERT_EQ(r.results[0].revision, 5);
+    ASSERT_EQ(r.results[1].type, TMA_KV_OP_RANGE);
+    ASSERT_EQ(r.results[1].n_pairs, 1);
+    ASSERT_STR_EQ(r.results[1].pairs[0].key, "x");
     tma_kv_result_free(&r);
 
     /* A failed txn has no "succeeded"; nested txns parse recursively. */
@@ -119,7 +134,8 @@ static void test_put_delete_txn(void)
         "\"deleted\":\"2\"}},{\"response_txn\":{\"header\":{},\"succeeded\":true}}]}";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_TXN, S(failed), &r));
     CHECK(r.succeeded == 0 && r.n_results == 2 && r.results[0].count == 2);
-    CHECK(r.results[1].type == TMA_KV_OP_TXN && r.results[1].succeeded == 1);
+    ASSERT_EQ(r.results[1].type, TMA_KV_OP_TXN);
+    ASSERT_EQ(r.results[1].succeeded, 1);
     tma_kv_result_free(&r);
 }
 
@@ -152,7 +168,8 @@ static void test_malformed(void)
         tma_kv_result_t r = {0};
         tma_status_t st = tma_kv_parse_result(bad[i].type, bad[i].body, strlen(bad[i].body), &r);
         CHECK_MSG(st == TMA_ERR_MALFORMED, "case %zu (%s) gave %d", i, bad[i].body, st);
-        CHECK(r.mem_ == NULL && r.pairs == NULL); /* untouched on failure */
+        ASSERT_NULL(r.mem_);
+        ASSERT_NULL(r.pairs); /* untouched on failure */
     }
 }
 
@@ -171,10 +188,11 @@ static void test_lease(void)
     /* ...and for an expired lease it is still 200, without a TTL. */
     static const char gone[] = "{\"result\":{\"header\":{\"revision\":\"10\"},\"ID\":\"7\"}}\n";
     CHECK_OK(tma_kv_parse_lease(S(gone), &l));
-    CHECK(l.has_ttl == 0 && l.ttl == 0);
+    ASSERT_EQ(l.has_ttl, 0);
+    ASSERT_EQ(l.ttl, 0);
     static const char ttl[] = "{\"header\":{},\"ID\":\"7\",\"TTL\":\"-1\"}";
     CHECK_OK(tma_kv_parse_lease(S(ttl), &l));
-    CHECK(l.ttl == -1);
+    ASSERT_EQ(l.ttl, -1);
     static const char err[] = "{\"error\":{\"grpc_code\":5,\"http_code\":404,\"message\":"
                               "\"etcdserver: requested lease not found\",\"http_status\":\"Not Found\"}}";
     CHECK_STATUS(tma_kv_parse_lease(S(err), &l), TMA_ERR_LEASE_EXPIRED);
@@ -201,11 +219,13 @@ static void test_watch(void)
         "\"version\":\"1\",\"value\":\"djk=\"}}]}}";
     kv_arena_reset(&arena);
     CHECK_OK(tma_kv_parse_watch(S(events), &arena, &w, &err));
-    CHECK(w.n_events == 2);
-    CHECK(w.events[0].type == TMA_KV_EVENT_DELETE && strcmp(w.events[0].kv.key, "p/2") == 0);
+    ASSERT_EQ(w.n_events, 2);
+    ASSERT_EQ(w.events[0].type, TMA_KV_EVENT_DELETE);
+    ASSERT_STR_EQ(w.events[0].kv.key, "p/2");
     CHECK(w.events[0].kv.mod_revision == 11 && w.events[0].has_prev);
-    CHECK(strcmp(w.events[0].prev_kv.value, "v2") == 0);
-    CHECK(w.events[1].type == TMA_KV_EVENT_PUT && w.events[1].kv.mod_revision == 12);
+    ASSERT_STR_EQ(w.events[0].prev_kv.value, "v2");
+    ASSERT_EQ(w.events[1].type, TMA_KV_EVENT_PUT);
+    ASSERT_EQ(w.events[1].kv.mod_revision, 12);
     CHECK(strcmp(w.events[1].kv.value, "v9") == 0 && !w.events[1].has_prev);
 
     static const char compacted[] = "{\"result\":{\"header\":{\"cluster_id\":\"1\",\"raft_term\":"
@@ -221,13 +241,14 @@ static void test_watch(void)
     kv_arena_reset(&arena);
     CHECK_OK(tma_kv_parse_watch(S(denied), &arena, &w, &err));
     CHECK(w.created && w.canceled && w.watch_id == -1);
-    CHECK(strstr(w.cancel_reason, "permission denied") != NULL);
+    ASSERT_NOT_NULL(strstr(w.cancel_reason, "permission denied"));
 
     static const char stream_err[] =
         "{\"error\":{\"grpc_code\":16,\"http_code\":401,\"message\":\"etcdserver: invalid auth "
         "token\",\"http_status\":\"Unauthorized\"}}";
     CHECK_STATUS(tma_kv_parse_watch(S(stream_err), &arena, &w, &err), TMA_ERR_PERMISSION);
-    CHECK(err.token_invalid == 1 && err.grpc_code == 16);
+    ASSERT_EQ(err.token_invalid, 1);
+    ASSERT_EQ(err.grpc_code, 16);
 
     static const char *const bad[] = {
         "{\"result\":{}}", /* no header */
@@ -288,7 +309,7 @@ static void test_errors(void)
         CHECK_MSG(st == cases[i].want && e.status == st, "case %zu: got %s", i, tma_status_str(st));
         CHECK_MSG(e.token_invalid == cases[i].token_invalid, "case %zu token_invalid", i);
         CHECK_MSG(e.not_applied == cases[i].not_applied, "case %zu not_applied", i);
-        CHECK(e.message[0] != '\0');
+        ASSERT_NE(e.message[0], '\0');
     }
 }
 
@@ -297,7 +318,7 @@ static void test_auth_and_prefix(void)
     char tok[64];
     CHECK_OK(tma_kv_parse_auth(S("{\"header\":{\"revision\":\"1\"},\"token\":\"BqSRxvw.36\"}"), tok,
                                sizeof(tok)));
-    CHECK(strcmp(tok, "BqSRxvw.36") == 0);
+    ASSERT_STR_EQ(tok, "BqSRxvw.36");
     CHECK_STATUS(tma_kv_parse_auth(S("{\"header\":{},\"token\":\"a\\r\\nX-Evil: 1\"}"), tok,
                                    sizeof(tok)), TMA_ERR_MALFORMED);
     CHECK_STATUS(tma_kv_parse_auth(S("{\"header\":{},\"token\":\"\"}"), tok, sizeof(tok)),
@@ -308,11 +329,19 @@ static void test_auth_and_prefix(void)
 
     char end[16];
     size_t n;
-    CHECK(tma_kv_prefix_end("a/", end, sizeof(end), &n) == 0 && n == 2 && memcmp(end, "a0", 2) == 0);
-    CHECK(tma_kv_prefix_end("a\xff", end, sizeof(end), &n) == 0 && n == 1 && end[0] == 'b');
-    CHECK(tma_kv_prefix_end("\xff\xff", end, sizeof(end), &n) == 0 && n == 1 && end[0] == '\0');
-    CHECK(tma_kv_prefix_end("", end, sizeof(end), &n) == 0 && n == 1 && end[0] == '\0');
-    CHECK(tma_kv_prefix_end("abc", end, 3, &n) == -1);
+    ASSERT_EQ(tma_kv_prefix_end("a/", end, sizeof(end), &n), 0);
+    ASSERT_EQ(n, 2);
+    ASSERT_EQ(memcmp(end, "a0", 2), 0);
+    ASSERT_EQ(tma_kv_prefix_end("a\xff", end, sizeof(end), &n), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(end[0], 'b');
+    ASSERT_EQ(tma_kv_prefix_end("\xff\xff", end, sizeof(end), &n), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(end[0], '\0');
+    ASSERT_EQ(tma_kv_prefix_end("", end, sizeof(end), &n), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(end[0], '\0');
+    ASSERT_EQ(tma_kv_prefix_end("abc", end, 3, &n), -1);
 }
 
 static void test_config(void)
@@ -352,7 +381,8 @@ static void test_config(void)
     cJSON *j = cJSON_Parse(text);
     tma_kv_config_init(&cfg);
     CHECK_OK(tma_kv_config_from_json(j, "job.json: etcd", &cfg));
-    CHECK(strcmp(cfg.endpoints, "http://a:1") == 0 && cfg.request_timeout_s == 2.5);
+    ASSERT_STR_EQ(cfg.endpoints, "http://a:1");
+    CHECK(cfg.request_timeout_s == 2.5);
     CHECK(cfg.connect_timeout_s == 1.0 && strcmp(cfg.user, "u") == 0);
     cJSON_Delete(j);
     j = cJSON_Parse("{\"endpoint\":\"http://a:1\"}");

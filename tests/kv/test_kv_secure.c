@@ -47,7 +47,7 @@ static void test_tls(void)
     CHECK_OK(tma_kv_put(kv, "/tma/tls", "secret", 6, 0, NULL));
     tma_kv_result_t r = {0};
     CHECK_OK(tma_kv_get(kv, "/tma/tls", &r));
-    CHECK(strcmp(r.pairs[0].value, "secret") == 0);
+    ASSERT_STR_EQ(r.pairs[0].value, "secret");
     tma_kv_result_free(&r);
     kvt_recorder_t rec;
     kvt_recorder_init(&rec);
@@ -75,13 +75,14 @@ static void test_tls(void)
 static void setup_auth(void)
 {
     /* root (required before auth can be enabled) and alice, who may use /tma/ only. */
-    CHECK(tma_test_etcdctl(etcd, "user", "add", "root:rootpw", NULL) == 0);
-    CHECK(tma_test_etcdctl(etcd, "user", "add", "alice:apw", NULL) == 0);
-    CHECK(tma_test_etcdctl(etcd, "role", "add", "trainer", NULL) == 0);
-    CHECK(tma_test_etcdctl(etcd, "role", "grant-permission", "trainer", "--prefix=true", "readwrite",
-                           "/tma/", NULL) == 0);
-    CHECK(tma_test_etcdctl(etcd, "user", "grant-role", "alice", "trainer", NULL) == 0);
-    CHECK(tma_test_etcdctl(etcd, "auth", "enable", NULL) == 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "user", "add", "root:rootpw", NULL), 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "user", "add", "alice:apw", NULL), 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "role", "add", "trainer", NULL), 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "role", "grant-permission", "trainer", "--prefix=true",
+                               "readwrite", "/tma/", NULL),
+              0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "user", "grant-role", "alice", "trainer", NULL), 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "auth", "enable", NULL), 0);
 }
 
 static void test_auth(void)
@@ -112,7 +113,7 @@ static void test_auth(void)
     CHECK_MSG(kv->token_gen > gen, "the token was not renewed (generation %llu)",
               (unsigned long long)gen);
     CHECK(kvt_wait_events(&rec, 1, 10));
-    CHECK(rec.end_status == TMA_OK);
+    ASSERT_EQ(rec.end_status, TMA_OK);
 
     /* Any change to users or roles makes every token issued before it
      * stale.  A restart then makes the watch reconnect with its stale token
@@ -121,7 +122,7 @@ static void test_auth(void)
      * (The watch thread may log in again before the put does, so the
      * generation is compared with the one before the restart.) */
     gen = kv->token_gen;
-    CHECK(tma_test_etcdctl(etcd, "--user", "root:rootpw", "user", "add", "bob:bpw", NULL) == 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "--user", "root:rootpw", "user", "add", "bob:bpw", NULL), 0);
     tma_test_etcd_restart(etcd, 0);
     int64_t rev = 0;
     CHECK_OK(tma_kv_put(kv, "/tma/job/members/3", "up", 2, 0, &rev));
@@ -132,8 +133,9 @@ static void test_auth(void)
     kvt_recorder_free(&rec);
 
     /* Taking the role away applies at once, to a client already logged in. */
-    CHECK(tma_test_etcdctl(etcd, "--user", "root:rootpw", "user", "revoke-role", "alice", "trainer",
-                           NULL) == 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "--user", "root:rootpw", "user", "revoke-role", "alice",
+                               "trainer", NULL),
+              0);
     CHECK_STATUS(tma_kv_put(kv, "/tma/job/members/4", "up", 2, 0, NULL), TMA_ERR_PERMISSION);
     tma_kv_destroy(kv);
 

@@ -67,7 +67,9 @@ static void test_order(tma_kv_t *kv)
 
     CHECK_MSG(kvt_wait_events(&r, 6, 10), "got %zu of 6 events", kvt_recorder_count(&r));
     pthread_mutex_lock(&r.mu);
-    CHECK(r.n == 6 && r.out_of_order == 0 && r.end_status == TMA_OK);
+    ASSERT_EQ(r.n, 6);
+    ASSERT_EQ(r.out_of_order, 0);
+    ASSERT_EQ(r.end_status, TMA_OK);
     check_event(&r, 0, TMA_KV_EVENT_PUT, "/w/a/1", "v1", rev[0]);
     check_event(&r, 1, TMA_KV_EVENT_PUT, "/w/a/2", "v2", rev[1]);
     check_event(&r, 2, TMA_KV_EVENT_PUT, "/w/a/1", "v1b", rev[2]);
@@ -79,7 +81,7 @@ static void test_order(tma_kv_t *kv)
     CHECK(r.n >= 4 && !r.ev[0].has_prev);
     pthread_mutex_unlock(&r.mu);
     CHECK(kvt_wait_events(&one, 2, 10));
-    CHECK(kvt_recorder_count(&one) == 2);
+    ASSERT_EQ(kvt_recorder_count(&one), 2);
     check_event(&one, 1, TMA_KV_EVENT_PUT, "/w/a/1", "v1b", rev[2]);
     tma_kv_watch_stop(w);
     tma_kv_watch_stop(w1);
@@ -120,14 +122,16 @@ static void test_compaction(tma_kv_t *kv)
     CHECK_OK(tma_kv_put(kv, "/w/c/1", "c", 1, 0, &last));
     char rev[32];
     snprintf(rev, sizeof(rev), "%lld", (long long)last);
-    CHECK(tma_test_etcdctl(etcd, "compaction", rev, NULL) == 0);
+    ASSERT_EQ(tma_test_etcdctl(etcd, "compaction", rev, NULL), 0);
 
     kvt_recorder_t r;
     kvt_recorder_init(&r);
     tma_kv_watch_t *w = watch(kv, "/w/c/", TMA_KV_PREFIX, first, &r);
     CHECK_MSG(kvt_wait_end(&r, 10), "no compaction report");
     CHECK_STATUS(r.end_status, TMA_ERR_COMPACTED);
-    CHECK(r.compact_revision == last && r.n == 0 && r.n_updates == 1);
+    ASSERT_EQ(r.compact_revision, last);
+    ASSERT_EQ(r.n, 0);
+    ASSERT_EQ(r.n_updates, 1);
     /* The ended watch calls no more. */
     CHECK_OK(tma_kv_put(kv, "/w/c/3", "d", 1, 0, NULL));
 
@@ -136,7 +140,8 @@ static void test_compaction(tma_kv_t *kv)
     int64_t at = 0;
     tma_kv_range_opts_t o = {.flags = TMA_KV_PREFIX, .limit = 2};
     CHECK_OK(tma_kv_range_each(kv, "/w/c/", &o, count_pair, &s, &at));
-    CHECK(s.n == 3 && s.max_rev == at);
+    ASSERT_EQ(s.n, 3);
+    ASSERT_EQ(s.max_rev, at);
     kvt_recorder_t r2;
     kvt_recorder_init(&r2);
     tma_kv_watch_t *w2 = watch(kv, "/w/c/", TMA_KV_PREFIX, at + 1, &r2);
@@ -144,7 +149,7 @@ static void test_compaction(tma_kv_t *kv)
     CHECK_OK(tma_kv_put(kv, "/w/c/4", "e", 1, 0, &after));
     CHECK(kvt_wait_events(&r2, 1, 10));
     CHECK(r2.n == 1 && r2.ev[0].mod_revision == after && r2.end_status == TMA_OK);
-    CHECK(r.n_updates == 1);
+    ASSERT_EQ(r.n_updates, 1);
     tma_kv_watch_stop(w);
     tma_kv_watch_stop(w2);
     kvt_recorder_free(&r);
@@ -215,7 +220,8 @@ static void test_restart(tma_kv_t *kv)
     /* The same client works again, and the data survived. */
     CHECK(tma_test_wait_for(put_works, kv, 10));
     CHECK_OK(tma_kv_get(kv, "/w/r/1", &g));
-    CHECK(strcmp(g.pairs[0].value, "before") == 0 && g.pairs[0].mod_revision == r1);
+    ASSERT_STR_EQ(g.pairs[0].value, "before");
+    ASSERT_EQ(g.pairs[0].mod_revision, r1);
     tma_kv_result_free(&g);
     CHECK_OK(tma_kv_put(kv, "/w/r/2", "after", 5, 0, &r2));
 
@@ -231,7 +237,8 @@ static void test_restart(tma_kv_t *kv)
     }
     CHECK_MSG(found, "the watch did not deliver the put made after the restart");
     pthread_mutex_lock(&r.mu);
-    CHECK(r.out_of_order == 0 && r.end_status == TMA_OK);
+    ASSERT_EQ(r.out_of_order, 0);
+    ASSERT_EQ(r.end_status, TMA_OK);
     for (size_t i = 1; i < r.n; i++)
         CHECK_MSG(r.ev[i].mod_revision > r.ev[i - 1].mod_revision ||
                       strcmp(r.ev[i].key, r.ev[i - 1].key) != 0,
@@ -259,7 +266,7 @@ static void test_start_failures(void)
     kvt_recorder_init(&r);
     tma_kv_watch_t *w = NULL;
     CHECK_STATUS(tma_kv_watch_start(kv, "/w/x", NULL, kvt_recorder_fn, &r, &w), TMA_ERR_UNAVAILABLE);
-    CHECK(w == NULL);
+    ASSERT_NULL(w);
     CHECK_STATUS(tma_kv_watch_start(kv, "", NULL, kvt_recorder_fn, &r, &w), TMA_ERR_INVALID);
     tma_kv_destroy(kv);
 

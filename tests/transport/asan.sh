@@ -15,7 +15,7 @@ cflags="-g -O1 -fsanitize=address -fno-omit-frame-pointer -include $B/config.h -
 libs="$(pkg-config --libs ucx libcjson) -lpthread -lm"
 cd "$TMP_ROOT" || hard "no temporary folder"
 # shellcheck disable=SC2086
-"$CLANG" $cflags -c "$S"/transport/frame.c "$S"/transport/transport.c "$S"/common/*.c \
+"$CLANG" $cflags -c "$S"/transport/*.c "$S"/common/*.c \
   "$S/tests/tma_test.c" "$S/tests/transport/peer_proc.c" || fail "ASan build failed"
 # An archive, so that only what the tests use is linked (common/ may grow
 # files that need other libraries).

@@ -37,20 +37,29 @@ static void test_layout(void)
     tma_transport_frame_t f = tensor_frame(sizeof payload);
     unsigned char h[TMA_TRANSPORT_HEADER_BYTES];
     tma_transport_frame_encode(&f, payload, sizeof payload, h);
-    CHECK(memcmp(h, "TMAF", 4) == 0);
-    CHECK(h[4] == 1 && h[5] == 0);         /* version */
-    CHECK(h[6] == 3 && h[7] == 0);         /* type */
-    CHECK(h[8] == 9 && h[12] == 42);       /* tag, sender */
-    CHECK(h[24] == 0x08 && h[31] == 0x01); /* epoch, little-endian */
-    CHECK(h[32] == 77 && h[40] == 12);     /* round, length */
-    CHECK(h[48] == 12 && h[55] == 0);      /* total */
-    CHECK(h[56] == 0 && h[57] == 0);       /* chunk */
-    CHECK(h[58] == 0xef && h[59] == 0xbe); /* seq */
+    ASSERT_EQ(memcmp(h, "TMAF", 4), 0);
+    ASSERT_EQ(h[4], 1);     /* version */
+    ASSERT_EQ(h[5], 0);
+    ASSERT_EQ(h[6], 3);     /* type */
+    ASSERT_EQ(h[7], 0);
+    ASSERT_EQ(h[8], 9);     /* tag, sender */
+    ASSERT_EQ(h[12], 42);
+    ASSERT_EQ(h[24], 0x08); /* epoch, little-endian */
+    ASSERT_EQ(h[31], 0x01);
+    ASSERT_EQ(h[32], 77);   /* round, length */
+    ASSERT_EQ(h[40], 12);
+    ASSERT_EQ(h[48], 12);   /* total */
+    ASSERT_EQ(h[55], 0);
+    ASSERT_EQ(h[56], 0);    /* chunk */
+    ASSERT_EQ(h[57], 0);
+    ASSERT_EQ(h[58], 0xef); /* seq */
+    ASSERT_EQ(h[59], 0xbe);
     uint32_t crc = tma_crc32c(tma_crc32c(0, h, 60), payload, sizeof payload);
-    CHECK(h[60] == (crc & 0xff) && h[63] == (crc >> 24));
-    CHECK(f.crc == crc);
-    CHECK(tma_transport_job_id("job-a") != tma_transport_job_id("job-b"));
-    CHECK(tma_transport_job_id("") == 0xcbf29ce484222325ull); /* FNV-1a offset basis */
+    ASSERT_EQ(h[60], crc & 0xff);
+    ASSERT_EQ(h[63], crc >> 24);
+    ASSERT_EQ(f.crc, crc);
+    ASSERT_NE(tma_transport_job_id("job-a"), tma_transport_job_id("job-b"));
+    ASSERT_EQ(tma_transport_job_id(""), 0xcbf29ce484222325ull); /* FNV-1a offset basis */
 }
 
 static void test_roundtrip(void)
@@ -61,9 +70,17 @@ static void test_roundtrip(void)
     tma_transport_frame_encode(&f, payload, sizeof payload, h);
     const char *why = NULL;
     CHECK_OK(tma_transport_frame_decode(h, sizeof h, MAXP, &g, &why));
-    CHECK(g.type == f.type && g.tag == f.tag && g.sender == f.sender && g.job_id == f.job_id);
-    CHECK(g.epoch == f.epoch && g.round == f.round && g.length == f.length && g.crc == f.crc);
-    CHECK(g.total == f.total && g.chunk == f.chunk && g.seq == f.seq);
+    ASSERT_EQ(g.type, f.type);
+    ASSERT_EQ(g.tag, f.tag);
+    ASSERT_EQ(g.sender, f.sender);
+    ASSERT_EQ(g.job_id, f.job_id);
+    ASSERT_EQ(g.epoch, f.epoch);
+    ASSERT_EQ(g.round, f.round);
+    ASSERT_EQ(g.length, f.length);
+    ASSERT_EQ(g.crc, f.crc);
+    ASSERT_EQ(g.total, f.total);
+    ASSERT_EQ(g.chunk, f.chunk);
+    ASSERT_EQ(g.seq, f.seq);
     CHECK_OK(tma_transport_frame_verify(&g, payload, sizeof payload));
     /* A flipped payload bit, a shorter payload, a damaged header field. */
     payload[2] = 4.5f;
@@ -93,8 +110,8 @@ static void expect_bad_max(const unsigned char *h, uint64_t max, const char *wan
 {
     tma_transport_frame_t g;
     const char *why = NULL;
-    CHECK(tma_transport_frame_decode(h, TMA_TRANSPORT_HEADER_BYTES, max, &g, &why) ==
-          TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_frame_decode(h, TMA_TRANSPORT_HEADER_BYTES, max, &g, &why),
+              TMA_ERR_MALFORMED);
     CHECK_MSG(why && strstr(why, want), "expected '%s', got '%s'", want, why ? why : "(null)");
 }
 
@@ -120,7 +137,7 @@ static void test_bad_headers(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(cases); i++) {
         memcpy(h, good, sizeof h);
         size_t hl = sizeof h, sl = sizeof payload;
-        tma_transport_frame_damage(h, cases[i].fault, &hl, &sl);
+        transport_frame_damage(h, cases[i].fault, &hl, &sl);
         expect_bad(h, hl, cases[i].why);
     }
     /* Header faults that decode but fail the checksum. */
@@ -128,7 +145,7 @@ static void test_bad_headers(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(crc_faults); i++) {
         memcpy(h, good, sizeof h);
         size_t hl = sizeof h, sl = sizeof payload;
-        tma_transport_frame_damage(h, crc_faults[i], &hl, &sl);
+        transport_frame_damage(h, crc_faults[i], &hl, &sl);
         tma_transport_frame_t g;
         CHECK_OK(tma_transport_frame_decode(h, hl, MAXP, &g, NULL));
         CHECK_STATUS(tma_transport_frame_verify(&g, payload, sizeof payload), TMA_ERR_CHECKSUM);
@@ -136,14 +153,14 @@ static void test_bad_headers(void)
     /* The length fault makes the header disagree with its tensor. */
     memcpy(h, good, sizeof h);
     size_t hl = sizeof h, sl = sizeof payload;
-    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_LENGTH, &hl, &sl);
+    transport_frame_damage(h, TMA_TRANSPORT_FAULT_LENGTH, &hl, &sl);
     tma_transport_frame_t g;
     expect_bad(h, hl, "chunk length");
     hl = sizeof h;
-    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_TRUNCATE, &hl, &sl);
-    CHECK(sl == sizeof payload - 4);
-    tma_transport_frame_damage(h, TMA_TRANSPORT_FAULT_SHORT_HEADER, &hl, &sl);
-    CHECK(hl == 40);
+    transport_frame_damage(h, TMA_TRANSPORT_FAULT_TRUNCATE, &hl, &sl);
+    ASSERT_EQ(sl, sizeof payload - 4);
+    transport_frame_damage(h, TMA_TRANSPORT_FAULT_SHORT_HEADER, &hl, &sl);
+    ASSERT_EQ(hl, 40);
 
     /* Lengths: over the limit, not whole floats, wrong for control frames. */
     f = tensor_frame((uint64_t)MAXP + 4);
@@ -201,12 +218,12 @@ static void test_bad_headers(void)
     f.length = TMA_TRANSPORT_FRAME_MAX_BYTES;
     tma_transport_frame_encode(&f, NULL, 0, h);
     CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
-    CHECK(tma_transport_frame_chunks(&g) == TMA_TRANSPORT_FRAME_MAX_BYTES / C);
+    ASSERT_EQ(tma_transport_frame_chunks(&g), TMA_TRANSPORT_FRAME_MAX_BYTES / C);
     f.chunk = 99;
     f.length = C;
     tma_transport_frame_encode(&f, NULL, 0, h);
     CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
-    CHECK(tma_transport_frame_chunks(&g) == 1);
+    ASSERT_EQ(tma_transport_frame_chunks(&g), 1);
     f.chunk = 98;
     f.length = C + 4;
     tma_transport_frame_encode(&f, NULL, 0, h);
@@ -232,7 +249,7 @@ static void test_bad_headers(void)
     f.length = 0;
     tma_transport_frame_encode(&f, NULL, 0, h);
     CHECK_OK(tma_transport_frame_decode(h, sizeof h, MAXP, &g, NULL));
-    CHECK(tma_transport_frame_chunks(&g) == 1);
+    ASSERT_EQ(tma_transport_frame_chunks(&g), 1);
     struct {
         uint16_t type;
         uint64_t len;
@@ -277,43 +294,48 @@ static void test_hello(void)
 {
     unsigned char buf[TMA_TRANSPORT_HELLO_MAX];
     size_t n = tma_transport_hello_encode("job-a", "tok", buf, sizeof buf);
-    CHECK(n == 8 + 5 + 3);
+    ASSERT_EQ(n, 8 + 5 + 3);
     const char *job, *tok, *why = NULL;
     size_t jl, tl;
     CHECK_OK(tma_transport_hello_decode(buf, n, &job, &jl, &tok, &tl, &why));
-    CHECK(jl == 5 && memcmp(job, "job-a", 5) == 0 && tl == 3 && memcmp(tok, "tok", 3) == 0);
+    ASSERT_EQ(jl, 5);
+    ASSERT_EQ(memcmp(job, "job-a", 5), 0);
+    ASSERT_EQ(tl, 3);
+    ASSERT_EQ(memcmp(tok, "tok", 3), 0);
 
     /* Too long, empty, or no room. */
     char longname[TMA_TRANSPORT_JOB_MAX + 2];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    CHECK(tma_transport_hello_encode(longname, "tok", buf, sizeof buf) == 0);
-    CHECK(tma_transport_hello_encode("job", "", buf, sizeof buf) == 0);
-    CHECK(tma_transport_hello_encode("", "tok", buf, sizeof buf) == 0);
-    CHECK(tma_transport_hello_encode("job", "tok", buf, 10) == 0);
+    ASSERT_EQ(tma_transport_hello_encode(longname, "tok", buf, sizeof buf), 0);
+    ASSERT_EQ(tma_transport_hello_encode("job", "", buf, sizeof buf), 0);
+    ASSERT_EQ(tma_transport_hello_encode("", "tok", buf, sizeof buf), 0);
+    ASSERT_EQ(tma_transport_hello_encode("job", "tok", buf, 10), 0);
     longname[TMA_TRANSPORT_JOB_MAX] = '\0';
-    CHECK(tma_transport_hello_encode(longname, longname, buf, sizeof buf) ==
-          TMA_TRANSPORT_HELLO_MAX);
+    ASSERT_EQ(tma_transport_hello_encode(longname, longname, buf, sizeof buf),
+              TMA_TRANSPORT_HELLO_MAX);
 
     /* Every truncation, and inconsistent lengths, are refused. */
     n = tma_transport_hello_encode("job-a", "tok", buf, sizeof buf);
     for (size_t l = 0; l < n; l++)
-        CHECK(tma_transport_hello_decode(buf, l, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
-    CHECK(tma_transport_hello_decode(buf, n + 1, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+        ASSERT_EQ(tma_transport_hello_decode(buf, l, &job, &jl, &tok, &tl, &why),
+                  TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(buf, n + 1, &job, &jl, &tok, &tl, &why),
+              TMA_ERR_MALFORMED);
     unsigned char bad[sizeof buf];
     memcpy(bad, buf, n);
     bad[4] = 0; /* job length 0 */
-    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
     memcpy(bad, buf, n);
     bad[6] = 0; /* token length 0 */
-    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
     memcpy(bad, buf, n);
     le32(bad, 1); /* flags */
-    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
     CHECK(why && strstr(why, "flags"));
     memcpy(bad, buf, n);
     bad[5] = 0xff; /* job length 0xff05 */
-    CHECK(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
 }
 
 int main(void)
@@ -322,6 +344,6 @@ int main(void)
     test_roundtrip();
     test_bad_headers();
     test_hello();
-    CHECK(strcmp(tma_transport_event_str(TMA_TRANSPORT_EV_FLAGGED), "flagged") == 0);
+    ASSERT_STR_EQ(tma_transport_event_str(TMA_TRANSPORT_EV_FLAGGED), "flagged");
     return tma_test_done();
 }

@@ -99,8 +99,8 @@ static void test_config_errors(void)
     }
     /* A port that is taken. */
     tma_transport_t *a = make(0, "127.0.0.1:0", NULL, NULL);
-    CHECK(tma_transport_port(a) > 0);
-    CHECK(strncmp(tma_transport_address(a), "127.0.0.1:", 10) == 0);
+    ASSERT_GT(tma_transport_port(a), 0);
+    ASSERT_EQ(strncmp(tma_transport_address(a), "127.0.0.1:", 10), 0);
     char taken[64];
     snprintf(taken, sizeof taken, "127.0.0.1:%u", tma_transport_port(a));
     cfg.listen = taken;
@@ -151,7 +151,7 @@ static void test_roundtrip(void)
     tma_transport_t *t = make(1, NULL, NULL, NULL);
     uint32_t peer = 0;
     CHECK_OK(tma_transport_connect(t, echo.addr, 10, &peer));
-    CHECK(peer == 7);
+    ASSERT_EQ(peer, 7);
     const size_t max = 64u << 20; /* 256 MiB */
     float *x = tma_alloc_aligned(max * sizeof(float));
     float *post = tma_alloc_aligned(max * sizeof(float));
@@ -170,31 +170,38 @@ static void test_roundtrip(void)
             CHECK_OK(tma_transport_send(t, 7, &m, x, n, HOST, 60));
             tma_transport_msg_t msg;
             CHECK_OK(tma_transport_recv(t, 7, 5, 60, &msg));
-            CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR);
-            CHECK(msg.peer == 7 && msg.meta.tag == 5 && msg.meta.epoch == 3 && msg.meta.round == i);
+            ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+            ASSERT_EQ(msg.peer, 7);
+            ASSERT_EQ(msg.meta.tag, 5);
+            ASSERT_EQ(msg.meta.epoch, 3);
+            ASSERT_EQ(msg.meta.round, i);
             CHECK_MSG(msg.count == n, "count %zu, sent %zu", msg.count, n);
-            CHECK(msg.in_place == in_place);
+            ASSERT_EQ(msg.in_place, in_place);
             if (in_place)
                 CHECK(msg.data == post);
             if (msg.count == n) {
                 CHECK_MSG(tma_crc32c(0, msg.data, n * sizeof(float)) == want, "%zu floats", n);
-                CHECK(memcmp(msg.data, x, n * sizeof(float)) == 0);
+                ASSERT_EQ(memcmp(msg.data, x, n * sizeof(float)), 0);
             }
             tma_transport_msg_release(t, &msg);
         }
     }
     tma_transport_stats_t s;
     tma_transport_stats(t, &s);
-    CHECK(s.msgs_sent == 2 * TMA_ARRAY_LEN(counts) && s.msgs_received == s.msgs_sent);
-    CHECK(s.frames_dropped == 0 && s.connections == 1 && s.tx_active == 0 && s.rx_active == 0);
+    ASSERT_EQ(s.msgs_sent, 2 * TMA_ARRAY_LEN(counts));
+    ASSERT_EQ(s.msgs_received, s.msgs_sent);
+    ASSERT_EQ(s.frames_dropped, 0);
+    ASSERT_EQ(s.connections, 1);
+    ASSERT_EQ(s.tx_active, 0);
+    ASSERT_EQ(s.rx_active, 0);
     tma_free_aligned(x);
     tma_free_aligned(post);
     /* A clean close is seen as one by the peer, which then exits 0. */
     CHECK_OK(tma_transport_disconnect(t, 7, 10));
     char line[128];
-    CHECK(peer_proc_expect(&echo, "EVENT closed 1 0", 10, line, sizeof line) == 0);
+    ASSERT_EQ(peer_proc_expect(&echo, "EVENT closed 1 0", 10, line, sizeof line), 0);
     tma_transport_destroy(t);
-    CHECK(peer_proc_end(&echo, 10) == 0);
+    ASSERT_EQ(peer_proc_end(&echo, 10), 0);
 }
 
 /* Wrong job and wrong token are refused, logged and never shown. */
@@ -235,7 +242,7 @@ static void test_refused(void)
     int started = peer_proc_start(&bad, 20, "--id", "3", "--token", "", "--connect",
                                   tma_transport_address(srv), "--mode", "sink", NULL);
     unsetenv("TMA_JOB_TOKEN");
-    CHECK(started != 0); /* it never gets READY: its connect failed */
+    ASSERT_NE(started, 0); /* it never gets READY: its connect failed */
     (void)line;
     peer_proc_kill(&bad);
 
@@ -249,11 +256,12 @@ static void test_refused(void)
     tma_transport_stats_t s;
     tma_transport_stats(srv, &s);
     CHECK_MSG(s.peers_refused == 3, "refused %llu", (unsigned long long)s.peers_refused);
-    CHECK(s.connections == 0 && connected_events == 0);
+    ASSERT_EQ(s.connections, 0);
+    ASSERT_EQ(connected_events, 0);
     size_t n;
     uint32_t ids[4];
     tma_transport_peers(srv, ids, 4, &n);
-    CHECK(n == 0);
+    ASSERT_EQ(n, 0);
     tma_transport_msg_t msg;
     CHECK_STATUS(tma_transport_recv(srv, ANYP, ANYT, 0.2, &msg), TMA_ERR_TIMEOUT);
 
@@ -261,15 +269,16 @@ static void test_refused(void)
     tma_transport_t *c3 = make(6, NULL, NULL, NULL);
     uint32_t peer = 99;
     CHECK_OK(tma_transport_connect(c3, tma_transport_address(srv), 10, &peer));
-    CHECK(peer == 0);
+    ASSERT_EQ(peer, 0);
     CHECK_OK(tma_transport_wait_peer(srv, 6, 5));
-    CHECK(connected_events == 1);
+    ASSERT_EQ(connected_events, 1);
     /* Its end reaches the callback before the receive queue: c3 closes
      * while this thread already waits in recv(). */
     pthread_t closer;
-    CHECK(pthread_create(&closer, NULL, destroy_thread, c3) == 0);
+    ASSERT_EQ(pthread_create(&closer, NULL, destroy_thread, c3), 0);
     CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
-    CHECK(msg.kind == TMA_TRANSPORT_MSG_EVENT && msg.event.peer == 6);
+    ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_EVENT);
+    ASSERT_EQ(msg.event.peer, 6);
     CHECK_MSG(__atomic_load_n(&ended_events, __ATOMIC_ACQUIRE) == 1,
               "the queued event came before the callback ran (%d)", ended_events);
     tma_transport_msg_release(srv, &msg);
@@ -333,8 +342,8 @@ static void test_bad_frames(void)
                   ckind);
         tma_transport_stats_t s;
         tma_transport_stats(srv, &s);
-        CHECK(s.frames_dropped == ++dropped);
-        CHECK(s.msgs_received == j); /* nothing damaged was delivered */
+        ASSERT_EQ(s.frames_dropped, ++dropped);
+        ASSERT_EQ(s.msgs_received, j); /* nothing damaged was delivered */
         tma_transport_destroy(c);
 
         /* The good peer is still served. */
@@ -359,8 +368,8 @@ static void test_bad_frames(void)
                   "duplicate chunk: event %d reason %d", kind, reason);
         tma_transport_stats_t s;
         tma_transport_stats(srv, &s);
-        CHECK(s.frames_dropped == ++dropped);
-        CHECK(s.msgs_received == 2 * TMA_ARRAY_LEN(cases));
+        ASSERT_EQ(s.frames_dropped, ++dropped);
+        ASSERT_EQ(s.msgs_received, 2 * TMA_ARRAY_LEN(cases));
         tma_transport_destroy(c);
     }
     /* Damaged hellos never get a connection. */
@@ -377,7 +386,8 @@ static void test_bad_frames(void)
     size_t n;
     uint32_t ids[8];
     tma_transport_peers(srv, ids, 8, &n);
-    CHECK(n == 1 && ids[0] == 100);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(ids[0], 100);
     free(x);
     tma_transport_destroy(good);
     tma_transport_destroy(srv);
@@ -430,7 +440,8 @@ static void test_backpressure_and_posts(void)
     CHECK_OK(tma_transport_send(c, 0, &m, x, 16, HOST, 10));
     tma_transport_msg_t msg;
     CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
-    CHECK(msg.peer == 3 && msg.count == 16);
+    ASSERT_EQ(msg.peer, 3);
+    ASSERT_EQ(msg.count, 16);
     tma_transport_msg_release(srv, &msg);
     /* A post of another size or tag does not take it; the right one does. */
     float wrong[8];
@@ -456,7 +467,8 @@ static void test_backpressure_and_posts(void)
     tma_transport_msg_release(srv, &msg);
     CHECK_STATUS(tma_transport_recv(srv, 3, ANYT, 0, &msg), TMA_ERR_TIMEOUT);
     CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
-    CHECK(msg.meta.tag == 1 && msg.peer == 2);
+    ASSERT_EQ(msg.meta.tag, 1);
+    ASSERT_EQ(msg.peer, 2);
     tma_transport_msg_release(srv, &msg);
 
     /* A tensor that landed in a post and was not received is discarded by
@@ -468,10 +480,10 @@ static void test_backpressure_and_posts(void)
         tma_sleep(0.0005); /* poll politely */
         tma_transport_stats(srv, &s);
     } while (s.rx_queued == 0 && tma_clock_now() < deadline);
-    CHECK(s.rx_queued == 1);
+    ASSERT_EQ(s.rx_queued, 1);
     CHECK_OK(tma_transport_post_cancel(srv, dst, 1));
     tma_transport_stats(srv, &s);
-    CHECK(s.rx_queued == 0);
+    ASSERT_EQ(s.rx_queued, 0);
     CHECK_STATUS(tma_transport_recv(srv, 3, ANYT, 0.1, &msg), TMA_ERR_TIMEOUT);
 
     /* Broadcast to both clients, with one id that is not connected. */
@@ -480,7 +492,9 @@ static void test_backpressure_and_posts(void)
     fill(x, 1024, 4);
     CHECK_STATUS(tma_transport_send_many(srv, peers, 3, &m2, x, 1024, HOST, 10, sts),
                  TMA_ERR_UNAVAILABLE);
-    CHECK(sts[0] == TMA_OK && sts[1] == TMA_OK && sts[2] == TMA_ERR_UNAVAILABLE);
+    ASSERT_EQ(sts[0], TMA_OK);
+    ASSERT_EQ(sts[1], TMA_OK);
+    ASSERT_EQ(sts[2], TMA_ERR_UNAVAILABLE);
     CHECK_OK(tma_transport_send_many(srv, peers, 2, &m2, x, 1024, HOST, 10, NULL));
     tma_transport_t *rx[2] = {b, c};
     for (int k = 0; k < 2; k++) {
@@ -548,14 +562,15 @@ static void test_interleaved(void)
             CHECK(0);
             break;
         }
-        CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == BURST_COUNT);
+        ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+        ASSERT_EQ(msg.count, BURST_COUNT);
         uint32_t tag = msg.meta.tag;
         CHECK(tag == 1 || tag == 2);
         if (msg.count == BURST_COUNT && (tag == 1 || tag == 2)) {
             /* One sender's tensors arrive in the order it sent them. */
-            CHECK(msg.meta.round == next_round[tag]++);
+            ASSERT_EQ(msg.meta.round, next_round[tag]++);
             fill(want, BURST_COUNT, tag * 100 + msg.meta.round);
-            CHECK(memcmp(msg.data, want, BURST_COUNT * sizeof(float)) == 0);
+            ASSERT_EQ(memcmp(msg.data, want, BURST_COUNT * sizeof(float)), 0);
         }
         tma_transport_msg_release(srv, &msg);
     }
@@ -588,8 +603,8 @@ static void test_reconnect(void)
     tma_transport_msg_release(w, &msg);
     peer_proc_kill(&c1);
     tma_status_t reason = 0;
-    CHECK(expect_event(w, 0, 5, &reason) == TMA_TRANSPORT_EV_FAILED);
-    CHECK(reason == TMA_ERR_PEER_FAILED);
+    ASSERT_EQ(expect_event(w, 0, 5, &reason), TMA_TRANSPORT_EV_FAILED);
+    ASSERT_EQ(reason, TMA_ERR_PEER_FAILED);
     CHECK_STATUS(tma_transport_send(w, 0, &m, x, 64, HOST, 1), TMA_ERR_UNAVAILABLE);
 
     if (peer_proc_start(&c2, 20, "--id", "0", "--listen", "127.0.0.1:0", "--mode", "echo", NULL) !=
@@ -598,7 +613,7 @@ static void test_reconnect(void)
         tma_transport_destroy(w);
         return;
     }
-    CHECK(strcmp(c1.addr, c2.addr) != 0);
+    ASSERT_NE(strcmp(c1.addr, c2.addr), 0);
     CHECK_OK(tma_transport_connect(w, c2.addr, 10, NULL));
     m.epoch = 2;
     CHECK_OK(tma_transport_post(w, 0, 3, y, 64, HOST));
@@ -610,13 +625,13 @@ static void test_reconnect(void)
     /* Connecting to the same id again replaces the connection (the old one
      * ends here as replaced, or as reset if the listener closed it first). */
     CHECK_OK(tma_transport_connect(w, c2.addr, 10, NULL));
-    CHECK(expect_event(w, 0, 5, &reason) == TMA_TRANSPORT_EV_FAILED);
+    ASSERT_EQ(expect_event(w, 0, 5, &reason), TMA_TRANSPORT_EV_FAILED);
     CHECK(reason == TMA_ERR_FENCED || reason == TMA_ERR_PEER_FAILED);
     CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 10));
     CHECK_OK(tma_transport_recv(w, 0, 3, 10, &msg));
     tma_transport_msg_release(w, &msg);
     tma_transport_destroy(w);
-    CHECK(peer_proc_end(&c2, 10) == 0);
+    ASSERT_EQ(peer_proc_end(&c2, 10), 0);
 }
 
 int main(void)

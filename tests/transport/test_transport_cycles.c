@@ -39,7 +39,8 @@ static int count_fds(tma_transport_t *a, tma_transport_t *b)
         if (b)
             tma_transport_stats(b, &sb);
     } while ((sa.endpoints || sb.endpoints) && tma_clock_now() < deadline);
-    CHECK(sa.endpoints == 0 && sb.endpoints == 0);
+    ASSERT_EQ(sa.endpoints, 0);
+    ASSERT_EQ(sb.endpoints, 0);
     return count_fds_now();
 }
 
@@ -53,14 +54,16 @@ static void exchange(tma_transport_t *srv, tma_transport_t *c, uint32_t id, int 
     CHECK_OK(tma_transport_send(c, 0, &m, x, 300, HOST, 10));
     tma_transport_msg_t msg;
     CHECK_OK(tma_transport_recv(srv, id, ANYT, 10, &msg));
-    CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 300 &&
-          msg.meta.round == (uint64_t)i);
+    ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+    ASSERT_EQ(msg.count, 300);
+    ASSERT_EQ(msg.meta.round, (uint64_t)i);
     if (msg.kind == TMA_TRANSPORT_MSG_TENSOR)
-        CHECK(memcmp(msg.data, x, sizeof x) == 0);
+        ASSERT_EQ(memcmp(msg.data, x, sizeof x), 0);
     tma_transport_msg_release(srv, &msg);
     CHECK_OK(tma_transport_send(srv, id, &m, x, 7, HOST, 10));
     CHECK_OK(tma_transport_recv(c, 0, ANYT, 10, &msg));
-    CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 7);
+    ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+    ASSERT_EQ(msg.count, 7);
     tma_transport_msg_release(c, &msg);
 }
 
@@ -68,8 +71,9 @@ static void expect_closed(tma_transport_t *t, uint32_t id)
 {
     tma_transport_msg_t msg;
     CHECK_OK(tma_transport_recv(t, id, ANYT, 10, &msg));
-    CHECK(msg.kind == TMA_TRANSPORT_MSG_EVENT && msg.event.kind == TMA_TRANSPORT_EV_CLOSED &&
-          msg.event.reason == TMA_OK);
+    ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_EVENT);
+    ASSERT_EQ(msg.event.kind, TMA_TRANSPORT_EV_CLOSED);
+    ASSERT_EQ(msg.event.reason, TMA_OK);
     tma_transport_msg_release(t, &msg);
 }
 
@@ -117,8 +121,10 @@ int main(void)
 
     tma_transport_stats_t s;
     tma_transport_stats(srv, &s);
-    CHECK(s.connections == 0 && s.rx_queued == 0 && s.frames_dropped == 0);
-    CHECK(s.msgs_received == 102);
+    ASSERT_EQ(s.connections, 0);
+    ASSERT_EQ(s.rx_queued, 0);
+    ASSERT_EQ(s.frames_dropped, 0);
+    ASSERT_EQ(s.msgs_received, 102);
     tma_transport_destroy(c);
     tma_transport_destroy(srv);
     return tma_test_done();

@@ -60,9 +60,10 @@ static void echo_works(tma_transport_t *t, uint32_t peer, const float *x, size_t
     CHECK_OK(tma_transport_send(t, peer, &m, x, n, HOST, 30));
     tma_transport_msg_t msg;
     CHECK_OK(tma_transport_recv(t, peer, 4, 30, &msg));
-    CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == n);
+    ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+    ASSERT_EQ(msg.count, n);
     if (msg.count == n)
-        CHECK(memcmp(msg.data, x, n * sizeof(float)) == 0);
+        ASSERT_EQ(memcmp(msg.data, x, n * sizeof(float)), 0);
     tma_transport_msg_release(t, &msg);
 }
 
@@ -121,7 +122,8 @@ static void test_sender_dies(tma_transport_t *srv, const float *x)
     size_t n;
     uint32_t ids[4];
     tma_transport_peers(srv, ids, 4, &n);
-    CHECK(n == 1 && ids[0] == 22);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(ids[0], 22);
     echo_works(srv, 22, x, 1u << 20);
 }
 
@@ -226,6 +228,6 @@ int main(void)
 
     tma_free_aligned(x);
     tma_transport_destroy(srv);
-    CHECK(peer_proc_end(&e, 10) == 0);
+    ASSERT_EQ(peer_proc_end(&e, 10), 0);
     return tma_test_done();
 }
