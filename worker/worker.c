@@ -145,6 +145,39 @@ static tma_status_t put_ready(worker_t *w)
 
 static void ensure_posted(worker_t *w);
 
+/* The first trainer of an incarnation, on the device of the job's list
+ * that its member id picks, and the send and receive buffers sized for its
+ * parameter block. */
+static tma_status_t create_trainer(worker_t *w, tma_graph_t **graphs, int n)
+{
+    if (!w->o->device && w->job->n_worker_devices > 1) {
+        snprintf(w->device, sizeof w->device, "%s", w->job->worker_devices[w->id % (unsigned)w->job->n_worker_devices]);
+        snprintf(w->cfg.device, sizeof w->cfg.device, "%s", w->device);
+    }
+    tma_log_info(COMP, "member %u trains on %s", w->id, w->cfg.device);
+    tma_status_t st = tma_gnn_trainer_create(&w->cfg, graphs, n, &w->trainer);
+    if (st != TMA_OK)
+        return st;
+    int64_t P = tma_gnn_trainer_param_count(w->trainer);
+    if (P == w->P && w->sendbuf && w->globalbuf)
+        return TMA_OK;
+    /* The receive buffer may be posted on the transport: take it back
+     * before it is freed. */
+    if (w->posted) {
+        tma_transport_post_cancel(w->tr, w->globalbuf, 2.0);
+        w->posted = 0;
+    }
+    w->P = P;
+    tma_free_aligned(w->sendbuf);
+    tma_free_aligned(w->globalbuf);
+    w->sendbuf = tma_alloc_aligned((size_t)(w->P + TMA_META_FLOATS) * sizeof(float));
+    w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
+    if (!w->sendbuf || !w->globalbuf)
+        return TMA_ERR_NOMEM;
+    ensure_posted(w);
+    return TMA_OK;
+}
+
 /* Loads the given shard set (without shards, GGS: the whole graph), keeping
  * the shards already loaded and the trainer's weights and optimizer state. */
 static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
@@ -183,32 +216,7 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
     }
     if (n_want > 0) {
         if (!w->trainer) {
-            /* The job's device list, by member id. */
-            if (!w->o->device && w->job->n_worker_devices > 1) {
-                snprintf(w->device, sizeof w->device, "%s",
-                         w->job->worker_devices[w->id % (unsigned)w->job->n_worker_devices]);
-                snprintf(w->cfg.device, sizeof w->cfg.device, "%s", w->device);
-            }
-            tma_log_info(COMP, "member %u trains on %s", w->id, w->cfg.device);
-            st = tma_gnn_trainer_create(&w->cfg, graphs, n_want, &w->trainer);
-            int64_t P = st == TMA_OK ? tma_gnn_trainer_param_count(w->trainer) : 0;
-            if (st == TMA_OK && (P != w->P || !w->sendbuf || !w->globalbuf)) {
-                /* The receive buffer may be posted on the transport: take it
-                 * back before it is freed. */
-                if (w->posted) {
-                    tma_transport_post_cancel(w->tr, w->globalbuf, 2.0);
-                    w->posted = 0;
-                }
-                w->P = P;
-                tma_free_aligned(w->sendbuf);
-                tma_free_aligned(w->globalbuf);
-                w->sendbuf = tma_alloc_aligned((size_t)(w->P + TMA_META_FLOATS) * sizeof(float));
-                w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
-                if (!w->sendbuf || !w->globalbuf)
-                    st = TMA_ERR_NOMEM;
-                else
-                    ensure_posted(w);
-            }
+            st = create_trainer(w, graphs, n_want);
         } else {
             st = tma_gnn_trainer_set_graphs(w->trainer, graphs, n_want);
         }
