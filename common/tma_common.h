@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -155,6 +156,23 @@ uint64_t tma_clock_ns(void);
 double tma_clock_wall(void);
 /* Sleeps for the given seconds (<= 0 returns at once); restarts on EINTR. */
 void tma_sleep(double seconds);
+
+/* ------------------------------------------------------------------ deadline waits */
+
+/*
+ * Condition variables whose timed waits run on CLOCK_MONOTONIC, so a
+ * deadline is a tma_clock_now() value and a jump of the wall clock neither
+ * cuts a wait short nor stretches it.  Every timed wait in the libraries
+ * goes through these two functions.
+ */
+/* pthread_cond_init with a CLOCK_MONOTONIC condattr; returns its result. */
+int tma_cond_init(pthread_cond_t *cond);
+/* Waits on cond (mutex held) until signalled or until the monotonic
+ * `deadline` (seconds, as tma_clock_now) passes; deadline <= 0 waits
+ * without a limit.  Returns 0 once the deadline has passed (without
+ * waiting if it already had), 1 otherwise (signalled, or woken
+ * spuriously: callers re-check their condition in a loop). */
+int tma_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, double deadline);
 
 /* ------------------------------------------------------------------ checksums */
 

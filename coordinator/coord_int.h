@@ -1,12 +1,20 @@
 /*
- * coord_int.h: the coordinator's private pieces: the evaluator thread, the
- * round records and the run folder's files.
+ * coord_int.h: the coordinator's private pieces: its state (coord_t and the
+ * per-member slots), the functions each of its files provides to the
+ * others, and the evaluator thread.  The files, in the order of a job:
+ * setup.c (phases that acquire and release), start.c (the first deal and
+ * round 0), takeover.c (resuming another coordinator's job), members.c
+ * (the view, suspects, slots), round.c (collect, average, publish a
+ * round), average.c (the pure weighted mean), ggs.c (synchronous SGD),
+ * publish.c (etcd writes guarded by the epoch), end.c (stop, test, result)
+ * and coordinator.c (the sequence of phases).
  */
 #ifndef TMA_COORD_INT_H
 #define TMA_COORD_INT_H
 
 #include "tma_coordinator.h"
 #include "tma_gnn.h"
+#include "tma_transport.h"
 
 /* ------------------------------------------------------------------ evaluator thread (evaluator.c) */
 
@@ -47,5 +55,156 @@ void coord_eval_counts(coord_eval_t *e, int64_t *evaluated_p, int64_t *skipped_p
 tma_status_t coord_eval_error(coord_eval_t *e);
 /* Stops the thread (after what it is doing) and frees it; accepts NULL. */
 void coord_eval_destroy(coord_eval_t *e);
+
+#define COORD_COMP "coordinator"
+
+/* ------------------------------------------------------------------ state */
+
+/* What the coordinator keeps about a member it has dealt with. */
+typedef struct slot {
+    uint32_t id;
+    int used;
+    float *buf; /* P + TMA_META_FLOATS, posted for its LOCAL/GRADS tensors */
+    int posted;
+    int64_t pushed_rev; /* ready mod_revision for which the global weights were pushed */
+    int suspect;        /* its connection failed: out of rounds until it reconnects or its lease ends */
+    double suspect_since; /* when it became suspect */
+    int revoked;        /* its lease was revoked for not reconnecting (coord_fence_suspects) */
+    /* this round */
+    int expected, got, missed;
+    tma_msg_meta_t meta;
+    int64_t lease;
+    double weight;
+    /* GGS bookkeeping: steps taken part in since the last evaluation round */
+    int64_t steps;
+    double loss_sum;
+} slot_t;
+
+/* One member's tensor in an average. */
+typedef struct coord_contrib {
+    uint32_t id;    /* distinct within one average: the summation order */
+    double weight;  /* > 0 */
+    const float *x; /* P floats */
+} coord_contrib_t;
+
+typedef struct coord {
+    const tma_coordinator_opts_t *o;
+    volatile sig_atomic_t *stop_flag;
+    char jobname[TMA_JOB_NAME_MAX];
+    tma_kv_t *kv;
+    tma_jobview_t *view;
+    tma_job_t *job;
+    const tma_variant_desc_t *vd; /* job->vd */
+    tma_inject_t inj;
+    tma_gnn_config_t cfg;
+    tma_graph_t *graph;
+    tma_partition_info_t *pinfo;
+    tma_shard_map_t map;
+    int map_ready; /* the initial deal happened */
+
+    int64_t lease;
+    tma_lease_guard_t *lease_guard;
+    uint64_t epoch;
+    int fenced;
+    tma_transport_t *tr;
+
+    int64_t P;
+    float *global;
+    double *acc;
+    slot_t *slots;
+    int n_slots, cap_slots;
+    coord_contrib_t *contrib; /* [cap_slots] */
+
+    char *run_dir, *checkpoint_path, *metrics_path, *result_path, *plot_path;
+    coord_eval_t *ev;
+    tma_gnn_trainer_t *server; /* the full-graph trainer of a variant's after_average hook */
+
+    int resume;             /* taking over a job that was training */
+    tma_state_rec_t prev;   /* its state record */
+
+    int64_t round;
+    double elapsed_base; /* training seconds before clock_start */
+    double clock_start;  /* monotonic; 0 while not training */
+    uint64_t seen_version;
+    cJSON *moves;        /* shard moves since the last round record */
+    cJSON *lost;         /* members lost since the last round record */
+    int64_t ggs_step;
+} coord_t;
+
+/* A tag no tensor carries: receiving with it returns connection events only
+ * (events match any tag), leaving tensors queued for their round. */
+#define COORD_EVENTS_ONLY_TAG 0x7ffffff0u
+
+/* coordinator.c */
+int coord_stopping(coord_t *c);
+double coord_train_elapsed(const coord_t *c);
+
+/* setup.c: each open_* acquires one phase's resources in order and on
+ * failure releases what it took; each close_* releases them in reverse
+ * order and accepts a partly opened phase. */
+tma_status_t coord_open_job(coord_t *c);   /* the config, etcd, the job view */
+void coord_close_job(coord_t *c);
+tma_status_t coord_open_model(coord_t *c); /* graph, model, buffers, shard map, server trainer */
+void coord_close_model(coord_t *c);
+tma_status_t coord_lead(coord_t *c);       /* transport, leader lease, election */
+void coord_step_down(coord_t *c);          /* slots, transport, lease */
+tma_status_t coord_open_run(coord_t *c);   /* resume or not, run folder, config in etcd, evaluator */
+void coord_close_run(coord_t *c);
+
+/* start.c */
+tma_status_t coord_start(coord_t *c); /* registration, the initial deal, readiness, round 0 */
+
+/* takeover.c */
+tma_status_t coord_resume_check(coord_t *c); /* fills c->resume and c->prev from the state in etcd */
+tma_status_t coord_resume_metrics(coord_t *c, coord_eval_cfg_t *ec);
+tma_status_t coord_take_over(coord_t *c);
+
+/* members.c */
+slot_t *coord_slot_find(coord_t *c, uint32_t id);
+slot_t *coord_slot_get(coord_t *c, uint32_t id);
+void coord_slot_post(coord_t *c, slot_t *s);
+void coord_slot_release(coord_t *c, slot_t *s);
+int coord_is_connected(coord_t *c, uint32_t id);
+void coord_mark_suspect(slot_t *sl);
+int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
+int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
+/* The ids of the job's members (malloc'd, *n_p of them; NULL on no memory). */
+uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p);
+tma_status_t coord_service_view(coord_t *c, int training);
+tma_status_t coord_idle(coord_t *c, double timeout, int training);
+
+/* round.c */
+void coord_collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n_exp_p);
+int coord_average_slots(coord_t *c);
+tma_status_t coord_after_average(coord_t *c, int n_got);
+cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *alive, int n_alive,
+                          double agg_seconds);
+tma_status_t coord_round(coord_t *c, int64_t t);
+void coord_progress_line(coord_t *c, int64_t t, int n_got, int n_exp, double agg_s);
+
+/* average.c: the weighted mean of n contributions into out[P], summed in
+ * increasing id order in double (acc[P] is scratch), so the result does
+ * not depend on the order of `in`.  Returns n; out is left unchanged when
+ * n == 0.  Pure: touches nothing but acc and out. */
+int coord_average(const coord_contrib_t *in, int n, int64_t P, double *acc, float *out);
+
+/* ggs.c */
+tma_status_t coord_ggs_loop(coord_t *c);
+
+/* publish.c */
+tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry);
+tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
+/* The state record with this coordinator's epoch and run folder. */
+char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, double elapsed, int64_t best_round,
+                         double best_val);
+tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, const char *reason);
+void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round);
+tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record);
+
+/* end.c */
+tma_status_t coord_finish(coord_t *c, const char *reason);
+/* The MRR of a weights file on a split of the full graph, and its round. */
+tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, double *mrr_p,
+                                     uint64_t *round_p);
 
 #endif

@@ -49,15 +49,16 @@ struct coord_eval {
     tma_status_t error;
 };
 
-static void put_etcd(coord_eval_t *e, const char *suffix_dir, int64_t n, const char *suffix, const cJSON *obj)
+/* Writes obj under key k (a folder: its number n). */
+static void put_etcd(coord_eval_t *e, tma_job_key_t k, int64_t n, const cJSON *obj)
 {
     if (!e->kv)
         return;
     char key[TMA_KEY_MAX];
-    if (suffix_dir)
-        tma_fault_key_n(key, e->job, suffix_dir, n);
+    if (k == TMA_KEY_METRICS)
+        tma_job_key_n(key, e->job, k, n);
     else
-        tma_fault_key(key, e->job, suffix);
+        tma_job_key(key, e->job, k);
     char *val = cJSON_PrintUnformatted(obj);
     if (!val)
         return;
@@ -86,7 +87,7 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, doubl
         tma_status_t st = tma_run_append_line(e->metrics_path, r);
         if (st != TMA_OK && e->error == TMA_OK)
             e->error = st;
-        put_etcd(e, "metrics", p->round, NULL, r);
+        put_etcd(e, TMA_KEY_METRICS, p->round, r);
         cJSON_Delete(r);
         free(p);
     }
@@ -160,7 +161,7 @@ static void *eval_main(void *arg)
                     cJSON_AddNumberToObject(b, "val_mrr", val);
                     cJSON_AddNumberToObject(b, "time", time);
                     cJSON_AddStringToObject(b, "weights", e->best_path);
-                    put_etcd(e, NULL, 0, "best", b);
+                    put_etcd(e, TMA_KEY_BEST, 0, b);
                     cJSON_Delete(b);
                 }
             } else if (e->error == TMA_OK) {

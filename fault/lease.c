@@ -54,16 +54,7 @@ static void *guard_main(void *arg)
             continue;
         }
         if (g->stall_until > now) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            double w = g->stall_until - now;
-            ts.tv_sec += (time_t)w;
-            ts.tv_nsec += (long)((w - (double)(time_t)w) * 1e9);
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+            tma_cond_wait_until(&g->cond, &g->lock, g->stall_until);
             continue;
         }
         /* Either a stall ended or the keeper gave up: ask etcd. */
@@ -87,15 +78,8 @@ static void *guard_main(void *arg)
         } else {
             /* etcd is still unreachable: try again shortly. */
             g->recovering = 1;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 500000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
             if (!g->quit)
-                pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+                tma_cond_wait_until(&g->cond, &g->lock, tma_clock_now() + 0.5);
         }
     }
     pthread_mutex_unlock(&g->lock);
@@ -129,7 +113,7 @@ tma_status_t tma_lease_guard_start(tma_kv_t *kv, int64_t lease, tma_lease_lost_f
     g->lost_fn = lost_fn;
     g->arg = arg;
     pthread_mutex_init(&g->lock, NULL);
-    pthread_cond_init(&g->cond, NULL);
+    tma_cond_init(&g->cond);
     if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
         free(g);
         return TMA_ERR_NOMEM;
@@ -169,12 +153,4 @@ void tma_lease_guard_stall(tma_lease_guard_t *g, double seconds)
     g->stall_until = tma_clock_now() + seconds;
     pthread_cond_broadcast(&g->cond);
     pthread_mutex_unlock(&g->lock);
-}
-
-int tma_lease_guard_lost(tma_lease_guard_t *g)
-{
-    pthread_mutex_lock(&g->lock);
-    int l = g->lost;
-    pthread_mutex_unlock(&g->lock);
-    return l;
 }

@@ -36,7 +36,7 @@ static void on_lost(void *arg, tma_status_t why)
 static tma_status_t next_id(tma_kv_t *kv, const char *job, uint32_t *id_p)
 {
     char key[TMA_KEY_MAX];
-    tma_fault_key(key, job, "next_id");
+    tma_job_key(key, job, TMA_KEY_NEXT_ID);
     for (int attempt = 0; attempt < 100; attempt++) {
         tma_kv_result_t res;
         memset(&res, 0, sizeof res);
@@ -93,7 +93,7 @@ tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_mem
         goto fail;
     }
     char key[TMA_KEY_MAX];
-    tma_fault_key_n(key, job, "members", m->id);
+    tma_job_key_n(key, job, TMA_KEY_MEMBERS, m->id);
     st = tma_kv_put(kv, key, val, strlen(val), m->lease, NULL);
     free(val);
     if (st != TMA_OK)
@@ -129,16 +129,8 @@ void tma_member_abandon(tma_member_t *m)
     free(m);
 }
 
-int tma_member_lost(const tma_member_t *m)
-{
-    return __atomic_load_n(&m->lost, __ATOMIC_SEQ_CST);
-}
-
 void tma_member_stall_keepalive(tma_member_t *m, double seconds)
 {
     tma_log_warn(COMP, "injected: member %u stops renewing its lease for %.1f s", m->id, seconds);
     tma_lease_guard_stall(m->guard, seconds);
 }
-
-uint32_t tma_member_id(const tma_member_t *m) { return m->id; }
-int64_t tma_member_lease(const tma_member_t *m) { return m->lease; }

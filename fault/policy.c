@@ -1,7 +1,7 @@
 /*
  * policy.c: the shard map and the recovery policies as pure functions, so
  * every decision the coordinator takes on a failure or a join can be tested
- * without processes.  Shards are the unit of ownership (DESIGN §7): a union
+ * without processes.  Shards are the unit of ownership (docs/architecture.md): a union
  * of random shards is again a random partition, so moving whole shards never
  * needs a re-partition.
  */

@@ -1,14 +1,13 @@
 /*
- * tma_fault.h: what the coordinator and the workers share about a job: its
- * configuration, the etcd keys and the records stored under them,
- * membership (leased member keys), the shard map with its recovery policies
- * and fencing, and the failure-injection points.  DESIGN §7 and §8;
- * docs/distributed.md describes the keys and records, docs/faults.md the
- * guarantees.
+ * tma_fault.h: how a job survives failures: leases that survive etcd
+ * outages, membership (leased member keys with ids never reused), the shard
+ * map with its recovery policies, and the failure-injection points.  The
+ * job's config, keys, records and view are in tma_job.h, one layer down;
+ * docs/faults.md describes the guarantees.
  *
- * Thread-safety: job configs, records and shard maps are plain values;
- * functions on them are pure.  A membership object may be queried from any
- * thread.  The injection object is read-only after creation.
+ * Thread-safety: shard maps are plain values; functions on them are pure.
+ * A membership object may be used from any thread.  The injection object is
+ * read-only after creation.
  */
 #ifndef TMA_FAULT_H
 #define TMA_FAULT_H
@@ -16,292 +15,12 @@
 #include <stdint.h>
 
 #include "tma_common.h"
-#include "tma_gnn.h"
-#include "tma_graph.h"
+#include "tma_job.h"
 #include "tma_kv.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ------------------------------------------------------------------ the job configuration */
-
-/* The training approaches of the paper, all in one engine. */
-typedef enum {
-    TMA_VARIANT_RANDOMTMA = 0, /* random node shards, time-based aggregation */
-    TMA_VARIANT_SUPERTMA = 1,  /* METIS mini-clusters dealt randomly, time-based aggregation */
-    TMA_VARIANT_PSGD_PA = 2,   /* METIS shards, periodic averaging */
-    TMA_VARIANT_LLCG = 3,      /* PSGD-PA plus correction steps on the full graph at the coordinator */
-    TMA_VARIANT_GGS = 4,       /* every worker samples the full graph; gradients averaged every step */
-} tma_variant_t;
-
-typedef enum {
-    TMA_POLICY_CONTINUE = 0, /* a lost owner's shards are dropped: train on with M - 1 */
-    TMA_POLICY_REASSIGN = 1, /* they go to a backup worker, else to the least-loaded live worker */
-} tma_policy_t;
-
-/* Where a job's graph comes from.  Only `tma launch` can prepare the
- * dataset and generator sources; the coordinator needs a .tmag and, except
- * for GGS, a partition folder. */
-typedef enum {
-    TMA_SOURCE_GRAPH = 0,    /* "graph": a .tmag file */
-    TMA_SOURCE_DATASET = 1,  /* "dataset": a folder for tma import (+ "import" options) */
-    TMA_SOURCE_GENERATE = 2, /* "generate": {"kind": "sbm"|"rmat", ...} for tma gen */
-} tma_source_t;
-
-#define TMA_JOB_MAX_WORKERS 4096
-#define TMA_JOB_NAME_MAX 128
-
-typedef struct tma_job {
-    char name[TMA_JOB_NAME_MAX]; /* [A-Za-z0-9._-]+ */
-    tma_variant_t variant;
-    int workers; /* M: trainers that own shards at the start */
-
-    tma_source_t source;
-    char *graph;         /* absolute path of the full .tmag (evaluation, GGS training) */
-    char *dataset;       /* TMA_SOURCE_DATASET: the folder */
-    cJSON *import_opts;  /* TMA_SOURCE_DATASET: the "import" object (owned), or NULL */
-    cJSON *generate;     /* TMA_SOURCE_GENERATE: the "generate" object (owned) */
-
-    char *partition_dir;  /* absolute; NULL until prepared (launch makes one in the run folder) */
-    char partition_scheme[64]; /* "random", "supernode:N", "metis"; "" for GGS */
-    int shards;           /* S (>= workers); GGS: 0 */
-    uint64_t partition_seed;
-
-    /* aggregation: exactly one of interval_s and interval_steps is > 0 */
-    double interval_s;
-    int64_t interval_steps;
-    int weighted;          /* average weighted by each shard's training edges */
-    /* duration: train_s > 0 (time) or rounds > 0 (step mode, or both: whichever first) */
-    double train_s;
-    int64_t rounds;
-    int llcg_steps;        /* LLCG correction steps after each average */
-
-    /* faults */
-    tma_policy_t on_failure;
-    double start_timeout;  /* seconds for the initial workers to become ready */
-    int64_t lease_ttl;     /* seconds */
-    double round_deadline; /* seconds a round waits for weights once raised */
-    double suspect_grace;  /* seconds a member whose connection failed has to reconnect before its
-                              lease is revoked (it is fenced then, not at the lease's expiry) */
-    /* The paper's F >= 1 drill: these shards' trainers are absent from the
-     * start (the policy handles them as never started); the coordinator waits
-     * for workers - n_absent workers. */
-    int n_absent;
-    int32_t absent_shards[16];
-
-    /* transport */
-    char token[256];       /* job token ("" : $TMA_JOB_TOKEN or a random one made by launch) */
-    char host[256];        /* address the coordinator listens on and advertises */
-
-    /* devices: "cpu" or "cuda[:i]" */
-    char eval_device[32];
-    int n_worker_devices;
-    char (*worker_devices)[32]; /* worker i uses worker_devices[i % n] */
-
-    tma_gnn_config_t model; /* model, train and eval sections (feature_dim resolved later) */
-} tma_job_t;
-
-const char *tma_variant_name(tma_variant_t v);
-/* "randomtma", "supertma", "psgd-pa", "llcg", "ggs" (case-insensitive). */
-tma_status_t tma_variant_parse(const char *s, tma_variant_t *v_p);
-const char *tma_policy_name(tma_policy_t p);
-
-/*
- * Parses a job config object.  Relative paths are resolved against base_dir
- * (the config file's folder).  Every key is checked: unknown keys, wrong
- * types, out-of-range values and contradictions (an interval in both seconds
- * and steps, a partition scheme that does not fit the variant, more workers
- * than shards, ...) are refused with TMA_ERR_CONFIG naming ctx and the key.
- * Files are not opened here (tma_job_check_files does that).  The caller
- * owns *job_p (tma_job_destroy).
- */
-tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_dir, tma_job_t **job_p);
-/* Loads and parses a JSON file (base_dir = its folder). */
-tma_status_t tma_job_load(const char *path, tma_job_t **job_p);
-/* Checks that the graph file opens, that the partition folder is complete,
- * made from that graph with a scheme that fits the variant, and has at least
- * `workers` shards; fills job->shards.  Errors name the file at fault. */
-tma_status_t tma_job_check_files(tma_job_t *job);
-/* The resolved config as JSON (absolute paths; what goes into etcd and the
- * run folder).  Caller owns it. */
-cJSON *tma_job_to_json(const tma_job_t *job);
-/* The partition scheme a variant uses by default for a graph of `nodes`. */
-void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *out, size_t cap);
-/* Gives the job a token when it has none: $TMA_JOB_TOKEN, else 32 random hex
- * digits.  The token travels to the workers inside the config in etcd. */
-void tma_job_ensure_token(tma_job_t *job);
-void tma_job_destroy(tma_job_t *job);
-
-/* ------------------------------------------------------------------ etcd keys and records */
-
-/*
- * Keys live under "/tma/<job>/" (docs/distributed.md): config, coordinator,
- * members/<id>, ready/<id>, shards/<k>, agg, stop, state, metrics/<round>,
- * best, next_id.  Values are JSON objects; a value that does not parse or
- * lacks a field is TMA_ERR_MALFORMED (logged with the key).
- */
-#define TMA_KEY_MAX 256
-
-/* "/tma/<job>/<suffix>" into buf (cap >= TMA_KEY_MAX).  Returns buf. */
-char *tma_fault_key(char *buf, const char *job, const char *suffix);
-/* "/tma/<job>/<dir>/<number>" (shards, members, ready, metrics).  Numbers are
- * zero-padded to 8 digits so keys sort in numeric order. */
-char *tma_fault_key_n(char *buf, const char *job, const char *dir, int64_t n);
-/* The number at the end of such a key, or -1. */
-int64_t tma_fault_key_number(const char *key);
-
-/* A worker's membership record, bound to its lease. */
-typedef struct tma_member_rec {
-    uint32_t id;    /* unique in the job for ever: a re-registered worker gets a new id */
-    int64_t lease;
-    int backup;     /* started with --backup: takes shards only to replace a lost owner */
-    char name[64];  /* a human label: --name or host:pid */
-    char host[64];
-    int pid;
-    char device[32];
-} tma_member_rec_t;
-
-/* Who owns a shard.  Written only by the leader coordinator. */
-typedef struct tma_shard_rec {
-    int32_t shard;
-    int64_t owner;       /* member id, or -1 when orphaned */
-    uint64_t epoch;      /* the coordinator epoch that wrote it */
-    int64_t since_round; /* the round from which this owner counts */
-} tma_shard_rec_t;
-
-/* The leader's record (leased).  Its epoch is the key's create revision. */
-typedef struct tma_coord_rec {
-    char address[128]; /* UCX "host:port" workers connect to */
-    int64_t lease;
-    char host[64];
-    int pid;
-} tma_coord_rec_t;
-
-/* A worker's readiness: the shards it has loaded. */
-typedef struct tma_ready_rec {
-    int64_t lease;
-    int n_shards;
-    int32_t shards[64];
-} tma_ready_rec_t;
-
-/* The job's progress, for a restarted or standby coordinator. */
-typedef struct tma_state_rec {
-    uint64_t epoch;
-    int64_t round;           /* the last completed round */
-    double train_elapsed;    /* seconds of training done by the end of that round */
-    int64_t best_round;      /* -1 before any evaluation */
-    double best_val_mrr;
-    char phase[16];          /* "starting", "training", "testing", "done", "failed" */
-    char run_dir[1024];
-    char checkpoint[1100];   /* global weights after `round` */
-} tma_state_rec_t;
-
-char *tma_member_rec_encode(const tma_member_rec_t *r);
-tma_status_t tma_member_rec_decode(const char *key, const char *value, size_t len, tma_member_rec_t *r_p);
-char *tma_shard_rec_encode(const tma_shard_rec_t *r);
-tma_status_t tma_shard_rec_decode(const char *key, const char *value, size_t len, tma_shard_rec_t *r_p);
-char *tma_coord_rec_encode(const tma_coord_rec_t *r);
-tma_status_t tma_coord_rec_decode(const char *key, const char *value, size_t len, tma_coord_rec_t *r_p);
-char *tma_ready_rec_encode(const tma_ready_rec_t *r);
-tma_status_t tma_ready_rec_decode(const char *key, const char *value, size_t len, tma_ready_rec_t *r_p);
-char *tma_state_rec_encode(const tma_state_rec_t *r);
-tma_status_t tma_state_rec_decode(const char *key, const char *value, size_t len, tma_state_rec_t *r_p);
-/* {"round": t, "epoch": e} for the agg key; encode returns malloc'd text. */
-char *tma_agg_rec_encode(int64_t round, uint64_t epoch);
-tma_status_t tma_agg_rec_decode(const char *key, const char *value, size_t len, int64_t *round_p,
-                                uint64_t *epoch_p);
-
-/* ------------------------------------------------------------------ the data-plane protocol */
-
-/* Tensor tags on the transport (docs/distributed.md). */
-enum {
-    TMA_TAG_GLOBAL = 1, /* coordinator -> worker: global weights W[round] (GGS: after step `round`) */
-    TMA_TAG_LOCAL = 2,  /* worker -> coordinator: local weights for round `round`, then the meta block */
-    TMA_TAG_GRADS = 3,  /* worker -> coordinator (GGS): gradients of step `round`, then the meta block */
-};
-
-/* The coordinator's member id on the transport (workers count up from 0). */
-#define TMA_COORD_PEER 0xFFFFFFF0u
-
-/* What a worker says about the tensor it sends, appended to it as
- * TMA_META_FLOATS floats (the bytes of this struct, bit for bit). */
-#define TMA_META_FLOATS 64
-#define TMA_META_MAX_SHARDS 40
-typedef struct tma_msg_meta {
-    uint32_t magic; /* TMA_META_MAGIC */
-    uint32_t n_shards;
-    int64_t lease;        /* the sender's lease (fencing) */
-    int64_t steps_total;  /* steps since the worker started training */
-    int64_t steps_round;  /* steps since its last aggregation */
-    double loss;          /* mean training loss over those steps */
-    double step_seconds;  /* time spent in those steps */
-    int32_t shards[TMA_META_MAX_SHARDS]; /* the shards trained on */
-} tma_msg_meta_t;
-#define TMA_META_MAGIC 0x4d414d54u /* "TMAM" */
-
-void tma_msg_meta_pack(const tma_msg_meta_t *m, float out[TMA_META_FLOATS]);
-/* TMA_ERR_MALFORMED when the block is not a meta block. */
-tma_status_t tma_msg_meta_unpack(const float in[TMA_META_FLOATS], tma_msg_meta_t *m_p);
-
-/* ------------------------------------------------------------------ the job view */
-
-/*
- * A live picture of a job's keys: one snapshot of the prefix, then a watch
- * from the next revision, resynchronised from a fresh snapshot whenever the
- * watch ends (compaction, etcd restarted).  Thread-safe.
- */
-typedef struct tma_jobview tma_jobview_t;
-
-typedef struct tma_jobview_member {
-    tma_member_rec_t rec;
-    int64_t mod_revision;
-} tma_jobview_member_t;
-
-typedef struct tma_jobview_ready {
-    uint32_t id;
-    tma_ready_rec_t rec;
-    int64_t mod_revision; /* changes each time the worker (re)loads its shards */
-} tma_jobview_ready_t;
-
-/* A copy of everything the view knows (free with tma_jobview_snap_free). */
-typedef struct tma_jobview_snap {
-    uint64_t version;
-    char *config; /* JSON text, or NULL */
-    int has_coord;
-    tma_coord_rec_t coord;
-    uint64_t coord_epoch; /* the coordinator key's create revision */
-    int n_members;
-    tma_jobview_member_t *members;
-    int n_ready;
-    tma_jobview_ready_t *ready;
-    int n_shards;       /* highest shard index seen + 1 */
-    tma_shard_rec_t *shards;
-    int *shard_present; /* [n_shards] */
-    int64_t agg_round;
-    uint64_t agg_epoch;
-    int stop;
-    int has_state;
-    tma_state_rec_t state;
-} tma_jobview_snap_t;
-
-/* Reads the job's keys (retrying for up to `timeout` seconds while etcd is
- * unreachable) and starts watching them. */
-tma_status_t tma_jobview_start(tma_kv_t *kv, const char *job, double timeout, tma_jobview_t **v_p);
-void tma_jobview_stop(tma_jobview_t *v);
-/* Waits until the view's version differs from `since` (or timeout
- * seconds); returns the current version. */
-uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout);
-/* Wakes every waiter (bumps the version): for local events that should be
- * handled like a change. */
-void tma_jobview_poke(tma_jobview_t *v);
-/* Lock-free reads for the training loop. */
-int64_t tma_jobview_agg_round(const tma_jobview_t *v);
-int tma_jobview_stopped(const tma_jobview_t *v);
-tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s);
-void tma_jobview_snap_free(tma_jobview_snap_t *s);
-const tma_member_rec_t *tma_jobview_snap_member(const tma_jobview_snap_t *s, uint32_t id);
-const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, uint32_t id);
 
 /* ------------------------------------------------------------------ leases that survive etcd outages */
 
@@ -321,7 +40,6 @@ void tma_lease_guard_stop(tma_lease_guard_t *g);
 /* Injected stall: no renewals for `seconds`, then checks with etcd and
  * keeps the lease again if it is still there. */
 void tma_lease_guard_stall(tma_lease_guard_t *g, double seconds);
-int tma_lease_guard_lost(tma_lease_guard_t *g);
 
 /* ------------------------------------------------------------------ membership (worker side) */
 
@@ -349,9 +67,6 @@ void tma_member_abandon(tma_member_t *m);
 /* Stops renewing the lease for `seconds`, then renews again (an injected
  * stall); if the lease expired meanwhile, the lost callback runs. */
 void tma_member_stall_keepalive(tma_member_t *m, double seconds);
-int tma_member_lost(const tma_member_t *m);
-uint32_t tma_member_id(const tma_member_t *m);
-int64_t tma_member_lease(const tma_member_t *m);
 
 /* ------------------------------------------------------------------ the shard map and the policies */
 

@@ -140,12 +140,8 @@ tma_status_t tma_kv_create(const tma_kv_config_t *cfg, tma_kv_t **kv_p)
     pthread_mutex_init(&kv->auth_mu, NULL);
     pthread_mutex_init(&kv->lease_mu, NULL);
     pthread_mutex_init(&kv->watch_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&kv->lease_cv, &ca);
-    pthread_cond_init(&kv->watch_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    tma_cond_init(&kv->lease_cv);
+    tma_cond_init(&kv->watch_cv);
     kv->request_timeout_s = cfg->request_timeout_s;
     kv->connect_timeout_s = cfg->connect_timeout_s;
 

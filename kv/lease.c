@@ -164,14 +164,7 @@ static double renew_period(int64_t ttl)
 
 static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double seconds)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + TMA_MAX(seconds, 0.0);
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    if (ts.tv_nsec >= 1000000000L)
-        ts.tv_nsec = 999999999L;
-    pthread_cond_timedwait(cv, mu, &ts);
+    tma_cond_wait_until(cv, mu, tma_clock_now() + TMA_MAX(seconds, 0.0));
 }
 
 static void *keeper_main(void *arg)

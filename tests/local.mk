@@ -18,5 +18,6 @@ include tests/kv/local.mk
 include tests/transport/local.mk
 include tests/gnn/local.mk
 include tests/gpu/local.mk
+include tests/job/local.mk
 include tests/fault/local.mk
 include tests/coordinator/local.mk

@@ -28,6 +28,7 @@ typedef struct worker {
     tma_kv_t *kv;
     tma_jobview_t *view;
     tma_job_t *job;
+    const tma_variant_desc_t *vd; /* job->vd */
     tma_partition_info_t *pinfo;
     tma_inject_t inj;
     tma_gnn_config_t cfg;
@@ -77,36 +78,17 @@ static void on_lease_lost(void *arg, tma_status_t why)
 
 /* ------------------------------------------------------------------ config */
 
+/* The job's config from etcd (written by the coordinator). */
 static tma_status_t read_config(worker_t *w)
 {
-    double end = tma_clock_now() + w->o->wait_config;
-    uint64_t ver = 0;
-    for (;;) {
-        tma_jobview_snap_t s;
-        tma_status_t st = tma_jobview_snapshot(w->view, &s);
-        if (st != TMA_OK)
-            return st;
-        if (s.config) {
-            cJSON *root;
-            st = tma_json_parse(s.config, strlen(s.config), "the job config in etcd", &root);
-            tma_jobview_snap_free(&s);
-            if (st != TMA_OK)
-                return st;
-            st = tma_job_parse(root, "the job config in etcd", "/", &w->job);
-            cJSON_Delete(root);
-            return st;
-        }
-        tma_jobview_snap_free(&s);
-        if (tma_clock_now() >= end) {
-            tma_log_error(COMP, "job %s: no config in etcd after %.0f s: is the coordinator running with "
-                                "--job %s against the same etcd?",
-                          w->o->job, w->o->wait_config, w->o->job);
-            return TMA_ERR_TIMEOUT;
-        }
-        if (w->stop_flag && *w->stop_flag)
-            return TMA_ERR_CANCELLED;
-        ver = tma_jobview_wait(w->view, ver, 0.5);
-    }
+    tma_status_t st = tma_jobview_wait_config(w->view, w->o->wait_config, w->stop_flag, &w->job);
+    if (st == TMA_ERR_TIMEOUT)
+        tma_log_error(COMP, "job %s: no config in etcd after %.0f s: is the coordinator running with "
+                            "--job %s against the same etcd?",
+                      w->o->job, w->o->wait_config, w->o->job);
+    if (st == TMA_OK)
+        w->vd = w->job->vd;
+    return st;
 }
 
 /* ------------------------------------------------------------------ shards */
@@ -146,14 +128,14 @@ static tma_status_t put_ready(worker_t *w)
     tma_ready_rec_t r;
     memset(&r, 0, sizeof r);
     r.lease = w->lease;
-    r.n_shards = w->job->variant == TMA_VARIANT_GGS ? 0 : w->n_loaded;
+    r.n_shards = w->vd->uses_shards ? w->n_loaded : 0;
     for (int i = 0; i < r.n_shards; i++)
         r.shards[i] = w->loaded[i];
     char *val = tma_ready_rec_encode(&r);
     if (!val)
         return TMA_ERR_NOMEM;
     char key[TMA_KEY_MAX];
-    tma_fault_key_n(key, w->job->name, "ready", w->id);
+    tma_job_key_n(key, w->job->name, TMA_KEY_READY, w->id);
     tma_status_t st = tma_kv_put(w->kv, key, val, strlen(val), w->lease, NULL);
     free(val);
     if (st != TMA_OK)
@@ -163,8 +145,41 @@ static tma_status_t put_ready(worker_t *w)
 
 static void ensure_posted(worker_t *w);
 
-/* Loads the given shard set (or the whole graph for GGS), keeping the shards
- * already loaded and the trainer's weights and optimizer state. */
+/* The first trainer of an incarnation, on the device of the job's list
+ * that its member id picks, and the send and receive buffers sized for its
+ * parameter block. */
+static tma_status_t create_trainer(worker_t *w, tma_graph_t **graphs, int n)
+{
+    if (!w->o->device && w->job->n_worker_devices > 1) {
+        snprintf(w->device, sizeof w->device, "%s", w->job->worker_devices[w->id % (unsigned)w->job->n_worker_devices]);
+        snprintf(w->cfg.device, sizeof w->cfg.device, "%s", w->device);
+    }
+    tma_log_info(COMP, "member %u trains on %s", w->id, w->cfg.device);
+    tma_status_t st = tma_gnn_trainer_create(&w->cfg, graphs, n, &w->trainer);
+    if (st != TMA_OK)
+        return st;
+    int64_t P = tma_gnn_trainer_param_count(w->trainer);
+    if (P == w->P && w->sendbuf && w->globalbuf)
+        return TMA_OK;
+    /* The receive buffer may be posted on the transport: take it back
+     * before it is freed. */
+    if (w->posted) {
+        tma_transport_post_cancel(w->tr, w->globalbuf, 2.0);
+        w->posted = 0;
+    }
+    w->P = P;
+    tma_free_aligned(w->sendbuf);
+    tma_free_aligned(w->globalbuf);
+    w->sendbuf = tma_alloc_aligned((size_t)(w->P + TMA_META_FLOATS) * sizeof(float));
+    w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
+    if (!w->sendbuf || !w->globalbuf)
+        return TMA_ERR_NOMEM;
+    ensure_posted(w);
+    return TMA_OK;
+}
+
+/* Loads the given shard set (without shards, GGS: the whole graph), keeping
+ * the shards already loaded and the trainer's weights and optimizer state. */
 static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
 {
     tma_graph_t *graphs[TMA_META_MAX_SHARDS];
@@ -180,14 +195,14 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
             graphs[i] = w->graphs[reuse[i]];
             continue;
         }
-        const char *path = w->job->variant == TMA_VARIANT_GGS ? w->job->graph : w->pinfo->shard_paths[want[i]];
+        const char *path = w->vd->uses_shards ? w->pinfo->shard_paths[want[i]] : w->job->graph;
         double t0 = tma_clock_now();
         st = tma_graph_open(path, 0, &graphs[i]);
         if (st != TMA_OK)
             goto fail;
-        uint64_t want_id = w->job->variant == TMA_VARIANT_GGS ? graphs[i]->graph_id : w->pinfo->graph_id;
+        uint64_t want_id = w->vd->uses_shards ? w->pinfo->graph_id : graphs[i]->graph_id;
         if (graphs[i]->graph_id != want_id ||
-            (w->job->variant != TMA_VARIANT_GGS &&
+            (w->vd->uses_shards &&
              (graphs[i]->kind != TMA_GRAPH_SHARD || graphs[i]->shard_index != want[i]))) {
             tma_log_error(COMP, "%s: not shard %d of the job's partition", path, want[i]);
             tma_graph_destroy(graphs[i]);
@@ -201,43 +216,19 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
     }
     if (n_want > 0) {
         if (!w->trainer) {
-            /* CUDA backend (issue 7): the job's device list, by member id. */
-            if (!w->o->device && w->job->n_worker_devices > 1) {
-                snprintf(w->device, sizeof w->device, "%s",
-                         w->job->worker_devices[w->id % (unsigned)w->job->n_worker_devices]);
-                snprintf(w->cfg.device, sizeof w->cfg.device, "%s", w->device);
-            }
-            tma_log_info(COMP, "member %u trains on %s", w->id, w->cfg.device);
-            st = tma_gnn_trainer_create(&w->cfg, graphs, n_want, &w->trainer);
-            int64_t P = st == TMA_OK ? tma_gnn_trainer_param_count(w->trainer) : 0;
-            if (st == TMA_OK && (P != w->P || !w->sendbuf || !w->globalbuf)) {
-                /* The receive buffer may be posted on the transport: take it
-                 * back before it is freed. */
-                if (w->posted) {
-                    tma_transport_post_cancel(w->tr, w->globalbuf, 2.0);
-                    w->posted = 0;
-                }
-                w->P = P;
-                tma_free_aligned(w->sendbuf);
-                tma_free_aligned(w->globalbuf);
-                w->sendbuf = tma_alloc_aligned((size_t)(w->P + TMA_META_FLOATS) * sizeof(float));
-                w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
-                if (!w->sendbuf || !w->globalbuf)
-                    st = TMA_ERR_NOMEM;
-                else
-                    ensure_posted(w);
-            }
+            st = create_trainer(w, graphs, n_want);
         } else {
             st = tma_gnn_trainer_set_graphs(w->trainer, graphs, n_want);
         }
         if (st != TMA_OK)
             goto fail;
         /* Workers draw different batches: mix the shard ids into the seed
-         * (not the member id, so a rerun with the same seed is identical). */
+         * (not the member id, so a rerun with the same seed is identical);
+         * on the whole graph only the member id tells them apart. */
         uint64_t seed = w->cfg.seed;
         for (int i = 0; i < n_want; i++)
             seed = tma_hash64(seed ^ (uint64_t)(want[i] + 1));
-        if (w->job->variant == TMA_VARIANT_GGS)
+        if (!w->vd->uses_shards)
             seed = tma_hash64(w->cfg.seed ^ ((uint64_t)w->id + 0x5151));
         tma_gnn_trainer_reseed(w->trainer, seed);
     }
@@ -401,7 +392,7 @@ static tma_status_t send_tensor(worker_t *w, uint32_t tag, int64_t round)
     meta.steps_round = w->steps_round;
     meta.loss = w->steps_round ? w->loss_sum / (double)w->steps_round : 0.0;
     meta.step_seconds = w->step_seconds;
-    meta.n_shards = (uint32_t)(w->job->variant == TMA_VARIANT_GGS ? 0 : w->n_loaded);
+    meta.n_shards = (uint32_t)(w->vd->uses_shards ? w->n_loaded : 0);
     for (uint32_t i = 0; i < meta.n_shards; i++)
         meta.shards[i] = w->loaded[i];
     tma_msg_meta_pack(&meta, w->sendbuf + w->P);
@@ -483,8 +474,10 @@ static tma_status_t join(worker_t *w)
     return TMA_OK;
 }
 
-/* The aggregation protocol at the end of a step: returns non-zero when the
- * loop must re-examine its situation (stop, fenced). */
+/* The aggregation protocol at the end of a step: when a round is due (agg
+ * raised, or interval_steps done) the weights go out and the worker waits
+ * for W[t]; with no coordinator connected it trains on.  Stop and fencing
+ * are noticed by the caller's loop. */
 static void maybe_aggregate(worker_t *w)
 {
     const tma_job_t *job = w->job;
@@ -579,11 +572,11 @@ static tma_status_t incarnation(worker_t *w)
                 ensure_connected(w, &s);
                 int32_t want[TMA_META_MAX_SHARDS];
                 int n_want;
-                if (w->job->variant == TMA_VARIANT_GGS) {
-                    want[0] = 0;
-                    n_want = 1;
-                } else {
+                if (w->vd->uses_shards) {
                     n_want = owned_shards(&s, w->id, want);
+                } else {
+                    want[0] = 0; /* the whole graph */
+                    n_want = 1;
                 }
                 tma_jobview_snap_free(&s);
                 if (!same_set(want, n_want, w->loaded, w->n_loaded)) {
@@ -619,7 +612,7 @@ static tma_status_t incarnation(worker_t *w)
                 w->last_sent_round = w->adopted_round;
             ggs_step_no = w->adopted_round;
         }
-        if (w->job->variant == TMA_VARIANT_GGS) {
+        if (w->vd->averages == TMA_AVERAGE_GRADS) {
             st = ggs_step(w, ++ggs_step_no);
             if (st != TMA_OK)
                 break;
@@ -675,7 +668,7 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
     if (opts->threads > 0)
         w.cfg.threads = opts->threads;
     snprintf(w.device, sizeof w.device, "%s", opts->device ? opts->device : w.job->worker_devices[0]);
-    /* CUDA backend (issue 7): the trainer computes on this device; weights
+    /* The trainer computes on this device (cpu or cuda[:i]); weights
      * still travel through the trainer's host copies, so the transport sees
      * host memory only.  Without --device, worker i takes
      * devices.workers[i % n] once its member id is known (incarnation). */
@@ -685,7 +678,7 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
         goto out;
     }
     snprintf(w.cfg.device, sizeof w.cfg.device, "%s", w.device);
-    if (w.job->variant != TMA_VARIANT_GGS) {
+    if (w.vd->uses_shards) {
         st = tma_partition_info_load(w.job->partition_dir, &w.pinfo);
         if (st != TMA_OK)
             goto out;

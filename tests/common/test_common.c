@@ -257,12 +257,34 @@ static void test_alloc_huge(void)
     tma_free_huge(NULL, 10);
 }
 
+/* The deadline wait runs on CLOCK_MONOTONIC: a past deadline returns at
+ * once, a future one is waited for (nobody signals here). */
+static void test_cond_wait(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c;
+    CHECK(tma_cond_init(&c) == 0);
+    pthread_mutex_lock(&m);
+    double t0 = tma_clock_now();
+    CHECK(tma_cond_wait_until(&c, &m, t0 - 1.0) == 0);
+    CHECK(tma_clock_now() - t0 < 0.05);
+    t0 = tma_clock_now();
+    double deadline = t0 + 0.1;
+    while (tma_cond_wait_until(&c, &m, deadline)) {
+    }
+    double waited = tma_clock_now() - t0;
+    CHECK_MSG(waited >= 0.1 && waited < 5.0, "waited %.3f s for a 0.1 s deadline", waited);
+    pthread_mutex_unlock(&m);
+    pthread_cond_destroy(&c);
+}
+
 int main(void)
 {
     test_status();
     test_rng();
     test_crc();
     test_alloc_huge();
+    test_cond_wait();
     test_files();
     test_json();
     return tma_test_done();

@@ -9,3 +9,8 @@ TESTS += tests/coordinator/test_launch.sh
 EXTRA_DIST += tests/coordinator/test_job_cora.sh tests/coordinator/test_job_determinism.sh \
 	tests/coordinator/test_job_bad_config.sh tests/coordinator/test_job_netns.sh \
 	tests/coordinator/test_job_variants.sh tests/coordinator/test_launch.sh
+
+# The average, a pure function, on its own.
+check_PROGRAMS += tests/coordinator/test_average
+tests_coordinator_test_average_LDADD = $(TMA_TEST_LDADD)
+TESTS += tests/coordinator/test_average

@@ -1,10 +1,10 @@
 /*
- * job.c: the job configuration: parsing with errors that name the key,
- * defaults (DESIGN §5–§7 and the paper), the checks that tie a config to
- * its graph and partition files, and the resolved JSON form that goes into
- * etcd and the run folder.
+ * config.c: the job configuration: parsing, one function a section, with
+ * errors that name the key; the defaults (those of the paper); the checks
+ * that tie a config to its graph and partition files; and the resolved JSON
+ * form that goes into etcd and the run folder.
  */
-#include "tma_fault.h"
+#include "tma_job.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -16,33 +16,6 @@
 #include <unistd.h>
 
 #define COMP "job"
-
-static const char *const variant_names[] = {"randomtma", "supertma", "psgd-pa", "llcg", "ggs"};
-
-const char *tma_variant_name(tma_variant_t v)
-{
-    return (unsigned)v < TMA_ARRAY_LEN(variant_names) ? variant_names[v] : "?";
-}
-
-tma_status_t tma_variant_parse(const char *s, tma_variant_t *v_p)
-{
-    for (size_t i = 0; i < TMA_ARRAY_LEN(variant_names); i++) {
-        if (strcasecmp(s, variant_names[i]) == 0) {
-            *v_p = (tma_variant_t)i;
-            return TMA_OK;
-        }
-    }
-    if (strcasecmp(s, "psgdpa") == 0 || strcasecmp(s, "psgd_pa") == 0) {
-        *v_p = TMA_VARIANT_PSGD_PA;
-        return TMA_OK;
-    }
-    return TMA_ERR_INVALID;
-}
-
-const char *tma_policy_name(tma_policy_t p)
-{
-    return p == TMA_POLICY_REASSIGN ? "reassign" : "continue";
-}
 
 void tma_job_destroy(tma_job_t *job)
 {
@@ -84,9 +57,10 @@ static char *resolve_path(const char *base_dir, const char *path)
 
 void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *out, size_t cap)
 {
-    switch (v) {
-    case TMA_VARIANT_RANDOMTMA: snprintf(out, cap, "random"); break;
-    case TMA_VARIANT_SUPERTMA: {
+    const tma_variant_desc_t *d = tma_variant_desc(v);
+    if (!d || !d->scheme) {
+        snprintf(out, cap, "%s", "");
+    } else if (strcmp(d->scheme, "supernode") == 0) {
         /* N >> M mini-clusters (the paper uses thousands on large graphs):
          * about 50 nodes a cluster, at least 4 a shard, at most 15000. */
         int64_t n = nodes > 0 ? nodes / 50 : 15000;
@@ -95,25 +69,20 @@ void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *ou
         if (n > 15000)
             n = 15000;
         snprintf(out, cap, "supernode:%lld", (long long)n);
-        break;
-    }
-    case TMA_VARIANT_PSGD_PA:
-    case TMA_VARIANT_LLCG: snprintf(out, cap, "metis"); break;
-    case TMA_VARIANT_GGS: snprintf(out, cap, "%s", ""); break;
+    } else {
+        snprintf(out, cap, "%s", d->scheme);
     }
 }
 
-/* Which partition schemes fit which variant. */
-static int scheme_fits(tma_variant_t v, const char *scheme)
+/* Which partition schemes fit which variant: its family ("supernode"
+ * with any N). */
+static int scheme_fits(const tma_variant_desc_t *d, const char *scheme)
 {
-    switch (v) {
-    case TMA_VARIANT_RANDOMTMA: return strcmp(scheme, "random") == 0;
-    case TMA_VARIANT_SUPERTMA: return strncmp(scheme, "supernode", 9) == 0;
-    case TMA_VARIANT_PSGD_PA:
-    case TMA_VARIANT_LLCG: return strcmp(scheme, "metis") == 0;
-    case TMA_VARIANT_GGS: return 0;
-    }
-    return 0;
+    if (!d->scheme)
+        return 0;
+    if (strcmp(d->scheme, "supernode") == 0)
+        return strncmp(scheme, "supernode", 9) == 0;
+    return strcmp(scheme, d->scheme) == 0;
 }
 
 static int valid_name(const char *s)
@@ -161,44 +130,33 @@ static tma_status_t parse_device(const char *s, const char *ctx, const char *key
     return TMA_ERR_CONFIG;
 }
 
+/* In the section parsers: the job they fill is freed by tma_job_parse when
+ * one fails, so they return at the first error. */
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
-        st = (expr);                                                                               \
-        if (st != TMA_OK)                                                                          \
-            goto fail;                                                                             \
+        tma_status_t st_ = (expr);                                                                 \
+        if (st_ != TMA_OK)                                                                         \
+            return st_;                                                                            \
     } while (0)
 
 #define BAD(...)                                                                                   \
     do {                                                                                           \
         tma_log_error(COMP, __VA_ARGS__);                                                          \
-        st = TMA_ERR_CONFIG;                                                                       \
-        goto fail;                                                                                 \
+        return TMA_ERR_CONFIG;                                                                     \
     } while (0)
 
-tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_dir, tma_job_t **job_p)
+/* The optional object `key` of root into *s_p (NULL when absent). */
+static tma_status_t get_section(const cJSON *root, const char *key, const char *ctx, const cJSON **s_p)
 {
-    static const char *const top_keys[] = {"job", "description", "variant", "workers", "graph", "dataset",
-                                           "import", "generate", "partition", "aggregation", "duration",
-                                           "llcg", "model", "train", "eval", "fault", "transport",
-                                           "devices", NULL};
-    static const char *const part_keys[] = {"dir", "scheme", "shards", "seed", NULL};
-    static const char *const agg_keys[] = {"interval_seconds", "interval_steps", "weighted", NULL};
-    static const char *const dur_keys[] = {"train_seconds", "rounds", NULL};
-    static const char *const llcg_keys[] = {"correction_steps", NULL};
-    static const char *const fault_keys[] = {"on_failure", "start_timeout", "lease_ttl", "round_deadline", "suspect_grace",
-                                             "absent_shards", NULL};
-    static const char *const tr_keys[] = {"token", "host", NULL};
-    static const char *const dev_keys[] = {"evaluator", "workers", NULL};
     tma_status_t st = TMA_OK;
-    if (!cJSON_IsObject(root)) {
-        tma_log_error(COMP, "%s: a job config is a JSON object", ctx);
-        return TMA_ERR_CONFIG;
-    }
-    tma_job_t *job = calloc(1, sizeof *job);
-    if (!job)
-        return TMA_ERR_NOMEM;
-    TRY(tma_json_check_keys(root, top_keys, ctx));
+    *s_p = section(root, key, ctx, &st);
+    return st;
+}
 
+/* "job", "description", "variant", "workers". */
+static tma_status_t parse_identity(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    (void)base_dir;
     const char *s;
     int64_t i64;
     TRY(tma_json_get_string(root, "job", "", ctx, &s));
@@ -211,10 +169,16 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     TRY(tma_json_get_string(root, "variant", "randomtma", ctx, &s));
     if (tma_variant_parse(s, &job->variant) != TMA_OK)
         BAD("%s: \"variant\" = \"%s\" is not one of randomtma, supertma, psgd-pa, llcg, ggs", ctx, s);
+    job->vd = tma_variant_desc(job->variant);
     TRY(tma_json_get_int(root, "workers", 3, 1, TMA_JOB_MAX_WORKERS, ctx, &i64));
     job->workers = (int)i64;
+    return TMA_OK;
+}
 
-    /* The graph: exactly one source. */
+/* The graph: exactly one of "graph", "dataset" (+ "import"), "generate". */
+static tma_status_t parse_source(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    const char *s;
     const cJSON *jg = cJSON_GetObjectItemCaseSensitive(root, "graph");
     const cJSON *jd = cJSON_GetObjectItemCaseSensitive(root, "dataset");
     const cJSON *jgen = cJSON_GetObjectItemCaseSensitive(root, "generate");
@@ -250,55 +214,60 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
         job->import_opts = cJSON_Duplicate(jimp, 1);
     }
     if ((jg && !job->graph) || (jd && !job->dataset) || (jgen && !job->generate) ||
-        (jimp && !job->import_opts)) {
-        st = TMA_ERR_NOMEM;
-        goto fail;
-    }
+        (jimp && !job->import_opts))
+        return TMA_ERR_NOMEM;
+    return TMA_OK;
+}
 
-    /* Partition. */
-    const cJSON *part = section(root, "partition", ctx, &st);
-    if (st != TMA_OK)
-        goto fail;
-    if (job->variant == TMA_VARIANT_GGS) {
+static tma_status_t parse_partition(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    static const char *const keys[] = {"dir", "scheme", "shards", "seed", NULL};
+    const cJSON *part;
+    const char *s;
+    int64_t i64;
+    TRY(get_section(root, "partition", ctx, &part));
+    if (!job->vd->uses_shards) {
         if (part)
-            BAD("%s: \"partition\": variant ggs trains every worker on the whole graph and uses no "
+            BAD("%s: \"partition\": variant %s trains every worker on the whole graph and uses no "
                 "partition; remove the section",
-                ctx);
-    } else {
-        TRY(tma_json_check_keys(part, part_keys, "partition"));
-        TRY(tma_json_get_int(part, "shards", job->workers, 1, 1 << 20, "partition", &i64));
-        job->shards = (int)i64;
-        if (job->shards < job->workers)
-            BAD("%s: partition.shards = %d is less than workers = %d: every trainer needs a shard", ctx,
-                job->shards, job->workers);
-        TRY(tma_json_get_int(part, "seed", 0, 0, TMA_GRAPH_MAX_SEED - 1, "partition", &i64));
-        job->partition_seed = (uint64_t)i64;
-        TRY(tma_json_get_string(part, "scheme", "", "partition", &s));
-        if (*s) {
-            tma_partition_opts_t po;
-            if (tma_partition_scheme_parse(s, &po) != TMA_OK)
-                BAD("%s: partition.scheme = \"%s\" is not random, supernode:N or metis", ctx, s);
-            if (!scheme_fits(job->variant, s))
-                BAD("%s: partition.scheme \"%s\" does not fit variant %s (randomtma uses random, supertma "
-                    "supernode:N, psgd-pa and llcg metis)",
-                    ctx, s, tma_variant_name(job->variant));
-            TRY(copy_str(job->partition_scheme, sizeof job->partition_scheme, s, ctx, "partition.scheme"));
-        }
-        TRY(tma_json_get_string(part, "dir", "", "partition", &s));
-        if (*s) {
-            job->partition_dir = resolve_path(base_dir, s);
-            if (!job->partition_dir) {
-                st = TMA_ERR_NOMEM;
-                goto fail;
-            }
-        }
+                ctx, job->vd->name);
+        return TMA_OK;
     }
+    TRY(tma_json_check_keys(part, keys, "partition"));
+    TRY(tma_json_get_int(part, "shards", job->workers, 1, 1 << 20, "partition", &i64));
+    job->shards = (int)i64;
+    if (job->shards < job->workers)
+        BAD("%s: partition.shards = %d is less than workers = %d: every trainer needs a shard", ctx,
+            job->shards, job->workers);
+    TRY(tma_json_get_int(part, "seed", 0, 0, TMA_GRAPH_MAX_SEED - 1, "partition", &i64));
+    job->partition_seed = (uint64_t)i64;
+    TRY(tma_json_get_string(part, "scheme", "", "partition", &s));
+    if (*s) {
+        tma_partition_opts_t po;
+        if (tma_partition_scheme_parse(s, &po) != TMA_OK)
+            BAD("%s: partition.scheme = \"%s\" is not random, supernode:N or metis", ctx, s);
+        if (!scheme_fits(job->vd, s))
+            BAD("%s: partition.scheme \"%s\" does not fit variant %s (randomtma uses random, supertma "
+                "supernode:N, psgd-pa and llcg metis)",
+                ctx, s, job->vd->name);
+        TRY(copy_str(job->partition_scheme, sizeof job->partition_scheme, s, ctx, "partition.scheme"));
+    }
+    TRY(tma_json_get_string(part, "dir", "", "partition", &s));
+    if (*s) {
+        job->partition_dir = resolve_path(base_dir, s);
+        if (!job->partition_dir)
+            return TMA_ERR_NOMEM;
+    }
+    return TMA_OK;
+}
 
-    /* Aggregation and duration. */
-    const cJSON *agg = section(root, "aggregation", ctx, &st);
-    if (st != TMA_OK)
-        goto fail;
-    TRY(tma_json_check_keys(agg, agg_keys, "aggregation"));
+static tma_status_t parse_aggregation(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    static const char *const keys[] = {"interval_seconds", "interval_steps", "weighted", NULL};
+    (void)base_dir;
+    const cJSON *agg;
+    TRY(get_section(root, "aggregation", ctx, &agg));
+    TRY(tma_json_check_keys(agg, keys, "aggregation"));
     int has_sec = agg && cJSON_GetObjectItemCaseSensitive(agg, "interval_seconds");
     int has_steps = agg && cJSON_GetObjectItemCaseSensitive(agg, "interval_steps");
     if (has_sec && has_steps)
@@ -311,31 +280,67 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     if (has_steps && job->interval_steps <= 0)
         BAD("%s: aggregation.interval_steps must be > 0", ctx);
     TRY(tma_json_get_bool(agg, "weighted", 0, "aggregation", &job->weighted));
+    return TMA_OK;
+}
 
-    const cJSON *dur = section(root, "duration", ctx, &st);
-    if (st != TMA_OK)
-        goto fail;
-    TRY(tma_json_check_keys(dur, dur_keys, "duration"));
+static tma_status_t parse_duration(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    static const char *const keys[] = {"train_seconds", "rounds", NULL};
+    (void)base_dir;
+    const cJSON *dur;
+    TRY(get_section(root, "duration", ctx, &dur));
+    TRY(tma_json_check_keys(dur, keys, "duration"));
     int has_rounds = dur && cJSON_GetObjectItemCaseSensitive(dur, "rounds");
     TRY(tma_json_get_double(dur, "train_seconds", has_rounds ? 0 : 600.0, 0, 1e8, "duration", &job->train_s));
     TRY(tma_json_get_int(dur, "rounds", 0, 0, INT64_C(1) << 40, "duration", &job->rounds));
     if (!(job->train_s > 0) && job->rounds <= 0)
         BAD("%s: duration: give train_seconds > 0 or rounds > 0", ctx);
+    return TMA_OK;
+}
 
-    const cJSON *llcg = section(root, "llcg", ctx, &st);
-    if (st != TMA_OK)
-        goto fail;
-    if (llcg && job->variant != TMA_VARIANT_LLCG)
-        BAD("%s: \"llcg\" applies to variant llcg only (this job is %s)", ctx, tma_variant_name(job->variant));
-    TRY(tma_json_check_keys(llcg, llcg_keys, "llcg"));
+static tma_status_t parse_llcg(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    static const char *const keys[] = {"correction_steps", NULL};
+    (void)base_dir;
+    const cJSON *llcg;
+    int64_t i64;
+    TRY(get_section(root, "llcg", ctx, &llcg));
+    if (llcg && !job->vd->corrects)
+        BAD("%s: \"llcg\" applies to variant llcg only (this job is %s)", ctx, job->vd->name);
+    TRY(tma_json_check_keys(llcg, keys, "llcg"));
     TRY(tma_json_get_int(llcg, "correction_steps", 5, 1, 1 << 20, "llcg", &i64));
     job->llcg_steps = (int)i64;
+    return TMA_OK;
+}
 
-    /* Faults. */
-    const cJSON *fault = section(root, "fault", ctx, &st);
-    if (st != TMA_OK)
-        goto fail;
-    TRY(tma_json_check_keys(fault, fault_keys, "fault"));
+/* fault.absent_shards: the paper's F >= 1 drill. */
+static tma_status_t parse_absent(tma_job_t *job, const cJSON *abs, const char *ctx)
+{
+    if (!cJSON_IsArray(abs) || cJSON_GetArraySize(abs) > (int)TMA_ARRAY_LEN(job->absent_shards))
+        BAD("%s: fault.absent_shards must be a list of at most %d shard numbers", ctx,
+            (int)TMA_ARRAY_LEN(job->absent_shards));
+    for (const cJSON *it = abs->child; it; it = it->next) {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= job->shards ||
+            it->valuedouble != (double)(int)it->valuedouble)
+            BAD("%s: fault.absent_shards: each entry is a shard number in [0, %d)", ctx, job->shards);
+        job->absent_shards[job->n_absent++] = (int32_t)it->valuedouble;
+    }
+    if (!job->vd->uses_shards && job->n_absent)
+        BAD("%s: fault.absent_shards needs shards; variant %s has none", ctx, job->vd->name);
+    if (job->n_absent >= job->workers)
+        BAD("%s: fault.absent_shards leaves no worker (workers = %d)", ctx, job->workers);
+    return TMA_OK;
+}
+
+static tma_status_t parse_fault(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    static const char *const keys[] = {"on_failure", "start_timeout", "lease_ttl", "round_deadline",
+                                       "suspect_grace", "absent_shards", NULL};
+    (void)base_dir;
+    const cJSON *fault;
+    const char *s;
+    TRY(get_section(root, "fault", ctx, &fault));
+    TRY(tma_json_check_keys(fault, keys, "fault"));
     TRY(tma_json_get_string(fault, "on_failure", "continue", "fault", &s));
     if (strcmp(s, "continue") == 0)
         job->on_failure = TMA_POLICY_CONTINUE;
@@ -348,39 +353,34 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     TRY(tma_json_get_double(fault, "round_deadline", 30.0, 0.1, 1e6, "fault", &job->round_deadline));
     TRY(tma_json_get_double(fault, "suspect_grace", 1.0, 0.0, 1e6, "fault", &job->suspect_grace));
     const cJSON *abs = fault ? cJSON_GetObjectItemCaseSensitive(fault, "absent_shards") : NULL;
-    if (abs) {
-        if (!cJSON_IsArray(abs) || cJSON_GetArraySize(abs) > (int)TMA_ARRAY_LEN(job->absent_shards))
-            BAD("%s: fault.absent_shards must be a list of at most %d shard numbers", ctx,
-                (int)TMA_ARRAY_LEN(job->absent_shards));
-        for (const cJSON *it = abs->child; it; it = it->next) {
-            if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= job->shards ||
-                it->valuedouble != (double)(int)it->valuedouble)
-                BAD("%s: fault.absent_shards: each entry is a shard number in [0, %d)", ctx, job->shards);
-            job->absent_shards[job->n_absent++] = (int32_t)it->valuedouble;
-        }
-        if (job->variant == TMA_VARIANT_GGS && job->n_absent)
-            BAD("%s: fault.absent_shards needs shards; variant ggs has none", ctx);
-        if (job->n_absent >= job->workers)
-            BAD("%s: fault.absent_shards leaves no worker (workers = %d)", ctx, job->workers);
-    }
+    return abs ? parse_absent(job, abs, ctx) : TMA_OK;
+}
 
-    /* Transport. */
-    const cJSON *tr = section(root, "transport", ctx, &st);
-    if (st != TMA_OK)
-        goto fail;
-    TRY(tma_json_check_keys(tr, tr_keys, "transport"));
+static tma_status_t parse_transport(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    static const char *const keys[] = {"token", "host", NULL};
+    (void)base_dir;
+    const cJSON *tr;
+    const char *s;
+    TRY(get_section(root, "transport", ctx, &tr));
+    TRY(tma_json_check_keys(tr, keys, "transport"));
     TRY(tma_json_get_string(tr, "token", "", "transport", &s));
     TRY(copy_str(job->token, sizeof job->token, s, ctx, "transport.token"));
     TRY(tma_json_get_string(tr, "host", "auto", "transport", &s));
     if (!*s)
         BAD("%s: transport.host is empty (use \"auto\" or an address of this machine)", ctx);
     TRY(copy_str(job->host, sizeof job->host, s, ctx, "transport.host"));
+    return TMA_OK;
+}
 
-    /* Devices. */
-    const cJSON *dev = section(root, "devices", ctx, &st);
-    if (st != TMA_OK)
-        goto fail;
-    TRY(tma_json_check_keys(dev, dev_keys, "devices"));
+static tma_status_t parse_devices(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    static const char *const keys[] = {"evaluator", "workers", NULL};
+    (void)base_dir;
+    const cJSON *dev;
+    const char *s;
+    TRY(get_section(root, "devices", ctx, &dev));
+    TRY(tma_json_check_keys(dev, keys, "devices"));
     TRY(tma_json_get_string(dev, "evaluator", "cpu", "devices", &s));
     TRY(parse_device(s, ctx, "devices.evaluator"));
     TRY(copy_str(job->eval_device, sizeof job->eval_device, s, ctx, "devices.evaluator"));
@@ -391,10 +391,8 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     if (nd < 1)
         BAD("%s: devices.workers is an empty list", ctx);
     job->worker_devices = calloc((size_t)nd, sizeof *job->worker_devices);
-    if (!job->worker_devices) {
-        st = TMA_ERR_NOMEM;
-        goto fail;
-    }
+    if (!job->worker_devices)
+        return TMA_ERR_NOMEM;
     job->n_worker_devices = nd;
     for (int i = 0; i < nd; i++) {
         const cJSON *d = !wd ? NULL : cJSON_IsArray(wd) ? cJSON_GetArrayItem(wd, i) : wd;
@@ -404,20 +402,51 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
         TRY(parse_device(name, ctx, "devices.workers"));
         TRY(copy_str(job->worker_devices[i], sizeof job->worker_devices[i], name, ctx, "devices.workers"));
     }
+    return TMA_OK;
+}
 
-    /* Model, training and evaluation settings. */
-    const cJSON *model = section(root, "model", ctx, &st);
-    const cJSON *train = st == TMA_OK ? section(root, "train", ctx, &st) : NULL;
-    const cJSON *eval = st == TMA_OK ? section(root, "eval", ctx, &st) : NULL;
-    if (st != TMA_OK)
-        goto fail;
-    TRY(tma_gnn_config_from_sections(model, train, eval, ctx, &job->model));
+/* Model, training and evaluation settings (gnn/ parses them). */
+static tma_status_t parse_model(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    (void)base_dir;
+    const cJSON *model, *train, *eval;
+    TRY(get_section(root, "model", ctx, &model));
+    TRY(get_section(root, "train", ctx, &train));
+    TRY(get_section(root, "eval", ctx, &eval));
+    return tma_gnn_config_from_sections(model, train, eval, ctx, &job->model);
+}
 
+typedef tma_status_t (*section_fn)(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir);
+
+/* The sections in the order they are checked (the first error is the one
+ * reported). */
+static const section_fn sections[] = {
+    parse_identity, parse_source,    parse_partition, parse_aggregation, parse_duration,
+    parse_llcg,     parse_fault,     parse_transport, parse_devices,     parse_model,
+};
+
+tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_dir, tma_job_t **job_p)
+{
+    static const char *const top_keys[] = {"job", "description", "variant", "workers", "graph", "dataset",
+                                           "import", "generate", "partition", "aggregation", "duration",
+                                           "llcg", "model", "train", "eval", "fault", "transport",
+                                           "devices", NULL};
+    if (!cJSON_IsObject(root)) {
+        tma_log_error(COMP, "%s: a job config is a JSON object", ctx);
+        return TMA_ERR_CONFIG;
+    }
+    tma_job_t *job = calloc(1, sizeof *job);
+    if (!job)
+        return TMA_ERR_NOMEM;
+    tma_status_t st = tma_json_check_keys(root, top_keys, ctx);
+    for (size_t i = 0; i < TMA_ARRAY_LEN(sections) && st == TMA_OK; i++)
+        st = sections[i](job, root, ctx, base_dir);
+    if (st != TMA_OK) {
+        tma_job_destroy(job);
+        return st;
+    }
     *job_p = job;
     return TMA_OK;
-fail:
-    tma_job_destroy(job);
-    return st;
 }
 
 tma_status_t tma_job_load(const char *path, tma_job_t **job_p)
@@ -486,7 +515,7 @@ tma_status_t tma_job_check_files(tma_job_t *job)
                       job->graph);
         return TMA_ERR_CONFIG;
     }
-    if (job->variant == TMA_VARIANT_GGS)
+    if (!job->vd->uses_shards)
         return TMA_OK;
     if (!job->partition_dir) {
         tma_log_error(COMP, "job %s: no partition.dir; run tma partition (or use tma launch, which makes "
@@ -512,10 +541,10 @@ tma_status_t tma_job_check_files(tma_job_t *job)
         tma_log_error(COMP, "%s: the partition was made from another graph (%s), not %s", job->partition_dir,
                       pi->graph_path ? pi->graph_path : "?", job->graph);
         st = TMA_ERR_MISMATCH;
-    } else if (!scheme_fits(job->variant, scheme)) {
+    } else if (!scheme_fits(job->vd, scheme)) {
         tma_log_error(COMP, "%s: a %s partition does not fit variant %s (randomtma uses random, supertma "
                             "supernode:N, psgd-pa and llcg metis)",
-                      job->partition_dir, scheme, tma_variant_name(job->variant));
+                      job->partition_dir, scheme, job->vd->name);
         st = TMA_ERR_CONFIG;
     } else if (job->partition_scheme[0] && strcmp(job->partition_scheme, scheme) != 0) {
         tma_log_error(COMP, "%s: the folder holds a %s partition but the config asks for %s",
@@ -551,7 +580,7 @@ cJSON *tma_job_to_json(const tma_job_t *job)
         break;
     case TMA_SOURCE_GENERATE: cJSON_AddItemToObject(o, "generate", cJSON_Duplicate(job->generate, 1)); break;
     }
-    if (job->variant != TMA_VARIANT_GGS) {
+    if (job->vd->uses_shards) {
         cJSON *p = cJSON_AddObjectToObject(o, "partition");
         if (job->partition_dir)
             cJSON_AddStringToObject(p, "dir", job->partition_dir);
@@ -571,7 +600,7 @@ cJSON *tma_job_to_json(const tma_job_t *job)
         cJSON_AddNumberToObject(d, "train_seconds", job->train_s);
     if (job->rounds > 0)
         cJSON_AddNumberToObject(d, "rounds", (double)job->rounds);
-    if (job->variant == TMA_VARIANT_LLCG)
+    if (job->vd->corrects)
         cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "llcg"), "correction_steps", job->llcg_steps);
     cJSON *f = cJSON_AddObjectToObject(o, "fault");
     cJSON_AddStringToObject(f, "on_failure", tma_policy_name(job->on_failure));

@@ -1,37 +1,15 @@
 /*
- * records.c: etcd key names under /tma/<job>/ and the JSON records stored
- * there.  Decoders treat every value as untrusted input: a value that does
+ * records.c: the JSON records stored under /tma/<job>/.  Decoders treat every value as untrusted input: a value that does
  * not parse, or a field of the wrong type or range, is TMA_ERR_MALFORMED,
  * logged once with the key.
  */
-#include "tma_fault.h"
+#include "tma_job.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define COMP "records"
-
-char *tma_fault_key(char *buf, const char *job, const char *suffix)
-{
-    snprintf(buf, TMA_KEY_MAX, "/tma/%s/%s", job, suffix);
-    return buf;
-}
-
-char *tma_fault_key_n(char *buf, const char *job, const char *dir, int64_t n)
-{
-    snprintf(buf, TMA_KEY_MAX, "/tma/%s/%s/%08" PRId64, job, dir, n);
-    return buf;
-}
-
-int64_t tma_fault_key_number(const char *key)
-{
-    const char *slash = strrchr(key, '/');
-    int64_t v;
-    if (!slash || tma_parse_i64(slash + 1, &v) != 0 || v < 0)
-        return -1;
-    return v;
-}
 
 static char *print(cJSON *o)
 {
@@ -324,24 +302,12 @@ tma_status_t tma_agg_rec_decode(const char *key, const char *value, size_t len, 
     return TMA_OK;
 }
 
-_Static_assert(sizeof(tma_msg_meta_t) <= TMA_META_FLOATS * sizeof(float), "meta fits its block");
-
-void tma_msg_meta_pack(const tma_msg_meta_t *m, float out[TMA_META_FLOATS])
+char *tma_stop_rec_encode(uint64_t epoch, const char *reason)
 {
-    memset(out, 0, TMA_META_FLOATS * sizeof(float));
-    memcpy(out, m, sizeof *m);
-}
-
-tma_status_t tma_msg_meta_unpack(const float in[TMA_META_FLOATS], tma_msg_meta_t *m_p)
-{
-    tma_msg_meta_t m;
-    memcpy(&m, in, sizeof m);
-    if (m.magic != TMA_META_MAGIC || m.n_shards > TMA_META_MAX_SHARDS || m.steps_total < 0 ||
-        m.steps_round < 0)
-        return TMA_ERR_MALFORMED;
-    for (uint32_t i = 0; i < m.n_shards; i++)
-        if (m.shards[i] < 0)
-            return TMA_ERR_MALFORMED;
-    *m_p = m;
-    return TMA_OK;
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    add_i64(o, "epoch", (int64_t)epoch);
+    cJSON_AddStringToObject(o, "reason", reason);
+    return print(o);
 }

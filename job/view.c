@@ -8,7 +8,7 @@
  * and none is applied twice.  Nothing on a training step touches etcd: the
  * hot path reads two atomics (the aggregation round and the stop flag).
  */
-#include "tma_fault.h"
+#include "tma_job.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -98,91 +98,113 @@ static int grow(void **arr, int *cap, int need, size_t elem)
     return 0;
 }
 
+static void apply_member(view_state_t *s, const tma_kv_pair_t *p, int del)
+{
+    int64_t id = tma_job_key_number(p->key);
+    if (id < 0)
+        return;
+    tma_jobview_member_t *m = find_member(s, (uint32_t)id);
+    if (del) {
+        if (m)
+            *m = s->members[--s->n_members];
+        return;
+    }
+    tma_member_rec_t rec;
+    if (tma_member_rec_decode(p->key, p->value, p->value_len, &rec) != TMA_OK || rec.id != (uint32_t)id)
+        return;
+    if (!m) {
+        if (grow((void **)&s->members, &s->cap_members, s->n_members + 1, sizeof *s->members) != 0)
+            return;
+        m = &s->members[s->n_members++];
+    }
+    m->rec = rec;
+    m->mod_revision = p->mod_revision;
+}
+
+static void apply_ready(view_state_t *s, const tma_kv_pair_t *p, int del)
+{
+    int64_t id = tma_job_key_number(p->key);
+    if (id < 0)
+        return;
+    tma_jobview_ready_t *r = find_ready(s, (uint32_t)id);
+    if (del) {
+        if (r)
+            *r = s->ready[--s->n_ready];
+        return;
+    }
+    tma_ready_rec_t rec;
+    if (tma_ready_rec_decode(p->key, p->value, p->value_len, &rec) != TMA_OK)
+        return;
+    if (!r) {
+        if (grow((void **)&s->ready, &s->cap_ready, s->n_ready + 1, sizeof *s->ready) != 0)
+            return;
+        r = &s->ready[s->n_ready++];
+    }
+    r->id = (uint32_t)id;
+    r->rec = rec;
+    r->mod_revision = p->mod_revision;
+}
+
+static void apply_shard(view_state_t *s, const tma_kv_pair_t *p, int del)
+{
+    int64_t k = tma_job_key_number(p->key);
+    if (k < 0 || k >= (1 << 20))
+        return;
+    if (k >= s->n_shards) {
+        int cap = s->n_shards;
+        int cap2 = cap;
+        if (grow((void **)&s->shards, &cap, (int)k + 1, sizeof *s->shards) != 0 ||
+            grow((void **)&s->shard_present, &cap2, (int)k + 1, sizeof *s->shard_present) != 0)
+            return;
+        s->n_shards = (int)k + 1;
+    }
+    s->shard_present[k] = 0;
+    tma_shard_rec_t rec;
+    if (!del && tma_shard_rec_decode(p->key, p->value, p->value_len, &rec) == TMA_OK && rec.shard == k) {
+        s->shards[k] = rec;
+        s->shard_present[k] = 1;
+    }
+}
+
 /* Applies one PUT (value != NULL) or DELETE to the state. */
 static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, int del)
 {
     const char *key = p->key;
-    if (strcmp(suffix, "config") == 0) {
+    switch (tma_job_key_kind(suffix)) {
+    case TMA_KEY_CONFIG:
         free(s->config);
         s->config = del ? NULL : strdup(p->value);
-    } else if (strcmp(suffix, "coordinator") == 0) {
+        break;
+    case TMA_KEY_COORDINATOR:
         s->has_coord = 0;
         if (!del && tma_coord_rec_decode(key, p->value, p->value_len, &s->coord) == TMA_OK) {
             s->has_coord = 1;
             s->coord_epoch = (uint64_t)p->create_revision;
         }
-    } else if (strcmp(suffix, "agg") == 0) {
+        break;
+    case TMA_KEY_AGG: {
         int64_t r;
         uint64_t e;
         if (!del && tma_agg_rec_decode(key, p->value, p->value_len, &r, &e) == TMA_OK) {
             s->agg_round = r;
             s->agg_epoch = e;
         }
-    } else if (strcmp(suffix, "stop") == 0) {
-        s->stop = !del;
-    } else if (strcmp(suffix, "state") == 0) {
-        s->has_state = !del && tma_state_rec_decode(key, p->value, p->value_len, &s->state) == TMA_OK;
-    } else if (strncmp(suffix, "members/", 8) == 0) {
-        int64_t id = tma_fault_key_number(key);
-        if (id < 0)
-            return;
-        tma_jobview_member_t *m = find_member(s, (uint32_t)id);
-        if (del) {
-            if (m)
-                *m = s->members[--s->n_members];
-            return;
-        }
-        tma_member_rec_t rec;
-        if (tma_member_rec_decode(key, p->value, p->value_len, &rec) != TMA_OK || rec.id != (uint32_t)id)
-            return;
-        if (!m) {
-            if (grow((void **)&s->members, &s->cap_members, s->n_members + 1, sizeof *s->members) != 0)
-                return;
-            m = &s->members[s->n_members++];
-        }
-        m->rec = rec;
-        m->mod_revision = p->mod_revision;
-    } else if (strncmp(suffix, "ready/", 6) == 0) {
-        int64_t id = tma_fault_key_number(key);
-        if (id < 0)
-            return;
-        tma_jobview_ready_t *r = find_ready(s, (uint32_t)id);
-        if (del) {
-            if (r)
-                *r = s->ready[--s->n_ready];
-            return;
-        }
-        tma_ready_rec_t rec;
-        if (tma_ready_rec_decode(key, p->value, p->value_len, &rec) != TMA_OK)
-            return;
-        if (!r) {
-            if (grow((void **)&s->ready, &s->cap_ready, s->n_ready + 1, sizeof *s->ready) != 0)
-                return;
-            r = &s->ready[s->n_ready++];
-        }
-        r->id = (uint32_t)id;
-        r->rec = rec;
-        r->mod_revision = p->mod_revision;
-    } else if (strncmp(suffix, "shards/", 7) == 0) {
-        int64_t k = tma_fault_key_number(key);
-        if (k < 0 || k >= (1 << 20))
-            return;
-        if (k >= s->n_shards) {
-            int cap = s->n_shards;
-            int cap2 = cap;
-            if (grow((void **)&s->shards, &cap, (int)k + 1, sizeof *s->shards) != 0 ||
-                grow((void **)&s->shard_present, &cap2, (int)k + 1, sizeof *s->shard_present) != 0)
-                return;
-            s->n_shards = (int)k + 1;
-        }
-        s->shard_present[k] = 0;
-        tma_shard_rec_t rec;
-        if (!del && tma_shard_rec_decode(key, p->value, p->value_len, &rec) == TMA_OK && rec.shard == k) {
-            s->shards[k] = rec;
-            s->shard_present[k] = 1;
-        }
+        break;
     }
+    case TMA_KEY_STOP: s->stop = !del; break;
+    case TMA_KEY_STATE:
+        s->has_state = !del && tma_state_rec_decode(key, p->value, p->value_len, &s->state) == TMA_OK;
+        break;
+    case TMA_KEY_MEMBERS: apply_member(s, p, del); break;
+    case TMA_KEY_READY: apply_ready(s, p, del); break;
+    case TMA_KEY_SHARDS: apply_shard(s, p, del); break;
     /* metrics/, best, next_id: not needed by the roles' decisions. */
+    case TMA_KEY_METRICS:
+    case TMA_KEY_BEST:
+    case TMA_KEY_NEXT_ID:
+    case TMA_KEY_NONE:
+    case TMA_KEY_COUNT: break;
+    }
 }
 
 static void publish(tma_jobview_t *v)
@@ -282,14 +304,8 @@ static void *supervise(void *arg)
         tma_log_debug(COMP, "job %s: cannot read the job's keys yet: %s", v->job, tma_status_str(st));
         /* etcd is unreachable: retry, waking early only to quit. */
         pthread_mutex_lock(&v->lock);
-        if (!v->quit) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += (long)(backoff * 1e9);
-            ts.tv_sec += ts.tv_nsec / 1000000000L;
-            ts.tv_nsec %= 1000000000L;
-            pthread_cond_timedwait(&v->cond, &v->lock, &ts);
-        }
+        if (!v->quit)
+            tma_cond_wait_until(&v->cond, &v->lock, tma_clock_now() + backoff);
         pthread_mutex_unlock(&v->lock);
         backoff = backoff * 2 > 2.0 ? 2.0 : backoff * 2;
     }
@@ -307,13 +323,10 @@ tma_status_t tma_jobview_start(tma_kv_t *kv, const char *job, double timeout, tm
         return TMA_ERR_NOMEM;
     v->kv = kv;
     snprintf(v->job, sizeof v->job, "%s", job);
-    tma_fault_key(v->prefix, job, "");
+    tma_job_prefix(v->prefix, job);
     v->prefix_len = strlen(v->prefix);
     pthread_mutex_init(&v->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_cond_init(&v->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    tma_cond_init(&v->cond);
     /* The first snapshot is taken here, so the caller starts from a
      * complete picture (or learns at once that etcd is unreachable). */
     double end = tma_clock_now() + timeout;
@@ -363,13 +376,9 @@ uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout)
 {
     pthread_mutex_lock(&v->lock);
     if (v->version == since && timeout > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + timeout;
-        ts.tv_sec = (time_t)t;
-        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        double deadline = tma_clock_now() + timeout;
         while (v->version == since && !v->quit)
-            if (pthread_cond_timedwait(&v->cond, &v->lock, &ts) != 0)
+            if (!tma_cond_wait_until(&v->cond, &v->lock, deadline))
                 break;
     }
     uint64_t ver = v->version;
@@ -460,4 +469,35 @@ const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, u
         if (s->ready[i].id == id)
             return &s->ready[i];
     return NULL;
+}
+
+tma_status_t tma_jobview_wait_config(tma_jobview_t *v, double timeout, volatile sig_atomic_t *stop_flag,
+                                     tma_job_t **job_p)
+{
+    static const char *const ctx = "the job config in etcd";
+    double end = tma_clock_now() + timeout;
+    uint64_t ver = 0;
+    for (;;) {
+        tma_jobview_snap_t s;
+        tma_status_t st = tma_jobview_snapshot(v, &s);
+        if (st != TMA_OK)
+            return st;
+        if (s.config) {
+            cJSON *root;
+            st = tma_json_parse(s.config, strlen(s.config), ctx, &root);
+            tma_jobview_snap_free(&s);
+            if (st != TMA_OK)
+                return st;
+            /* Paths in etcd are absolute (tma_job_to_json). */
+            st = tma_job_parse(root, ctx, "/", job_p);
+            cJSON_Delete(root);
+            return st;
+        }
+        tma_jobview_snap_free(&s);
+        if (tma_clock_now() >= end)
+            return TMA_ERR_TIMEOUT;
+        if (stop_flag && *stop_flag)
+            return TMA_ERR_CANCELLED;
+        ver = tma_jobview_wait(v, ver, 0.5);
+    }
 }

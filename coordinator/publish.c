@@ -1,0 +1,183 @@
+/*
+ * publish.c: everything the leader writes to etcd while it leads: every
+ * write is one transaction that holds only while the coordinator key still
+ * carries this coordinator's epoch (a failed compare means another one took
+ * over: this one is fenced).  Also the records it builds (state, shard
+ * moves, rounds) and the broadcast of the global weights.
+ */
+#include "coord_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP COORD_COMP
+
+static tma_status_t put_once(coord_t *c, int n, const char *const *keys, char *const *vals)
+{
+    char ckey[TMA_KEY_MAX];
+    tma_job_key(ckey, c->job->name, TMA_KEY_COORDINATOR);
+    tma_kv_cmp_t cmp = {ckey, TMA_KV_CMP_CREATE, TMA_KV_EQUAL, (int64_t)c->epoch, NULL, 0};
+    tma_kv_op_t ops[16];
+    if (n > 16)
+        return TMA_ERR_INVALID;
+    for (int i = 0; i < n; i++) {
+        memset(&ops[i], 0, sizeof ops[i]);
+        ops[i].key = keys[i];
+        if (vals[i]) {
+            ops[i].type = TMA_KV_OP_PUT;
+            ops[i].value = vals[i];
+            ops[i].value_len = strlen(vals[i]);
+        } else {
+            ops[i].type = TMA_KV_OP_DELETE;
+        }
+    }
+    tma_kv_txn_t txn = {&cmp, 1, ops, (size_t)n, NULL, 0};
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof res);
+    tma_status_t st = tma_kv_txn(c->kv, &txn, &res);
+    if (st == TMA_OK && !res.succeeded) {
+        tma_log_error(COMP, "another coordinator leads job %s now: this one (epoch %llu) is fenced and stops",
+                      c->job->name, (unsigned long long)c->epoch);
+        __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
+        st = TMA_ERR_FENCED;
+    }
+    tma_kv_result_free(&res);
+    return st;
+}
+
+/* Puts (and deletes for NULL values) in one guarded transaction.  With
+ * `retry` it is retried while etcd is unreachable (a short outage pauses the
+ * job rather than failing it). */
+tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry)
+{
+    double warn_at = tma_clock_now() + 2.0;
+    for (;;) {
+        tma_status_t st = put_once(c, n, keys, vals);
+        if (!retry || st == TMA_OK || tma_status_group(st) != TMA_GROUP_PEER || coord_stopping(c))
+            return st;
+        if (tma_clock_now() > warn_at) {
+            tma_log_warn(COMP, "etcd is unreachable (%s); waiting for it", tma_status_str(st));
+            warn_at = tma_clock_now() + 10.0;
+        }
+        tma_sleep(0.5);
+    }
+}
+
+/* One single key of the job.  val is not taken over; NULL is out of memory
+ * (the caller's encoder failed). */
+tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry)
+{
+    if (!val)
+        return TMA_ERR_NOMEM;
+    char key[TMA_KEY_MAX];
+    tma_job_key(key, c->job->name, k);
+    const char *kp[1] = {key};
+    char *vp[1] = {val};
+    return coord_guarded_put(c, 1, kp, vp, retry);
+}
+
+char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, double elapsed, int64_t best_round,
+                         double best_val)
+{
+    tma_state_rec_t s;
+    memset(&s, 0, sizeof s);
+    s.epoch = c->epoch;
+    s.round = round;
+    s.train_elapsed = elapsed;
+    s.best_round = best_round;
+    s.best_val_mrr = best_round >= 0 ? best_val : 0;
+    snprintf(s.phase, sizeof s.phase, "%s", phase);
+    snprintf(s.run_dir, sizeof s.run_dir, "%s", c->run_dir);
+    /* Before training there is no checkpoint yet. */
+    if (strcmp(phase, "starting") != 0)
+        snprintf(s.checkpoint, sizeof s.checkpoint, "%s", c->checkpoint_path);
+    return tma_state_rec_encode(&s);
+}
+
+tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, const char *reason)
+{
+    for (int i = 0; i < n; i += 8) {
+        int m = TMA_MIN(8, n - i);
+        char keys[8][TMA_KEY_MAX];
+        const char *kp[8];
+        char *vals[8];
+        for (int j = 0; j < m; j++) {
+            tma_shard_rec_t r = {mv[i + j].shard, mv[i + j].to, c->epoch, c->round};
+            tma_job_key_n(keys[j], c->job->name, TMA_KEY_SHARDS, mv[i + j].shard);
+            kp[j] = keys[j];
+            vals[j] = tma_shard_rec_encode(&r);
+        }
+        tma_status_t st = coord_guarded_put(c, m, kp, vals, 1);
+        for (int j = 0; j < m; j++)
+            free(vals[j]);
+        if (st != TMA_OK)
+            return st;
+    }
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "shard", mv[i].shard);
+        cJSON_AddNumberToObject(o, "from", (double)mv[i].from);
+        cJSON_AddNumberToObject(o, "to", (double)mv[i].to);
+        cJSON_AddNumberToObject(o, "round", (double)c->round);
+        cJSON_AddStringToObject(o, "reason", reason);
+        cJSON_AddItemToArray(c->moves, o);
+        if (mv[i].to >= 0)
+            tma_log_info(COMP, "shard %d: %s -> member %lld (%s)", mv[i].shard,
+                         mv[i].from >= 0 ? "moved" : "assigned", (long long)mv[i].to, reason);
+        else
+            tma_log_warn(COMP, "shard %d: dropped (owner %lld %s; policy %s)", mv[i].shard,
+                         (long long)mv[i].from, reason, tma_policy_name(c->job->on_failure));
+    }
+    return TMA_OK;
+}
+
+/* Sends the global weights, labelled with `round` (GGS: the step). */
+void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round)
+{
+    if (n <= 0)
+        return;
+    tma_status_t *sts = calloc((size_t)n, sizeof *sts);
+    tma_transport_meta_t tm = {TMA_TAG_GLOBAL, c->epoch, (uint64_t)round};
+    tma_transport_send_many(c->tr, ids, (size_t)n, &tm, c->global, (size_t)c->P, TMA_TRANSPORT_MEM_HOST,
+                            c->job->round_deadline, sts);
+    for (int i = 0; sts && i < n; i++)
+        if (sts[i] != TMA_OK)
+            tma_log_warn(COMP, "sending the global weights to member %u failed: %s", ids[i],
+                         tma_status_str(sts[i]));
+    free(sts);
+}
+
+/* The end of round t: the checkpoint, then state and metrics/<t> in one
+ * guarded transaction (the round counts once both are in), then the
+ * evaluator, which takes the record over. */
+tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record)
+{
+    double time = coord_train_elapsed(c);
+    tma_status_t st = tma_gnn_weights_write(c->checkpoint_path, &c->cfg, c->global, (uint64_t)t);
+    if (st != TMA_OK) {
+        cJSON_Delete(record);
+        return st;
+    }
+    int64_t best_round;
+    double best_val, best_time;
+    coord_eval_best(c->ev, &best_round, &best_val, &best_time);
+    char skey[TMA_KEY_MAX], mkey[TMA_KEY_MAX];
+    tma_job_key(skey, c->job->name, TMA_KEY_STATE);
+    tma_job_key_n(mkey, c->job->name, TMA_KEY_METRICS, t);
+    cJSON_DeleteItemFromObject(record, "val_mrr");
+    cJSON_AddNullToObject(record, "val_mrr");
+    cJSON_AddStringToObject(record, "eval", "pending");
+    char *vals[2] = {coord_state_encode(c, "training", t, time, best_round, best_val),
+                     cJSON_PrintUnformatted(record)};
+    const char *keys[2] = {skey, mkey};
+    st = vals[0] && vals[1] ? coord_guarded_put(c, 2, keys, vals, 1) : TMA_ERR_NOMEM;
+    free(vals[0]);
+    cJSON_free(vals[1]);
+    if (st != TMA_OK) {
+        cJSON_Delete(record);
+        return st;
+    }
+    c->round = t;
+    coord_eval_submit(c->ev, t, time, c->global, record);
+    return TMA_OK;
+}

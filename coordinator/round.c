@@ -1,0 +1,325 @@
+/*
+ * round.c: one round of Algorithm 1.  It raises agg = t (time mode),
+ * collects the local weights of the live owners until all arrived or the
+ * round deadline passed (a peer failure or a deleted member key takes a
+ * worker out of the round at once), averages what arrived in member-id
+ * order, runs the variant's hook (LLCG's correction), broadcasts,
+ * checkpoints, records the round in etcd and hands the model to the
+ * evaluator thread.  collect and the average are shared with GGS's steps.
+ */
+#include "coord_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP COORD_COMP
+
+/* Why a tensor from member sl of round t is refused, or NULL to take it. */
+static const char *refusal(coord_t *c, const slot_t *sl, const tma_transport_msg_t *m, int64_t t,
+                           tma_msg_meta_t *meta)
+{
+    if (!sl || !sl->expected)
+        return "not an owner in this round";
+    if (sl->got)
+        return "a second tensor in one round";
+    if (m->meta.epoch != c->epoch)
+        return "a stale coordinator epoch";
+    if ((int64_t)m->meta.round != t)
+        return "another round";
+    if (m->count != (size_t)(c->P + TMA_META_FLOATS))
+        return "the wrong size";
+    if (tma_msg_meta_unpack(m->data + c->P, meta) != TMA_OK)
+        return "a malformed meta block";
+    if (meta->lease != sl->lease)
+        return "a lease that is not its current one (a stale incarnation)";
+    if (c->vd->uses_shards) {
+        /* Every shard it trained must be one it owns now. */
+        int owned = tma_shard_map_count(&c->map, m->peer, NULL);
+        if ((int)meta->n_shards != owned)
+            return "trained on shards it does not own";
+        for (uint32_t j = 0; j < meta->n_shards; j++)
+            if (meta->shards[j] >= c->map.n || c->map.owner[meta->shards[j]] != (int64_t)m->peer)
+                return "trained on shards it does not own";
+    }
+    return NULL;
+}
+
+/* Handles one message of round t: a tensor taken or refused, or a
+ * connection event that takes an expected member out of the round. */
+static void take_message(coord_t *c, tma_transport_msg_t *m, int64_t t, int *n_got, int *n_missed)
+{
+    slot_t *sl = coord_slot_find(c, m->peer);
+    if (m->kind == TMA_TRANSPORT_MSG_EVENT) {
+        if (m->event.kind != TMA_TRANSPORT_EV_CONNECTED && sl && !coord_is_connected(c, m->peer)) {
+            coord_mark_suspect(sl);
+            if (sl->expected && !sl->got && !sl->missed) {
+                sl->missed = 1;
+                (*n_missed)++;
+                tma_log_warn(COMP, "round %lld: member %u failed mid-round (%s): the round goes on without it",
+                             (long long)t, m->peer, tma_status_str(m->event.reason));
+            }
+        }
+    } else {
+        tma_msg_meta_t meta;
+        const char *why = refusal(c, sl, m, t, &meta);
+        if (why) {
+            tma_log_warn(COMP, "round %lld: refused a tensor from member %u: %s", (long long)t, m->peer, why);
+        } else {
+            if (!m->in_place)
+                memcpy(sl->buf, m->data, (size_t)(c->P + TMA_META_FLOATS) * sizeof(float));
+            sl->meta = meta;
+            sl->got = 1;
+            (*n_got)++;
+        }
+        if (sl && m->in_place)
+            sl->posted = 0;
+    }
+    tma_transport_msg_release(c->tr, m);
+    if (sl && sl->used && !sl->got)
+        coord_slot_post(c, sl);
+}
+
+/* Expected members whose key vanished will not send. */
+static void drop_gone(coord_t *c, int64_t t, int *n_missed)
+{
+    if (tma_jobview_wait(c->view, c->seen_version, 0) == c->seen_version)
+        return;
+    tma_jobview_snap_t s;
+    if (tma_jobview_snapshot(c->view, &s) != TMA_OK)
+        return;
+    for (int i = 0; i < c->n_slots; i++) {
+        slot_t *sl = &c->slots[i];
+        if (sl->used && sl->expected && !sl->got && !sl->missed && !tma_jobview_snap_member(&s, sl->id)) {
+            sl->missed = 1;
+            (*n_missed)++;
+            tma_log_warn(COMP, "round %lld: member %u is gone: the round goes on without it", (long long)t,
+                         sl->id);
+        }
+    }
+    tma_jobview_snap_free(&s);
+}
+
+/* Collects tensors of round t from the expected members until all arrived,
+ * the deadline passed, or every one still missing has failed. */
+void coord_collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n_exp_p)
+{
+    int n_exp = 0, n_got = 0, n_missed = 0;
+    for (int i = 0; i < c->n_slots; i++)
+        if (c->slots[i].used && c->slots[i].expected)
+            n_exp++;
+    *n_exp_p = n_exp;
+    while (n_got + n_missed < n_exp && tma_clock_now() < deadline && !coord_stopping(c)) {
+        tma_transport_msg_t m;
+        memset(&m, 0, sizeof m);
+        double left = deadline - tma_clock_now();
+        if (tma_transport_recv(c->tr, TMA_TRANSPORT_ANY_PEER, tag, TMA_MIN(left, 0.05), &m) == TMA_OK)
+            take_message(c, &m, t, &n_got, &n_missed);
+        drop_gone(c, t, &n_missed);
+    }
+}
+
+/* The weighted mean of what arrived into c->global.  Weights: gradients
+ * count alike; weights by the member's training edges (aggregation.weighted)
+ * or its shard count.  Returns the number of contributions. */
+int coord_average_slots(coord_t *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_slots; i++) {
+        slot_t *sl = &c->slots[i];
+        if (!sl->used || !sl->got)
+            continue;
+        double w = 1.0;
+        if (c->vd->averages == TMA_AVERAGE_WEIGHTS) {
+            if (c->job->weighted) {
+                int64_t e = 0;
+                tma_shard_map_count(&c->map, sl->id, &e);
+                w = (double)e;
+            } else {
+                w = (double)tma_shard_map_count(&c->map, sl->id, NULL);
+            }
+            if (!(w > 0))
+                w = 1.0;
+        }
+        sl->weight = w;
+        c->contrib[n++] = (coord_contrib_t){sl->id, w, sl->buf};
+    }
+    return coord_average(c->contrib, n, c->P, c->acc, c->global);
+}
+
+/* The variant's hook after an average that had contributions. */
+tma_status_t coord_after_average(coord_t *c, int n_got)
+{
+    if (n_got == 0 || !c->vd->after_average || !c->server)
+        return TMA_OK;
+    return c->vd->after_average(c->job, c->server, c->global);
+}
+
+static void dump_tensor(coord_t *c, const char *what, uint32_t id, int64_t t, const float *x)
+{
+    if (!c->o->dump_dir)
+        return;
+    char name[96];
+    snprintf(name, sizeof name, "r%06lld-%s-%u.tmaw", (long long)t, what, id);
+    char *path = tma_path_join(c->o->dump_dir, name);
+    if (path)
+        tma_gnn_weights_write(path, &c->cfg, x, (uint64_t)t);
+    free(path);
+}
+
+static cJSON *worker_record(coord_t *c, const slot_t *sl)
+{
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddNumberToObject(w, "id", sl->id);
+    if (c->vd->averages == TMA_AVERAGE_GRADS) {
+        cJSON_AddNumberToObject(w, "steps", (double)sl->steps);
+        cJSON_AddNumberToObject(w, "loss", sl->steps ? sl->loss_sum / (double)sl->steps : 0.0);
+        return w;
+    }
+    cJSON_AddNumberToObject(w, "steps", (double)sl->meta.steps_round);
+    cJSON_AddNumberToObject(w, "loss", sl->meta.loss);
+    cJSON_AddNumberToObject(w, "steps_per_s",
+                            sl->meta.step_seconds > 0 ? (double)sl->meta.steps_round / sl->meta.step_seconds : 0.0);
+    cJSON_AddNumberToObject(w, "weight", sl->weight);
+    cJSON *sh = cJSON_AddArrayToObject(w, "shards");
+    for (uint32_t j = 0; j < sl->meta.n_shards; j++)
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber(sl->meta.shards[j]));
+    return w;
+}
+
+/* The round record for metrics.jsonl and metrics/<t>. */
+cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *alive, int n_alive,
+                          double agg_seconds)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "round", (double)t);
+    cJSON_AddNumberToObject(r, "time", time);
+    cJSON_AddNumberToObject(r, "wall", tma_clock_wall());
+    cJSON_AddNumberToObject(r, "epoch", (double)c->epoch);
+    cJSON *ws = cJSON_AddArrayToObject(r, "workers");
+    cJSON *missed = cJSON_CreateArray();
+    for (int i = 0; i < c->n_slots; i++) {
+        slot_t *sl = &c->slots[i];
+        if (!sl->used || !sl->expected)
+            continue;
+        if (!sl->got && c->vd->averages == TMA_AVERAGE_WEIGHTS)
+            cJSON_AddItemToArray(missed, cJSON_CreateNumber(sl->id));
+        else
+            cJSON_AddItemToArray(ws, worker_record(c, sl));
+    }
+    cJSON *al = cJSON_AddArrayToObject(r, "alive");
+    for (int i = 0; i < n_alive; i++)
+        cJSON_AddItemToArray(al, cJSON_CreateNumber(alive[i]));
+    cJSON_AddItemToObject(r, "missed", missed);
+    cJSON_AddItemToObject(r, "lost", c->lost);
+    c->lost = cJSON_CreateArray();
+    cJSON_AddItemToObject(r, "moves", c->moves);
+    c->moves = cJSON_CreateArray();
+    if (c->vd->uses_shards) {
+        cJSON *owners = cJSON_AddArrayToObject(r, "owners");
+        for (int k = 0; k < c->map.n; k++)
+            cJSON_AddItemToArray(owners, cJSON_CreateNumber((double)c->map.owner[k]));
+    }
+    cJSON_AddNumberToObject(r, "agg_seconds", agg_seconds);
+    return r;
+}
+
+void coord_progress_line(coord_t *c, int64_t t, int n_got, int n_exp, double agg_s)
+{
+    int64_t br;
+    double bv, bt;
+    coord_eval_best(c->ev, &br, &bv, &bt);
+    double last = coord_eval_last(c->ev);
+    char sps[256] = "";
+    size_t off = 0;
+    for (int i = 0; i < c->n_slots && off < sizeof sps - 16; i++) {
+        slot_t *sl = &c->slots[i];
+        if (sl->used && sl->got && sl->meta.step_seconds > 0)
+            off += (size_t)snprintf(sps + off, sizeof sps - off, " %u:%.1f", sl->id,
+                                    (double)sl->meta.steps_round / sl->meta.step_seconds);
+    }
+    double total = c->job->train_s;
+    tma_log_info(COMP, "round %lld | %.1f/%.1f min | %d/%d workers | steps/s%s | val MRR last %.4f best %.4f | "
+                       "aggregation %.2f s",
+                 (long long)t, coord_train_elapsed(c) / 60.0, total / 60.0, n_got, n_exp, sps[0] ? sps : " -",
+                 isnan(last) ? 0.0 : last, br >= 0 ? bv : 0.0, agg_s);
+}
+
+/* Raises the flag for round t; workers see it through their watch. */
+static tma_status_t raise_agg(coord_t *c, int64_t t)
+{
+    char *val = tma_agg_rec_encode(t, c->epoch);
+    tma_status_t st = coord_put_key(c, TMA_KEY_AGG, val, 1);
+    free(val);
+    return st;
+}
+
+/* Averages what arrived, corrects it (LLCG), and broadcasts W[t] to every
+ * live member that trains, also those that missed the round. */
+static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, int *n_got_p)
+{
+    tma_inject_crash_point(&c->inj, "aggregate", t);
+    for (int i = 0; i < c->n_slots; i++)
+        if (c->slots[i].used && c->slots[i].got)
+            dump_tensor(c, "local", c->slots[i].id, t, c->slots[i].buf);
+    int n_got = coord_average_slots(c);
+    *n_got_p = n_got;
+    if (n_got == 0)
+        tma_log_warn(COMP, "round %lld: no weights arrived (%d expected); the global model is unchanged",
+                     (long long)t, n_exp);
+    tma_status_t st = coord_after_average(c, n_got);
+    if (st != TMA_OK)
+        return st;
+    dump_tensor(c, "global", 0, t, c->global);
+    tma_inject_crash_point(&c->inj, "broadcast", t);
+    tma_jobview_snap_t s;
+    if (tma_jobview_snapshot(c->view, &s) == TMA_OK) {
+        int np = coord_participants(c, &s, ids);
+        tma_jobview_snap_free(&s);
+        coord_push_global(c, ids, np, t);
+    }
+    return TMA_OK;
+}
+
+tma_status_t coord_round(coord_t *c, int64_t t)
+{
+    tma_jobview_snap_t s;
+    tma_status_t st = tma_jobview_snapshot(c->view, &s);
+    if (st != TMA_OK)
+        return st;
+    int n_alive = 0;
+    uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
+    uint32_t *alive = coord_member_ids(&s, &n_alive);
+    if (ids && alive)
+        (void)coord_expect_participants(c, &s, ids);
+    tma_jobview_snap_free(&s);
+    if (!ids || !alive) {
+        free(ids);
+        free(alive);
+        return TMA_ERR_NOMEM;
+    }
+
+    double t0 = tma_clock_now();
+    int n_exp = 0, n_got = 0;
+    if (c->job->interval_steps <= 0)
+        st = raise_agg(c, t);
+    if (st == TMA_OK) {
+        coord_collect(c, t, TMA_TAG_LOCAL, tma_clock_now() + c->job->round_deadline, &n_exp);
+        st = aggregate(c, t, n_exp, ids, &n_got);
+    }
+    if (st != TMA_OK) {
+        free(ids);
+        free(alive);
+        return st;
+    }
+    double agg_s = tma_clock_now() - t0;
+    if (n_exp - n_got > 0)
+        tma_log_warn(COMP, "round %lld completed with %d of %d owners", (long long)t, n_got, n_exp);
+    cJSON *rec = coord_round_record(c, t, coord_train_elapsed(c), alive, n_alive, agg_s);
+    free(ids);
+    free(alive);
+    st = coord_publish_round(c, t, rec);
+    if (st == TMA_OK)
+        coord_progress_line(c, t, n_got, n_exp, agg_s);
+    return st;
+}

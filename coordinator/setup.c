@@ -1,0 +1,426 @@
+/*
+ * setup.c: the coordinator's resources, acquired in four phases and
+ * released in reverse order.  Each coord_open_* takes its phase's
+ * resources in order and, when one fails, releases what it took (its
+ * coord_close_*, which accepts a partly opened phase); tma_coordinator_run
+ * unwinds the phases before it by labels.
+ *
+ *   job:    the config (a file is checked before anything talks to etcd),
+ *           etcd, the job view, --fresh, the config from etcd
+ *   model:  the graph, the model config, the parameter buffers, the shard
+ *           map, the variant's full-graph trainer
+ *   lead:   the transport, the leader lease and its guard, the election
+ *   run:    resume or not, the run folder, the config and the "starting"
+ *           state in etcd, the evaluator thread
+ */
+#include "coord_int.h"
+
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COMP COORD_COMP
+
+/* ------------------------------------------------------------------ job */
+
+static tma_status_t load_config_file(coord_t *c)
+{
+    tma_status_t st = tma_job_load(c->o->config_path, &c->job);
+    if (st != TMA_OK)
+        return st;
+    if (c->o->job)
+        snprintf(c->job->name, sizeof c->job->name, "%s", c->o->job);
+    return tma_job_check_files(c->job);
+}
+
+/* From etcd: a standby waits for it for ever, others for 30 s. */
+static tma_status_t load_config_etcd(coord_t *c)
+{
+    tma_status_t st = tma_jobview_wait_config(c->view, c->o->standby ? 1e12 : 30.0, c->stop_flag, &c->job);
+    if (st == TMA_ERR_TIMEOUT) {
+        tma_log_error(COMP, "job %s has no config in etcd: start the first coordinator with --config",
+                      c->jobname);
+        return TMA_ERR_NOT_FOUND;
+    }
+    if (st == TMA_OK)
+        st = tma_job_check_files(c->job);
+    return st;
+}
+
+/* --fresh: removes a finished job's keys of the same name. */
+static tma_status_t remove_old_keys(coord_t *c)
+{
+    tma_jobview_snap_t s;
+    tma_status_t st = tma_jobview_snapshot(c->view, &s);
+    if (st != TMA_OK)
+        return st;
+    int live = s.has_coord;
+    tma_jobview_snap_free(&s);
+    if (live) {
+        tma_log_error(COMP, "--fresh: job %s has a running coordinator; stop it first", c->jobname);
+        return TMA_ERR_CONFIG;
+    }
+    char prefix[TMA_KEY_MAX];
+    tma_job_prefix(prefix, c->jobname);
+    return tma_kv_delete(c->kv, prefix, TMA_KV_PREFIX, NULL);
+}
+
+tma_status_t coord_open_job(coord_t *c)
+{
+    const tma_coordinator_opts_t *o = c->o;
+    tma_status_t st;
+    /* A config file is checked before anything talks to etcd, so a bad one
+     * is refused before the job starts. */
+    if (o->config_path && (st = load_config_file(c)) != TMA_OK)
+        goto fail;
+    const char *jobname = o->job ? o->job : c->job ? c->job->name : NULL;
+    if (!jobname) {
+        tma_log_error(COMP, "no job name: give --job or a config with \"job\"");
+        st = TMA_ERR_CONFIG;
+        goto fail;
+    }
+    snprintf(c->jobname, sizeof c->jobname, "%s", jobname);
+    if ((st = tma_kv_create(o->kv, &c->kv)) != TMA_OK)
+        goto fail;
+    if ((st = tma_jobview_start(c->kv, c->jobname, 30.0, &c->view)) != TMA_OK)
+        goto fail;
+    if (o->fresh && (st = remove_old_keys(c)) != TMA_OK)
+        goto fail;
+    /* Without a file the config comes from etcd (a standby, or a resumed job). */
+    if (!c->job && (st = load_config_etcd(c)) != TMA_OK)
+        goto fail;
+    snprintf(c->job->name, sizeof c->job->name, "%s", c->jobname);
+    c->vd = c->job->vd;
+    char tag[64];
+    snprintf(tag, sizeof tag, "coordinator%s", o->standby ? "-standby" : "");
+    tma_log_set_tag(tag);
+    return TMA_OK;
+fail:
+    coord_close_job(c);
+    return st;
+}
+
+void coord_close_job(coord_t *c)
+{
+    tma_jobview_stop(c->view);
+    c->view = NULL;
+    tma_kv_destroy(c->kv);
+    c->kv = NULL;
+    tma_job_destroy(c->job);
+    c->job = NULL;
+}
+
+/* ------------------------------------------------------------------ model */
+
+/* The model config the evaluator uses: the job's, with the command line's
+ * evaluator device and threads; it reads the weights from host memory
+ * whatever the device. */
+static tma_status_t model_config(coord_t *c)
+{
+    c->cfg = c->job->model;
+    if (c->o->eval_threads > 0)
+        c->cfg.eval_threads = c->o->eval_threads;
+    const char *dev = c->o->eval_device ? c->o->eval_device : c->job->eval_device;
+    if (!tma_gnn_device_valid(dev)) {
+        tma_log_error(COMP, "evaluator device \"%s\": expected cpu, cuda or cuda:N", dev);
+        return TMA_ERR_INVALID;
+    }
+    snprintf(c->cfg.eval_device, sizeof c->cfg.eval_device, "%s", dev);
+    return tma_gnn_config_resolve(&c->cfg, c->graph);
+}
+
+tma_status_t coord_open_model(coord_t *c)
+{
+    tma_status_t st;
+    if ((st = tma_graph_open(c->job->graph, 0, &c->graph)) != TMA_OK)
+        goto fail;
+    if ((st = model_config(c)) != TMA_OK)
+        goto fail;
+    c->P = tma_gnn_param_count(&c->cfg);
+    c->global = tma_alloc_aligned((size_t)c->P * sizeof(float));
+    c->acc = tma_alloc_aligned((size_t)c->P * sizeof(double));
+    if (!c->global || !c->acc) {
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
+    if (c->vd->uses_shards) {
+        if ((st = tma_partition_info_load(c->job->partition_dir, &c->pinfo)) != TMA_OK)
+            goto fail;
+        if ((st = tma_shard_map_create(c->pinfo->num_shards, c->pinfo->shard_edges, &c->map)) != TMA_OK)
+            goto fail;
+    } else if ((st = tma_shard_map_create(0, NULL, &c->map)) != TMA_OK) {
+        goto fail;
+    }
+    if (c->vd->after_average) {
+        tma_graph_t *g1[1] = {c->graph};
+        tma_gnn_config_t scfg = c->cfg;
+        if ((st = tma_gnn_trainer_create(&scfg, g1, 1, &c->server)) != TMA_OK)
+            goto fail;
+        tma_gnn_trainer_reseed(c->server, tma_hash64(c->cfg.seed ^ 0xc0c0));
+    }
+    return TMA_OK;
+fail:
+    coord_close_model(c);
+    return st;
+}
+
+void coord_close_model(coord_t *c)
+{
+    tma_gnn_trainer_destroy(c->server);
+    c->server = NULL;
+    tma_shard_map_free(&c->map);
+    memset(&c->map, 0, sizeof c->map);
+    tma_partition_info_destroy(c->pinfo);
+    c->pinfo = NULL;
+    tma_free_aligned(c->acc);
+    tma_free_aligned(c->global);
+    c->acc = NULL;
+    c->global = NULL;
+    tma_graph_destroy(c->graph);
+    c->graph = NULL;
+}
+
+/* ------------------------------------------------------------------ leadership */
+
+/* The listening address: job->host, or for "auto" this host's first
+ * non-loopback IPv4 address (loopback when there is none). */
+static void listen_address(const tma_job_t *job, char *out, size_t cap)
+{
+    if (strcmp(job->host, "auto") != 0) {
+        snprintf(out, cap, "%s:0", job->host);
+        return;
+    }
+    snprintf(out, cap, "127.0.0.1:0");
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) != 0)
+        return;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK) ||
+            !(i->ifa_flags & IFF_UP))
+            continue;
+        char host[64];
+        if (getnameinfo(i->ifa_addr, sizeof(struct sockaddr_in), host, sizeof host, NULL, 0, NI_NUMERICHOST) == 0) {
+            snprintf(out, cap, "%s:0", host);
+            break;
+        }
+    }
+    freeifaddrs(ifa);
+}
+
+static tma_status_t open_transport(coord_t *c)
+{
+    tma_job_ensure_token(c->job);
+    tma_transport_config_t tc;
+    tma_transport_config_init(&tc);
+    char listen[300];
+    listen_address(c->job, listen, sizeof listen);
+    tc.job = c->job->name;
+    tc.token = c->job->token[0] ? c->job->token : NULL;
+    tc.self_id = TMA_COORD_PEER;
+    tc.listen = listen;
+    return tma_transport_create(&tc, &c->tr);
+}
+
+/* Leader election: create the coordinator key with our lease, waiting for a
+ * current leader's lease to lapse (a standby waits for ever, others up to
+ * twice the lease TTL plus a little).  Sets c->epoch. */
+static tma_status_t campaign(coord_t *c)
+{
+    char key[TMA_KEY_MAX];
+    tma_job_key(key, c->job->name, TMA_KEY_COORDINATOR);
+    tma_coord_rec_t rec;
+    memset(&rec, 0, sizeof rec);
+    snprintf(rec.address, sizeof rec.address, "%s", tma_transport_address(c->tr));
+    rec.lease = c->lease;
+    rec.pid = (int)getpid();
+    gethostname(rec.host, sizeof rec.host - 1);
+    char *val = tma_coord_rec_encode(&rec);
+    if (!val)
+        return TMA_ERR_NOMEM;
+    double give_up = tma_clock_now() + 2.0 * (double)c->job->lease_ttl + 5.0;
+    int said = 0;
+    tma_status_t st;
+    for (;;) {
+        tma_kv_result_t cur;
+        memset(&cur, 0, sizeof cur);
+        st = tma_kv_put_if_absent(c->kv, key, val, strlen(val), c->lease, &cur);
+        if (st == TMA_OK) {
+            c->epoch = (uint64_t)cur.pairs[0].create_revision;
+            tma_kv_result_free(&cur);
+            break;
+        }
+        if (st == TMA_ERR_COMPARE_FAILED) {
+            if (!said) {
+                tma_coord_rec_t other;
+                if (cur.n_pairs && tma_coord_rec_decode(key, cur.pairs[0].value, cur.pairs[0].value_len, &other) == TMA_OK)
+                    tma_log_info(COMP, "job %s has a leader (pid %d on %s at %s); %s", c->job->name, other.pid,
+                                 other.host, other.address,
+                                 c->o->standby ? "standing by to take over" : "waiting for its lease to lapse");
+                said = 1;
+            }
+            tma_kv_result_free(&cur);
+            if (!c->o->standby && tma_clock_now() > give_up) {
+                tma_log_error(COMP, "job %s: another coordinator is running; use --standby to wait for it, or "
+                                    "another job name",
+                              c->job->name);
+                st = TMA_ERR_UNAVAILABLE;
+                break;
+            }
+        } else if (tma_status_group(st) != TMA_GROUP_PEER) {
+            break;
+        }
+        if (coord_stopping(c)) {
+            st = TMA_ERR_CANCELLED;
+            break;
+        }
+        tma_jobview_wait(c->view, tma_jobview_wait(c->view, 0, 0), 0.5);
+    }
+    free(val);
+    return st;
+}
+
+static void on_lease_lost(void *arg, tma_status_t why)
+{
+    coord_t *c = arg;
+    tma_log_error(COMP, "the leader lease %llx is lost (%s): fenced", (unsigned long long)c->lease,
+                  tma_status_str(why));
+    __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
+    tma_jobview_poke(c->view);
+}
+
+/* The data plane first, then leadership. */
+tma_status_t coord_lead(coord_t *c)
+{
+    tma_status_t st;
+    if ((st = open_transport(c)) != TMA_OK)
+        goto fail;
+    if ((st = tma_kv_lease_grant(c->kv, c->job->lease_ttl, &c->lease, NULL)) != TMA_OK)
+        goto fail;
+    if ((st = tma_lease_guard_start(c->kv, c->lease, on_lease_lost, c, &c->lease_guard)) != TMA_OK)
+        goto fail;
+    if ((st = campaign(c)) != TMA_OK)
+        goto fail;
+    tma_log_info(COMP, "leading job %s (epoch %llu) at %s", c->job->name, (unsigned long long)c->epoch,
+                 tma_transport_address(c->tr));
+    return TMA_OK;
+fail:
+    coord_step_down(c);
+    return st;
+}
+
+/* Also releases the slots (their buffers are posted on the transport).  A
+ * fenced coordinator leaves its lease alone: it is another's job now. */
+void coord_step_down(coord_t *c)
+{
+    for (int i = 0; i < c->n_slots; i++) {
+        if (c->slots[i].used)
+            coord_slot_release(c, &c->slots[i]);
+        tma_free_aligned(c->slots[i].buf);
+    }
+    free(c->slots);
+    free(c->contrib);
+    c->slots = NULL;
+    c->contrib = NULL;
+    c->n_slots = c->cap_slots = 0;
+    tma_transport_destroy(c->tr);
+    c->tr = NULL;
+    if (c->lease) {
+        tma_lease_guard_stop(c->lease_guard);
+        if (!__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
+            tma_kv_lease_revoke(c->kv, c->lease);
+    }
+    c->lease_guard = NULL;
+    c->lease = 0;
+}
+
+/* ------------------------------------------------------------------ run folder */
+
+/* The run folder: a resumed job keeps its own; else --run-dir or
+ * runs/<job>.  Made absolute. */
+static tma_status_t open_run_dir(coord_t *c)
+{
+    if (c->resume)
+        c->run_dir = strdup(c->prev.run_dir);
+    else if (c->o->run_dir)
+        c->run_dir = strdup(c->o->run_dir);
+    else
+        c->run_dir = tma_strdup_printf("runs/%s", c->job->name);
+    if (!c->run_dir)
+        return TMA_ERR_NOMEM;
+    tma_status_t st = tma_mkdir_p(c->run_dir);
+    if (st != TMA_OK)
+        return st;
+    char *abs = realpath(c->run_dir, NULL);
+    if (abs) {
+        free(c->run_dir);
+        c->run_dir = abs;
+    }
+    c->checkpoint_path = tma_run_path(c->run_dir, "checkpoint.tmaw");
+    c->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
+    c->result_path = tma_run_path(c->run_dir, "result.json");
+    c->plot_path = tma_run_path(c->run_dir, "mrr.svg");
+    return c->checkpoint_path && c->metrics_path && c->result_path && c->plot_path ? TMA_OK : TMA_ERR_NOMEM;
+}
+
+/* A fresh job: the resolved config and the "starting" state in etcd (agg
+ * and stop cleared), config.json in the run folder, no metrics yet. */
+static tma_status_t publish_job(coord_t *c)
+{
+    cJSON *cfgjson = tma_job_to_json(c->job);
+    if (!cfgjson)
+        return TMA_ERR_NOMEM;
+    char *text = cJSON_PrintUnformatted(cfgjson);
+    char ckey[TMA_KEY_MAX], skey[TMA_KEY_MAX], akey[TMA_KEY_MAX], stkey[TMA_KEY_MAX];
+    tma_job_key(ckey, c->job->name, TMA_KEY_CONFIG);
+    tma_job_key(skey, c->job->name, TMA_KEY_STATE);
+    tma_job_key(akey, c->job->name, TMA_KEY_AGG);
+    tma_job_key(stkey, c->job->name, TMA_KEY_STOP);
+    char *sv = coord_state_encode(c, "starting", 0, 0.0, -1, 0);
+    const char *keys[4] = {ckey, skey, akey, stkey};
+    char *vals[4] = {text, sv, NULL, NULL};
+    tma_status_t st = text && sv ? coord_guarded_put(c, 4, keys, vals, 1) : TMA_ERR_NOMEM;
+    cJSON_free(text);
+    free(sv);
+    char *cfgpath = tma_run_path(c->run_dir, "config.json");
+    if (st == TMA_OK)
+        st = tma_json_write_file(cfgpath, cfgjson);
+    free(cfgpath);
+    unlink(c->metrics_path);
+    cJSON_Delete(cfgjson);
+    return st;
+}
+
+tma_status_t coord_open_run(coord_t *c)
+{
+    tma_status_t st;
+    if ((st = coord_resume_check(c)) != TMA_OK)
+        goto fail;
+    if ((st = open_run_dir(c)) != TMA_OK)
+        goto fail;
+    if (!c->resume && (st = publish_job(c)) != TMA_OK)
+        goto fail;
+    coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, -1, 0, 0};
+    if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
+        goto fail;
+    if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)
+        goto fail;
+    return TMA_OK;
+fail:
+    coord_close_run(c);
+    return st;
+}
+
+void coord_close_run(coord_t *c)
+{
+    coord_eval_destroy(c->ev);
+    c->ev = NULL;
+    free(c->plot_path);
+    free(c->result_path);
+    free(c->metrics_path);
+    free(c->checkpoint_path);
+    free(c->run_dir);
+    c->plot_path = c->result_path = c->metrics_path = c->checkpoint_path = c->run_dir = NULL;
+}

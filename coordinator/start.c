@@ -1,0 +1,152 @@
+/*
+ * start.c: a fresh job's start: wait for the initial workers to register,
+ * deal the shards (the policy handles shards whose owner never came), wait
+ * for the owners to load them (each gets W[0] as it becomes ready), then
+ * record round 0 (the initial model) and the "training" state.
+ */
+#include "coord_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP COORD_COMP
+
+/* The initial deal once enough workers registered (or at the timeout). */
+static tma_status_t deal(coord_t *c, const tma_live_member_t *live, int n_live, int n_main, tma_shard_move_t *mv)
+{
+    const tma_job_t *job = c->job;
+    int need = job->workers - job->n_absent;
+    int n = tma_policy_initial_absent(&c->map, live, n_live, job->workers, job->absent_shards, job->n_absent, mv);
+    if (n_main < need)
+        tma_log_warn(COMP, "only %d of %d workers registered within %.0f s", n_main, need, job->start_timeout);
+    if (job->n_absent)
+        tma_log_warn(COMP, "%d shard(s) absent by the job's fault.absent_shards (the F >= 1 drill)",
+                     job->n_absent);
+    tma_status_t st = coord_write_moves(c, mv, n, "initial deal");
+    /* Orphans: the policy for a worker that never started. */
+    for (int k = 0; k < c->map.n && st == TMA_OK; k++) {
+        if (c->map.owner[k] >= 0)
+            continue;
+        c->map.owner[k] = INT64_MAX; /* a placeholder owner for the policy */
+        int m = tma_policy_lost(&c->map, INT64_MAX, job->on_failure, live, n_live, mv);
+        for (int j = 0; j < m; j++)
+            mv[j].from = -1;
+        st = coord_write_moves(c, mv, m, "worker never started");
+    }
+    c->map_ready = 1;
+    return st;
+}
+
+/* Registration: waits for the job's workers (without shards: members; with
+ * shards: non-backup members, less the absent ones), then deals. */
+static tma_status_t registration(coord_t *c)
+{
+    const tma_job_t *job = c->job;
+    double t_reg = tma_clock_now() + job->start_timeout;
+    tma_log_info(COMP, "waiting for %d worker(s) to register (up to %.0f s)", job->workers, job->start_timeout);
+    tma_shard_move_t *mv = malloc((size_t)(c->map.n + 1) * sizeof *mv);
+    if (!mv)
+        return TMA_ERR_NOMEM;
+    tma_status_t st;
+    for (;;) {
+        tma_jobview_snap_t s;
+        if ((st = tma_jobview_snapshot(c->view, &s)) != TMA_OK)
+            break;
+        c->seen_version = s.version;
+        int n_live = 0, n_main = 0;
+        tma_live_member_t *live = malloc((size_t)(s.n_members + 1) * sizeof *live);
+        for (int i = 0; live && i < s.n_members; i++) {
+            live[n_live].id = s.members[i].rec.id;
+            live[n_live].backup = s.members[i].rec.backup;
+            n_main += !live[n_live].backup;
+            n_live++;
+        }
+        int n_members = s.n_members;
+        tma_jobview_snap_free(&s);
+        int timed_out = tma_clock_now() >= t_reg;
+        if (!c->vd->uses_shards && (n_members >= job->workers || timed_out)) {
+            free(live);
+            c->map_ready = 1;
+            break;
+        }
+        if (c->vd->uses_shards && live && (n_main >= job->workers - job->n_absent || timed_out)) {
+            st = deal(c, live, n_live, n_main, mv);
+            free(live);
+            break;
+        }
+        free(live);
+        if (coord_stopping(c)) {
+            st = TMA_ERR_CANCELLED;
+            break;
+        }
+        tma_jobview_wait(c->view, c->seen_version, 0.5);
+    }
+    free(mv);
+    return st;
+}
+
+/* Readiness: owners load their shards; the weights go to each one as it
+ * becomes ready (coord_service_view), the clock starts when all are, or at
+ * the timeout (owners not ready by then are handled as failed). */
+static tma_status_t readiness(coord_t *c)
+{
+    const tma_job_t *job = c->job;
+    double t_ready = tma_clock_now() + job->start_timeout;
+    for (;;) {
+        tma_status_t st = coord_service_view(c, 1);
+        if (st != TMA_OK)
+            return st;
+        tma_jobview_snap_t s;
+        if ((st = tma_jobview_snapshot(c->view, &s)) != TMA_OK)
+            return st;
+        uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
+        int n = ids ? coord_participants(c, &s, ids) : 0;
+        int owners = 0;
+        if (!c->vd->uses_shards) {
+            owners = s.n_members;
+        } else {
+            for (int i = 0; i < s.n_members; i++)
+                owners += tma_shard_map_count(&c->map, s.members[i].rec.id, NULL) > 0;
+        }
+        tma_jobview_snap_free(&s);
+        free(ids);
+        if (n > 0 && n >= owners)
+            return TMA_OK;
+        if (tma_clock_now() >= t_ready) {
+            if (n == 0) {
+                tma_log_error(COMP, "no worker became ready within %.0f s of the start: check the workers' logs",
+                              2 * job->start_timeout);
+                return TMA_ERR_TIMEOUT;
+            }
+            tma_log_warn(COMP, "%d of %d owner(s) ready after %.0f s; starting without the others", n, owners,
+                         job->start_timeout);
+            return TMA_OK;
+        }
+        if (coord_stopping(c))
+            return TMA_ERR_CANCELLED;
+        tma_jobview_wait(c->view, c->seen_version, 0.2);
+    }
+}
+
+tma_status_t coord_start(coord_t *c)
+{
+    tma_status_t st = registration(c);
+    if (st != TMA_OK)
+        return st;
+    if ((st = tma_gnn_params_init(&c->cfg, c->cfg.seed, c->global)) != TMA_OK)
+        return st;
+    if ((st = readiness(c)) != TMA_OK)
+        return st;
+    /* Round 0: the initial model. */
+    if ((st = tma_gnn_weights_write(c->checkpoint_path, &c->cfg, c->global, 0)) != TMA_OK)
+        return st;
+    coord_eval_submit(c->ev, 0, 0.0, c->global, coord_round_record(c, 0, 0.0, NULL, 0, 0.0));
+    char *sv = coord_state_encode(c, "training", 0, 0.0, -1, 0);
+    st = coord_put_key(c, TMA_KEY_STATE, sv, 1);
+    free(sv);
+    if (st != TMA_OK)
+        return st;
+    tma_log_info(COMP, "training started: variant %s, %d worker(s), %s", c->vd->name, c->job->workers,
+                 c->job->interval_steps > 0 ? "aggregation every N steps" : "time-based aggregation");
+    return TMA_OK;
+}

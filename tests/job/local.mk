@@ -1,0 +1,3 @@
+check_PROGRAMS += tests/job/test_job_unit
+tests_job_test_job_unit_LDADD = $(TMA_TEST_LDADD)
+TESTS += tests/job/test_job_unit
