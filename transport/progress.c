@@ -29,30 +29,6 @@ double transport_deadline_from(double timeout_s)
     return timeout_s < 0 ? 0 : tma_clock_now() + timeout_s;
 }
 
-/* Waits on cond until the absolute monotonic deadline (0: for ever);
- * returns 0 when the deadline passed. */
-int transport_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *m, double deadline)
-{
-    if (deadline <= 0) {
-        pthread_cond_wait(cond, m);
-        return 1;
-    }
-    double now = tma_clock_now();
-    if (now >= deadline)
-        return 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double rem = deadline - now;
-    ts.tv_sec += (time_t)rem;
-    ts.tv_nsec += (long)((rem - (double)(time_t)rem) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cond, m, &ts);
-    return 1;
-}
-
 /* ------------------------------------------------------------------ commands */
 
 void transport_cmd_complete(tma_transport_t *t, cmd_t *c, tma_status_t st)

@@ -654,7 +654,7 @@ tma_status_t tma_transport_post_cancel(tma_transport_t *t, float *buf, double ti
                     continue;
                 }
             }
-            transport_cond_wait_until(&t->rx_cond, &t->lock, killed ? 0 : deadline);
+            tma_cond_wait_until(&t->rx_cond, &t->lock, killed ? 0 : deadline);
             continue;
         }
         if (p->state == POST_FILLED) {
@@ -716,7 +716,7 @@ tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag,
                     n->post->state = POST_DELIVERED;
                 break;
             }
-            if (timeout_s == 0 || !transport_cond_wait_until(&t->rx_cond, &t->lock, deadline)) {
+            if (timeout_s == 0 || !tma_cond_wait_until(&t->rx_cond, &t->lock, deadline)) {
                 st = TMA_ERR_TIMEOUT;
                 break;
             }

@@ -50,13 +50,9 @@ tma_status_t tma_transport_create(const tma_transport_config_t *cfg, tma_transpo
     t->ucx_fd = t->cmd_fd = t->epfd = -1;
     /* First, so that destroy can undo any failure below. */
     pthread_mutex_init(&t->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->done_cond, &ca);
-    pthread_cond_init(&t->rx_cond, &ca);
-    pthread_cond_init(&t->check_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    tma_cond_init(&t->done_cond);
+    tma_cond_init(&t->rx_cond);
+    tma_cond_init(&t->check_cond);
     t->job = strdup(cfg->job);
     t->token = strdup(token);
     if (!t->job || !t->token) {
@@ -273,7 +269,7 @@ tma_status_t tma_transport_wait_peer(tma_transport_t *t, uint32_t peer, double t
             st = TMA_ERR_CLOSED;
             break;
         }
-        if (timeout_s == 0 || !transport_cond_wait_until(&t->rx_cond, &t->lock, deadline))
+        if (timeout_s == 0 || !tma_cond_wait_until(&t->rx_cond, &t->lock, deadline))
             break;
     }
     pthread_mutex_unlock(&t->lock);

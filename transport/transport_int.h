@@ -272,9 +272,6 @@ extern pthread_mutex_t transport_ucx_lock;
 void transport_wake(tma_transport_t *t);
 /* The absolute monotonic deadline timeout_s from now; 0 (none) when negative. */
 double transport_deadline_from(double timeout_s);
-/* Waits on cond (with m held) until the deadline (0: for ever); returns 0
- * when the deadline had passed. */
-int transport_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *m, double deadline);
 /* With t->lock held: appends c to the command queue (the caller wakes the
  * progress thread). */
 void transport_cmd_append_locked(tma_transport_t *t, cmd_t *c);
