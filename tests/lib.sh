@@ -1,6 +1,9 @@
 # lib.sh: helpers for tma's shell tests (sourced).  Runs under tests/harness.sh,
-# which sets TMA_BIN, TMA_DATASETS, TMA_ETCD and friends.
+# which sets TMA_BIN, TMA_SRCDIR, TMA_ETCD and friends.
 set -u
+# Graphs kept in the repository (tests/data/README.md): tests read these, never
+# the optional datasets folder ($TMA_DATASETS, for make check-datasets only).
+TMA_FIXTURES=${TMA_SRCDIR:?TMA_SRCDIR is not set: run the test through make check}/tests/data
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
 hard() { echo "ERROR: $*" >&2; exit 99; }

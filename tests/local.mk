@@ -4,6 +4,8 @@ LOG_COMPILER = $(top_builddir)/tests/harness.sh
 SH_LOG_COMPILER = $(top_builddir)/tests/harness.sh
 PY_LOG_COMPILER = $(top_builddir)/tests/harness.sh
 EXTRA_DIST += tests/harness.sh.in tests/lib.sh
+# Fixtures kept in the repository (tests/data/README.md).
+EXTRA_DIST += tests/data
 
 # Small helpers shared by the C tests.
 check_LIBRARIES = tests/libtma_test.a

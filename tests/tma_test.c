@@ -68,13 +68,25 @@ void tma_test_cleanup_dir(char *dir)
 char *tma_test_dataset(const char *name)
 {
     const char *base = getenv("TMA_DATASETS");
-    if (!base || !*base) {
-        fprintf(stderr, "TMA_DATASETS is not set; run the test through make check\n");
+    char *p = base && *base ? tma_path_join(base, name) : NULL;
+    if (!p || !tma_dir_exists(p)) {
+        fprintf(stderr, "SKIP: dataset folder %s is missing (configure --with-datasets=DIR)\n", p ? p : name);
+        free(p);
+        exit(77);
+    }
+    return p;
+}
+
+char *tma_test_fixture(const char *name)
+{
+    const char *src = getenv("TMA_SRCDIR");
+    if (!src || !*src) {
+        fprintf(stderr, "TMA_SRCDIR is not set; run the test through make check\n");
         exit(99);
     }
-    char *p = tma_path_join(base, name);
-    if (!p || !tma_dir_exists(p)) {
-        fprintf(stderr, "dataset folder %s is missing (configure --with-datasets=DIR)\n", p ? p : name);
+    char *p = tma_strdup_printf("%s/tests/data/%s", src, name);
+    if (!p || (!tma_dir_exists(p) && !tma_file_exists(p))) {
+        fprintf(stderr, "test fixture %s is missing from the source tree\n", p ? p : name);
         exit(99);
     }
     return p;

@@ -139,8 +139,12 @@ void tma_test_skip(const char *reason) __attribute__((noreturn));
 /* A fresh temporary directory (removed by tma_test_cleanup_dir). */
 char *tma_test_tmpdir(const char *tag);
 void tma_test_cleanup_dir(char *dir);
-/* $TMA_DATASETS/<name>; the test fails hard (99) if the folder is missing. */
+/* $TMA_DATASETS/<name>, for `make check-datasets` only: the test skips (77)
+ * when the folder is missing (the datasets are optional). */
 char *tma_test_dataset(const char *name);
+/* $TMA_SRCDIR/tests/data/<name>, a fixture kept in the repository; the test
+ * fails hard (99) if it is missing. */
+char *tma_test_fixture(const char *name);
 /* Polls cond(arg) every 10 ms until it returns non-zero (returns 1) or
  * `seconds` pass (returns 0, after one last try). */
 int tma_test_wait_for(int (*cond)(void *arg), void *arg, double seconds);

@@ -5,9 +5,9 @@ export UCX_TLS=${UCX_TLS:-tcp}
 export OMP_WAIT_POLICY=PASSIVE
 TMA=${TMA_BIN:?}
 
-# make_graph OUT: cora with 32-dimensional projected features (fast, real).
+# make_graph OUT: cora (tests/data/cora) with 32-dimensional projected features (fast, real).
 make_graph() {
-  "$TMA" import "$TMA_DATASETS/cora" -o "$1" --feat-dim 32 >/dev/null || fail "tma import cora"
+  "$TMA" import "$TMA_FIXTURES/cora" -o "$1" --feat-dim 32 >/dev/null || fail "tma import cora"
 }
 
 # start_coordinator LOG ARGS...: runs tma coordinator in the background; sets COORD_PID.

@@ -7,8 +7,8 @@ source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 make_graph g.tmag
 "$TMA" partition g.tmag --scheme random --shards 3 -o part3 >/dev/null || fail "partition"
-"$TMA" import "$TMA_DATASETS/citeseer" -o other.tmag --feat-dim 32 >/dev/null || fail "import citeseer"
-"$TMA" partition other.tmag --scheme random --shards 3 -o other-part >/dev/null || fail "partition citeseer"
+"$TMA" gen sbm -o other.tmag --nodes 3000 --feat-dim 32 --seed 4 >/dev/null || fail "gen sbm"
+"$TMA" partition other.tmag --scheme random --shards 3 -o other-part >/dev/null || fail "partition other.tmag"
 
 # case NAME 'JSON' 'expected stderr fragment'
 n=0

@@ -7,7 +7,7 @@ source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 cat > job.json <<JSON
-{"job": "launch", "dataset": "$TMA_DATASETS/cora", "import": {"feat_dim": 32, "seed": 3},
+{"job": "launch", "dataset": "$TMA_FIXTURES/cora", "import": {"feat_dim": 32, "seed": 3},
  "workers": 2, "aggregation": {"interval_seconds": 2}, "duration": {"train_seconds": 8},
  "model": {"hidden": 32, "decoder_hidden": 32}, "train": {"batch_size": 128}}
 JSON

@@ -9,3 +9,12 @@ TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition
 dist_check_SCRIPTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh
 TESTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh
 EXTRA_DIST += tests/graph/bad tests/graph/data tests/fuzz/fuzz_graph_input.c tests/fuzz/corpus/graph
+
+# The optional datasets folder (configure --with-datasets=DIR): the importers'
+# counts, dims, classes and homophily on the real datasets.  Not part of make
+# check; skips when the folder is missing.
+check-datasets: all tests/harness.sh tests/graph/test_import
+	@rc=0; $(top_builddir)/tests/harness.sh tests/graph/test_import --datasets || rc=$$?; \
+	if test $$rc -eq 77; then echo "SKIP: check-datasets: no datasets folder at $(TMA_DATASETS)"; \
+	elif test $$rc -ne 0; then echo "FAIL: check-datasets"; exit $$rc; else echo "PASS: check-datasets"; fi
+.PHONY: check-datasets

@@ -1,10 +1,10 @@
 #!/bin/bash
-# test_cli_graph.sh: the graph commands end to end: import of the shared
-# datasets with their reports, gen, partition with its table and
-# partition.json, byte-identical files for a seed on 1 or 2 threads, and
-# every command's --help.
+# test_cli_graph.sh: the graph commands end to end: import of Cora
+# (tests/data/) and of a generated 20000-node graph with their reports, gen,
+# partition with its table and partition.json, byte-identical files for a seed
+# on 1 or 2 threads, and every command's --help.
 . "$TMA_SRCDIR/tests/lib.sh"
-D=$TMA_DATASETS
+D=$TMA_FIXTURES
 T=$TMA_BIN
 cd "$TMP_ROOT" || hard "cd"
 
@@ -25,17 +25,33 @@ grep -q '^  labels  *7 classes' cora.out || fail "cora labels"
 cmp -s cora.tmag npz.tmag || fail "cora.npz and cora/ give different files"
 "$T" import "$D/cora-ogb" -o ogb.tmag --negatives 20 --feat-dim 48 > ogb.out || fail "import cora-ogb"
 grep -q '(ogb layout)' ogb.out && grep -q '^  features  *48 (projected from 1433)' ogb.out || fail "ogb report: $(cat ogb.out)"
-"$T" import "$D/citeseer" -o citeseer.tmag --val 0.1 --test 50 --negatives 5 > cs.out || fail "import citeseer"
-[ "$(field nodes cs.out) $(field edges cs.out) $(field 'validation edges' cs.out) $(field 'test edges' cs.out)" = "3312 4536 454 50" ] ||
-  fail "citeseer report: $(cat cs.out)"
+"$T" import "$D/cora" -o split.tmag --val 0.1 --test 50 --negatives 5 > split.out || fail "import cora --val --test"
+[ "$(field nodes split.out) $(field edges split.out) $(field 'validation edges' split.out) $(field 'test edges' split.out)" = "2708 5278 528 50" ] ||
+  fail "cora --val 0.1 --test 50 report: $(cat split.out)"
+
+# A graph large enough that the import's parallel loops split over threads:
+# 20000 nodes, 100000 distinct edges (u < v), 300 sparse features, 4 labels.
+python3 - big <<'PY' || hard "cannot write the generated graph"
+import os, random, sys
+d = sys.argv[1]; os.mkdir(d); r = random.Random(11); n = 20000
+edges = set()
+while len(edges) < 100000:
+    u, v = r.randrange(n), r.randrange(n)
+    if u != v: edges.add((min(u, v), max(u, v)))
+with open(d + "/meta.txt", "w") as f: f.write("nodes %d\nfeature_dim 300\n" % n)
+with open(d + "/edges.txt", "w") as f: f.writelines("%d %d\n" % e for e in sorted(edges))
+with open(d + "/features.txt", "w") as f:
+    f.writelines("%d %d %.3f\n" % (v, c, r.random()) for v in range(n) for c in sorted(r.sample(range(300), 6)))
+with open(d + "/labels.txt", "w") as f: f.writelines("%d %d\n" % (v, r.randrange(4)) for v in range(n))
+PY
 
 # The same seed gives the same bytes on 1 or 2 threads; another seed differs.
-OMP_NUM_THREADS=1 "$T" import "$D/facebook-pages" -o fb1.tmag --feat-dim 32 --negatives 10 --seed 5 > fb.out || fail "import fb"
-OMP_NUM_THREADS=2 "$T" import "$D/facebook-pages" -o fb2.tmag --feat-dim 32 --negatives 10 --seed 5 > /dev/null || fail "import fb"
-cmp -s fb1.tmag fb2.tmag || fail "facebook-pages import differs between 1 and 2 threads"
-[ "$(field nodes fb.out) $(field edges fb.out) $(field 'validation edges' fb.out)" = "22470 170823 2000" ] || fail "fb: $(cat fb.out)"
-"$T" import "$D/facebook-pages" -o fb3.tmag --feat-dim 32 --negatives 10 --seed 6 > /dev/null || fail "import fb"
-! cmp -s fb1.tmag fb3.tmag || fail "another seed gave the same file"
+OMP_NUM_THREADS=1 "$T" import big -o big1.tmag --feat-dim 32 --negatives 10 --seed 5 > big.out || fail "import big"
+OMP_NUM_THREADS=2 "$T" import big -o big2.tmag --feat-dim 32 --negatives 10 --seed 5 > /dev/null || fail "import big"
+cmp -s big1.tmag big2.tmag || fail "the import differs between 1 and 2 threads"
+[ "$(field nodes big.out) $(field edges big.out) $(field 'validation edges' big.out)" = "20000 100000 2000" ] || fail "big: $(cat big.out)"
+"$T" import big -o big3.tmag --feat-dim 32 --negatives 10 --seed 6 > /dev/null || fail "import big"
+! cmp -s big1.tmag big3.tmag || fail "another seed gave the same file"
 
 OMP_NUM_THREADS=1 "$T" gen sbm -o sbm1.tmag --nodes 8000 --classes 3 --avg-degree 8 --homophily 0.7 --feat-dim 8 --noise 0.5 --seed 2 --negatives 10 > sbm.out || fail "gen sbm"
 OMP_NUM_THREADS=2 "$T" gen sbm -o sbm2.tmag --nodes 8000 --classes 3 --avg-degree 8 --homophily 0.7 --feat-dim 8 --noise 0.5 --seed 2 --negatives 10 > /dev/null || fail "gen sbm"
@@ -48,8 +64,8 @@ cmp -s rmat1.tmag rmat2.tmag || fail "gen rmat differs between 1 and 2 threads"
 
 # partition: the table, partition.json, same bytes on 1 or 2 threads.
 for s in random supernode:200 metis; do
-  OMP_NUM_THREADS=1 "$T" partition fb1.tmag --scheme $s --shards 3 --seed 4 -o "p1-$s" > "p-$s.out" || fail "partition $s"
-  OMP_NUM_THREADS=2 "$T" partition fb1.tmag --scheme $s --shards 3 --seed 4 -o "p2-$s" > /dev/null || fail "partition $s"
+  OMP_NUM_THREADS=1 "$T" partition big1.tmag --scheme $s --shards 3 --seed 4 -o "p1-$s" > "p-$s.out" || fail "partition $s"
+  OMP_NUM_THREADS=2 "$T" partition big1.tmag --scheme $s --shards 3 --seed 4 -o "p2-$s" > /dev/null || fail "partition $s"
   for k in 0 1 2; do
     cmp -s "p1-$s/shard-0000$k.tmag" "p2-$s/shard-0000$k.tmag" || fail "$s shard $k differs between 1 and 2 threads"
   done
@@ -57,8 +73,8 @@ for s in random supernode:200 metis; do
   j=p1-$s/partition.json
   [ "$(json "$j" 'sorted(k for k in ["scheme","shards","seed","edge_ratio","shard_nodes","shard_edges","label_tv","feature_mean_dist","seconds","graph","graph_abspath","graph_id","files"] if k not in d)')" = "[]" ] ||
     fail "$j lacks keys: $(cat "$j")"
-  [ "$(json "$j" 'd["shards"], d["seed"], d["graph"], sum(d["shard_nodes"]), d["files"][2]')" = "3 4 fb1.tmag 22470 shard-00002.tmag" ] || fail "$j: $(cat "$j")"
-  [ "$(json "$j" 'd["graph_id"]')" = "$("$T" info fb1.tmag --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["graph_id"])')" ] || fail "$j graph_id"
+  [ "$(json "$j" 'd["shards"], d["seed"], d["graph"], sum(d["shard_nodes"]), d["files"][2]')" = "3 4 big1.tmag 20000 shard-00002.tmag" ] || fail "$j: $(cat "$j")"
+  [ "$(json "$j" 'd["graph_id"]')" = "$("$T" info big1.tmag --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["graph_id"])')" ] || fail "$j graph_id"
   [ "$(json "$j" 'abs(d["edge_ratio"] - sum(d["shard_edges"]) / d["train_edges"]) < 1e-12 and 0 <= d["label_tv"] <= 1')" = True ] || fail "$j stats"
   "$T" info "p1-$s/shard-00001.tmag" --json > shard.json || fail "info shard"
   [ "$(json shard.json 'd["kind"], d["shard_index"], d["num_shards"], d["val_edges"]')" = "shard 1 3 0" ] || fail "shard info: $(cat shard.json)"

@@ -1,8 +1,10 @@
-/* test_import.c: the importers on the shared datasets (counts and homophily
- * as their README gives them; cora's three layouts give the same graph), the
- * small fixtures in every dtype and layout (with CRLF line ends), the split
- * and negatives' invariants, features (stored, projected, default), and
- * determinism for a seed whatever the thread count. */
+/* test_import.c: the importers on Cora, kept in tests/data/ (counts and
+ * homophily as its README gives them; its three layouts give the same
+ * graph), the small fixtures in every dtype and layout (with CRLF line ends),
+ * the split and negatives' invariants, features (stored, projected,
+ * default), and determinism for a seed whatever the thread count.
+ * `test_import --datasets` (make check-datasets) checks the same counts on
+ * the shared datasets folder instead, and skips when it is missing. */
 #include "tma_test.h"
 #include "tma_graph.h"
 
@@ -27,14 +29,6 @@ static tma_graph_t *import_as(const char *src, int32_t feat_dim, double val, dou
         exit(1);
     CHECK_OK(tma_graph_validate(g, src));
     return g;
-}
-
-static char *dataset_path(const char *name, const char *file)
-{
-    char *d = tma_test_dataset(name);
-    char *p = file ? tma_path_join(d, file) : strdup(d);
-    free(d);
-    return p;
 }
 
 static char *fixture(const char *name)
@@ -105,10 +99,10 @@ static void check_split(const tma_graph_t *g)
     CHECK(dup == 0);
 }
 
-static void check_dataset(const char *name, const char *file, int64_t nodes, int64_t edges, int32_t fdim,
-                          int32_t classes, double homophily, int32_t want_dim)
+/* src: a dataset folder (malloc'd; freed here). */
+static void check_dataset(char *src, int64_t nodes, int64_t edges, int32_t fdim, int32_t classes, double homophily,
+                          int32_t want_dim)
 {
-    char *src = dataset_path(name, file);
     tma_graph_import_report_t r;
     tma_graph_t *g = import_as(src, want_dim, -1, -1, 20, 7, &r);
     CHECK_MSG(g->num_nodes == nodes, "%s: %lld nodes", src, (long long)g->num_nodes);
@@ -129,20 +123,32 @@ static void check_dataset(const char *name, const char *file, int64_t nodes, int
     free(src);
 }
 
-int main(void)
+/* The shared datasets folder: counts, feature dims, classes and homophily
+ * from its README. */
+static int check_shared_datasets(void)
+{
+    check_dataset(tma_test_dataset("cora"), 2708, 5278, 1433, 7, 0.81, 0);
+    check_dataset(tma_test_dataset("citeseer"), 3312, 4536, 3703, 6, 0.74, 0);
+    check_dataset(tma_test_dataset("facebook-pages"), 22470, 170823, 4714, 4, 0.885, 64);
+    check_dataset(tma_test_dataset("cora-ogb"), 2708, 5278, 1433, 0, 0, 0);
+    return tma_test_done();
+}
+
+int main(int argc, char **argv)
 {
     tma_log_set_level(TMA_LOG_ERROR);
+    if (argc > 1 && strcmp(argv[1], "--datasets") == 0)
+        return check_shared_datasets();
 
-    /* The shared datasets: counts, feature dims, classes and homophily from
-     * their README. */
-    check_dataset("cora", NULL, 2708, 5278, 1433, 7, 0.81, 0);
-    check_dataset("citeseer", NULL, 3312, 4536, 3703, 6, 0.74, 0);
-    check_dataset("facebook-pages", NULL, 22470, 170823, 4714, 4, 0.885, 64);
-    check_dataset("cora-ogb", NULL, 2708, 5278, 1433, 0, 0, 0);
+    /* Cora from tests/data/: counts, feature dim, classes and homophily;
+     * sparse and dense features projected. */
+    check_dataset(tma_test_fixture("cora"), 2708, 5278, 1433, 7, 0.81, 0);
+    check_dataset(tma_test_fixture("cora"), 2708, 5278, 1433, 7, 0.81, 64);
+    check_dataset(tma_test_fixture("cora-ogb"), 2708, 5278, 1433, 0, 0, 64);
 
     /* cora's three layouts are one graph; the OGB one has no labels. */
-    char *cora = dataset_path("cora", NULL), *npz = dataset_path("cora", "cora.npz");
-    char *ogb = dataset_path("cora-ogb", NULL), *ogb_raw = dataset_path("cora-ogb", "raw");
+    char *cora = tma_test_fixture("cora"), *npz = tma_test_fixture("cora/cora.npz");
+    char *ogb = tma_test_fixture("cora-ogb"), *ogb_raw = tma_test_fixture("cora-ogb/raw");
     tma_graph_import_report_t rt, rn;
     tma_graph_t *gt = import_as(cora, 0, -1, -1, 50, 3, &rt);
     tma_graph_t *gn = import_as(npz, 0, -1, -1, 50, 3, &rn);
