@@ -63,10 +63,12 @@ int cli_cmd_import(int argc, char **argv)
     };
     const cli_spec_t spec = {
         "import", "SRC -o G.tmag [options]",
-        "Reads a dataset into a .tmag graph: SRC is a folder with edges.txt (+ features.txt "
+        "Reads a dataset into a .tmag graph: SRC is a folder with edges.txt ('u v' or weighted 'u v w' "
+        "lines, an optional header line; + features.txt "
         "'node feature value', labels.txt 'node label', meta.txt), an OGB dataset folder or its raw/ "
-        "(edge.csv.gz, num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz), or a .npz of CSR arrays (adj_indptr, "
-        "adj_indices, adj_shape, attr_*, labels). Self-loops and duplicate edges are dropped and counted; "
+        "(edge.csv.gz, num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz), or a .npz, stored or "
+        "compressed: gnn-benchmark's arrays (adj_indptr, adj_indices, adj_shape, attr_*, labels), "
+        "scipy.sparse.save_npz's, or PyG-style edge_index [2, E], x, y. Self-loops and duplicate edges are dropped and counted; "
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
         "fixed negative tails. See docs/graphs.md.",
         opts, 1, 1};

@@ -65,9 +65,11 @@ tma_status_t tma_text_parse_float(const tma_text_reader_t *tr, const char *tok, 
 
 /* ------------------------------------------------------------------ npz (npz.c) */
 
-typedef enum { NPY_BOOL, NPY_INT, NPY_UINT, NPY_FLOAT } tma_npy_kind_t;
+typedef enum { NPY_BOOL, NPY_INT, NPY_UINT, NPY_FLOAT, NPY_BYTES } tma_npy_kind_t;
 
-/* One array of an .npz file, pointing into the file's map. */
+/* One array of an .npz file, pointing into the file's map (a stored member)
+ * or into the reader's inflated copy (a deflated one); valid until
+ * tma_npz_close. */
 typedef struct tma_npy {
     const char *name;
     char descr[16];
@@ -85,11 +87,20 @@ typedef struct tma_npz tma_npz_t;
  * checked when they are asked for. */
 tma_status_t tma_npz_open(const char *path, tma_npz_t **z_p);
 void tma_npz_close(tma_npz_t *z);
-/* Finds array `name` (member name.npy) and parses its .npy header.
+/* Finds numeric array `name` (member name.npy), inflates it if it is
+ * deflated, checks its CRC-32 and parses its .npy header.
  * TMA_ERR_NOT_FOUND (logged only when `required`), TMA_ERR_UNSUPPORTED for
- * deflated members, Fortran order or an unreadable dtype, TMA_ERR_FORMAT
- * for a broken header or truncated data. */
+ * other zip methods, encryption, Fortran order or an unreadable dtype,
+ * TMA_ERR_FORMAT for a broken header, corrupt deflate data, truncated data
+ * or byte strings, TMA_ERR_CHECKSUM for a CRC mismatch. */
 tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t *a_p);
+/* The 0-d byte-string array `name` (scipy's `format`, b'csr') into buf
+ * (NUL-terminated); any other dtype or shape is TMA_ERR_FORMAT. */
+tma_status_t tma_npz_get_string(tma_npz_t *z, const char *name, char *buf, size_t size);
+/* 1 when the file has a member `name`.npy. */
+int tma_npz_has(tma_npz_t *z, const char *name);
+/* The members' names, comma-separated (malloc'd; NULL without memory). */
+char *tma_npz_names(const tma_npz_t *z);
 /* Element i converted; the array must be numeric (checked by the getters
  * below, which log naming the array). */
 tma_status_t tma_npy_check_int(const tma_npz_t *z, const tma_npy_t *a);

@@ -1,10 +1,11 @@
 /*
- * npz.c: NumPy .npz files read in place: the file is mapped, the zip end
- * record and central directory are parsed (ZIP64 included, as numpy writes
- * it), and an array is a pointer into the map after its local header and
- * .npy header.  Only stored (uncompressed) members are read: np.savez
- * writes those; np.savez_compressed's deflated members are refused with a
- * clear error.  Each member's CRC-32 is checked when it is first used.
+ * npz.c: NumPy .npz files: the file is mapped, the zip end record and
+ * central directory are parsed (ZIP64 included, as numpy writes it).  A
+ * stored member (np.savez) is read in place: its array is a pointer into the
+ * map after its local header and .npy header.  A deflated member
+ * (np.savez_compressed, scipy.sparse.save_npz) is inflated once into a
+ * buffer the reader owns.  Each member's CRC-32 is checked when it is first
+ * used.
  */
 #include "graph_int.h"
 
@@ -19,6 +20,7 @@ typedef struct npz_member {
     uint16_t method, flags;
     uint32_t crc;
     uint64_t csize, usize, local_off;
+    unsigned char *inflated; /* a deflated member's bytes, once read */
 } npz_member_t;
 
 struct tma_npz {
@@ -38,8 +40,10 @@ void tma_npz_close(tma_npz_t *z)
 {
     if (!z)
         return;
-    for (size_t i = 0; i < z->n; i++)
+    for (size_t i = 0; i < z->n; i++) {
         free(z->m[i].name);
+        free(z->m[i].inflated);
+    }
     free(z->m);
     tma_mmap_close(&z->map);
     free(z->path);
@@ -255,12 +259,13 @@ static tma_status_t parse_npy_header(const tma_npz_t *z, const char *name, const
     case 'i': a->kind = NPY_INT; ok = ok && (sz == 1 || sz == 2 || sz == 4 || sz == 8); break;
     case 'u': a->kind = NPY_UINT; ok = ok && (sz == 1 || sz == 2 || sz == 4 || sz == 8); break;
     case 'f': a->kind = NPY_FLOAT; ok = ok && (sz == 4 || sz == 8); break;
+    case 'S': a->kind = NPY_BYTES; ok = ok && sz >= 1 && sz <= 64; break;
     default: ok = 0;
     }
-    if (!ok || (order == '>' && sz > 1)) {
+    if (!ok || (order == '>' && sz > 1 && a->kind != NPY_BYTES)) {
         tma_log_error(COMP,
                       "%s: array %s: dtype '%s' is not supported (tma reads little-endian bool, int8-64, "
-                      "uint8-64, float32 and float64)",
+                      "uint8-64, float32 and float64, and short byte strings)",
                       z->path, name, a->descr);
         return TMA_ERR_UNSUPPORTED;
     }
@@ -268,27 +273,100 @@ static tma_status_t parse_npy_header(const tma_npz_t *z, const char *name, const
     return TMA_OK;
 }
 
-tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t *a_p)
+static uint32_t crc32_of(const unsigned char *p, uint64_t n)
 {
-    npz_member_t *mb = NULL;
-    for (size_t i = 0; i < z->n; i++)
-        if (strcmp(z->m[i].name, name) == 0)
-            mb = &z->m[i];
-    if (!mb) {
-        if (required)
-            tma_log_error(COMP, "%s: array %s is missing (the file holds %zu arrays)", z->path, name, z->n);
-        return TMA_ERR_NOT_FOUND;
+    /* zlib's crc32 takes uInt lengths: feed large members in pieces. */
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (uint64_t off = 0; off < n;) {
+        uint64_t chunk = n - off > (1u << 30) ? (1u << 30) : n - off;
+        crc = crc32(crc, p + off, (uInt)chunk);
+        off += chunk;
     }
+    return (uint32_t)crc;
+}
+
+/* Inflates a deflated member's csize bytes at src into a buffer of exactly
+ * usize bytes (the raw deflate stream of zip method 8). */
+static tma_status_t inflate_member(const tma_npz_t *z, npz_member_t *mb, const unsigned char *src)
+{
+    /* Deflate expands at most 1032:1: a larger claim is a corrupt header,
+     * and must not become a huge allocation. */
+    if (mb->usize / 1032 > mb->csize + 1) {
+        tma_log_error(COMP, "%s: array %s: the zip entry claims %" PRIu64 " bytes from %" PRIu64
+                      " compressed ones, more than deflate can give: the file is corrupted", z->path, mb->name,
+                      mb->usize, mb->csize);
+        return TMA_ERR_FORMAT;
+    }
+    unsigned char *buf = malloc(mb->usize ? mb->usize : 1);
+    if (!buf) {
+        tma_log_error(COMP, "%s: array %s: out of memory inflating %" PRIu64 " bytes", z->path, mb->name, mb->usize);
+        return TMA_ERR_NOMEM;
+    }
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
+        free(buf);
+        tma_log_error(COMP, "%s: array %s: cannot start zlib's inflate", z->path, mb->name);
+        return TMA_ERR_NOMEM;
+    }
+    /* zlib counts in uInt: feed and drain in pieces of at most 1 GiB; stop
+     * when the stream ends, breaks, or can go no further (Z_BUF_ERROR with
+     * nothing left to give it). */
+    uint64_t in_left = mb->csize, out_left = mb->usize;
+    zs.next_in = (unsigned char *)src;
+    zs.next_out = buf;
+    int r;
+    do {
+        if (zs.avail_in == 0 && in_left > 0) {
+            zs.avail_in = (uInt)(in_left > (1u << 30) ? (1u << 30) : in_left);
+            in_left -= zs.avail_in;
+        }
+        if (zs.avail_out == 0 && out_left > 0) {
+            zs.avail_out = (uInt)(out_left > (1u << 30) ? (1u << 30) : out_left);
+            out_left -= zs.avail_out;
+        }
+        r = inflate(&zs, Z_NO_FLUSH);
+    } while (r == Z_OK ||
+             (r == Z_BUF_ERROR && ((zs.avail_in == 0 && in_left > 0) || (zs.avail_out == 0 && out_left > 0))));
+    uint64_t produced = (uint64_t)zs.total_out;
+    const char *msg = zs.msg;
+    inflateEnd(&zs);
+    if (r != Z_STREAM_END || produced != mb->usize || zs.avail_in != 0 || in_left != 0) {
+        if (r == Z_DATA_ERROR)
+            tma_log_error(COMP, "%s: array %s: corrupt deflate data (%s)", z->path, mb->name, msg ? msg : "?");
+        else if (r == Z_STREAM_END)
+            tma_log_error(COMP, "%s: array %s: the deflate stream gives %" PRIu64 " bytes, the zip entry says %" PRIu64
+                          " (or data follows its end): the file is corrupted", z->path, mb->name, produced,
+                          mb->usize);
+        else
+            tma_log_error(COMP, "%s: array %s: the deflate stream does not end where the zip entry does (truncated "
+                          "or corrupted)", z->path, mb->name);
+        free(buf);
+        return TMA_ERR_FORMAT;
+    }
+    mb->inflated = buf;
+    return TMA_OK;
+}
+
+/* The member's uncompressed bytes, CRC-checked: a pointer into the map for a
+ * stored member, the inflated buffer (made on first use) for a deflated one. */
+static tma_status_t member_bytes(tma_npz_t *z, npz_member_t *mb, const unsigned char **p_p)
+{
     const unsigned char *d = z->map.data;
     const size_t size = z->map.size;
+    const char *name = mb->name;
+    if (mb->inflated) {
+        *p_p = mb->inflated;
+        return TMA_OK;
+    }
     if (mb->flags & 1) {
         tma_log_error(COMP, "%s: array %s is encrypted", z->path, name);
         return TMA_ERR_UNSUPPORTED;
     }
-    if (mb->method != 0) {
+    if (mb->method != 0 && mb->method != 8) {
         tma_log_error(COMP,
-                      "%s: array %s is compressed (zip method %u, e.g. np.savez_compressed); tma reads only "
-                      "stored members: re-save it with np.savez",
+                      "%s: array %s uses zip compression method %u; tma reads stored (np.savez) and deflated "
+                      "(np.savez_compressed) members: re-save it with one of those",
                       z->path, name, mb->method);
         return TMA_ERR_UNSUPPORTED;
     }
@@ -297,22 +375,68 @@ tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t
         return TMA_ERR_FORMAT;
     }
     uint64_t data_off = mb->local_off + 30 + rd16(d + mb->local_off + 26) + rd16(d + mb->local_off + 28);
-    if (mb->csize != mb->usize || data_off > size || mb->usize > size - data_off) {
+    if ((mb->method == 0 && mb->csize != mb->usize) || data_off > size || mb->csize > size - data_off) {
         tma_log_error(COMP, "%s: array %s: data runs past the end of the file (truncated?)", z->path, name);
         return TMA_ERR_FORMAT;
     }
     const unsigned char *p = d + data_off;
-    /* zlib's crc32 takes uInt lengths: feed large members in pieces. */
-    uLong crc = crc32(0L, Z_NULL, 0);
-    for (uint64_t off = 0; off < mb->usize;) {
-        uint64_t chunk = mb->usize - off > (1u << 30) ? (1u << 30) : mb->usize - off;
-        crc = crc32(crc, p + off, (uInt)chunk);
-        off += chunk;
+    if (mb->method == 8) {
+        tma_status_t st = inflate_member(z, mb, p);
+        if (st != TMA_OK)
+            return st;
+        p = mb->inflated;
     }
-    if ((uint32_t)crc != mb->crc) {
+    if (crc32_of(p, mb->usize) != mb->crc) {
         tma_log_error(COMP, "%s: array %s: CRC-32 mismatch: the file is corrupted", z->path, name);
+        free(mb->inflated);
+        mb->inflated = NULL;
         return TMA_ERR_CHECKSUM;
     }
+    *p_p = p;
+    return TMA_OK;
+}
+
+static npz_member_t *find_member(tma_npz_t *z, const char *name)
+{
+    npz_member_t *mb = NULL;
+    for (size_t i = 0; i < z->n; i++)
+        if (strcmp(z->m[i].name, name) == 0)
+            mb = &z->m[i];
+    return mb;
+}
+
+int tma_npz_has(tma_npz_t *z, const char *name) { return find_member(z, name) != NULL; }
+
+char *tma_npz_names(const tma_npz_t *z)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < z->n; i++)
+        len += strlen(z->m[i].name) + 2;
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    for (size_t i = 0; i < z->n; i++) {
+        if (i)
+            strcat(out, ", ");
+        strcat(out, z->m[i].name);
+    }
+    return out;
+}
+
+/* Any array, byte strings included. */
+static tma_status_t get_array(tma_npz_t *z, const char *name, int required, tma_npy_t *a_p)
+{
+    npz_member_t *mb = find_member(z, name);
+    if (!mb) {
+        if (required)
+            tma_log_error(COMP, "%s: array %s is missing (the file holds %zu arrays)", z->path, name, z->n);
+        return TMA_ERR_NOT_FOUND;
+    }
+    const unsigned char *p;
+    tma_status_t st = member_bytes(z, mb, &p);
+    if (st != TMA_OK)
+        return st;
     if (mb->usize < 10 || memcmp(p, "\x93NUMPY", 6) != 0) {
         tma_log_error(COMP, "%s: array %s is not an .npy array (bad magic)", z->path, name);
         return TMA_ERR_FORMAT;
@@ -335,7 +459,7 @@ tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t
     tma_npy_t a;
     memset(&a, 0, sizeof a);
     int fortran = 0;
-    tma_status_t st = parse_npy_header(z, name, (const char *)p + hoff, hlen, &a, &fortran);
+    st = parse_npy_header(z, name, (const char *)p + hoff, hlen, &a, &fortran);
     if (st != TMA_OK)
         return st;
     if (fortran && a.ndim > 1) {
@@ -357,9 +481,45 @@ tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t
     return TMA_OK;
 }
 
+tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t *a_p)
+{
+    tma_npy_t a;
+    tma_status_t st = get_array(z, name, required, &a);
+    if (st != TMA_OK)
+        return st;
+    if (a.kind == NPY_BYTES) {
+        tma_log_error(COMP, "%s: array %s holds byte strings (%s); numbers are expected", z->path, name, a.descr);
+        return TMA_ERR_FORMAT;
+    }
+    *a_p = a;
+    return TMA_OK;
+}
+
+tma_status_t tma_npz_get_string(tma_npz_t *z, const char *name, char *buf, size_t size)
+{
+    tma_npy_t a;
+    tma_status_t st = get_array(z, name, 1, &a);
+    if (st != TMA_OK)
+        return st;
+    if (a.kind != NPY_BYTES || a.count != 1) {
+        tma_log_error(COMP, "%s: array %s must be one byte string (dtype |S<n>, shape ()), not dtype %s with %" PRId64
+                      " entries", z->path, name, a.descr, a.count);
+        return TMA_ERR_FORMAT;
+    }
+    /* numpy pads a byte string with NULs to its item size. */
+    size_t n = strnlen(a.data, (size_t)a.itemsize);
+    if (n >= size) {
+        tma_log_error(COMP, "%s: array %s: the string is too long (%zu bytes)", z->path, name, n);
+        return TMA_ERR_FORMAT;
+    }
+    memcpy(buf, a.data, n);
+    buf[n] = '\0';
+    return TMA_OK;
+}
+
 tma_status_t tma_npy_check_int(const tma_npz_t *z, const tma_npy_t *a)
 {
-    if (a->kind == NPY_FLOAT) {
+    if (a->kind == NPY_FLOAT || a->kind == NPY_BYTES) {
         tma_log_error(COMP, "%s: array %s holds floats (%s); integers are expected", z->path, a->name, a->descr);
         return TMA_ERR_FORMAT;
     }
@@ -404,6 +564,8 @@ int64_t tma_npy_int(const tma_npy_t *a, int64_t i)
         }
     case NPY_FLOAT:
         return a->itemsize == 4 ? (int64_t)LOAD(float, a->data, i) : (int64_t)LOAD(double, a->data, i);
+    case NPY_BYTES:
+        break;
     }
     return 0;
 }

@@ -190,12 +190,13 @@ int main(int argc, char **argv)
     CHECK(g0->num_val == 0 && g0->num_test == 0 && g0->num_train_edges == 5278);
     tma_graph_destroy(g0);
 
-    /* The small fixtures: one 4-node graph in four layouts and every dtype
+    /* The small fixtures: one 4-node graph in five layouts and every dtype
      * (bool, uint8/16, int8/32/64, float32/64), CRLF line ends, edges given
-     * in either direction. */
-    const char *small[] = {"small-edges", "small-dtypes.npz", "small-sparse.npz", "small-ogb"};
-    tma_graph_t *sg[4];
-    for (int i = 0; i < 4; i++) {
+     * in either direction, a CSV edge list with a header and weights. */
+    const char *small[] = {"small-edges", "small-dtypes.npz", "small-sparse.npz", "small-ogb", "small-weighted-csv"};
+    enum { NSMALL = sizeof small / sizeof small[0] };
+    tma_graph_t *sg[NSMALL];
+    for (int i = 0; i < NSMALL; i++) {
         char *p = fixture(small[i]);
         sg[i] = import_as(p, 0, 1, 1, 1, 5, NULL);
         free(p);
@@ -214,7 +215,7 @@ int main(int argc, char **argv)
         const int64_t *ng = s ? sg[0]->test_neg : sg[0]->val_neg;
         CHECK(ng[0] == (e[0] + 2) % 4);
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NSMALL; i++)
         tma_graph_destroy(sg[i]);
 
     /* Default features for a graph without any: the projection of one-hot
