@@ -18,7 +18,17 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 int cli_exit_from_status(tma_status_t st)
 {
-    return st == TMA_OK ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    if (st == TMA_OK)
+        return CLI_EXIT_OK;
+    return st == TMA_ERR_CONFIG || st == TMA_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
+}
+
+int cli_exit_code(tma_status_t st, const volatile sig_atomic_t *flag)
+{
+    int sig = flag ? *flag : 0;
+    if (sig || st == TMA_ERR_CANCELLED)
+        return CLI_EXIT_SIGNAL_BASE + (sig > 0 ? sig : SIGTERM);
+    return cli_exit_from_status(st);
 }
 
 void cli_print_help(const cli_spec_t *spec)

@@ -2,8 +2,12 @@
  * cli_int.h: the pieces shared by the tma subcommands: the option parser,
  * the command table entry type and the exit-code conventions.
  *
- * Exit codes: 0 success, 1 runtime error, 2 usage error.  Errors go to
- * stderr and name the flag, file, line or key at fault.
+ * Exit codes, the same for every command (listed by `tma --help`): 0 the
+ * work is done; 1 it failed at run time (I/O, a device, etcd, a failed
+ * job); 2 a flag, an argument or a config is wrong (nothing was started);
+ * 128 + N stopped by signal N (130 Ctrl-C, 143 SIGTERM) before the work was
+ * done, after writing what there is.  Errors go to stderr and name the
+ * flag, file, line or key at fault.
  */
 #ifndef TMA_CLI_INT_H
 #define TMA_CLI_INT_H
@@ -12,7 +16,7 @@
 
 #include "tma_common.h"
 
-enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2 };
+enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_SIGNAL_BASE = 128 };
 
 typedef enum {
     CLI_FLAG,   /* dest: int*, set to 1 */
@@ -51,7 +55,8 @@ enum { CLI_PARSE_OK = 0, CLI_PARSE_HELP = 1, CLI_PARSE_ERROR = 2 };
 int cli_parse(const cli_spec_t *spec, int argc, char **argv, char **pos, int *npos_p);
 /* Prints "tma CMD: message" and a hint to use --help; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) TMA_PRINTF(2, 3);
-/* Maps a runtime status to an exit code (0 or 1). */
+/* Maps a status to an exit code: 0, 2 for a bad config or argument
+ * (TMA_ERR_CONFIG, TMA_ERR_INVALID), 1 otherwise. */
 int cli_exit_from_status(tma_status_t st);
 /* Prints the full help of a command to stdout. */
 void cli_print_help(const cli_spec_t *spec);
@@ -121,8 +126,13 @@ typedef struct cli_etcd_flags {
 
 /* Builds a kv config from the flags; a usage error (exit 2) names the flag. */
 int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg);
-/* SIGINT and SIGTERM set *flag (the first); a second one exits at once. */
+/* SIGINT and SIGTERM set *flag to the signal's number (the first); a
+ * second one exits at once. */
 void cli_install_stop_handler(volatile sig_atomic_t *flag);
+/* The exit code of a command whose work ended with st, given its stop
+ * flag: 128 + the signal when it was stopped (or st is TMA_ERR_CANCELLED),
+ * else cli_exit_from_status(st). */
+int cli_exit_code(tma_status_t st, const volatile sig_atomic_t *flag);
 
 /* The subcommands, one file each. */
 int cli_cmd_info(int argc, char **argv);

@@ -53,21 +53,24 @@ static char *self_exe(void)
     return strdup(buf);
 }
 
-/* Runs a tma subcommand to completion with the terminal as its output. */
-static int run_step(const char *exe, char **argv)
+/* Runs a tma subcommand to completion with the terminal as its output:
+ * TMA_ERR_CONFIG when it refused its flags (exit 2: they come from the
+ * config), TMA_ERR_CANCELLED when stopped, TMA_ERR_IO for other failures. */
+static tma_status_t run_step(const char *exe, char **argv)
 {
     cli_proc_t p;
     argv[0] = (char *)exe;
     if (cli_proc_spawn(&p, argv[1], argv, NULL) != TMA_OK)
-        return -1;
+        return TMA_ERR_IO;
     while (cli_proc_poll(&p)) {
         if (g_stop) {
             cli_proc_stop(&p, 5.0);
-            return -1;
+            return TMA_ERR_CANCELLED;
         }
         tma_sleep(0.05);
     }
-    return cli_proc_exit_code(&p);
+    int code = cli_proc_exit_code(&p);
+    return code == CLI_EXIT_OK ? TMA_OK : code == CLI_EXIT_USAGE ? TMA_ERR_CONFIG : TMA_ERR_IO;
 }
 
 /* Turns {"nodes": 5000, "avg_degree": 10} into "--nodes 5000 --avg-degree 10". */
@@ -105,16 +108,15 @@ static int json_to_flags(const cJSON *obj, const char *skip, char **argv, int n,
 
 /* ------------------------------------------------------------------ progress */
 
+/* The metrics lines written since the last call, one progress line each. */
 typedef struct progress {
     char *metrics_path;
     long offset;
     double best;
-    int64_t last_round;
-    double total_s;
-    int64_t total_rounds;
+    tma_run_budget_t budget;
 } progress_t;
 
-static void show_progress(progress_t *pr, int workers)
+static void show_progress(progress_t *pr)
 {
     FILE *f = fopen(pr->metrics_path, "r");
     if (!f)
@@ -123,7 +125,7 @@ static void show_progress(progress_t *pr, int workers)
         fclose(f);
         return;
     }
-    char line[65536];
+    char line[65536], out[512];
     while (fgets(line, sizeof line, f)) {
         size_t len = strlen(line);
         if (len == 0 || line[len - 1] != '\n')
@@ -132,39 +134,8 @@ static void show_progress(progress_t *pr, int workers)
         cJSON *o = cJSON_Parse(line);
         if (!o)
             continue;
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "round");
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "time");
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "val_mrr");
-        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(o, "workers");
-        const cJSON *alive = cJSON_GetObjectItemCaseSensitive(o, "alive");
-        const cJSON *missed = cJSON_GetObjectItemCaseSensitive(o, "missed");
-        char sps[256] = "";
-        size_t off = 0;
-        for (const cJSON *w = ws ? ws->child : NULL; w && off < sizeof sps - 20; w = w->next) {
-            const cJSON *id = cJSON_GetObjectItemCaseSensitive(w, "id");
-            const cJSON *s = cJSON_GetObjectItemCaseSensitive(w, "steps_per_s");
-            if (cJSON_IsNumber(id) && cJSON_IsNumber(s))
-                off += (size_t)snprintf(sps + off, sizeof sps - off, " %d:%.1f", (int)id->valuedouble, s->valuedouble);
-        }
-        double val = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-        if (isfinite(val) && val > pr->best)
-            pr->best = val;
-        char vs[32];
-        if (isfinite(val))
-            snprintf(vs, sizeof vs, "%.4f", val);
-        else
-            snprintf(vs, sizeof vs, "(skipped)");
-        int nmissed = cJSON_GetArraySize(missed);
-        char when[48];
-        if (pr->total_s > 0)
-            snprintf(when, sizeof when, "%5.1f/%.1f min", cJSON_IsNumber(t) ? t->valuedouble / 60.0 : 0.0,
-                     pr->total_s / 60.0);
-        else
-            snprintf(when, sizeof when, "%5.1f min, %lld rounds", cJSON_IsNumber(t) ? t->valuedouble / 60.0 : 0.0,
-                     (long long)pr->total_rounds);
-        printf("round %3d | %s | alive %d/%d%s | steps/s%s | val MRR %s (best %.4f)\n",
-               cJSON_IsNumber(r) ? (int)r->valuedouble : -1, when, cJSON_GetArraySize(alive), workers,
-               nmissed ? " (a worker missed the round)" : "", sps[0] ? sps : " -", vs, pr->best > 0 ? pr->best : 0.0);
+        tma_run_progress_line(o, &pr->budget, &pr->best, out, sizeof out);
+        printf("%s\n", out);
         fflush(stdout);
         cJSON_Delete(o);
     }
@@ -237,8 +208,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
     if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
     L->config_path = pos[0];
-    if (tma_job_load(L->config_path, &L->job) != TMA_OK)
-        return CLI_EXIT_RUNTIME;
+    tma_status_t st = tma_job_load(L->config_path, &L->job);
+    if (st != TMA_OK)
+        return st == TMA_ERR_NOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE; /* the error named the file or key */
     tma_job_t *job = L->job;
     if (L->workers > 0) {
         job->workers = (int)L->workers;
@@ -264,13 +236,11 @@ static tma_status_t launch_open_run(launch_t *L)
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
         L->run_dir = tma_strdup_printf("runs/%s-%s", L->job->name, stamp);
     }
-    if (!L->run_dir || tma_mkdir_p(L->run_dir) != TMA_OK)
+    char *abs;
+    if (!L->run_dir || tma_run_make_dir(L->run_dir, &abs) != TMA_OK)
         return TMA_ERR_IO;
-    char *abs = realpath(L->run_dir, NULL);
-    if (abs) {
-        free(L->run_dir);
-        L->run_dir = abs;
-    }
+    free(L->run_dir);
+    L->run_dir = abs;
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
@@ -320,11 +290,12 @@ static tma_status_t launch_prepare_graph(launch_t *L)
     av[n] = NULL;
     printf("preparing the graph: tma %s %s ...\n", av[1], av[2]);
     fflush(stdout);
-    if (run_step(L->exe, av) != 0) {
+    tma_status_t st = run_step(L->exe, av);
+    if (st != TMA_OK) {
         tma_log_error(COMP, "preparing the graph failed (the error above names the option; in the job config "
                             "it is the key of the same name in \"%s\")", section);
         free(graph_path);
-        return TMA_ERR_CONFIG;
+        return st;
     }
     free(job->graph);
     job->graph = graph_path;
@@ -342,7 +313,7 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     tma_graph_t *g;
     tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
     if (st != TMA_OK)
-        return st;
+        return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file "graph" gives */
     int64_t nodes = g->num_nodes;
     tma_graph_destroy(g);
     char scheme[64], shards[32], seed[32];
@@ -359,10 +330,10 @@ static tma_status_t launch_prepare_partition(launch_t *L)
                   "-o", part_dir, NULL};
     printf("partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
     fflush(stdout);
-    if (run_step(L->exe, av) != 0) {
+    if ((st = run_step(L->exe, av)) != TMA_OK) {
         tma_log_error(COMP, "partitioning failed");
         free(part_dir);
-        return TMA_ERR_CONFIG;
+        return st;
     }
     job->partition_dir = part_dir;
     return TMA_OK;
@@ -378,7 +349,7 @@ static tma_status_t launch_write_job(launch_t *L)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
     tma_status_t st = tma_job_check_files(job);
     if (st != TMA_OK)
-        return st;
+        return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file or key */
     L->job_path = tma_path_join(L->run_dir, "job.json");
     cJSON *j = tma_job_to_json(job);
     st = j && L->job_path ? tma_json_write_file(L->job_path, j) : TMA_ERR_NOMEM;
@@ -486,11 +457,8 @@ static tma_status_t launch_spawn_roles(launch_t *L)
  * workers, which leave on `stop`, get a moment before they are stopped. */
 static void launch_supervise(launch_t *L)
 {
-    progress_t prog;
-    memset(&prog, 0, sizeof prog);
-    prog.metrics_path = tma_path_join(L->run_dir, "metrics.jsonl");
-    prog.total_s = L->job->train_s;
-    prog.total_rounds = L->job->rounds;
+    progress_t prog = {tma_run_path(L->run_dir, "metrics.jsonl"), 0, NAN,
+                       {L->job->train_s, L->job->rounds, L->job->workers}};
     int show = !L->quiet && prog.metrics_path;
     int interrupted = 0;
     while (cli_proc_poll(&L->procs[0])) {
@@ -507,7 +475,7 @@ static void launch_supervise(launch_t *L)
                        cli_proc_exit_code(p));
         }
         if (show)
-            show_progress(&prog, L->job->workers);
+            show_progress(&prog);
         if (L->etcd_started && !cli_proc_poll(&L->etcd.proc)) {
             tma_log_error(COMP, "the private etcd exited (code %d); see %s/etcd.log",
                           cli_proc_exit_code(&L->etcd.proc), L->logs);
@@ -516,7 +484,7 @@ static void launch_supervise(launch_t *L)
         tma_sleep(0.2);
     }
     if (show)
-        show_progress(&prog, L->job->workers);
+        show_progress(&prog);
     free(prog.metrics_path);
     if (L->procs[0].running)
         cli_proc_stop(&L->procs[0], 30.0);
@@ -526,20 +494,22 @@ static void launch_supervise(launch_t *L)
             tma_sleep(0.05);
 }
 
-/* The exit code from what the coordinator left: the result, printed. */
+/* The exit code from what the coordinator left: the result, printed.  A
+ * stopped job is not a success: 128 + the signal. */
 static int launch_result(launch_t *L)
 {
     char *res = tma_path_join(L->run_dir, "result.json");
     int have = res && tma_file_exists(res);
     free(res);
-    if (!have || cli_proc_exit_code(&L->procs[0]) != 0) {
+    int code = cli_proc_exit_code(&L->procs[0]);
+    if (!have || (code != CLI_EXIT_OK && !(g_stop && code > CLI_EXIT_SIGNAL_BASE))) {
         tma_log_error(COMP, "the job did not finish; see %s/coordinator.log", L->logs);
-        return CLI_EXIT_RUNTIME;
+        return g_stop ? cli_exit_code(TMA_ERR_CANCELLED, &g_stop) : CLI_EXIT_RUNTIME;
     }
     print_result(L->run_dir);
     if (g_stop)
         printf("(interrupted: the result covers the training done until then)\n");
-    return g_stop ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
+    return cli_exit_code(TMA_OK, &g_stop);
 }
 
 /* Stops whatever still runs, in reverse order of start, and frees. */
@@ -565,14 +535,23 @@ int cli_cmd_launch(int argc, char **argv)
     if (rc != CLI_EXIT_OK || !L.job)
         return rc;
     cli_install_stop_handler(&g_stop);
-    rc = CLI_EXIT_RUNTIME;
     L.exe = self_exe();
-    if (L.exe && launch_open_run(&L) == TMA_OK && launch_prepare_graph(&L) == TMA_OK &&
-        launch_prepare_partition(&L) == TMA_OK && launch_write_job(&L) == TMA_OK) {
-        if (launch_spawn_roles(&L) == TMA_OK) {
-            launch_supervise(&L);
-            rc = launch_result(&L);
-        }
+    tma_status_t st = L.exe ? TMA_OK : TMA_ERR_NOMEM;
+    if (st == TMA_OK)
+        st = launch_open_run(&L);
+    if (st == TMA_OK)
+        st = launch_prepare_graph(&L);
+    if (st == TMA_OK)
+        st = launch_prepare_partition(&L);
+    if (st == TMA_OK)
+        st = launch_write_job(&L);
+    if (st == TMA_OK)
+        st = launch_spawn_roles(&L);
+    if (st == TMA_OK) {
+        launch_supervise(&L);
+        rc = launch_result(&L);
+    } else {
+        rc = cli_exit_code(st, &g_stop);
     }
     launch_close(&L);
     return rc;

@@ -4,10 +4,11 @@
  * time), grouped by variant with mean and standard deviation when several
  * runs (seeds) share one; Table 3's shape (the least and most steps a
  * worker finished, and their difference); and one SVG with every run's
- * validation MRR against training time.
+ * validation MRR against training time.  It reads every run folder alike:
+ * `tma train`'s and distributed jobs' (docs/formats.md, "Run folders").
  */
 #include "cli_int.h"
-#include "tma_coordinator.h"
+#include "tma_job.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -77,6 +78,15 @@ static int load_row(const char *dir, run_row_t *row)
     char *mp = tma_path_join(dir, "metrics.jsonl");
     cJSON *res = NULL;
     int ok = rp && mp && tma_json_load_file(rp, &res) == TMA_OK;
+    double version = ok ? num(res, "schema_version") : NAN;
+    if (ok && isfinite(version) && version > TMA_RUN_SCHEMA_VERSION) {
+        fprintf(stderr, "tma report: %s: result.json has schema version %g; this tma reads up to %d (upgrade tma)\n",
+                dir, version, TMA_RUN_SCHEMA_VERSION);
+        cJSON_Delete(res);
+        free(rp);
+        free(mp);
+        return 0;
+    }
     if (ok) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "variant");
         snprintf(row->variant, sizeof row->variant, "%s", cJSON_IsString(v) ? v->valuestring : "?");

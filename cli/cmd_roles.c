@@ -60,7 +60,7 @@ static void on_stop_signal(int sig)
         return;
     }
     if (g_stop_flag)
-        *g_stop_flag = 1;
+        *g_stop_flag = sig;
 }
 
 void cli_install_stop_handler(volatile sig_atomic_t *flag)
@@ -144,7 +144,7 @@ int cli_cmd_coordinator(int argc, char **argv)
     o.dump_dir = dump;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_coordinator_run(&o, &g_stop);
-    return st == TMA_OK || st == TMA_ERR_CANCELLED ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    return cli_exit_code(st, &g_stop);
 }
 
 int cli_cmd_worker(int argc, char **argv)
@@ -203,5 +203,5 @@ int cli_cmd_worker(int argc, char **argv)
     o.inject = &inj;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_worker_run(&o, &g_stop);
-    return st == TMA_OK || st == TMA_ERR_CANCELLED ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    return cli_exit_code(st, &g_stop);
 }

@@ -35,7 +35,13 @@ static void print_usage(FILE *out)
             "Commands:\n");
     for (size_t i = 0; i < TMA_ARRAY_LEN(commands); i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nRun 'tma COMMAND --help' for a command's options.\n");
+    fprintf(out, "\nRun 'tma COMMAND --help' for a command's options.\n\n"
+                 "Exit status (every command):\n"
+                 "  0        the work is done\n"
+                 "  1        it failed at run time (I/O, a device, etcd, a failed job)\n"
+                 "  2        a flag, an argument or a config is wrong (nothing was started)\n"
+                 "  128+N    stopped by signal N before the work was done (130 Ctrl-C, 143 SIGTERM),\n"
+                 "           after writing what there is\n");
 }
 
 static void print_version(void)

@@ -72,7 +72,6 @@ static tma_status_t ggs_round(coord_t *c, int64_t steps_since, int n_got, int n_
     st = coord_publish_round(c, t, rec);
     if (st != TMA_OK)
         return st;
-    coord_progress_line(c, t, n_got, n_exp, agg_acc);
     for (int i = 0; i < c->n_slots; i++) {
         c->slots[i].steps = 0;
         c->slots[i].loss_sum = 0;

@@ -1,5 +1,5 @@
 /*
- * tma_gnn.h: the GNN engine for link prediction (DESIGN §5): compute
+ * tma_gnn.h: the GNN engine for link prediction (docs/model.md): compute
  * backends and tensors, the model configuration and its parameter layout,
  * the trainer (sample, forward, backward, clipping, Adam), the evaluator
  * (layer-wise full-neighbourhood inference and MRR against fixed
@@ -135,7 +135,7 @@ typedef enum {
  *              "device": "cpu"}}
  * A device is "cpu", "cuda" or "cuda:N" (the GPU a trainer, or the
  * evaluator, computes on; sampling stays on the CPU threads).
- * Missing keys take the defaults shown (DESIGN §5); unknown keys are
+ * Missing keys take the defaults shown (docs/model.md, "Configuration"); unknown keys are
  * refused naming the key.  feature_dim 0 (unset) is filled in from the
  * graph when a trainer or evaluator is created.
  */
