@@ -2,6 +2,7 @@
 #include "cli_int.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,29 @@ int cli_exit_code(tma_status_t st, const volatile sig_atomic_t *flag)
     if (sig || st == TMA_ERR_CANCELLED)
         return CLI_EXIT_SIGNAL_BASE + (sig > 0 ? sig : SIGTERM);
     return cli_exit_from_status(st);
+}
+
+int cli_print_json(const cJSON *o)
+{
+    char *t = cJSON_PrintUnformatted(o);
+    if (!t)
+        return CLI_EXIT_RUNTIME;
+    printf("%s\n", t);
+    cJSON_free(t);
+    return CLI_EXIT_OK;
+}
+
+int cli_print_file(const char *path)
+{
+    char *text;
+    size_t len;
+    if (tma_file_read_all(path, &text, &len) != TMA_OK)
+        return CLI_EXIT_RUNTIME;
+    fwrite(text, 1, len, stdout);
+    if (len && text[len - 1] != '\n')
+        putchar('\n');
+    free(text);
+    return CLI_EXIT_OK;
 }
 
 void cli_print_help(const cli_spec_t *spec)

@@ -60,6 +60,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) TMA_PRINTF(2, 3);
 int cli_exit_from_status(tma_status_t st);
 /* Prints the full help of a command to stdout. */
 void cli_print_help(const cli_spec_t *spec);
+/* --json: prints o on stdout as one line; 0, or 1 when out of memory. */
+int cli_print_json(const cJSON *o);
+/* --json of a command whose result is a file (result.json,
+ * partition.json): prints it on stdout; 0, or 1 when it cannot be read. */
+int cli_print_file(const char *path);
 
 typedef struct cli_command {
     const char *name;
@@ -152,6 +157,7 @@ typedef struct cli_graph_flags {
     double val, test;
     int val_seen, test_seen;
     int64_t negatives, seed;
+    int json;
 } cli_graph_flags_t;
 #define CLI_GRAPH_SPLIT_OPTS(f)                                                                \
     {"val", 0, CLI_DOUBLE, &(f).val, "X",                                                      \
@@ -162,9 +168,14 @@ typedef struct cli_graph_flags {
         {"negatives", 0, CLI_INT, &(f).negatives, "K",                                         \
          "fixed negative tails per evaluation edge (default 1000)", NULL},                     \
         {"seed", 0, CLI_INT, &(f).seed, "S",                                                   \
-         "seed of the split, negatives and features (and of gen's graph); default 0", NULL}
+         "seed of the split, negatives and features (and of gen's graph); default 0", NULL},          \
+        {"json", 0, CLI_FLAG, &(f).json, NULL, "print the report as one JSON object", NULL}
 /* Checks the flags into *b; returns CLI_EXIT_OK or a usage error's exit code. */
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
+/* The report of a written graph as JSON: "graph", "graph_id", "nodes",
+ * then the builder's counts (caller adds the rest and owns it). */
+cJSON *cli_build_report_json(const char *path, uint64_t graph_id, int64_t nodes,
+                             const struct tma_graph_build_report *r);
 /* Prints the builder's counts, one "  key value" line each. */
 void cli_print_build_report(const struct tma_graph_build_report *r);
 int cli_cmd_train(int argc, char **argv);

@@ -16,7 +16,7 @@ static void print_gen_help(void)
            "Run 'tma gen MODEL --help' for a model's options.\n");
 }
 
-static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, const tma_gen_report_t *r)
+static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, const tma_gen_report_t *r, int json)
 {
     double tw = tma_clock_now();
     tma_status_t st = tma_graph_write(g, out);
@@ -24,6 +24,20 @@ static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, co
     if (st != TMA_OK) {
         fprintf(stderr, "tma %s: writing %s failed: %s\n", cmd, out, tma_status_str(st));
         return CLI_EXIT_RUNTIME;
+    }
+    if (json) {
+        cJSON *o = cli_build_report_json(out, g->graph_id, r->nodes, &r->build);
+        if (o) {
+            cJSON_AddNumberToObject(o, "feature_dim", r->feature_dim);
+            cJSON_AddStringToObject(o, "features", tma_feat_source_str(r->features));
+            cJSON_AddNumberToObject(o, "classes", r->num_classes);
+            if (r->homophily >= 0)
+                cJSON_AddNumberToObject(o, "homophily", r->homophily);
+            cJSON_AddNumberToObject(o, "seconds", r->seconds + tw);
+        }
+        int rc = o ? cli_print_json(o) : CLI_EXIT_RUNTIME;
+        cJSON_Delete(o);
+        return rc;
     }
     printf("generated %s, graph id %016" PRIx64 "\n", out, g->graph_id);
     printf("  %-22s %" PRId64 "\n", "nodes", r->nodes);
@@ -96,7 +110,7 @@ static int gen_sbm(int argc, char **argv)
         fprintf(stderr, "tma gen sbm: %s; nothing was written\n", tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    rc = write_and_report(spec.cmd, g, out, &r);
+    rc = write_and_report(spec.cmd, g, out, &r, f.json);
     tma_graph_destroy(g);
     return rc;
 }
@@ -158,7 +172,7 @@ static int gen_rmat(int argc, char **argv)
         fprintf(stderr, "tma gen rmat: %s; nothing was written\n", tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    rc = write_and_report(spec.cmd, g, out, &r);
+    rc = write_and_report(spec.cmd, g, out, &r, f.json);
     tma_graph_destroy(g);
     return rc;
 }

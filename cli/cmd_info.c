@@ -30,10 +30,7 @@ int cli_cmd_info(int argc, char **argv)
     if (!info)
         return CLI_EXIT_RUNTIME;
     if (as_json) {
-        char *s = cJSON_PrintUnformatted(info);
-        if (s)
-            printf("%s\n", s);
-        cJSON_free(s);
+        cli_print_json(info);
     } else {
         for (cJSON *it = info->child; it; it = it->next) {
             if (cJSON_IsString(it))

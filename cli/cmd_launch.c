@@ -28,12 +28,13 @@ static volatile sig_atomic_t g_stop;
 typedef struct launch {
     /* flags */
     const char *config_path, *out, *etcd_url;
-    int keep, quiet;
+    int keep, quiet, json;
     int64_t workers, backups, threads;
     double seconds;
     /* the job and the run folder */
     tma_job_t *job;
     char *exe, *run_dir, *logs, *job_path;
+    FILE *say; /* the human lines: stdout, or stderr under --json */
     /* the roles */
     cli_etcd_t etcd;
     int etcd_started;
@@ -53,14 +54,15 @@ static char *self_exe(void)
     return strdup(buf);
 }
 
-/* Runs a tma subcommand to completion with the terminal as its output:
+/* Runs a tma subcommand to completion with the launcher's output as its own
+ * (stderr under --json, so stdout holds only the result):
  * TMA_ERR_CONFIG when it refused its flags (exit 2: they come from the
  * config), TMA_ERR_CANCELLED when stopped, TMA_ERR_IO for other failures. */
-static tma_status_t run_step(const char *exe, char **argv)
+static tma_status_t run_step(const launch_t *L, char **argv)
 {
     cli_proc_t p;
-    argv[0] = (char *)exe;
-    if (cli_proc_spawn(&p, argv[1], argv, NULL) != TMA_OK)
+    argv[0] = L->exe;
+    if (cli_proc_spawn(&p, argv[1], argv, L->json ? "/dev/stderr" : NULL) != TMA_OK)
         return TMA_ERR_IO;
     while (cli_proc_poll(&p)) {
         if (g_stop) {
@@ -114,6 +116,7 @@ typedef struct progress {
     long offset;
     double best;
     tma_run_budget_t budget;
+    FILE *out;
 } progress_t;
 
 static void show_progress(progress_t *pr)
@@ -135,14 +138,14 @@ static void show_progress(progress_t *pr)
         if (!o)
             continue;
         tma_run_progress_line(o, &pr->budget, &pr->best, out, sizeof out);
-        printf("%s\n", out);
-        fflush(stdout);
+        fprintf(pr->out, "%s\n", out);
+        fflush(pr->out);
         cJSON_Delete(o);
     }
     fclose(f);
 }
 
-static void print_result(const char *run_dir)
+static void print_result(FILE *out, const char *run_dir)
 {
     char *path = tma_path_join(run_dir, "result.json");
     cJSON *r = NULL;
@@ -155,18 +158,18 @@ static void print_result(const char *run_dir)
     const cJSON *br = cJSON_GetObjectItemCaseSensitive(r, "best_round");
     const cJSON *conv = cJSON_GetObjectItemCaseSensitive(r, "convergence_seconds");
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(r, "train_seconds");
-    printf("\n");
+    fprintf(out, "\n");
     if (cJSON_IsNumber(test))
-        printf("test MRR            %.4f\n", test->valuedouble);
+        fprintf(out, "test MRR            %.4f\n", test->valuedouble);
     else
-        printf("test MRR            n/a (no evaluated round)\n");
+        fprintf(out, "test MRR            n/a (no evaluated round)\n");
     if (cJSON_IsNumber(val) && cJSON_IsNumber(br))
-        printf("best validation MRR %.4f (round %d)\n", val->valuedouble, (int)br->valuedouble);
+        fprintf(out, "best validation MRR %.4f (round %d)\n", val->valuedouble, (int)br->valuedouble);
     if (cJSON_IsNumber(conv))
-        printf("convergence         %.1f s (within 1%% of the best validation MRR)\n", conv->valuedouble);
+        fprintf(out, "convergence         %.1f s (within 1%% of the best validation MRR)\n", conv->valuedouble);
     if (cJSON_IsNumber(tr))
-        printf("training time       %.1f s\n", tr->valuedouble);
-    printf("run folder          %s (result.json, metrics.jsonl, best.tmaw, mrr.svg, logs/)\n", run_dir);
+        fprintf(out, "training time       %.1f s\n", tr->valuedouble);
+    fprintf(out, "run folder          %s (result.json, metrics.jsonl, best.tmaw, mrr.svg, logs/)\n", run_dir);
     cJSON_Delete(r);
     free(path);
 }
@@ -186,6 +189,7 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         {"seconds", 0, CLI_DOUBLE, &L->seconds, "T", "override the training time (duration.train_seconds)", NULL},
         {"threads", 0, CLI_INT, &L->threads, "N", "compute threads per process (default: the cores shared out)", NULL},
         {"quiet", 'q', CLI_FLAG, &L->quiet, NULL, "no progress lines", NULL},
+        {"json", 0, CLI_FLAG, &L->json, NULL, "print result.json on stdout (the progress lines go to stderr)", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {"launch", "job.json [-o RUN] [options]",
@@ -208,6 +212,7 @@ static int launch_parse(launch_t *L, int argc, char **argv)
     if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
     L->config_path = pos[0];
+    L->say = L->json ? stderr : stdout;
     tma_status_t st = tma_job_load(L->config_path, &L->job);
     if (st != TMA_OK)
         return st == TMA_ERR_NOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE; /* the error named the file or key */
@@ -244,9 +249,9 @@ static tma_status_t launch_open_run(launch_t *L)
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
-    printf("tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name, tma_variant_name(L->job->variant),
+    fprintf(L->say, "tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name, tma_variant_name(L->job->variant),
            L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
-    fflush(stdout);
+    fflush(L->say);
     return TMA_OK;
 }
 
@@ -288,9 +293,9 @@ static tma_status_t launch_prepare_graph(launch_t *L)
     av[n++] = "-o";
     av[n++] = graph_path;
     av[n] = NULL;
-    printf("preparing the graph: tma %s %s ...\n", av[1], av[2]);
-    fflush(stdout);
-    tma_status_t st = run_step(L->exe, av);
+    fprintf(L->say, "preparing the graph: tma %s %s ...\n", av[1], av[2]);
+    fflush(L->say);
+    tma_status_t st = run_step(L, av);
     if (st != TMA_OK) {
         tma_log_error(COMP, "preparing the graph failed (the error above names the option; in the job config "
                             "it is the key of the same name in \"%s\")", section);
@@ -328,9 +333,9 @@ static tma_status_t launch_prepare_partition(launch_t *L)
         return TMA_ERR_NOMEM;
     char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--shards", shards, "--seed", seed,
                   "-o", part_dir, NULL};
-    printf("partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
-    fflush(stdout);
-    if ((st = run_step(L->exe, av)) != TMA_OK) {
+    fprintf(L->say, "partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
+    fflush(L->say);
+    if ((st = run_step(L, av)) != TMA_OK) {
         tma_log_error(COMP, "partitioning failed");
         free(part_dir);
         return st;
@@ -437,17 +442,17 @@ static tma_status_t launch_spawn_roles(launch_t *L)
         if ((st = launch_spawn(L, "worker", name, wargs)) != TMA_OK)
             return st;
     }
-    printf("started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", L->url, nworkers,
+    fprintf(L->say, "started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", L->url, nworkers,
            L->backups ? " plus backups" : "", L->logs);
     if (job->train_s > 0)
-        printf("training for %.0f s", job->train_s);
+        fprintf(L->say, "training for %.0f s", job->train_s);
     else
-        printf("training for %lld rounds", (long long)job->rounds);
+        fprintf(L->say, "training for %lld rounds", (long long)job->rounds);
     if (job->interval_steps > 0)
-        printf(", aggregating every %lld steps\n", (long long)job->interval_steps);
+        fprintf(L->say, ", aggregating every %lld steps\n", (long long)job->interval_steps);
     else
-        printf(", aggregating every %.0f s\n", job->interval_s);
-    fflush(stdout);
+        fprintf(L->say, ", aggregating every %.0f s\n", job->interval_s);
+    fflush(L->say);
     return TMA_OK;
 }
 
@@ -458,20 +463,20 @@ static tma_status_t launch_spawn_roles(launch_t *L)
 static void launch_supervise(launch_t *L)
 {
     progress_t prog = {tma_run_path(L->run_dir, "metrics.jsonl"), 0, NAN,
-                       {L->job->train_s, L->job->rounds, L->job->workers}};
+                       {L->job->train_s, L->job->rounds, L->job->workers}, L->say};
     int show = !L->quiet && prog.metrics_path;
     int interrupted = 0;
     while (cli_proc_poll(&L->procs[0])) {
         if (g_stop && !interrupted) {
             interrupted = 1;
-            printf("stopping: the coordinator finishes the evaluation and writes the result ...\n");
-            fflush(stdout);
+            fprintf(L->say, "stopping: the coordinator finishes the evaluation and writes the result ...\n");
+            fflush(L->say);
             cli_proc_signal(&L->procs[0], SIGTERM);
         }
         for (int i = 1; i < L->nprocs; i++) {
             cli_proc_t *p = &L->procs[i];
             if (p->running && !cli_proc_poll(p) && cli_proc_exit_code(p) != 0)
-                printf("%s exited (code %d; see its log); the coordinator applies fault.on_failure\n", p->name,
+                fprintf(L->say, "%s exited (code %d; see its log); the coordinator applies fault.on_failure\n", p->name,
                        cli_proc_exit_code(p));
         }
         if (show)
@@ -506,9 +511,17 @@ static int launch_result(launch_t *L)
         tma_log_error(COMP, "the job did not finish; see %s/coordinator.log", L->logs);
         return g_stop ? cli_exit_code(TMA_ERR_CANCELLED, &g_stop) : CLI_EXIT_RUNTIME;
     }
-    print_result(L->run_dir);
+    print_result(L->say, L->run_dir);
+    if (L->json) {
+        char *path = tma_run_path(L->run_dir, "result.json");
+        if (!path || cli_print_file(path) != CLI_EXIT_OK)
+            code = -1;
+        free(path);
+        if (code < 0)
+            return CLI_EXIT_RUNTIME;
+    }
     if (g_stop)
-        printf("(interrupted: the result covers the training done until then)\n");
+        fprintf(L->say, "(interrupted: the result covers the training done until then)\n");
     return cli_exit_code(TMA_OK, &g_stop);
 }
 

@@ -5,12 +5,13 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int cli_cmd_partition(int argc, char **argv)
 {
     const char *out = NULL, *scheme = NULL;
     int64_t shards = 0, seed = 0;
-    int shards_seen = 0;
+    int shards_seen = 0, json = 0;
     const cli_opt_t opts[] = {
         {"scheme", 0, CLI_STR, &scheme, "SCHEME",
          "random (each node to a seeded random shard), supernode:N (METIS into N mini-clusters, "
@@ -20,6 +21,7 @@ int cli_cmd_partition(int argc, char **argv)
         {"seed", 0, CLI_INT, &seed, "X", "seed of the assignment (default 0)", NULL},
         {"output", 'o', CLI_STR, &out, "DIR",
          "the partition folder: shard-NNNNN.tmag files and partition.json, written last (required)", NULL},
+        {"json", 0, CLI_FLAG, &json, NULL, "print partition.json (the statistics) instead of the table", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {
@@ -66,6 +68,13 @@ int cli_cmd_partition(int argc, char **argv)
     if (st != TMA_OK) {
         fprintf(stderr, "tma partition: %s: %s; %s has no partition.json\n", pos[0], tma_status_str(st), out);
         return CLI_EXIT_RUNTIME;
+    }
+    if (json) {
+        tma_partition_result_destroy(r);
+        char *path = tma_path_join(out, "partition.json");
+        int rc = path ? cli_print_file(path) : CLI_EXIT_RUNTIME;
+        free(path);
+        return rc;
     }
     printf("partitioned %s into %s: scheme %s", pos[0], out, tma_partition_scheme_str(o.scheme));
     if (o.scheme == TMA_PARTITION_SUPERNODE)

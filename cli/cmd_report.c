@@ -241,10 +241,7 @@ int cli_cmd_report(int argc, char **argv)
     }
     if (as_json) {
         cJSON_AddStringToObject(out, "plot", pst == TMA_OK ? plot : "");
-        char *t = cJSON_PrintUnformatted(out);
-        if (t)
-            printf("%s\n", t);
-        cJSON_free(t);
+        cli_print_json(out);
     } else if (pst == TMA_OK) {
         printf("\nplot: %s\n", plot);
     }

@@ -101,10 +101,7 @@ int cli_cmd_status(int argc, char **argv)
         if (s.shard_present[k] && s.shards[k].owner < 0)
             cJSON_AddItemToArray(orph, cJSON_CreateNumber(k));
     if (as_json) {
-        char *t = cJSON_PrintUnformatted(o);
-        if (t)
-            printf("%s\n", t);
-        cJSON_free(t);
+        cli_print_json(o);
     } else {
         printf("job %s\n", job);
         if (s.has_coord)

@@ -351,12 +351,8 @@ static tma_status_t train_finish(train_run_t *r)
         printf("test_mrr %.6f\n", test_mrr);
         return TMA_OK;
     }
-    char *path = tma_run_path(r->run_dir, "result.json"), *text = NULL;
-    size_t len;
-    st = path ? tma_file_read_all(path, &text, &len) : TMA_ERR_NOMEM;
-    if (st == TMA_OK)
-        fputs(text, stdout);
-    free(text);
+    char *path = tma_run_path(r->run_dir, "result.json");
+    st = path && cli_print_file(path) == CLI_EXIT_OK ? TMA_OK : TMA_ERR_IO;
     free(path);
     return st;
 }

@@ -12,7 +12,8 @@ cat > job.json <<JSON
  "workers": 2, "aggregation": {"interval_seconds": 2}, "duration": {"train_seconds": 8},
  "model": {"hidden": 32, "decoder_hidden": 32}, "train": {"batch_size": 128}}
 JSON
-"$TMA" launch job.json -o run1 > out1.txt 2>&1 || { cat out1.txt >&2; fail "tma launch failed"; }
+"$TMA" launch job.json -o run1 --json > res1.json 2> out1.txt || { cat out1.txt >&2; fail "tma launch failed"; }
+cmp -s res1.json run1/result.json || fail "tma launch --json did not print result.json (the human lines go to stderr)"
 grep -q "^test MRR " out1.txt || { cat out1.txt >&2; fail "no test MRR printed"; }
 grep -q "^round   2 " out1.txt || { cat out1.txt >&2; fail "no progress lines"; }
 check_run run1 >/dev/null || fail "run folder invalid"
