@@ -180,5 +180,22 @@ cJSON *cli_build_report_json(const char *path, uint64_t graph_id, int64_t nodes,
 void cli_print_build_report(const struct tma_graph_build_report *r);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
+int cli_cmd_export(int argc, char **argv);
+
+/* A weight file's model on a graph (cmd_eval.c, shared with export): its
+ * config, parameters, round, the graph and an evaluator on `device`. */
+#include "tma_gnn.h"
+typedef struct cli_model {
+    tma_gnn_config_t cfg;
+    float *params;
+    uint64_t round;
+    tma_graph_t *g;
+    tma_gnn_evaluator_t *ev;
+} cli_model_t;
+/* Opens it; an exit code (errors printed, naming the file; 2 when the
+ * weights do not fit the graph).  Close it also on failure. */
+int cli_model_open(const char *cmd, const char *graph, const char *weights, int64_t threads, const char *device,
+                   int64_t max_edges, cli_model_t *m);
+void cli_model_close(cli_model_t *m);
 
 #endif

@@ -321,7 +321,9 @@ static tma_status_t train_finish(train_run_t *r)
     free(best);
     if (st != TMA_OK)
         return st;
-    tma_run_result_t res = {"centralized", NULL, f->graph, r->g->graph_id, r->started, 1, 1.0, test_mrr,
+    /* The graph's absolute path, so `tma export RUN` finds it from anywhere. */
+    char *graph = realpath(f->graph, NULL);
+    tma_run_result_t res = {"centralized", NULL, graph ? graph : f->graph, r->g->graph_id, r->started, 1, 1.0, test_mrr,
                             r->best_round, r->best_val, r->best_at, r->train_s, r->evals,
                             g_stop ? "interrupted" : f->seen_steps ? "steps" : "time", r->best_path};
     tma_gnn_timing_t tm;
@@ -331,6 +333,7 @@ static tma_status_t train_finish(train_run_t *r)
     cJSON *t = x ? cJSON_AddObjectToObject(x, "step_seconds") : NULL;
     if (!t) {
         cJSON_Delete(x);
+        free(graph);
         return TMA_ERR_NOMEM;
     }
     cJSON_AddNumberToObject(x, "best_step", (double)r->best_step);
@@ -342,7 +345,9 @@ static tma_status_t train_finish(train_run_t *r)
     cJSON_AddNumberToObject(t, "forward", tm.forward / b);
     cJSON_AddNumberToObject(t, "backward", tm.backward / b);
     cJSON_AddNumberToObject(t, "optimizer", tm.optimizer / b);
-    if ((st = tma_run_write_result(r->run_dir, &res, x, NULL)) != TMA_OK)
+    st = tma_run_write_result(r->run_dir, &res, x, NULL);
+    free(graph);
+    if (st != TMA_OK)
         return st;
     if (!f->quiet)
         fprintf(stderr, "[train] test MRR %.4f (best validation MRR %.4f at %.1fs, step %lld); results in %s\n",

@@ -18,6 +18,7 @@ static const cli_command_t commands[] = {
     {"partition", "cut a graph's training edges into shards (random, supernode:N, metis)", cli_cmd_partition},
     {"train", "train one link-prediction model on a whole graph (centralized)", cli_cmd_train},
     {"eval", "test saved weights: MRR on a graph's test or validation edges", cli_cmd_eval},
+    {"export", "weights to .npz (PyTorch names) and node embeddings to .npy", cli_cmd_export},
     {"launch", "run a whole distributed job on this machine (etcd, coordinator, workers)", cli_cmd_launch},
     {"coordinator", "run the coordinator of a distributed job", cli_cmd_coordinator},
     {"worker", "run a trainer of a distributed job", cli_cmd_worker},

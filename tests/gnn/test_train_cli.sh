@@ -126,7 +126,7 @@ expect_fail 1 "missing.tmag" -- "$TMA_BIN" train "$TMP_ROOT/missing.tmag" --step
 
 expect_fail 2 "split" -- "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --split train
 expect_fail 2 "" -- "$TMA_BIN" eval "$G"
-expect_fail 1 "features" -- "$TMA_BIN" eval "$G2" "$RUN/best.tmaw"
+expect_fail 2 "features" -- "$TMA_BIN" eval "$G2" "$RUN/best.tmaw"
 cp "$RUN/best.tmaw" "$TMP_ROOT/corrupt.tmaw"
 printf '\x55' | dd of="$TMP_ROOT/corrupt.tmaw" bs=1 seek=300 conv=notrunc 2>/dev/null
 expect_fail 1 "checksum" -- "$TMA_BIN" eval "$G" "$TMP_ROOT/corrupt.tmaw"
