@@ -195,3 +195,11 @@ int cli_parse(const cli_spec_t *spec, int argc, char **argv, char **pos, int *np
     *npos_p = npos;
     return CLI_PARSE_OK;
 }
+
+int cli_args_parse(const cli_spec_t *spec, int argc, char **argv, cli_args_t *a)
+{
+    a->npos = 0;
+    int pr = cli_parse(spec, argc, argv, a->pos, &a->npos);
+    a->exit = pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    return pr == CLI_PARSE_OK;
+}

@@ -48,6 +48,18 @@ enum { CLI_PARSE_OK = 0, CLI_PARSE_HELP = 1, CLI_PARSE_ERROR = 2 };
 /* The most positional arguments a command line may carry. */
 #define CLI_MAX_POS 256
 
+/* A command's parsed command line. */
+typedef struct cli_args {
+    char *pos[CLI_MAX_POS]; /* the positional arguments */
+    int npos;
+    int exit; /* when cli_args_parse returned 0: the exit code to end with */
+} cli_args_t;
+/* cli_parse for a command: 1 to go on; 0 when the command is done: after
+ * printing the help (a->exit 0) or a usage error naming the flag (2). */
+int cli_args_parse(const cli_spec_t *spec, int argc, char **argv, cli_args_t *a);
+/* "Go on" where a function returns an exit code or this. */
+#define CLI_GO_ON (-1)
+
 /* Parses argv (argv[0] is the command name).  Positional arguments are
  * stored in pos[] (which must hold CLI_MAX_POS entries) and counted in *npos_p.
  * Prints help (returns CLI_PARSE_HELP) or a usage error naming the flag

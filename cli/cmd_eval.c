@@ -86,11 +86,9 @@ int cli_cmd_eval(int argc, char **argv)
                              "test or validation edges, each ranked against its fixed negatives (ties count "
                              "against the positive), with full-neighbourhood inference over the training graph.",
                              opts, 2, 2};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     tma_gnn_split_t which;
     if (strcmp(split, "test") == 0)
         which = TMA_GNN_SPLIT_TEST;
@@ -108,7 +106,7 @@ int cli_cmd_eval(int argc, char **argv)
     cli_model_t m;
     double mrr = 0, t0 = tma_clock_now();
     float *scores = NULL;
-    int rc = cli_model_open("eval", pos[0], pos[1], threads, device, max_edges, &m);
+    int rc = cli_model_open("eval", args.pos[0], args.pos[1], threads, device, max_edges, &m);
     if (rc != CLI_EXIT_OK)
         goto out;
     rc = CLI_EXIT_RUNTIME;

@@ -159,11 +159,9 @@ int cli_cmd_export(int argc, char **argv)
         "graph its result.json names) or a weight file (with --graph and -o). docs/model.md shows how PyTorch "
         "loads them and scores an edge.",
         opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (threads < 0 || threads > 1024)
         return cli_usage_error("export", "--threads: expected 0 to 1024, got %lld", (long long)threads);
     if (device && !tma_gnn_device_valid(device))
@@ -171,7 +169,7 @@ int cli_cmd_export(int argc, char **argv)
     char *weights = NULL, *graph = NULL, *out = NULL;
     cli_model_t m;
     memset(&m, 0, sizeof m);
-    int rc = resolve_inputs(pos[0], graph_flag, out_flag, &weights, &graph, &out);
+    int rc = resolve_inputs(args.pos[0], graph_flag, out_flag, &weights, &graph, &out);
     if (rc == CLI_EXIT_OK && (!weights || !graph || !out))
         rc = CLI_EXIT_RUNTIME;
     if (rc == CLI_EXIT_OK)

@@ -78,11 +78,9 @@ static int gen_sbm(int argc, char **argv)
         "picks a uniform node u and, with probability H, a partner of u's class, otherwise one of another "
         "class. Labels are stored. Self-loops and duplicates are dropped; the split is as in tma import.",
         opts, 0, 0};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (!out)
         return cli_usage_error(spec.cmd, "-o G.tmag is required");
     if (nodes < 2 || nodes >= ((int64_t)1 << 40))
@@ -138,11 +136,9 @@ static int gen_rmat(int argc, char **argv)
         "projection of one-hot ids, as for imported graphs without features). Self-loops and duplicates "
         "are dropped, so the graph has somewhat fewer than M edges; the split is as in tma import.",
         opts, 0, 0};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (!out)
         return cli_usage_error(spec.cmd, "-o G.tmag is required");
     if (scale_seen && (scale < 1 || scale > 40))

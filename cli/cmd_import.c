@@ -91,11 +91,9 @@ int cli_cmd_import(int argc, char **argv)
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
         "fixed negative tails. See docs/graphs.md.",
         opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (!out)
         return cli_usage_error("import", "-o G.tmag is required");
     if (dim_seen && (feat_dim < 1 || feat_dim > (1 << 20)))
@@ -109,9 +107,9 @@ int cli_cmd_import(int argc, char **argv)
 
     tma_graph_t *g;
     tma_graph_import_report_t r;
-    tma_status_t st = tma_graph_import(pos[0], &o, &g, &r);
+    tma_status_t st = tma_graph_import(args.pos[0], &o, &g, &r);
     if (st != TMA_OK) {
-        fprintf(stderr, "tma import: %s: %s; nothing was written\n", pos[0], tma_status_str(st));
+        fprintf(stderr, "tma import: %s: %s; nothing was written\n", args.pos[0], tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
     double tw = tma_clock_now();
@@ -137,7 +135,7 @@ int cli_cmd_import(int argc, char **argv)
         cJSON_Delete(j);
         return rc;
     }
-    printf("imported %s (%s layout) into %s, graph id %016" PRIx64 "\n", pos[0], r.layout, out, g->graph_id);
+    printf("imported %s (%s layout) into %s, graph id %016" PRIx64 "\n", args.pos[0], r.layout, out, g->graph_id);
     printf("  %-22s %" PRId64 "\n", "nodes", r.nodes);
     cli_print_build_report(&r.build);
     if (r.features == TMA_FEAT_PROJECTED)

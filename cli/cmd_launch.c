@@ -198,11 +198,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
                              "and the workers, shows progress, and collects the results in the run folder. Ctrl-C "
                              "stops the job cleanly: the best round is still tested and result.json written.",
                              opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (L->workers < 0 || L->workers > TMA_JOB_MAX_WORKERS)
         return cli_usage_error("launch", "--workers: expected 1..%d", TMA_JOB_MAX_WORKERS);
     if (L->backups < 0 || L->backups > 64)
@@ -211,7 +209,7 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         return cli_usage_error("launch", "--threads: expected 0..1024");
     if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
-    L->config_path = pos[0];
+    L->config_path = args.pos[0];
     L->say = L->json ? stderr : stdout;
     tma_status_t st = tma_job_load(L->config_path, &L->job);
     if (st != TMA_OK)

@@ -136,17 +136,15 @@ int cli_cmd_report(int argc, char **argv)
                              "Table 3 (steps finished per worker: least, most, difference), and draws every run's "
                              "validation MRR against training time in one SVG.",
                              opts, 1, -1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    run_row_t *rows = calloc((size_t)npos, sizeof *rows);
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
+    run_row_t *rows = calloc((size_t)args.npos, sizeof *rows);
     if (!rows)
         return CLI_EXIT_RUNTIME;
     int n = 0, bad = 0;
-    for (int i = 0; i < npos; i++) {
-        if (load_row(pos[i], &rows[n]))
+    for (int i = 0; i < args.npos; i++) {
+        if (load_row(args.pos[i], &rows[n]))
             n++;
         else
             bad++;

@@ -125,8 +125,8 @@ static int run_exists(const char *dir)
     return 0;
 }
 
-/* The flags (table-driven) into *f; CLI_EXIT_OK, or the exit code to end
- * with (help: CLI_PARSE_HELP). */
+/* The flags (table-driven) into *f; CLI_GO_ON, or the exit code to end
+ * with (0 after the help). */
 static int train_parse(train_flags_t *f, int argc, char **argv)
 {
     f->threads = -1;
@@ -159,12 +159,10 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         "test_mrr, best_val_mrr, convergence_seconds, train_seconds, ...). Training time excludes validation "
         "pauses. Ctrl-C or SIGTERM stops training early: the results are still written, and tma exits 130 or 143.",
         opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr;
-    f->graph = pos[0];
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
+    f->graph = args.pos[0];
     if (!f->out)
         return cli_usage_error("train", "-o RUN is required (the run folder to create)");
     if (f->seen_seconds && f->seen_steps)
@@ -183,7 +181,7 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         f->seconds = 60;
     if (!f->seen_eval)
         f->eval_every = f->seen_steps ? 30 : f->seconds / 10;
-    return CLI_EXIT_OK;
+    return CLI_GO_ON;
 }
 
 /* The model config: --config or the defaults, then the flags over it. */
@@ -367,8 +365,8 @@ int cli_cmd_train(int argc, char **argv)
     train_flags_t f;
     memset(&f, 0, sizeof f);
     int rc = train_parse(&f, argc, argv);
-    if (rc != CLI_EXIT_OK)
-        return rc == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (rc != CLI_GO_ON)
+        return rc;
     train_run_t r;
     memset(&r, 0, sizeof r);
     r.f = &f;
