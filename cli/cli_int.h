@@ -3,8 +3,8 @@
  * the command table entry type and the exit-code conventions.
  *
  * Exit codes, the same for every command (listed by `tma --help`): 0 the
- * work is done; 1 it failed at run time (I/O, a device, etcd, a failed
- * job); 2 a flag, an argument or a config is wrong (nothing was started);
+ * work is done; 1 it failed (unreadable or malformed input data, I/O, a
+ * device, etcd, a failed job); 2 a flag, an argument or a config is wrong (nothing was started);
  * 128 + N stopped by signal N (130 Ctrl-C, 143 SIGTERM) before the work was
  * done, after writing what there is.  Errors go to stderr and name the
  * flag, file, line or key at fault.

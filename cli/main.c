@@ -39,7 +39,7 @@ static void print_usage(FILE *out)
     fprintf(out, "\nRun 'tma COMMAND --help' for a command's options.\n\n"
                  "Exit status (every command):\n"
                  "  0        the work is done\n"
-                 "  1        it failed at run time (I/O, a device, etcd, a failed job)\n"
+                 "  1        it failed: unreadable or malformed input data, I/O, a device, etcd, a failed job\n"
                  "  2        a flag, an argument or a config is wrong (nothing was started)\n"
                  "  128+N    stopped by signal N before the work was done (130 Ctrl-C, 143 SIGTERM),\n"
                  "           after writing what there is\n");
