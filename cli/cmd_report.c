@@ -104,6 +104,8 @@ static int load_row(const char *dir, run_row_t *row)
             row->n = 0;
         free(rounds);
         steps_range(mp, &row->steps_min, &row->steps_max);
+        if (row->steps_min < 0 && isfinite(num(res, "steps")))
+            row->steps_min = row->steps_max = (int64_t)num(res, "steps"); /* tma train: one trainer */
     } else {
         fprintf(stderr, "tma report: %s: no readable result.json (is it a finished run folder?)\n", dir);
     }

@@ -61,6 +61,7 @@ rep, res = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 row = rep["runs"][0]
 assert row["variant"] == "centralized" and row["test_mrr"] == res["test_mrr"], (row, res)
 assert row["convergence_seconds"] == res["convergence_seconds"], (row, res)
+assert row["steps_min"] == row["steps_max"] == res["steps"], (row, res)
 PY
 # --json prints result.json itself.
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 20 -o "$TMP_ROOT/j" -q --json > "$TMP_ROOT/j.out" ||
