@@ -48,7 +48,8 @@ static tma_status_t write_scores(const char *path, const cli_model_t *m, tma_gnn
     const int64_t K = g->num_negatives, per = 1 + K;
     const int64_t *edges = split == TMA_GNN_SPLIT_TEST ? g->test_edges : g->val_edges;
     const int64_t *negs = split == TMA_GNN_SPLIT_TEST ? g->test_neg : g->val_neg;
-    int64_t *head = malloc((size_t)TMA_MAX(n, 1) * sizeof *head), *tail = malloc((size_t)TMA_MAX(n * per, 1) * sizeof *tail);
+    int64_t *head = malloc((size_t)TMA_MAX(n, 1) * sizeof *head);
+    int64_t *tail = malloc((size_t)TMA_MAX(n * per, 1) * sizeof *tail);
     tma_status_t st = TMA_ERR_NOMEM;
     if (head && tail) {
         for (int64_t i = 0; i < n; i++) {

@@ -247,8 +247,8 @@ static tma_status_t launch_open_run(launch_t *L)
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
-    fprintf(L->say, "tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name, tma_variant_name(L->job->variant),
-           L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
+    fprintf(L->say, "tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name,
+            tma_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
     fflush(L->say);
     return TMA_OK;
 }
@@ -441,7 +441,7 @@ static tma_status_t launch_spawn_roles(launch_t *L)
             return st;
     }
     fprintf(L->say, "started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", L->url, nworkers,
-           L->backups ? " plus backups" : "", L->logs);
+            L->backups ? " plus backups" : "", L->logs);
     if (job->train_s > 0)
         fprintf(L->say, "training for %.0f s", job->train_s);
     else
@@ -474,8 +474,8 @@ static void launch_supervise(launch_t *L)
         for (int i = 1; i < L->nprocs; i++) {
             cli_proc_t *p = &L->procs[i];
             if (p->running && !cli_proc_poll(p) && cli_proc_exit_code(p) != 0)
-                fprintf(L->say, "%s exited (code %d; see its log); the coordinator applies fault.on_failure\n", p->name,
-                       cli_proc_exit_code(p));
+                fprintf(L->say, "%s exited (code %d; see its log); the coordinator applies fault.on_failure\n",
+                        p->name, cli_proc_exit_code(p));
         }
         if (show)
             show_progress(&prog);
