@@ -9,9 +9,25 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #define COMP "npy"
+
+/* zip's CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320), four bits
+ * at a time: common/ needs no zlib for it. */
+static uint32_t crc32_ieee(uint32_t crc, const void *data, size_t n)
+{
+    static const uint32_t t[16] = {0x00000000, 0x1DB71064, 0x3B6E20C8, 0x26D930AC, 0x76DC4190, 0x6B6B51F4,
+                                   0x4DB26158, 0x5005713C, 0xEDB88320, 0xF00F9344, 0xD6D6A3E8, 0xCB61B38C,
+                                   0x9B64C2B0, 0x86D3D2D4, 0xA00AE278, 0xBDBDF21C};
+    const unsigned char *p = data;
+    crc = ~crc;
+    while (n--) {
+        crc ^= *p++;
+        crc = (crc >> 4) ^ t[crc & 15];
+        crc = (crc >> 4) ^ t[crc & 15];
+    }
+    return ~crc;
+}
 
 static size_t elem_size(tma_npy_dtype_t t) { return t == TMA_NPY_I64 ? 8 : 4; }
 
@@ -137,10 +153,7 @@ tma_status_t tma_npz_write(const char *path, const tma_npy_array_t *arrays, int 
             st = TMA_ERR_UNSUPPORTED;
             break;
         }
-        uLong crc = crc32(0L, (const Bytef *)head, (uInt)hl);
-        for (uint64_t off = 0; off < bytes; off += 1u << 30)
-            crc = crc32(crc, (const Bytef *)a->data + off, (uInt)TMA_MIN(bytes - off, (uint64_t)1 << 30));
-        crcs[i] = (uint32_t)crc;
+        crcs[i] = crc32_ieee(crc32_ieee(0, head, hl), a->data, (size_t)bytes);
         sizes[i] = (uint32_t)size;
         offsets[i] = (uint32_t)tma_afile_offset(af);
         int nl = snprintf(name, sizeof name, "%s.npy", a->name);
