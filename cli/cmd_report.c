@@ -158,7 +158,7 @@ int cli_cmd_report(int argc, char **argv)
     cJSON *out = cJSON_CreateObject();
     cJSON *jr = cJSON_AddArrayToObject(out, "runs");
     if (!as_json) {
-        printf("%-44s %-10s %6s %9s %11s %10s %9s %9s %7s\n", "run", "variant", "r", "test MRR", "conv (min)",
+        printf("%-44s %-11s %6s %9s %11s %10s %9s %9s %7s\n", "run", "variant", "r", "test MRR", "conv (min)",
                "best val", "steps min", "steps max", "diff");
     }
     for (int i = 0; i < n; i++) {
@@ -181,14 +181,14 @@ int cli_cmd_report(int argc, char **argv)
             fmt(c, sizeof c, r->conv, 1.0 / 60, "");
             fmt(d, sizeof d, r->best_val, 100, "%");
             fmt(e, sizeof e, diff, 100, "%");
-            printf("%-44.44s %-10s %6s %9s %11s %10s %9lld %9lld %7s\n", r->dir, r->variant, a, b, c, d,
+            printf("%-44.44s %-11s %6s %9s %11s %10s %9lld %9lld %7s\n", r->dir, r->variant, a, b, c, d,
                    (long long)r->steps_min, (long long)r->steps_max, e);
         }
     }
     /* Groups by variant: mean and standard deviation over runs (seeds). */
     cJSON *jg = cJSON_AddArrayToObject(out, "groups");
     if (!as_json)
-        printf("\n%-10s %5s %6s %18s %18s\n", "variant", "runs", "r", "test MRR (%)", "conv (min)");
+        printf("\n%-11s %5s %6s %18s %18s\n", "variant", "runs", "r", "test MRR (%)", "conv (min)");
     for (int i = 0; i < n; i++) {
         int first = 1;
         for (int j = 0; j < i; j++)
@@ -222,7 +222,7 @@ int cli_cmd_report(int argc, char **argv)
         cJSON_AddNumberToObject(g, "convergence_minutes_std", sd[2]);
         cJSON_AddItemToArray(jg, g);
         if (!as_json)
-            printf("%-10s %5.0f %6.3f %10.2f ± %5.2f %10.2f ± %5.2f\n", rows[i].variant, st[1][0], mean[0], mean[1],
+            printf("%-11s %5.0f %6.3f %10.2f ± %5.2f %10.2f ± %5.2f\n", rows[i].variant, st[1][0], mean[0], mean[1],
                    sd[1], mean[2], sd[2]);
     }
     /* The plot. */
