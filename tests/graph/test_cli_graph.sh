@@ -87,9 +87,9 @@ done
 grep -q 'label_tv -' prm.out || fail "table without labels: $(cat prm.out)"
 
 # --json: the same report as one JSON object (import, gen), partition.json (partition).
-"$T" import "$D/citeseer" -o cs2.tmag --val 0.1 --test 50 --negatives 5 --json > cs.json || fail "import --json"
+"$T" import "$D/cora" -o cs2.tmag --val 0.1 --test 50 --negatives 5 --json > cs.json || fail "import --json"
 [ "$(json cs.json 'd["nodes"], d["edges"], d["val_edges"], d["test_edges"], d["graph"], d["classes"]')" = \
-  "$(field nodes cs.out) $(field edges cs.out) $(field 'validation edges' cs.out) $(field 'test edges' cs.out) cs2.tmag 6" ] ||
+  "$(field nodes split.out) $(field edges split.out) $(field 'validation edges' split.out) $(field 'test edges' split.out) cs2.tmag 7" ] ||
   fail "import --json: $(cat cs.json)"
 [ "$(json cs.json 'd["graph_id"]')" = "$(json <("$T" info cs2.tmag --json) 'd["graph_id"]')" ] || fail "import --json graph_id"
 "$T" gen rmat -o rmat3.tmag --scale 13 --edges 60000 --feat-dim 4 --seed 2 --negatives 10 --json > rmat.json || fail "gen --json"
