@@ -366,7 +366,10 @@ uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout);
  * handled like a change. */
 void tma_jobview_poke(tma_jobview_t *v);
 /* Lock-free reads for the training loop. */
-int64_t tma_jobview_agg_round(const tma_jobview_t *v);
+/* The open aggregation round and, in *epoch_p, the epoch of the coordinator
+ * that raised it: a round is (epoch, round), so a round a new coordinator
+ * raises again is a new one. */
+int64_t tma_jobview_agg(const tma_jobview_t *v, uint64_t *epoch_p);
 int tma_jobview_stopped(const tma_jobview_t *v);
 tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s);
 void tma_jobview_snap_free(tma_jobview_snap_t *s);

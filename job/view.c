@@ -46,6 +46,8 @@ struct tma_jobview {
     uint64_t version;
     int synced;        /* the first snapshot is in */
     int64_t agg_round; /* atomics for the hot path */
+    uint64_t agg_epoch;
+    uint64_t agg_seq;  /* odd while agg_round and agg_epoch change (a seqlock) */
     int stop;
     /* supervisor */
     pthread_t thread;
@@ -210,7 +212,10 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
 static void publish(tma_jobview_t *v)
 {
     v->version++;
-    __atomic_store_n(&v->agg_round, v->st.agg_round, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&v->agg_seq, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&v->agg_round, v->st.agg_round, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&v->agg_epoch, v->st.agg_epoch, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&v->agg_seq, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&v->stop, v->st.stop, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&v->cond);
 }
@@ -394,9 +399,17 @@ void tma_jobview_poke(tma_jobview_t *v)
     pthread_mutex_unlock(&v->lock);
 }
 
-int64_t tma_jobview_agg_round(const tma_jobview_t *v)
+int64_t tma_jobview_agg(const tma_jobview_t *v, uint64_t *epoch_p)
 {
-    return __atomic_load_n(&v->agg_round, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint64_t s1 = __atomic_load_n(&v->agg_seq, __ATOMIC_SEQ_CST);
+        int64_t r = __atomic_load_n(&v->agg_round, __ATOMIC_SEQ_CST);
+        uint64_t e = __atomic_load_n(&v->agg_epoch, __ATOMIC_SEQ_CST);
+        if (!(s1 & 1) && __atomic_load_n(&v->agg_seq, __ATOMIC_SEQ_CST) == s1) {
+            *epoch_p = e;
+            return r;
+        }
+    }
 }
 
 int tma_jobview_stopped(const tma_jobview_t *v)

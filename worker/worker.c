@@ -53,11 +53,15 @@ typedef struct worker {
     int posted;
     int have_weights;  /* global weights received since the shards were loaded */
     int64_t adopted_round; /* newest global round adopted */
+    uint64_t adopted_epoch; /* ... and the epoch of the coordinator that sent it */
 
     /* accounting for the meta block */
     int64_t steps_total, steps_round;
     double loss_sum, step_seconds;
+    /* The last round sent: a round is (epoch, round), so one that a new
+     * coordinator raises again after a takeover is sent again. */
     int64_t last_sent_round;
+    uint64_t last_sent_epoch;
     int stall_done, drop_done;
     int ready_dirty; /* ready/<id> must be (re)written */
     double next_ready;
@@ -332,10 +336,12 @@ static int take_global(worker_t *w, tma_transport_msg_t *m)
     } else if (m->meta.epoch < w->conn_epoch) {
         tma_log_warn(COMP, "member %u: refused global weights of a stale coordinator epoch %llu", w->id,
                      (unsigned long long)m->meta.epoch);
-    } else if (w->trainer && ((int64_t)m->meta.round >= w->adopted_round || !w->have_weights)) {
+    } else if (w->trainer && (m->meta.epoch > w->adopted_epoch || (int64_t)m->meta.round >= w->adopted_round ||
+                              !w->have_weights)) {
         tma_log_debug(COMP, "member %u: global weights of round %llu", w->id, (unsigned long long)m->meta.round);
         if (tma_gnn_trainer_set_params(w->trainer, m->data) == TMA_OK) {
             w->adopted_round = (int64_t)m->meta.round;
+            w->adopted_epoch = m->meta.epoch;
             w->have_weights = 1;
             adopted = 1;
         }
@@ -468,7 +474,9 @@ static tma_status_t join(worker_t *w)
     w->conn_epoch = 0;
     w->next_connect = 0;
     w->adopted_round = -1;
+    w->adopted_epoch = 0;
     w->last_sent_round = 0;
+    w->last_sent_epoch = 0;
     w->steps_total = 0;
     reset_round(w);
     return TMA_OK;
@@ -482,12 +490,17 @@ static void maybe_aggregate(worker_t *w)
 {
     const tma_job_t *job = w->job;
     int64_t t = -1;
+    uint64_t epoch = w->last_sent_epoch;
     if (job->interval_steps > 0) {
         if (w->steps_round >= job->interval_steps)
             t = w->last_sent_round + 1;
     } else {
-        int64_t agg = tma_jobview_agg_round(w->view);
-        if (agg > w->last_sent_round)
+        /* A round raised by another coordinator than the one we are
+         * connected to waits until we are connected to it (or it is
+         * replaced); an older epoch's is stale. */
+        int64_t agg = tma_jobview_agg(w->view, &epoch);
+        int fresh = epoch > w->last_sent_epoch || (epoch == w->last_sent_epoch && agg > w->last_sent_round);
+        if (agg > 0 && fresh && (!w->conn_epoch || epoch == w->conn_epoch))
             t = agg;
     }
     if (t < 0)
@@ -498,6 +511,7 @@ static void maybe_aggregate(worker_t *w)
     }
     tma_inject_crash_point(&w->inj, "send", t);
     w->last_sent_round = t;
+    w->last_sent_epoch = epoch;
     if (!w->conn_epoch) {
         /* No coordinator right now: keep training on local weights. */
         reset_round(w);
@@ -606,9 +620,13 @@ static tma_status_t incarnation(worker_t *w)
                 started = 1;
             }
             /* Rounds already raised before we had weights are not ours. */
-            if (w->job->interval_steps <= 0 && tma_jobview_agg_round(w->view) > w->last_sent_round)
-                w->last_sent_round = tma_jobview_agg_round(w->view);
-            else if (w->adopted_round > w->last_sent_round)
+            uint64_t agg_epoch;
+            int64_t agg = tma_jobview_agg(w->view, &agg_epoch);
+            if (w->job->interval_steps <= 0 &&
+                (agg_epoch > w->last_sent_epoch || (agg_epoch == w->last_sent_epoch && agg > w->last_sent_round))) {
+                w->last_sent_round = agg;
+                w->last_sent_epoch = agg_epoch;
+            } else if (w->adopted_round > w->last_sent_round)
                 w->last_sent_round = w->adopted_round;
             ggs_step_no = w->adopted_round;
         }
