@@ -133,6 +133,8 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_poli
  *   drop=weights@ROUND   a worker does not send its weights in ROUND
  *   stall_keepalive=SECONDS@ROUND  a worker stops renewing its lease for
  *                        SECONDS when ROUND begins
+ *   poison=WHAT@ROUND    a NaN in the tensor sent in ROUND: weights (a worker's
+ *                        local weights) or global (the coordinator's broadcast)
  * Items are separated by commas.
  */
 typedef struct tma_inject {
@@ -143,6 +145,8 @@ typedef struct tma_inject {
     int64_t drop_round; /* -1: none */
     double stall_seconds;
     int64_t stall_round; /* -1: none */
+    char poison_what[16]; /* "weights" or "global" */
+    int64_t poison_round; /* -1: none */
 } tma_inject_t;
 
 /* An inert object. */
@@ -153,6 +157,8 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj);
 tma_status_t tma_inject_from_env(tma_inject_t *inj);
 /* SIGKILLs the process, after a log line, when (point, round) is armed. */
 void tma_inject_crash_point(const tma_inject_t *inj, const char *point, int64_t round);
+/* Puts a NaN into x[0], after a log line, when poison=WHAT@round is armed. */
+void tma_inject_poison(const tma_inject_t *inj, const char *what, int64_t round, float *x);
 
 #ifdef __cplusplus
 }
