@@ -39,6 +39,7 @@ typedef struct worker {
     uint32_t id;
     int64_t lease;
     int fenced; /* atomic: the lease was lost */
+    int silent; /* etcd has not answered for longer than the lease TTL: not training */
     tma_transport_t *tr;
     uint64_t conn_epoch; /* the coordinator epoch we are connected to (0: none) */
     uint64_t explained_epoch; /* the coordinator whose unreachable address was explained */
@@ -488,6 +489,7 @@ static tma_status_t join(worker_t *w)
     else
         snprintf(rec.name, sizeof rec.name, "%.40s:%d", host, rec.pid);
     __atomic_store_n(&w->fenced, 0, __ATOMIC_SEQ_CST);
+    w->silent = 0;
     tma_status_t st = tma_member_join(w->kv, w->job->name, w->job->lease_ttl, &rec, on_lease_lost, w, &w->member);
     if (st != TMA_OK)
         return st;
@@ -589,6 +591,34 @@ static tma_status_t ggs_step(worker_t *w, int64_t s)
     return TMA_OK;
 }
 
+/* A worker that has had no answer from etcd for longer than its lease TTL
+ * (cut off from etcd, maybe not from the coordinator) presumes its lease
+ * lost: etcd has probably expired it, the coordinator has given its shards
+ * away, and nothing it trains or sends would count.  It stops training
+ * (and drops the steps of the round, which nobody will count) until etcd
+ * answers: then it trains on if the lease survived (a whole cluster was
+ * down), is fenced and joins again if not, or leaves if the job is over.
+ * Returns 1 while paused (after waiting a little). */
+static int paused_by_silence(worker_t *w, uint64_t seen)
+{
+    if (tma_member_silent(w->member)) {
+        if (!w->silent) {
+            tma_log_warn(COMP, "member %u: no answer from etcd for longer than its lease TTL (%lld s): it presumes "
+                               "its lease lost and stops training until etcd answers",
+                         w->id, (long long)w->job->lease_ttl);
+            w->silent = 1;
+            reset_round(w);
+        }
+        tma_jobview_wait(w->view, seen, 0.5);
+        return 1;
+    }
+    if (w->silent) {
+        tma_log_info(COMP, "member %u: etcd answers again and its lease is alive: training on", w->id);
+        w->silent = 0;
+    }
+    return 0;
+}
+
 /* Runs one incarnation until stop (TMA_OK), fencing (TMA_ERR_FENCED) or an
  * error. */
 static tma_status_t incarnation(worker_t *w)
@@ -607,6 +637,8 @@ static tma_status_t incarnation(worker_t *w)
             teardown(w, 0);
             return TMA_ERR_FENCED;
         }
+        if (paused_by_silence(w, seen))
+            continue;
         uint64_t ver = tma_jobview_wait(w->view, seen, 0);
         double now = tma_clock_now();
         int idle = !w->trainer || !w->have_weights;
@@ -749,15 +781,22 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
         st = TMA_ERR_NOMEM;
         goto out;
     }
-    for (;;) {
+    for (int joined = 0;; joined = 1) {
         st = incarnation(&w);
-        if (st != TMA_ERR_FENCED)
+        /* After a first incarnation, joining again waits for etcd to
+         * answer (a worker fenced after an etcd outage rejoins when it
+         * comes back). */
+        int retry = st == TMA_ERR_FENCED || (joined && tma_status_group(st) == TMA_GROUP_PEER);
+        if (!retry)
             break;
         if (should_stop(&w)) {
             st = TMA_OK;
             break;
         }
-        tma_sleep(0.5);
+        if (st != TMA_ERR_FENCED)
+            tma_log_warn(COMP, "cannot join job %s again yet (%s); retrying until etcd answers", w.job->name,
+                         tma_status_str(st));
+        tma_sleep(st == TMA_ERR_FENCED ? 0.5 : 2.0);
     }
     if (st == TMA_OK && stop_flag && *stop_flag)
         st = TMA_ERR_CANCELLED;
