@@ -183,8 +183,8 @@ void coord_start_abandon(coord_t *c, tma_status_t why)
     if (__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
         return; /* the job is another coordinator's now */
     const char *reason = why == TMA_ERR_CANCELLED ? "interrupted" : "start failed";
-    tma_log_error(COMP, "job %s: the start %s (%s): setting stop so the workers leave", c->job->name,
-                  why == TMA_ERR_CANCELLED ? "was interrupted" : "failed", tma_status_str(why));
+    tma_log_warn(COMP, "job %s: the start %s (%s): setting stop so the workers leave", c->job->name,
+                 why == TMA_ERR_CANCELLED ? "was interrupted" : "failed", tma_status_str(why));
     char *val = tma_stop_rec_encode(c->epoch, reason);
     tma_status_t st = coord_put_key(c, TMA_KEY_STOP, val, 1);
     free(val);
