@@ -10,7 +10,7 @@ cd "$TMP_ROOT"
 etcd_start 1
 fault_graph
 
-TRAIN=10 INTERVAL=1 write_job j.json bk '"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
+TRAIN=20 INTERVAL=1 write_job j.json bk '"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
 start_coordinator coord.log --config j.json --run-dir run
 leader=$COORD_PID
 for i in 0 1 2; do start_worker w$i.log --job bk --name w$i; done
@@ -18,14 +18,15 @@ wait_for 20 grep -q "leading job bk" coord.log || fail "no leader"
 start_coordinator standby.log --job bk --standby
 standby=$COORD_PID
 wait_for 20 grep -q "standing by" standby.log || { dump_logs standby.log; fail "the standby did not stand by"; }
-wait_round run 2 || { dump_logs coord.log; fail "no round 2"; }
+wait_round run 1 || { dump_logs coord.log; fail "no round 1"; }
 id=$(sed -n 's/.*joined job bk as member \([0-9]*\).*/\1/p' w0.log | head -n1)
 epoch=$(etcdctl get /tma/bk/coordinator -w json | python3 -c 'import json,sys; print(json.load(sys.stdin)["kvs"][0]["create_revision"])') ||
   fail "no coordinator key"
 # shard 7 of a 3-shard partition, given to member $id under the leader's epoch
 etcdctl put /tma/bk/shards/00000007 "{\"shard\": 7, \"owner\": $id, \"epoch\": $epoch, \"since_round\": 2}" >/dev/null ||
   fail "etcdctl put"
-wait_for 20 grep -q "refused shards/00000007" w0.log || { dump_logs w0.log; fail "the out-of-range shard key was not refused"; }
+echo "shards/00000007 written at $(date +%T.%N)" >&2
+wait_for 20 grep -q "refused shards/00000007" w0.log || { dump_logs coord.log w0.log; fail "the out-of-range shard key was not refused"; }
 COORD_PID=$leader
 finish_job coord.log w0.log w1.log w2.log
 wait_exit "$leader" 1 >/dev/null || { dump_logs coord.log; fail "the leader failed"; }

@@ -24,7 +24,7 @@ cut() { ip -n "tmac${sfx}p" route "$1" blackhole "$net.1/32"; }
 cd "$TMP_ROOT"
 fault_graph
 netns_etcd e "$net.1" p
-TRAIN=36 write_job j.json kc "\"transport\": {\"host\": \"$net.2\"}, \"fault\": {\"lease_ttl\": 3, \"round_deadline\": 4, \"start_timeout\": 20}"
+TRAIN=48 write_job j.json kc "\"transport\": {\"host\": \"$net.2\"}, \"fault\": {\"lease_ttl\": 3, \"round_deadline\": 4, \"start_timeout\": 20}"
 bg_ns m "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" --config j.json --run-dir run --etcd-timeout 2 >coord.log 2>&1
 COORD_PID=$!; track $COORD_PID
 for w in 0 1; do

@@ -13,7 +13,7 @@ etcd_start 1
 "$TMA" gen sbm -o g.tmag --nodes 4000 --avg-degree 10 --negatives 100 >/dev/null || fail "tma gen"
 "$TMA" partition g.tmag --scheme metis --shards 70 --seed 2 -o part >/dev/null || fail "partition"
 
-WORKERS=2 TRAIN=12 INTERVAL=1 write_job j.json ms \
+WORKERS=2 TRAIN=16 INTERVAL=1 write_job j.json ms \
   '"variant": "psgd-pa", "fault": {"on_failure": "reassign", "lease_ttl": 3, "round_deadline": 5, "start_timeout": 30}'
 start_coordinator coord.log --config j.json --run-dir run
 start_worker w0.log --job ms --name w0
