@@ -388,11 +388,20 @@ static int take_global(worker_t *w, tma_transport_msg_t *m)
     return adopted;
 }
 
+/* Whether W[round] of the coordinator we are connected to is adopted
+ * already (that round is closed). */
+static int has_global(const worker_t *w, int64_t round)
+{
+    return w->have_weights && w->conn_epoch && w->adopted_epoch == w->conn_epoch && w->adopted_round >= round;
+}
+
 /* Waits up to timeout for global weights of at least round `round`
  * (-1: any).  Returns 1 when adopted, 0 on timeout or when something else
  * needs attention (stop, fenced, the connection ended). */
 static int wait_global(worker_t *w, int64_t round, double timeout)
 {
+    if (round >= 0 && has_global(w, round))
+        return 1; /* it came before we waited */
     double end = tma_clock_now() + timeout;
     while (tma_clock_now() < end) {
         if (should_stop(w) || __atomic_load_n(&w->fenced, __ATOMIC_SEQ_CST) || !w->conn_epoch)
@@ -544,6 +553,13 @@ static void maybe_aggregate(worker_t *w)
     }
     if (t < 0)
         return;
+    if (job->interval_steps <= 0 && has_global(w, t)) {
+        /* Round t closed before we got to it (we were late): its global
+         * weights are here, anything we sent now would be refused. */
+        w->last_sent_round = t;
+        w->last_sent_epoch = epoch;
+        return;
+    }
     if (w->inj.stall_round == t && !w->stall_done) {
         w->stall_done = 1;
         tma_member_stall_keepalive(w->member, w->inj.stall_seconds);
