@@ -63,7 +63,7 @@ void coord_eval_destroy(coord_eval_t *e);
 typedef struct slot {
     uint32_t id;
     int used;
-    float *buf; /* P + TMA_META_FLOATS, posted for its LOCAL/GRADS tensors */
+    float *buf; /* P + meta_floats, posted for its LOCAL/GRADS tensors */
     int posted;
     int64_t pushed_rev; /* ready mod_revision for which the global weights were pushed */
     int suspect;        /* its connection failed: out of rounds until it reconnects or its lease ends */
@@ -71,7 +71,9 @@ typedef struct slot {
     int revoked;        /* its lease was revoked for not reconnecting (coord_fence_suspects) */
     /* this round */
     int expected, got, missed;
+    int poisoned;       /* it sent NaN or infinite values since the last round record */
     tma_msg_meta_t meta;
+    int32_t *shards;    /* [map.n]: the shards its meta block names (meta.n_shards) */
     int64_t lease;
     double weight;
     /* GGS bookkeeping: steps taken part in since the last evaluation round */
@@ -108,6 +110,7 @@ typedef struct coord {
     tma_transport_t *tr;
 
     int64_t P;
+    int64_t meta_floats; /* of the meta block after a worker's tensor: tma_msg_meta_floats(map.n) */
     float *global;
     double *acc;
     slot_t *slots;
@@ -152,6 +155,10 @@ void coord_close_run(coord_t *c);
 
 /* start.c */
 tma_status_t coord_start(coord_t *c); /* registration, the initial deal, readiness, round 0 */
+/* After coord_start failed with `why`: sets stop (unless fenced), so the
+ * workers that joined leave; the state stays "starting", so the job can be
+ * started again under the same name. */
+void coord_start_abandon(coord_t *c, tma_status_t why);
 
 /* takeover.c */
 tma_status_t coord_resume_check(coord_t *c); /* fills c->resume and c->prev from the state in etcd */

@@ -127,8 +127,11 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
         goto close_model;
     if ((st = coord_open_run(c)) != TMA_OK)
         goto step_down;
-    if ((st = c->resume ? coord_take_over(c) : coord_start(c)) != TMA_OK)
+    if ((st = c->resume ? coord_take_over(c) : coord_start(c)) != TMA_OK) {
+        if (!c->resume)
+            coord_start_abandon(c, st);
         goto close_run;
+    }
     st = train(c, &reason);
     st = end(c, st, reason);
 close_run:

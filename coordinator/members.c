@@ -54,14 +54,18 @@ slot_t *coord_slot_get(coord_t *c, uint32_t id)
     if (!s && !(s = slot_append(c)))
         return NULL;
     float *buf = s->buf;
+    int32_t *shards = s->shards;
     memset(s, 0, sizeof *s);
     s->buf = buf;
+    s->shards = shards;
     s->used = 1;
     s->id = id;
     s->pushed_rev = -1;
     if (!s->buf)
-        s->buf = tma_alloc_aligned((size_t)(c->P + TMA_META_FLOATS) * sizeof(float));
-    if (!s->buf) {
+        s->buf = tma_alloc_aligned((size_t)(c->P + c->meta_floats) * sizeof(float));
+    if (!s->shards)
+        s->shards = malloc((size_t)c->map.n * sizeof *s->shards + 1);
+    if (!s->buf || !s->shards) {
         s->used = 0;
         return NULL;
     }
@@ -72,7 +76,7 @@ void coord_slot_post(coord_t *c, slot_t *s)
 {
     if (s->posted)
         return;
-    if (tma_transport_post(c->tr, s->id, c->vd->tag, s->buf, (size_t)(c->P + TMA_META_FLOATS),
+    if (tma_transport_post(c->tr, s->id, c->vd->tag, s->buf, (size_t)(c->P + c->meta_floats),
                            TMA_TRANSPORT_MEM_HOST) == TMA_OK)
         s->posted = 1;
 }
@@ -116,7 +120,8 @@ uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p)
 
 /* The members that train now: owners with at least one shard (without
  * shards: every ready member), connected, with the global weights pushed;
- * in member-id order, the averaging order. */
+ * in member-id order, the averaging order.  A member that never connected
+ * (nothing reaches this coordinator's address) is none. */
 int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
 {
     int n = 0;
@@ -134,7 +139,7 @@ int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
             sl->revoked = 0;
             coord_slot_post(c, sl);
         }
-        if (!sl || sl->pushed_rev < 0 || sl->suspect)
+        if (!sl || sl->pushed_rev < 0 || sl->suspect || !coord_is_connected(c, id))
             continue;
         ids[n++] = id;
     }
@@ -208,6 +213,9 @@ static void push_ready(coord_t *c, const tma_jobview_snap_t *s)
             if (!match)
                 continue;
         }
+        /* One not connected yet gets them once it is (coord_idle). */
+        if (!coord_is_connected(c, r->id))
+            continue;
         slot_t *sl = coord_slot_get(c, r->id);
         if (!sl || sl->pushed_rev >= r->mod_revision)
             continue;
@@ -305,13 +313,16 @@ static void fence_suspects(coord_t *c)
 
 /* Notes connection events between rounds.  Tensors stay queued: in step
  * mode a worker's weights can arrive before the coordinator opens the round;
- * stale ones are refused when the round looks at them. */
-static void service_transport(coord_t *c)
+ * stale ones are refused when the round looks at them.  Returns 1 when a
+ * member connected (it may be ready and waiting for the weights). */
+static int service_transport(coord_t *c)
 {
+    int connected = 0;
     tma_transport_msg_t m;
     memset(&m, 0, sizeof m);
     while (tma_transport_recv(c->tr, TMA_TRANSPORT_ANY_PEER, COORD_EVENTS_ONLY_TAG, 0, &m) == TMA_OK) {
         slot_t *sl = coord_slot_find(c, m.peer);
+        connected |= m.kind == TMA_TRANSPORT_MSG_EVENT && m.event.kind == TMA_TRANSPORT_EV_CONNECTED;
         if (m.kind == TMA_TRANSPORT_MSG_EVENT && m.event.kind != TMA_TRANSPORT_EV_CONNECTED) {
             tma_log_warn(COMP, "member %u: connection %s (%s): suspect until it reconnects or its lease "
                                "expires",
@@ -323,6 +334,7 @@ static void service_transport(coord_t *c)
         tma_transport_msg_release(c->tr, &m);
         memset(&m, 0, sizeof m);
     }
+    return connected;
 }
 
 /* Waits up to `timeout` while servicing changes. */
@@ -330,10 +342,10 @@ tma_status_t coord_idle(coord_t *c, double timeout, int training)
 {
     double end = tma_clock_now() + timeout;
     for (;;) {
-        service_transport(c);
+        int connected = service_transport(c);
         fence_suspects(c);
         uint64_t ver = tma_jobview_wait(c->view, c->seen_version, 0);
-        if (ver != c->seen_version) {
+        if (ver != c->seen_version || connected) {
             tma_status_t st = coord_service_view(c, training);
             if (st != TMA_OK)
                 return st;

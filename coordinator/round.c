@@ -15,6 +15,8 @@
 
 #define COMP COORD_COMP
 
+static const char nonfinite[] = "NaN or infinite values (a poisoned model: the sender is flagged in the round's record)";
+
 /* Why a tensor from member sl of round t is refused, or NULL to take it. */
 static const char *refusal(coord_t *c, const slot_t *sl, const tma_transport_msg_t *m, int64_t t,
                            tma_msg_meta_t *meta)
@@ -27,19 +29,21 @@ static const char *refusal(coord_t *c, const slot_t *sl, const tma_transport_msg
         return "a stale coordinator epoch";
     if ((int64_t)m->meta.round != t)
         return "another round";
-    if (m->count != (size_t)(c->P + TMA_META_FLOATS))
+    if (m->count != (size_t)(c->P + c->meta_floats))
         return "the wrong size";
-    if (tma_msg_meta_unpack(m->data + c->P, meta) != TMA_OK)
+    if (tma_msg_meta_unpack(m->data + c->P, c->map.n, meta, sl->shards) != TMA_OK)
         return "a malformed meta block";
     if (meta->lease != sl->lease)
         return "a lease that is not its current one (a stale incarnation)";
+    if (tma_tensor_first_nonfinite(m->data, c->P) >= 0)
+        return nonfinite;
     if (c->vd->uses_shards) {
         /* Every shard it trained must be one it owns now. */
         int owned = tma_shard_map_count(&c->map, m->peer, NULL);
         if ((int)meta->n_shards != owned)
             return "trained on shards it does not own";
         for (uint32_t j = 0; j < meta->n_shards; j++)
-            if (meta->shards[j] >= c->map.n || c->map.owner[meta->shards[j]] != (int64_t)m->peer)
+            if (c->map.owner[sl->shards[j]] != (int64_t)m->peer)
                 return "trained on shards it does not own";
     }
     return NULL;
@@ -65,9 +69,18 @@ static void take_message(coord_t *c, tma_transport_msg_t *m, int64_t t, int *n_g
         const char *why = refusal(c, sl, m, t, &meta);
         if (why) {
             tma_log_warn(COMP, "round %lld: refused a tensor from member %u: %s", (long long)t, m->peer, why);
+            if (why == nonfinite) {
+                /* Flagged in the round's record; it sends nothing more in
+                 * this round, so the round does not wait for it. */
+                sl->poisoned = 1;
+                if (!sl->missed) {
+                    sl->missed = 1;
+                    (*n_missed)++;
+                }
+            }
         } else {
             if (!m->in_place)
-                memcpy(sl->buf, m->data, (size_t)(c->P + TMA_META_FLOATS) * sizeof(float));
+                memcpy(sl->buf, m->data, (size_t)(c->P + c->meta_floats) * sizeof(float));
             sl->meta = meta;
             sl->got = 1;
             (*n_got)++;
@@ -183,7 +196,7 @@ static cJSON *worker_record(coord_t *c, const slot_t *sl)
     cJSON_AddNumberToObject(w, "weight", sl->weight);
     cJSON *sh = cJSON_AddArrayToObject(w, "shards");
     for (uint32_t j = 0; j < sl->meta.n_shards; j++)
-        cJSON_AddItemToArray(sh, cJSON_CreateNumber(sl->meta.shards[j]));
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber(sl->shards[j]));
     return w;
 }
 
@@ -211,6 +224,13 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
     for (int i = 0; i < n_alive; i++)
         cJSON_AddItemToArray(al, cJSON_CreateNumber(alive[i]));
     cJSON_AddItemToObject(r, "missed", missed);
+    /* Senders of NaN or infinite values since the last record. */
+    cJSON *poisoned = cJSON_AddArrayToObject(r, "poisoned");
+    for (int i = 0; i < c->n_slots; i++) {
+        if (c->slots[i].used && c->slots[i].poisoned)
+            cJSON_AddItemToArray(poisoned, cJSON_CreateNumber(c->slots[i].id));
+        c->slots[i].poisoned = 0;
+    }
     cJSON_AddItemToObject(r, "lost", c->lost);
     c->lost = cJSON_CreateArray();
     cJSON_AddItemToObject(r, "moves", c->moves);
@@ -255,7 +275,10 @@ static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, i
     if (tma_jobview_snapshot(c->view, &s) == TMA_OK) {
         int np = coord_participants(c, &s, ids);
         tma_jobview_snap_free(&s);
+        float keep = c->global[0];
+        tma_inject_poison(&c->inj, "global", t, c->global); /* the broadcast only, not the checkpoint */
         coord_push_global(c, ids, np, t);
+        c->global[0] = keep;
     }
     return TMA_OK;
 }

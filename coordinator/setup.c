@@ -157,6 +157,7 @@ tma_status_t coord_open_model(coord_t *c)
     } else if ((st = tma_shard_map_create(0, NULL, &c->map)) != TMA_OK) {
         goto fail;
     }
+    c->meta_floats = tma_msg_meta_floats(c->map.n);
     if (c->vd->after_average) {
         tma_graph_t *g1[1] = {c->graph};
         tma_gnn_config_t scfg = c->cfg;
@@ -308,6 +309,9 @@ tma_status_t coord_lead(coord_t *c)
         goto fail;
     tma_log_info(COMP, "leading job %s (epoch %llu) at %s", c->job->name, (unsigned long long)c->epoch,
                  tma_transport_address(c->tr));
+    char why[512];
+    if (tma_transport_explain_route(tma_transport_address(c->tr), why, sizeof why))
+        tma_log_warn(COMP, "workers will not be able to connect to %s: %s", tma_transport_address(c->tr), why);
     return TMA_OK;
 fail:
     coord_step_down(c);
@@ -322,6 +326,7 @@ void coord_step_down(coord_t *c)
         if (c->slots[i].used)
             coord_slot_release(c, &c->slots[i]);
         tma_free_aligned(c->slots[i].buf);
+        free(c->slots[i].shards);
     }
     free(c->slots);
     free(c->contrib);

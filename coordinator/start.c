@@ -2,7 +2,9 @@
  * start.c: a fresh job's start: wait for the initial workers to register,
  * deal the shards (the policy handles shards whose owner never came), wait
  * for the owners to load them (each gets W[0] as it becomes ready), then
- * record round 0 (the initial model) and the "training" state.
+ * record round 0 (the initial model) and the "training" state.  A start
+ * that fails or is interrupted sets `stop`, so the workers that joined leave
+ * instead of waiting for ever.
  */
 #include "coord_int.h"
 
@@ -85,6 +87,32 @@ static tma_status_t registration(coord_t *c)
     return st;
 }
 
+/* The one error of a start where no worker became ready; when workers
+ * registered but none could connect, it says what rules the coordinator's
+ * address out (the interface it resolves to, the UCX setting). */
+static void no_worker_ready(coord_t *c)
+{
+    const tma_job_t *job = c->job;
+    tma_jobview_snap_t s;
+    int registered = 0, connected = 0;
+    if (tma_jobview_snapshot(c->view, &s) == TMA_OK) {
+        registered = s.n_members;
+        for (int i = 0; i < s.n_members; i++)
+            connected += coord_is_connected(c, s.members[i].rec.id);
+        tma_jobview_snap_free(&s);
+    }
+    if (registered == 0 || connected > 0) {
+        tma_log_error(COMP, "no worker became ready within %.0f s of the start: check the workers' logs",
+                      2 * job->start_timeout);
+        return;
+    }
+    char why[512];
+    tma_transport_explain_route(tma_transport_address(c->tr), why, sizeof why);
+    tma_log_error(COMP, "job %s: %d worker(s) registered but none could connect to the coordinator at %s within "
+                        "%.0f s (transport.host \"%s\"): %s",
+                  job->name, registered, tma_transport_address(c->tr), job->start_timeout, job->host, why);
+}
+
 /* Readiness: owners load their shards; the weights go to each one as it
  * becomes ready (coord_service_view), the clock starts when all are, or at
  * the timeout (owners not ready by then are handled as failed). */
@@ -114,8 +142,7 @@ static tma_status_t readiness(coord_t *c)
             return TMA_OK;
         if (tma_clock_now() >= t_ready) {
             if (n == 0) {
-                tma_log_error(COMP, "no worker became ready within %.0f s of the start: check the workers' logs",
-                              2 * job->start_timeout);
+                no_worker_ready(c);
                 return TMA_ERR_TIMEOUT;
             }
             tma_log_warn(COMP, "%d of %d owner(s) ready after %.0f s; starting without the others", n, owners,
@@ -149,4 +176,19 @@ tma_status_t coord_start(coord_t *c)
     tma_log_info(COMP, "training started: variant %s, %d worker(s), %s", c->vd->name, c->job->workers,
                  c->job->interval_steps > 0 ? "aggregation every N steps" : "time-based aggregation");
     return TMA_OK;
+}
+
+void coord_start_abandon(coord_t *c, tma_status_t why)
+{
+    if (__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
+        return; /* the job is another coordinator's now */
+    const char *reason = why == TMA_ERR_CANCELLED ? "interrupted" : "start failed";
+    tma_log_warn(COMP, "job %s: the start %s (%s): setting stop so the workers leave", c->job->name,
+                 why == TMA_ERR_CANCELLED ? "was interrupted" : "failed", tma_status_str(why));
+    char *val = tma_stop_rec_encode(c->epoch, reason);
+    tma_status_t st = coord_put_key(c, TMA_KEY_STOP, val, 1);
+    free(val);
+    if (st != TMA_OK)
+        tma_log_error(COMP, "job %s: could not set stop in etcd (%s): stop the workers by hand", c->job->name,
+                      tma_status_str(st));
 }

@@ -24,6 +24,12 @@ tma_status_t coord_resume_check(coord_t *c)
     int finished = s0.has_state && !resume;
     c->prev = s0.state;
     tma_jobview_snap_free(&s0);
+    if (finished && c->o->standby && strcmp(c->prev.phase, "done") == 0) {
+        /* The leader it stood by for finished the job: nothing to take over. */
+        tma_log_info(COMP, "job %s: the leader finished it (results in %s); the standby leaves", c->job->name,
+                     c->prev.run_dir);
+        return TMA_ERR_CANCELLED;
+    }
     if (finished) {
         tma_log_error(COMP, "job %s already ran to the end (phase %s, results in %s); use another job name or "
                             "--fresh",

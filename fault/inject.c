@@ -5,6 +5,7 @@
  */
 #include "tma_fault.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ void tma_inject_init(tma_inject_t *inj)
     inj->crash_round = -1;
     inj->drop_round = -1;
     inj->stall_round = -1;
+    inj->poison_round = -1;
 }
 
 static const char *const crash_points[] = {"step", "send", "recv", "aggregate", "broadcast"};
@@ -85,9 +87,17 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj)
                 break;
             }
             inj->stall_round = round;
+        } else if (strcmp(name, "poison") == 0) {
+            if (split_at(val, &x, &round) != 0 || (strcmp(x, "weights") != 0 && strcmp(x, "global") != 0)) {
+                tma_log_error(COMP, "TMA_FAULT: poison=weights@ROUND or poison=global@ROUND");
+                st = TMA_ERR_CONFIG;
+                break;
+            }
+            snprintf(inj->poison_what, sizeof inj->poison_what, "%s", x);
+            inj->poison_round = round;
         } else {
             tma_log_error(COMP, "TMA_FAULT: unknown item \"%s\" (known: crash, delay_step, drop, "
-                                "stall_keepalive)",
+                                "stall_keepalive, poison)",
                           name);
             st = TMA_ERR_CONFIG;
             break;
@@ -119,4 +129,12 @@ void tma_inject_crash_point(const tma_inject_t *inj, const char *point, int64_t 
     tma_log_warn(COMP, "injected crash at %s in round %lld", point, (long long)round);
     kill(getpid(), SIGKILL);
     pause();
+}
+
+void tma_inject_poison(const tma_inject_t *inj, const char *what, int64_t round, float *x)
+{
+    if (!inj || !inj->active || inj->poison_round != round || strcmp(inj->poison_what, what) != 0)
+        return;
+    tma_log_warn(COMP, "injected: a NaN in the %s of round %lld", what, (long long)round);
+    x[0] = NAN;
 }

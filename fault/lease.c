@@ -5,7 +5,9 @@
  * whole refreshes every lease when it elects a leader again.  So on an
  * unreachable etcd the guard asks for the lease's time to live until etcd
  * answers, and keeps it again if it is still there; only an answer that the
- * lease is gone reaches the owner's callback.
+ * lease is gone reaches the owner's callback.  Until etcd answers the lease
+ * is "silent" (no answer for longer than its TTL): its owner presumes it
+ * lost and does no work that counts only under it.
  */
 #include "tma_fault.h"
 
@@ -27,6 +29,7 @@ struct tma_lease_guard {
     int quit;
     int lost;          /* reported to the owner (once) */
     int recovering;    /* the keeper gave up: the thread checks with etcd */
+    int silent;        /* atomic: etcd has not answered for longer than the TTL */
     double stall_until; /* injected stall: no renewals before this time */
 };
 
@@ -70,6 +73,7 @@ static void *guard_main(void *arg)
                 tma_log_info(COMP, "lease %llx is still alive (%lld s left): keeping it again",
                              (unsigned long long)g->lease, (long long)ttl);
             g->recovering = 0;
+            __atomic_store_n(&g->silent, 0, __ATOMIC_SEQ_CST);
         } else if (st == TMA_ERR_LEASE_EXPIRED || (st == TMA_OK && ttl <= 0)) {
             g->recovering = 0;
             pthread_mutex_unlock(&g->lock);
@@ -93,11 +97,14 @@ static void keeper_lost(void *arg, int64_t lease, tma_status_t why)
         report_lost(g, why);
         return;
     }
-    /* Unreachable: not proof.  Let the thread find out. */
-    tma_log_warn(COMP, "lease %llx could not be renewed (%s); checking with etcd until it answers",
+    /* Unreachable: not proof.  Let the thread find out.  The keeper gives up
+     * only when a whole TTL passed since the last renewal: etcd may have
+     * expired the lease by now, so until it answers the lease is silent. */
+    tma_log_warn(COMP, "lease %llx could not be renewed for its whole TTL (%s); presumed lost until etcd answers",
                  (unsigned long long)lease, tma_status_str(why));
     pthread_mutex_lock(&g->lock);
     g->recovering = 1;
+    __atomic_store_n(&g->silent, 1, __ATOMIC_SEQ_CST);
     pthread_cond_broadcast(&g->cond);
     pthread_mutex_unlock(&g->lock);
 }
@@ -144,6 +151,11 @@ void tma_lease_guard_stop(tma_lease_guard_t *g)
     pthread_mutex_destroy(&g->lock);
     pthread_cond_destroy(&g->cond);
     free(g);
+}
+
+int tma_lease_guard_silent(const tma_lease_guard_t *g)
+{
+    return g && __atomic_load_n(&g->silent, __ATOMIC_SEQ_CST);
 }
 
 void tma_lease_guard_stall(tma_lease_guard_t *g, double seconds)

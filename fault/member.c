@@ -129,6 +129,11 @@ void tma_member_abandon(tma_member_t *m)
     free(m);
 }
 
+int tma_member_silent(const tma_member_t *m)
+{
+    return m && tma_lease_guard_silent(m->guard);
+}
+
 void tma_member_stall_keepalive(tma_member_t *m, double seconds)
 {
     tma_log_warn(COMP, "injected: member %u stops renewing its lease for %.1f s", m->id, seconds);

@@ -28,7 +28,10 @@ extern "C" {
  * Keeps a lease alive (tma_kv_lease_keep) and tells the owner it is lost
  * only when etcd confirms it: when no endpoint could renew it (etcd down),
  * the guard keeps asking etcd for its time to live, and keeps it again if
- * it survived (a restarted cluster refreshes its leases).  Thread-safe.
+ * it survived (a restarted cluster refreshes its leases).  Meanwhile the
+ * lease is "silent": etcd has not answered for longer than its TTL, so the
+ * owner must presume it lost (etcd may well have expired it) and stop doing
+ * work that counts only under it, until etcd answers.  Thread-safe.
  */
 typedef struct tma_lease_guard tma_lease_guard_t;
 typedef void (*tma_lease_lost_fn)(void *arg, tma_status_t why);
@@ -37,6 +40,10 @@ tma_status_t tma_lease_guard_start(tma_kv_t *kv, int64_t lease, tma_lease_lost_f
                                    tma_lease_guard_t **g_p);
 /* Stops renewing (the lease then expires by itself unless revoked); accepts NULL. */
 void tma_lease_guard_stop(tma_lease_guard_t *g);
+/* 1 while etcd has not answered for longer than the lease's TTL (the kv
+ * keeper gave up renewing it and the guard is asking etcd), else 0.  A
+ * lock-free read for a training loop. */
+int tma_lease_guard_silent(const tma_lease_guard_t *g);
 /* Injected stall: no renewals for `seconds`, then checks with etcd and
  * keeps the lease again if it is still there. */
 void tma_lease_guard_stall(tma_lease_guard_t *g, double seconds);
@@ -67,6 +74,11 @@ void tma_member_abandon(tma_member_t *m);
 /* Stops renewing the lease for `seconds`, then renews again (an injected
  * stall); if the lease expired meanwhile, the lost callback runs. */
 void tma_member_stall_keepalive(tma_member_t *m, double seconds);
+/* 1 while etcd has not answered for longer than the member's lease TTL
+ * (tma_lease_guard_silent): the worker presumes its lease lost and stops
+ * training until etcd answers, when it goes on (the lease survived) or is
+ * fenced (it did not).  Lock-free. */
+int tma_member_silent(const tma_member_t *m);
 
 /* ------------------------------------------------------------------ the shard map and the policies */
 
@@ -133,6 +145,8 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_poli
  *   drop=weights@ROUND   a worker does not send its weights in ROUND
  *   stall_keepalive=SECONDS@ROUND  a worker stops renewing its lease for
  *                        SECONDS when ROUND begins
+ *   poison=WHAT@ROUND    a NaN in the tensor sent in ROUND: weights (a worker's
+ *                        local weights) or global (the coordinator's broadcast)
  * Items are separated by commas.
  */
 typedef struct tma_inject {
@@ -143,6 +157,8 @@ typedef struct tma_inject {
     int64_t drop_round; /* -1: none */
     double stall_seconds;
     int64_t stall_round; /* -1: none */
+    char poison_what[16]; /* "weights" or "global" */
+    int64_t poison_round; /* -1: none */
 } tma_inject_t;
 
 /* An inert object. */
@@ -153,6 +169,8 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj);
 tma_status_t tma_inject_from_env(tma_inject_t *inj);
 /* SIGKILLs the process, after a log line, when (point, round) is armed. */
 void tma_inject_crash_point(const tma_inject_t *inj, const char *point, int64_t round);
+/* Puts a NaN into x[0], after a log line, when poison=WHAT@round is armed. */
+void tma_inject_poison(const tma_inject_t *inj, const char *what, int64_t round, float *x);
 
 #ifdef __cplusplus
 }

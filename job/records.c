@@ -217,9 +217,14 @@ tma_status_t tma_ready_rec_decode(const char *key, const char *value, size_t len
     memset(&r, 0, sizeof r);
     int bad = get_i64(o, key, "lease", 1, INT64_MAX, &r.lease);
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "shards");
-    if (!bad && (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > (int)TMA_ARRAY_LEN(r.shards))) {
+    /* At most one entry a shard a partition may have (partition.shards). */
+    if (!bad && (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > (1 << 20))) {
         tma_log_error(COMP, "%s: field \"shards\" is missing, not a list, or too long", key);
         bad = 1;
+    }
+    if (!bad && !(r.shards = malloc((size_t)cJSON_GetArraySize(a) * sizeof *r.shards + 1))) {
+        cJSON_Delete(o);
+        return TMA_ERR_NOMEM;
     }
     for (const cJSON *it = a ? a->child : NULL; !bad && it; it = it->next) {
         if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX ||
@@ -231,10 +236,21 @@ tma_status_t tma_ready_rec_decode(const char *key, const char *value, size_t len
         r.shards[r.n_shards++] = (int32_t)it->valuedouble;
     }
     cJSON_Delete(o);
-    if (bad)
+    if (bad) {
+        free(r.shards);
         return TMA_ERR_MALFORMED;
+    }
     *r_p = r;
     return TMA_OK;
+}
+
+void tma_ready_rec_free(tma_ready_rec_t *r)
+{
+    if (!r)
+        return;
+    free(r->shards);
+    r->shards = NULL;
+    r->n_shards = 0;
 }
 
 char *tma_state_rec_encode(const tma_state_rec_t *r)

@@ -249,7 +249,7 @@ typedef struct tma_coord_rec {
 typedef struct tma_ready_rec {
     int64_t lease;
     int n_shards;
-    int32_t shards[64];
+    int32_t *shards; /* [n_shards]; malloc'd by the decoder (tma_ready_rec_free) */
 } tma_ready_rec_t;
 
 /* The job's progress, for a restarted or standby coordinator. */
@@ -272,6 +272,8 @@ char *tma_coord_rec_encode(const tma_coord_rec_t *r);
 tma_status_t tma_coord_rec_decode(const char *key, const char *value, size_t len, tma_coord_rec_t *r_p);
 char *tma_ready_rec_encode(const tma_ready_rec_t *r);
 tma_status_t tma_ready_rec_decode(const char *key, const char *value, size_t len, tma_ready_rec_t *r_p);
+/* Frees what a decoded ready record owns; accepts NULL. */
+void tma_ready_rec_free(tma_ready_rec_t *r);
 char *tma_state_rec_encode(const tma_state_rec_t *r);
 tma_status_t tma_state_rec_decode(const char *key, const char *value, size_t len, tma_state_rec_t *r_p);
 /* {"round": t, "epoch": e} for the agg key; encode returns malloc'd text. */
@@ -294,10 +296,14 @@ enum {
 /* The coordinator's member id on the transport (workers count up from 0). */
 #define TMA_COORD_PEER 0xFFFFFFF0u
 
-/* What a worker says about the tensor it sends, appended to it as
- * TMA_META_FLOATS floats (the bytes of this struct, bit for bit). */
-#define TMA_META_FLOATS 64
-#define TMA_META_MAX_SHARDS 40
+/* What a worker says about the tensor it sends, appended to it as a meta
+ * block: this head (its bytes, bit for bit, in TMA_META_HEAD_FLOATS floats),
+ * then one float for each shard of the job's partition, the first n_shards
+ * holding the numbers of the shards trained on (int32, bit for bit), the
+ * rest zero.  Both roles know the partition's shard count S, so the block
+ * of a job is tma_msg_meta_floats(S) floats and carries any number of shards
+ * (a survivor that took over every shard after reassignments). */
+#define TMA_META_HEAD_FLOATS 12
 typedef struct tma_msg_meta {
     uint32_t magic; /* TMA_META_MAGIC */
     uint32_t n_shards;
@@ -306,13 +312,28 @@ typedef struct tma_msg_meta {
     int64_t steps_round;  /* steps since its last aggregation */
     double loss;          /* mean training loss over those steps */
     double step_seconds;  /* time spent in those steps */
-    int32_t shards[TMA_META_MAX_SHARDS]; /* the shards trained on */
 } tma_msg_meta_t;
 #define TMA_META_MAGIC 0x4d414d54u /* "TMAM" */
 
-void tma_msg_meta_pack(const tma_msg_meta_t *m, float out[TMA_META_FLOATS]);
-/* TMA_ERR_MALFORMED when the block is not a meta block. */
-tma_status_t tma_msg_meta_unpack(const float in[TMA_META_FLOATS], tma_msg_meta_t *m_p);
+/* The floats of a job's meta block: the head and one per shard (S = 0:
+ * the variant has no shards). */
+static inline int64_t tma_msg_meta_floats(int shards)
+{
+    return TMA_META_HEAD_FLOATS + (shards > 0 ? shards : 0);
+}
+/* Packs m and shards[0..m->n_shards) (n_shards <= S) into the
+ * tma_msg_meta_floats(S) floats at out. */
+void tma_msg_meta_pack(const tma_msg_meta_t *m, const int32_t *shards, int S, float *out);
+/* Unpacks a block of tma_msg_meta_floats(S) floats: the head into *m_p and
+ * its shard numbers into shards_p[0..n_shards) (room for S).
+ * TMA_ERR_MALFORMED when the block is not a meta block (bad magic, more than
+ * S shards, a shard number outside [0, S), negative step counts); nothing is
+ * written then. */
+tma_status_t tma_msg_meta_unpack(const float *in, int S, tma_msg_meta_t *m_p, int32_t *shards_p);
+/* The index of the first NaN or infinity among x[0..n), or -1 when all are
+ * finite: a received tensor with one is refused (it would poison every
+ * model it is averaged into). */
+int64_t tma_tensor_first_nonfinite(const float *x, int64_t n);
 
 /* ------------------------------------------------------------------ the job view */
 
@@ -366,7 +387,10 @@ uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout);
  * handled like a change. */
 void tma_jobview_poke(tma_jobview_t *v);
 /* Lock-free reads for the training loop. */
-int64_t tma_jobview_agg_round(const tma_jobview_t *v);
+/* The open aggregation round and, in *epoch_p, the epoch of the coordinator
+ * that raised it: a round is (epoch, round), so a round a new coordinator
+ * raises again is a new one. */
+int64_t tma_jobview_agg(const tma_jobview_t *v, uint64_t *epoch_p);
 int tma_jobview_stopped(const tma_jobview_t *v);
 tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s);
 void tma_jobview_snap_free(tma_jobview_snap_t *s);

@@ -46,6 +46,8 @@ struct tma_jobview {
     uint64_t version;
     int synced;        /* the first snapshot is in */
     int64_t agg_round; /* atomics for the hot path */
+    uint64_t agg_epoch;
+    uint64_t agg_seq;  /* odd while agg_round and agg_epoch change (a seqlock) */
     int stop;
     /* supervisor */
     pthread_t thread;
@@ -55,11 +57,19 @@ struct tma_jobview {
     tma_kv_watch_t *watch;
 };
 
+/* The ready records own their shard lists. */
+static void ready_free(tma_jobview_ready_t *ready, int n)
+{
+    for (int i = 0; i < n; i++)
+        tma_ready_rec_free(&ready[i].rec);
+    free(ready);
+}
+
 static void state_clear(view_state_t *s)
 {
     free(s->config);
     free(s->members);
-    free(s->ready);
+    ready_free(s->ready, s->n_ready);
     free(s->shards);
     free(s->shard_present);
     memset(s, 0, sizeof *s);
@@ -128,17 +138,23 @@ static void apply_ready(view_state_t *s, const tma_kv_pair_t *p, int del)
         return;
     tma_jobview_ready_t *r = find_ready(s, (uint32_t)id);
     if (del) {
-        if (r)
+        if (r) {
+            tma_ready_rec_free(&r->rec);
             *r = s->ready[--s->n_ready];
+        }
         return;
     }
     tma_ready_rec_t rec;
     if (tma_ready_rec_decode(p->key, p->value, p->value_len, &rec) != TMA_OK)
         return;
     if (!r) {
-        if (grow((void **)&s->ready, &s->cap_ready, s->n_ready + 1, sizeof *s->ready) != 0)
+        if (grow((void **)&s->ready, &s->cap_ready, s->n_ready + 1, sizeof *s->ready) != 0) {
+            tma_ready_rec_free(&rec);
             return;
+        }
         r = &s->ready[s->n_ready++];
+    } else {
+        tma_ready_rec_free(&r->rec);
     }
     r->id = (uint32_t)id;
     r->rec = rec;
@@ -210,7 +226,10 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
 static void publish(tma_jobview_t *v)
 {
     v->version++;
-    __atomic_store_n(&v->agg_round, v->st.agg_round, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&v->agg_seq, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&v->agg_round, v->st.agg_round, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&v->agg_epoch, v->st.agg_epoch, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&v->agg_seq, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&v->stop, v->st.stop, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&v->cond);
 }
@@ -394,9 +413,17 @@ void tma_jobview_poke(tma_jobview_t *v)
     pthread_mutex_unlock(&v->lock);
 }
 
-int64_t tma_jobview_agg_round(const tma_jobview_t *v)
+int64_t tma_jobview_agg(const tma_jobview_t *v, uint64_t *epoch_p)
 {
-    return __atomic_load_n(&v->agg_round, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint64_t s1 = __atomic_load_n(&v->agg_seq, __ATOMIC_SEQ_CST);
+        int64_t r = __atomic_load_n(&v->agg_round, __ATOMIC_SEQ_CST);
+        uint64_t e = __atomic_load_n(&v->agg_epoch, __ATOMIC_SEQ_CST);
+        if (!(s1 & 1) && __atomic_load_n(&v->agg_seq, __ATOMIC_SEQ_CST) == s1) {
+            *epoch_p = e;
+            return r;
+        }
+    }
 }
 
 int tma_jobview_stopped(const tma_jobview_t *v)
@@ -415,7 +442,7 @@ tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s)
     s->coord = st->coord;
     s->coord_epoch = st->coord_epoch;
     s->n_members = st->n_members;
-    s->n_ready = st->n_ready;
+    s->n_ready = 0; /* counts the records copied (and owned) so far */
     s->n_shards = st->n_shards;
     s->members = malloc((size_t)(st->n_members + 1) * sizeof *s->members);
     s->ready = malloc((size_t)(st->n_ready + 1) * sizeof *s->ready);
@@ -424,8 +451,16 @@ tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s)
     int ok = s->members && s->ready && s->shards && s->shard_present && (!st->config || s->config);
     if (ok && st->n_members)
         memcpy(s->members, st->members, (size_t)st->n_members * sizeof *s->members);
-    if (ok && st->n_ready)
-        memcpy(s->ready, st->ready, (size_t)st->n_ready * sizeof *s->ready);
+    for (int i = 0; ok && i < st->n_ready; i++) {
+        s->ready[i] = st->ready[i];
+        s->ready[i].rec.shards = malloc((size_t)st->ready[i].rec.n_shards * sizeof(int32_t) + 1);
+        if (!s->ready[i].rec.shards) {
+            ok = 0;
+            break;
+        }
+        memcpy(s->ready[i].rec.shards, st->ready[i].rec.shards, (size_t)st->ready[i].rec.n_shards * sizeof(int32_t));
+        s->n_ready = i + 1;
+    }
     if (ok && st->n_shards) {
         memcpy(s->shards, st->shards, (size_t)st->n_shards * sizeof *s->shards);
         memcpy(s->shard_present, st->shard_present, (size_t)st->n_shards * sizeof *s->shard_present);
@@ -449,7 +484,7 @@ void tma_jobview_snap_free(tma_jobview_snap_t *s)
         return;
     free(s->config);
     free(s->members);
-    free(s->ready);
+    ready_free(s->ready, s->n_ready);
     free(s->shards);
     free(s->shard_present);
     memset(s, 0, sizeof *s);

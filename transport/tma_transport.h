@@ -229,6 +229,15 @@ const char *tma_transport_address(const tma_transport_t *t);
 /* The listening port, 0 when not listening. */
 uint16_t tma_transport_port(const tma_transport_t *t);
 
+/*
+ * Says, for an error message, how this host reaches addr ("host:port" or a
+ * host): the interface the route to it leaves by, and whether this
+ * process's UCX settings (UCX_NET_DEVICES) rule that interface out.  Writes
+ * one sentence into out (cap bytes).  Returns 1 when a UCX setting rules the
+ * interface out, else 0.  Thread-safe; touches no transport.
+ */
+int tma_transport_explain_route(const char *addr, char *out, size_t cap);
+
 /* ------------------------------------------------------------------ connections */
 
 /*

@@ -39,27 +39,42 @@ typedef struct worker {
     uint32_t id;
     int64_t lease;
     int fenced; /* atomic: the lease was lost */
+    int silent; /* etcd has not answered for longer than the lease TTL: not training */
     tma_transport_t *tr;
     uint64_t conn_epoch; /* the coordinator epoch we are connected to (0: none) */
+    uint64_t explained_epoch; /* the coordinator whose unreachable address was explained */
     double next_connect;
 
+    /* Shard sets hold up to max_shards entries: the partition's shard
+     * count (1 without shards: the whole graph), so one worker can own
+     * every shard. */
+    int max_shards;
     int n_loaded;
-    int32_t loaded[TMA_META_MAX_SHARDS];
-    tma_graph_t *graphs[TMA_META_MAX_SHARDS];
+    int32_t *loaded;       /* [max_shards], sorted */
+    tma_graph_t **graphs;  /* [max_shards] */
+    int32_t *want;         /* [max_shards]: scratch for the owned set */
+    tma_graph_t **opening; /* [max_shards]: scratch for load_shards */
+    int *reuse;            /* [max_shards]: scratch for load_shards */
+    int64_t meta_floats;   /* the meta block after the parameters */
     tma_gnn_trainer_t *trainer;
     int64_t P;         /* floats in the parameter block */
-    float *sendbuf;    /* P + TMA_META_FLOATS */
+    float *sendbuf;    /* P + meta_floats */
     float *globalbuf;  /* P, posted for the coordinator's weights */
     int posted;
     int have_weights;  /* global weights received since the shards were loaded */
     int64_t adopted_round; /* newest global round adopted */
+    uint64_t adopted_epoch; /* ... and the epoch of the coordinator that sent it */
 
     /* accounting for the meta block */
     int64_t steps_total, steps_round;
     double loss_sum, step_seconds;
+    /* The last round sent: a round is (epoch, round), so one that a new
+     * coordinator raises again after a takeover is sent again. */
     int64_t last_sent_round;
+    uint64_t last_sent_epoch;
     int stall_done, drop_done;
     int ready_dirty; /* ready/<id> must be (re)written */
+    int bad_shard_said; /* the highest out-of-range shards/<k> reported */
     double next_ready;
 } worker_t;
 
@@ -103,13 +118,26 @@ static void unload_all(worker_t *w)
     w->have_weights = 0;
 }
 
-/* The shards the view says this member owns, sorted. */
-static int owned_shards(const tma_jobview_snap_t *s, uint32_t id, int32_t *out)
+/* The shards the view says this member owns, sorted.  A shards/<k> key
+ * with k beyond the partition is refused (said once): there is no such
+ * shard to load. */
+static int owned_shards(worker_t *w, const tma_jobview_snap_t *s, int32_t *out)
 {
     int n = 0;
-    for (int k = 0; k < s->n_shards && n < TMA_META_MAX_SHARDS; k++)
-        if (s->shard_present[k] && s->shards[k].owner == (int64_t)id)
-            out[n++] = k;
+    for (int k = 0; k < s->n_shards && n < w->max_shards; k++) {
+        if (!s->shard_present[k] || s->shards[k].owner != (int64_t)w->id)
+            continue;
+        if (k >= w->pinfo->num_shards) {
+            if (k > w->bad_shard_said) {
+                tma_log_error(COMP, "member %u: refused shards/%08d: shard %d is out of range (the job's "
+                                    "partition has %d shards)",
+                              w->id, k, k, w->pinfo->num_shards);
+                w->bad_shard_said = k;
+            }
+            continue;
+        }
+        out[n++] = k;
+    }
     return n;
 }
 
@@ -129,8 +157,7 @@ static tma_status_t put_ready(worker_t *w)
     memset(&r, 0, sizeof r);
     r.lease = w->lease;
     r.n_shards = w->vd->uses_shards ? w->n_loaded : 0;
-    for (int i = 0; i < r.n_shards; i++)
-        r.shards[i] = w->loaded[i];
+    r.shards = w->loaded;
     char *val = tma_ready_rec_encode(&r);
     if (!val)
         return TMA_ERR_NOMEM;
@@ -170,7 +197,7 @@ static tma_status_t create_trainer(worker_t *w, tma_graph_t **graphs, int n)
     w->P = P;
     tma_free_aligned(w->sendbuf);
     tma_free_aligned(w->globalbuf);
-    w->sendbuf = tma_alloc_aligned((size_t)(w->P + TMA_META_FLOATS) * sizeof(float));
+    w->sendbuf = tma_alloc_aligned((size_t)(w->P + w->meta_floats) * sizeof(float));
     w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
     if (!w->sendbuf || !w->globalbuf)
         return TMA_ERR_NOMEM;
@@ -182,8 +209,8 @@ static tma_status_t create_trainer(worker_t *w, tma_graph_t **graphs, int n)
  * the shards already loaded and the trainer's weights and optimizer state. */
 static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
 {
-    tma_graph_t *graphs[TMA_META_MAX_SHARDS];
-    int reuse[TMA_META_MAX_SHARDS];
+    tma_graph_t **graphs = w->opening;
+    int *reuse = w->reuse;
     tma_status_t st = TMA_OK;
     for (int i = 0; i < n_want; i++) {
         graphs[i] = NULL;
@@ -296,8 +323,15 @@ static void ensure_connected(worker_t *w, const tma_jobview_snap_t *s)
     uint32_t peer = 0;
     tma_status_t st = tma_transport_connect(w->tr, s->coord.address, 5.0, &peer);
     if (st != TMA_OK || peer != TMA_COORD_PEER) {
-        tma_log_warn(COMP, "member %u: cannot reach the coordinator at %s (%s); will retry", w->id,
-                     s->coord.address, st == TMA_OK ? "it is not a coordinator" : tma_status_str(st));
+        /* Once per coordinator: what may rule its address out here. */
+        char why[512] = "";
+        if (w->explained_epoch != s->coord_epoch) {
+            tma_transport_explain_route(s->coord.address, why, sizeof why);
+            w->explained_epoch = s->coord_epoch;
+        }
+        tma_log_warn(COMP, "member %u: cannot reach the coordinator at %s (%s)%s%s; will retry", w->id,
+                     s->coord.address, st == TMA_OK ? "it is not a coordinator" : tma_status_str(st),
+                     why[0] ? ": " : "", why);
         w->next_connect = now + 1.0;
         return;
     }
@@ -332,10 +366,16 @@ static int take_global(worker_t *w, tma_transport_msg_t *m)
     } else if (m->meta.epoch < w->conn_epoch) {
         tma_log_warn(COMP, "member %u: refused global weights of a stale coordinator epoch %llu", w->id,
                      (unsigned long long)m->meta.epoch);
-    } else if (w->trainer && ((int64_t)m->meta.round >= w->adopted_round || !w->have_weights)) {
+    } else if (tma_tensor_first_nonfinite(m->data, w->P) >= 0) {
+        tma_log_error(COMP, "member %u: the global weights of round %llu from the coordinator (epoch %llu) hold "
+                            "NaN or infinite values: refused, training on with its own",
+                      w->id, (unsigned long long)m->meta.round, (unsigned long long)m->meta.epoch);
+    } else if (w->trainer && (m->meta.epoch > w->adopted_epoch || (int64_t)m->meta.round >= w->adopted_round ||
+                              !w->have_weights)) {
         tma_log_debug(COMP, "member %u: global weights of round %llu", w->id, (unsigned long long)m->meta.round);
         if (tma_gnn_trainer_set_params(w->trainer, m->data) == TMA_OK) {
             w->adopted_round = (int64_t)m->meta.round;
+            w->adopted_epoch = m->meta.epoch;
             w->have_weights = 1;
             adopted = 1;
         }
@@ -348,11 +388,20 @@ static int take_global(worker_t *w, tma_transport_msg_t *m)
     return adopted;
 }
 
+/* Whether W[round] of the coordinator we are connected to is adopted
+ * already (that round is closed). */
+static int has_global(const worker_t *w, int64_t round)
+{
+    return w->have_weights && w->conn_epoch && w->adopted_epoch == w->conn_epoch && w->adopted_round >= round;
+}
+
 /* Waits up to timeout for global weights of at least round `round`
  * (-1: any).  Returns 1 when adopted, 0 on timeout or when something else
  * needs attention (stop, fenced, the connection ended). */
 static int wait_global(worker_t *w, int64_t round, double timeout)
 {
+    if (round >= 0 && has_global(w, round))
+        return 1; /* it came before we waited */
     double end = tma_clock_now() + timeout;
     while (tma_clock_now() < end) {
         if (should_stop(w) || __atomic_load_n(&w->fenced, __ATOMIC_SEQ_CST) || !w->conn_epoch)
@@ -361,8 +410,12 @@ static int wait_global(worker_t *w, int64_t round, double timeout)
         memset(&m, 0, sizeof m);
         if (tma_transport_recv(w->tr, TMA_COORD_PEER, TMA_TAG_GLOBAL, 0.1, &m) != TMA_OK)
             continue;
-        if (take_global(w, &m) && (round < 0 || w->adopted_round >= round))
+        int64_t got = m.kind == TMA_TRANSPORT_MSG_EVENT ? -1 : (int64_t)m.meta.round;
+        int adopted = take_global(w, &m);
+        if (adopted && (round < 0 || w->adopted_round >= round))
             return 1;
+        if (!adopted && round >= 0 && got >= round)
+            return 0; /* refused: no other W[round] comes */
     }
     return 0;
 }
@@ -384,6 +437,8 @@ static tma_status_t send_tensor(worker_t *w, uint32_t tag, int64_t round)
                                            : tma_gnn_trainer_get_params(w->trainer, w->sendbuf);
     if (st != TMA_OK)
         return st;
+    if (tag == TMA_TAG_LOCAL)
+        tma_inject_poison(&w->inj, "weights", round, w->sendbuf);
     tma_msg_meta_t meta;
     memset(&meta, 0, sizeof meta);
     meta.magic = TMA_META_MAGIC;
@@ -393,13 +448,11 @@ static tma_status_t send_tensor(worker_t *w, uint32_t tag, int64_t round)
     meta.loss = w->steps_round ? w->loss_sum / (double)w->steps_round : 0.0;
     meta.step_seconds = w->step_seconds;
     meta.n_shards = (uint32_t)(w->vd->uses_shards ? w->n_loaded : 0);
-    for (uint32_t i = 0; i < meta.n_shards; i++)
-        meta.shards[i] = w->loaded[i];
-    tma_msg_meta_pack(&meta, w->sendbuf + w->P);
+    tma_msg_meta_pack(&meta, w->loaded, w->vd->uses_shards ? w->pinfo->num_shards : 0, w->sendbuf + w->P);
     tma_transport_meta_t tm = {tag, w->conn_epoch, (uint64_t)round};
     tma_log_debug(COMP, "member %u: sending %s for round %lld (%lld steps)", w->id,
                   tag == TMA_TAG_GRADS ? "gradients" : "weights", (long long)round, (long long)w->steps_round);
-    st = tma_transport_send(w->tr, TMA_COORD_PEER, &tm, w->sendbuf, (size_t)(w->P + TMA_META_FLOATS),
+    st = tma_transport_send(w->tr, TMA_COORD_PEER, &tm, w->sendbuf, (size_t)(w->P + w->meta_floats),
                             TMA_TRANSPORT_MEM_HOST, w->job->round_deadline);
     if (st != TMA_OK) {
         tma_log_warn(COMP, "member %u: sending to the coordinator failed (%s)", w->id, tma_status_str(st));
@@ -445,6 +498,7 @@ static tma_status_t join(worker_t *w)
     else
         snprintf(rec.name, sizeof rec.name, "%.40s:%d", host, rec.pid);
     __atomic_store_n(&w->fenced, 0, __ATOMIC_SEQ_CST);
+    w->silent = 0;
     tma_status_t st = tma_member_join(w->kv, w->job->name, w->job->lease_ttl, &rec, on_lease_lost, w, &w->member);
     if (st != TMA_OK)
         return st;
@@ -468,7 +522,9 @@ static tma_status_t join(worker_t *w)
     w->conn_epoch = 0;
     w->next_connect = 0;
     w->adopted_round = -1;
+    w->adopted_epoch = 0;
     w->last_sent_round = 0;
+    w->last_sent_epoch = 0;
     w->steps_total = 0;
     reset_round(w);
     return TMA_OK;
@@ -482,22 +538,35 @@ static void maybe_aggregate(worker_t *w)
 {
     const tma_job_t *job = w->job;
     int64_t t = -1;
+    uint64_t epoch = w->last_sent_epoch;
     if (job->interval_steps > 0) {
         if (w->steps_round >= job->interval_steps)
             t = w->last_sent_round + 1;
     } else {
-        int64_t agg = tma_jobview_agg_round(w->view);
-        if (agg > w->last_sent_round)
+        /* A round raised by another coordinator than the one we are
+         * connected to waits until we are connected to it (or it is
+         * replaced); an older epoch's is stale. */
+        int64_t agg = tma_jobview_agg(w->view, &epoch);
+        int fresh = epoch > w->last_sent_epoch || (epoch == w->last_sent_epoch && agg > w->last_sent_round);
+        if (agg > 0 && fresh && (!w->conn_epoch || epoch == w->conn_epoch))
             t = agg;
     }
     if (t < 0)
         return;
+    if (job->interval_steps <= 0 && has_global(w, t)) {
+        /* Round t closed before we got to it (we were late): its global
+         * weights are here, anything we sent now would be refused. */
+        w->last_sent_round = t;
+        w->last_sent_epoch = epoch;
+        return;
+    }
     if (w->inj.stall_round == t && !w->stall_done) {
         w->stall_done = 1;
         tma_member_stall_keepalive(w->member, w->inj.stall_seconds);
     }
     tma_inject_crash_point(&w->inj, "send", t);
     w->last_sent_round = t;
+    w->last_sent_epoch = epoch;
     if (!w->conn_epoch) {
         /* No coordinator right now: keep training on local weights. */
         reset_round(w);
@@ -538,6 +607,34 @@ static tma_status_t ggs_step(worker_t *w, int64_t s)
     return TMA_OK;
 }
 
+/* A worker that has had no answer from etcd for longer than its lease TTL
+ * (cut off from etcd, maybe not from the coordinator) presumes its lease
+ * lost: etcd has probably expired it, the coordinator has given its shards
+ * away, and nothing it trains or sends would count.  It stops training
+ * (and drops the steps of the round, which nobody will count) until etcd
+ * answers: then it trains on if the lease survived (a whole cluster was
+ * down), is fenced and joins again if not, or leaves if the job is over.
+ * Returns 1 while paused (after waiting a little). */
+static int paused_by_silence(worker_t *w, uint64_t seen)
+{
+    if (tma_member_silent(w->member)) {
+        if (!w->silent) {
+            tma_log_warn(COMP, "member %u: no answer from etcd for longer than its lease TTL (%lld s): it presumes "
+                               "its lease lost and stops training until etcd answers",
+                         w->id, (long long)w->job->lease_ttl);
+            w->silent = 1;
+            reset_round(w);
+        }
+        tma_jobview_wait(w->view, seen, 0.5);
+        return 1;
+    }
+    if (w->silent) {
+        tma_log_info(COMP, "member %u: etcd answers again and its lease is alive: training on", w->id);
+        w->silent = 0;
+    }
+    return 0;
+}
+
 /* Runs one incarnation until stop (TMA_OK), fencing (TMA_ERR_FENCED) or an
  * error. */
 static tma_status_t incarnation(worker_t *w)
@@ -556,6 +653,8 @@ static tma_status_t incarnation(worker_t *w)
             teardown(w, 0);
             return TMA_ERR_FENCED;
         }
+        if (paused_by_silence(w, seen))
+            continue;
         uint64_t ver = tma_jobview_wait(w->view, seen, 0);
         double now = tma_clock_now();
         int idle = !w->trainer || !w->have_weights;
@@ -570,10 +669,10 @@ static tma_status_t incarnation(worker_t *w)
             if (tma_jobview_snapshot(w->view, &s) == TMA_OK) {
                 seen = s.version;
                 ensure_connected(w, &s);
-                int32_t want[TMA_META_MAX_SHARDS];
+                int32_t *want = w->want;
                 int n_want;
                 if (w->vd->uses_shards) {
-                    n_want = owned_shards(&s, w->id, want);
+                    n_want = owned_shards(w, &s, want);
                 } else {
                     want[0] = 0; /* the whole graph */
                     n_want = 1;
@@ -606,9 +705,13 @@ static tma_status_t incarnation(worker_t *w)
                 started = 1;
             }
             /* Rounds already raised before we had weights are not ours. */
-            if (w->job->interval_steps <= 0 && tma_jobview_agg_round(w->view) > w->last_sent_round)
-                w->last_sent_round = tma_jobview_agg_round(w->view);
-            else if (w->adopted_round > w->last_sent_round)
+            uint64_t agg_epoch;
+            int64_t agg = tma_jobview_agg(w->view, &agg_epoch);
+            if (w->job->interval_steps <= 0 &&
+                (agg_epoch > w->last_sent_epoch || (agg_epoch == w->last_sent_epoch && agg > w->last_sent_round))) {
+                w->last_sent_round = agg;
+                w->last_sent_epoch = agg_epoch;
+            } else if (w->adopted_round > w->last_sent_round)
                 w->last_sent_round = w->adopted_round;
             ggs_step_no = w->adopted_round;
         }
@@ -683,15 +786,33 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
         if (st != TMA_OK)
             goto out;
     }
-    for (;;) {
+    w.max_shards = w.vd->uses_shards ? w.pinfo->num_shards : 1;
+    w.meta_floats = tma_msg_meta_floats(w.vd->uses_shards ? w.pinfo->num_shards : 0);
+    w.loaded = malloc((size_t)w.max_shards * sizeof *w.loaded);
+    w.graphs = malloc((size_t)w.max_shards * sizeof *w.graphs);
+    w.want = malloc((size_t)w.max_shards * sizeof *w.want);
+    w.opening = malloc((size_t)w.max_shards * sizeof *w.opening);
+    w.reuse = malloc((size_t)w.max_shards * sizeof *w.reuse);
+    if (!w.loaded || !w.graphs || !w.want || !w.opening || !w.reuse) {
+        st = TMA_ERR_NOMEM;
+        goto out;
+    }
+    for (int joined = 0;; joined = 1) {
         st = incarnation(&w);
-        if (st != TMA_ERR_FENCED)
+        /* After a first incarnation, joining again waits for etcd to
+         * answer (a worker fenced after an etcd outage rejoins when it
+         * comes back). */
+        int retry = st == TMA_ERR_FENCED || (joined && tma_status_group(st) == TMA_GROUP_PEER);
+        if (!retry)
             break;
         if (should_stop(&w)) {
             st = TMA_OK;
             break;
         }
-        tma_sleep(0.5);
+        if (st != TMA_ERR_FENCED)
+            tma_log_warn(COMP, "cannot join job %s again yet (%s); retrying until etcd answers", w.job->name,
+                         tma_status_str(st));
+        tma_sleep(st == TMA_ERR_FENCED ? 0.5 : 2.0);
     }
     if (st == TMA_OK && stop_flag && *stop_flag)
         st = TMA_ERR_CANCELLED;
@@ -699,6 +820,11 @@ out:
     tma_jobview_stop(w.view);
     tma_free_aligned(w.sendbuf);
     tma_free_aligned(w.globalbuf);
+    free(w.loaded);
+    free(w.graphs);
+    free(w.want);
+    free(w.opening);
+    free(w.reuse);
     tma_partition_info_destroy(w.pinfo);
     tma_job_destroy(w.job);
     tma_kv_destroy(w.kv);

@@ -118,6 +118,20 @@ netns_cleanup() {
   _tma_cleanup
 }
 in_ns() { local r=$1; shift; ip netns exec "$_ns_prefix$r" "$@"; }
+# netns_etcd ROLE IP FROM: a one-member etcd in ROLE's namespace on IP (data
+# in ./etcd-data, log in ./etcd.log), healthy as seen from role FROM's
+# namespace; sets ETCD_ENDPOINTS.
+netns_etcd() {
+  local role=$1 ip=$2 from=$3
+  ETCD_ENDPOINTS="http://$ip:2379"
+  bg_ns "$role" "$TMA_ETCD" --name m0 --data-dir etcd-data --listen-client-urls "$ETCD_ENDPOINTS" \
+    --advertise-client-urls "$ETCD_ENDPOINTS" --listen-peer-urls "http://$ip:2380" \
+    --initial-advertise-peer-urls "http://$ip:2380" --initial-cluster "m0=http://$ip:2380" \
+    --logger zap --log-level warn >etcd.log 2>&1
+  track $!
+  wait_for 30 in_ns "$from" "$TMA_ETCDCTL" --endpoints "$ETCD_ENDPOINTS" --dial-timeout 1s endpoint health ||
+    { cat etcd.log >&2; hard "etcd cannot be reached from another namespace"; }
+}
 bg_ns() { local r=$1; shift; ( exec ip netns exec "$_ns_prefix$r" "$@" ) & }
 # The bridge side of ROLE's link (set it down to cut ROLE off).
 netns_link() { echo "p$_ns_prefix$1"; }

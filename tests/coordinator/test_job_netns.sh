@@ -19,14 +19,7 @@ netns_setup "tma$sfx" "$br" "$net" "${roles[@]}"
 cd "$TMP_ROOT"
 make_graph g.tmag
 "$TMA" partition g.tmag --scheme random --shards 2 --seed 3 -o part >/dev/null || fail "partition"
-ETCD_ENDPOINTS="http://$net.1:2379"
-bg_ns e "$TMA_ETCD" --name m0 --data-dir etcd-data --listen-client-urls "$ETCD_ENDPOINTS" \
-  --advertise-client-urls "$ETCD_ENDPOINTS" --listen-peer-urls "http://$net.1:2380" \
-  --initial-advertise-peer-urls "http://$net.1:2380" --initial-cluster "m0=http://$net.1:2380" \
-  --logger zap --log-level warn >etcd.log 2>&1
-track $!
-wait_for 30 in_ns c "$TMA_ETCDCTL" --endpoints "$ETCD_ENDPOINTS" --dial-timeout 1s endpoint health ||
-  { cat etcd.log >&2; hard "etcd in one namespace cannot be reached from another"; }
+netns_etcd e "$net.1" c
 cat > job.json <<JSON
 {"job": "hosts", "graph": "g.tmag", "partition": {"dir": "part"}, "workers": 2,
  "aggregation": {"interval_steps": 5}, "duration": {"rounds": 5}, "transport": {"host": "$net.2"},

@@ -15,6 +15,12 @@ FAULT_SCRIPT_FILES = tests/fault/test_fault_kill_worker.sh tests/fault/test_faul
 	tests/fault/test_fault_slow.sh tests/fault/test_fault_coordinator.sh tests/fault/test_fault_etcd.sh \
 	tests/fault/test_fault_partition.sh tests/fault/test_fault_chaos.sh
 EXTRA_DIST += $(FAULT_SCRIPT_FILES)
+# issue 13, the worker's side of failover
+FAULT_WORKER_TESTS = tests/fault/test_fault_round_again.sh tests/fault/test_fault_start_stop.sh \
+	tests/fault/test_fault_bad_keys.sh tests/fault/test_fault_poison.sh tests/fault/test_fault_many_shards.sh \
+	tests/fault/test_fault_unreachable.sh tests/fault/test_fault_etcd_cut.sh
+TESTS += $(FAULT_WORKER_TESTS)
+FAULT_SCRIPT_FILES += $(FAULT_WORKER_TESTS)
 
 # 20 chaos runs in a loop (not part of make check: about 15 minutes).
 check-chaos: all tests/harness.sh

@@ -18,14 +18,7 @@ netns_setup "tmap$sfx" "$br" "$net" "${roles[@]}"
 
 cd "$TMP_ROOT"
 fault_graph
-ETCD_ENDPOINTS="http://$net.1:2379"
-bg_ns m "$TMA_ETCD" --name m0 --data-dir etcd-data --listen-client-urls "$ETCD_ENDPOINTS" \
-  --advertise-client-urls "$ETCD_ENDPOINTS" --listen-peer-urls "http://$net.1:2380" \
-  --initial-advertise-peer-urls "http://$net.1:2380" --initial-cluster "m0=http://$net.1:2380" \
-  --logger zap --log-level warn >etcd.log 2>&1
-track $!
-wait_for 30 in_ns p "$TMA_ETCDCTL" --endpoints "$ETCD_ENDPOINTS" --dial-timeout 1s endpoint health ||
-  { cat etcd.log >&2; hard "etcd cannot be reached from the other namespace"; }
+netns_etcd m "$net.1" p
 TRAIN=30 write_job j.json kn "\"transport\": {\"host\": \"$net.1\"}, \"fault\": {\"lease_ttl\": 3, \"round_deadline\": 4, \"start_timeout\": 20}"
 bg_ns m "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" --config j.json --run-dir run --etcd-timeout 2 >coord.log 2>&1
 COORD_PID=$!; track $COORD_PID

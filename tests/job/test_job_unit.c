@@ -4,6 +4,7 @@
 #include "tma_job.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 static void test_records(void)
@@ -28,14 +29,23 @@ static void test_records(void)
     free(s);
     CHECK(tma_shard_rec_decode("k", "{\"shard\":1}", 11, &r2) == TMA_ERR_MALFORMED);
 
-    tma_ready_rec_t rd = {42, 3, {0, 5, 9}}, rd2;
+    int32_t rd_shards[3] = {0, 5, 9};
+    tma_ready_rec_t rd = {42, 3, rd_shards}, rd2;
     s = tma_ready_rec_encode(&rd);
     CHECK_OK(tma_ready_rec_decode("k", s, strlen(s), &rd2));
     CHECK(rd2.n_shards == 3 && rd2.shards[1] == 5 && rd2.lease == 42);
+    tma_ready_rec_free(&rd2);
     free(s);
-    const char *too_many = "{\"lease\": 1, \"shards\": [0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,"
-                           "0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0,1,2,3,4,5]}";
-    CHECK(tma_ready_rec_decode("k", too_many, strlen(too_many), &rd2) == TMA_ERR_MALFORMED);
+    /* Any number of shards: a survivor may own all of a 90-shard job's. */
+    int32_t many[90];
+    for (int i = 0; i < 90; i++)
+        many[i] = i;
+    tma_ready_rec_t rdm = {7, 90, many};
+    s = tma_ready_rec_encode(&rdm);
+    CHECK_OK(tma_ready_rec_decode("k", s, strlen(s), &rd2));
+    CHECK(rd2.n_shards == 90 && rd2.shards[89] == 89);
+    tma_ready_rec_free(&rd2);
+    free(s);
     CHECK(tma_ready_rec_decode("k", "{\"lease\":1,\"shards\":[-1]}", 25, &rd2) == TMA_ERR_MALFORMED);
 
     tma_state_rec_t st, st2;
@@ -63,7 +73,9 @@ static void test_records(void)
     CHECK(tma_job_key_number(key) == 12);
     CHECK(tma_job_key_number("/tma/j/shards/x") == -1);
 
-    /* The meta block round-trips through floats bit for bit. */
+    /* The meta block round-trips through floats bit for bit, with any
+     * number of shards (up to the partition's S). */
+    enum { S = 90 };
     tma_msg_meta_t meta, back;
     memset(&meta, 0, sizeof meta);
     meta.magic = TMA_META_MAGIC;
@@ -71,15 +83,30 @@ static void test_records(void)
     meta.steps_total = 1000;
     meta.steps_round = 10;
     meta.loss = 0.25;
-    meta.n_shards = 2;
-    meta.shards[0] = 4;
-    meta.shards[1] = 7;
-    float block[TMA_META_FLOATS];
-    tma_msg_meta_pack(&meta, block);
-    CHECK_OK(tma_msg_meta_unpack(block, &back));
+    meta.n_shards = 60;
+    int32_t shards[S], got[S];
+    for (int i = 0; i < S; i++)
+        shards[i] = (i * 7) % S;
+    float block[TMA_META_HEAD_FLOATS + S];
+    CHECK(tma_msg_meta_floats(S) == (int64_t)TMA_ARRAY_LEN(block) && tma_msg_meta_floats(0) == TMA_META_HEAD_FLOATS);
+    tma_msg_meta_pack(&meta, shards, S, block);
+    CHECK_OK(tma_msg_meta_unpack(block, S, &back, got));
     CHECK(memcmp(&meta, &back, sizeof meta) == 0);
+    CHECK(memcmp(shards, got, 60 * sizeof *got) == 0);
+    /* More shards than the partition has, or a shard number outside it. */
+    CHECK(tma_msg_meta_unpack(block, 59, &back, got) == TMA_ERR_MALFORMED);
+    int32_t outside = S;
+    memcpy(&block[TMA_META_HEAD_FLOATS + 3], &outside, sizeof outside);
+    CHECK(tma_msg_meta_unpack(block, S, &back, got) == TMA_ERR_MALFORMED);
     block[0] = 1.0f;
-    CHECK(tma_msg_meta_unpack(block, &back) == TMA_ERR_MALFORMED);
+    CHECK(tma_msg_meta_unpack(block, S, &back, got) == TMA_ERR_MALFORMED);
+    /* Received tensors: the first NaN or infinity, or -1. */
+    float x[4] = {0.0f, 1.0f, -2.0f, 3.0f};
+    CHECK(tma_tensor_first_nonfinite(x, 4) == -1);
+    x[2] = INFINITY;
+    CHECK(tma_tensor_first_nonfinite(x, 4) == 2);
+    x[1] = NAN;
+    CHECK(tma_tensor_first_nonfinite(x, 4) == 1);
 }
 
 static void test_keys(void)
