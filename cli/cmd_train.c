@@ -53,11 +53,12 @@ typedef struct train_run {
 static tma_status_t evaluate(train_run_t *r)
 {
     tma_status_t st = tma_gnn_trainer_get_params(r->tr, r->params);
-    double mrr = 0;
+    tma_gnn_metrics_t m;
     if (st == TMA_OK)
-        st = tma_gnn_evaluator_mrr(r->ev, r->params, TMA_GNN_SPLIT_VAL, &mrr);
+        st = tma_gnn_evaluator_metrics(r->ev, r->params, TMA_GNN_SPLIT_VAL, &m);
     if (st != TMA_OK)
         return st;
+    const double mrr = m.mrr;
     double infer_s, score_s;
     tma_gnn_evaluator_last_timing(r->ev, &infer_s, &score_s);
     r->evals++;
@@ -89,8 +90,11 @@ static tma_status_t evaluate(train_run_t *r)
     double eps = r->train_s > 0 ? (double)r->steps * r->cfg.batch_size / r->train_s : 0;
     fprintf(r->metrics,
             "{\"time\": %.3f, \"steps\": %lld, \"loss\": %.6f, \"val_mrr\": %.6f, \"best_val_mrr\": %.6f, "
-            "\"edges_per_second\": %.1f, \"eval_seconds\": %.3f}\n",
+            "\"edges_per_second\": %.1f, \"eval_seconds\": %.3f",
             r->train_s, (long long)r->steps, isfinite(loss) ? loss : -1.0, mrr, r->best_val, eps, infer_s + score_s);
+    for (int k = 0; k < m.num_hits; k++)
+        fprintf(r->metrics, ", \"val_hits@%d\": %.6f", m.hits_k[k], m.hits[k]);
+    fprintf(r->metrics, ", \"ties\": \"%s\"}\n", tma_gnn_ties_name(m.ties));
     fflush(r->metrics);
     r->loss_sum = 0;
     r->loss_n = 0;
@@ -123,12 +127,13 @@ static double convergence_time(const train_run_t *r)
     return r->best_at;
 }
 
-static tma_status_t write_result(train_run_t *r, double test_mrr, tma_gnn_timing_t *tm)
+static tma_status_t write_result(train_run_t *r, const tma_gnn_metrics_t *test, tma_gnn_timing_t *tm)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return TMA_ERR_NOMEM;
-    cJSON_AddNumberToObject(o, "test_mrr", test_mrr);
+    cJSON_AddNumberToObject(o, "test_mrr", test->mrr);
+    tma_gnn_metrics_json(test, "test_", o);
     cJSON_AddNumberToObject(o, "best_val_mrr", r->best_val);
     cJSON_AddNumberToObject(o, "best_at_seconds", r->best_at);
     cJSON_AddNumberToObject(o, "best_step", (double)r->best_step);
@@ -308,10 +313,11 @@ int cli_cmd_train(int argc, char **argv)
         goto out;
     if (!quiet)
         fprintf(stderr, "[train] %s on %s: %lld nodes, %lld training edges, %lld parameters, batch %d, %d thread(s), "
-                        "device %s\n",
+                        "device %s; MRR ties %s\n",
                 tma_gnn_encoder_name(r.cfg.encoder), pos[0], (long long)r.g->num_nodes,
                 (long long)r.g->num_train_edges, (long long)tma_gnn_trainer_param_count(r.tr), r.cfg.batch_size,
-                r.cfg.threads > 0 ? r.cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN), r.cfg.device);
+                r.cfg.threads > 0 ? r.cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN), r.cfg.device,
+                tma_gnn_ties_name(r.cfg.eval_ties));
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -362,21 +368,25 @@ int cli_cmd_train(int argc, char **argv)
     {
         float *best = NULL;
         int64_t n = 0;
-        double test_mrr = 0;
+        tma_gnn_metrics_t test;
         if ((st = tma_gnn_weights_read(r.best_path, &r.cfg, NULL, &best, &n, NULL)) != TMA_OK)
             goto out;
-        st = tma_gnn_evaluator_mrr(r.ev, best, TMA_GNN_SPLIT_TEST, &test_mrr);
+        st = tma_gnn_evaluator_metrics(r.ev, best, TMA_GNN_SPLIT_TEST, &test);
         free(best);
         if (st != TMA_OK)
             goto out;
         tma_gnn_timing_t tm;
         tma_gnn_trainer_timing(r.tr, &tm);
-        if ((st = write_result(&r, test_mrr, &tm)) != TMA_OK)
+        if ((st = write_result(&r, &test, &tm)) != TMA_OK)
             goto out;
-        if (!quiet)
-            fprintf(stderr, "[train] test MRR %.4f (best validation MRR %.4f at %.1fs, step %lld); results in %s\n",
-                    test_mrr, r.best_val, r.best_at, (long long)r.best_step, out);
-        printf("test_mrr %.6f\n", test_mrr);
+        if (!quiet) {
+            fprintf(stderr, "[train] test MRR %.4f (ties %s", test.mrr, tma_gnn_ties_name(test.ties));
+            for (int k = 0; k < test.num_hits; k++)
+                fprintf(stderr, ", hits@%d %.4f", test.hits_k[k], test.hits[k]);
+            fprintf(stderr, "; best validation MRR %.4f at %.1fs, step %lld); results in %s\n", r.best_val,
+                    r.best_at, (long long)r.best_step, out);
+        }
+        printf("test_mrr %.6f\n", test.mrr);
     }
     rc = CLI_EXIT_OK;
 out:

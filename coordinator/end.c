@@ -22,7 +22,7 @@ static void publish_stop(coord_t *c, const char *reason)
         tma_log_warn(COMP, "could not set stop in etcd: %s", tma_status_str(st));
 }
 
-tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, double *mrr_p,
+tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
                                      uint64_t *round_p)
 {
     float *params = NULL;
@@ -34,7 +34,7 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
     tma_gnn_evaluator_t *ev;
     st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
     if (st == TMA_OK) {
-        st = tma_gnn_evaluator_mrr(ev, params, split, mrr_p);
+        st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
         tma_gnn_evaluator_destroy(ev);
     }
     free(params);
@@ -43,16 +43,18 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
     return st;
 }
 
-/* The test MRR of best.tmaw (NaN when there is none or testing failed). */
-static double test_best(coord_t *c, int64_t best_round, const char *best_path)
+/* The test metrics of best.tmaw (mrr NaN when there is none or testing failed). */
+static void test_best(coord_t *c, int64_t best_round, const char *best_path, tma_gnn_metrics_t *m)
 {
-    double test_mrr = NAN;
+    tma_gnn_metrics_init(m, &c->cfg);
+    m->mrr = NAN;
     if (best_round < 0 || !best_path)
-        return test_mrr;
-    tma_status_t st = coord_eval_weights_file(c, best_path, TMA_GNN_SPLIT_TEST, &test_mrr, NULL);
-    if (st != TMA_OK)
+        return;
+    tma_status_t st = coord_eval_weights_file(c, best_path, TMA_GNN_SPLIT_TEST, m, NULL);
+    if (st != TMA_OK) {
         tma_log_error(COMP, "testing the best round failed: %s", tma_status_str(st));
-    return test_mrr;
+        m->mrr = NAN;
+    }
 }
 
 /* Convergence from the metrics file (the paper's definition), and the
@@ -85,9 +87,10 @@ static void add_number_or_null(cJSON *o, const char *key, int have, double v)
         cJSON_AddNullToObject(o, key);
 }
 
-static tma_status_t write_result(coord_t *c, const char *reason, double train_s, double test_mrr, double conv,
-                                 const char *best_path)
+static tma_status_t write_result(coord_t *c, const char *reason, double train_s, const tma_gnn_metrics_t *test,
+                                 double conv, const char *best_path)
 {
+    const double test_mrr = test->mrr;
     int64_t best_round, evaluated, skipped;
     double best_val, best_time;
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
@@ -103,6 +106,8 @@ static tma_status_t write_result(coord_t *c, const char *reason, double train_s,
         cJSON_AddNumberToObject(res, "edge_ratio", 1.0);
     }
     add_number_or_null(res, "test_mrr", isfinite(test_mrr), test_mrr);
+    if (isfinite(test_mrr))
+        tma_gnn_metrics_json(test, "test_", res);
     add_number_or_null(res, "best_val_mrr", best_round >= 0, best_val);
     add_number_or_null(res, "best_round", best_round >= 0, (double)best_round);
     add_number_or_null(res, "best_at_seconds", best_round >= 0, best_time);
@@ -116,9 +121,9 @@ static tma_status_t write_result(coord_t *c, const char *reason, double train_s,
     tma_status_t st = tma_json_write_file(c->result_path, res);
     cJSON_Delete(res);
     if (st == TMA_OK)
-        tma_log_info(COMP, "result: test MRR %.4f (best round %lld, validation %.4f); written to %s",
-                     isfinite(test_mrr) ? test_mrr : 0.0, (long long)best_round, best_round >= 0 ? best_val : 0.0,
-                     c->result_path);
+        tma_log_info(COMP, "result: test MRR %.4f (ties %s; best round %lld, validation %.4f); written to %s",
+                     isfinite(test_mrr) ? test_mrr : 0.0, tma_gnn_ties_name(test->ties), (long long)best_round,
+                     best_round >= 0 ? best_val : 0.0, c->result_path);
     return st;
 }
 
@@ -136,9 +141,10 @@ tma_status_t coord_finish(coord_t *c, const char *reason)
     double best_val, best_time;
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
     char *best_path = tma_run_path(c->run_dir, "best.tmaw");
-    double test_mrr = test_best(c, best_round, best_path);
+    tma_gnn_metrics_t test;
+    test_best(c, best_round, best_path, &test);
     double conv = convergence_and_plot(c);
-    tma_status_t wst = write_result(c, reason, train_s, test_mrr, conv, best_path);
+    tma_status_t wst = write_result(c, reason, train_s, &test, conv, best_path);
     free(best_path);
     /* The final state, written once (no retry: the job is over). */
     char *sv = coord_state_encode(c, wst == TMA_OK ? "done" : "failed", c->round, train_s, best_round, best_val);
