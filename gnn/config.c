@@ -211,6 +211,8 @@ static tma_status_t parse_ranking(const cJSON *eval, const char *ectx, tma_gnn_c
         cfg->eval_hits[i] = (int)it->valuedouble;
     }
     cfg->eval_num_hits = i;
+    for (; i < TMA_GNN_MAX_HITS; i++)
+        cfg->eval_hits[i] = 0;
     return TMA_OK;
 }
 
