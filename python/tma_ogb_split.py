@@ -139,12 +139,16 @@ def main(argv):
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     tmp = out + ".part"
-    with open(tmp, "wb") as f:
-        f.write(MAGIC)
-        f.write(struct.pack("<5Q", *head))
-        for p in parts:
-            f.write(le_bytes(p))
-    os.replace(tmp, out)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(MAGIC)
+            f.write(struct.pack("<5Q", *head))
+            for p in parts:
+                f.write(le_bytes(p))
+        os.replace(tmp, out)
+    except (OSError, RuntimeError) as e:  # a full disk; a torch built without numpy
+        print(f"{PROG}: writing {out}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
