@@ -3,7 +3,9 @@
  * it (edges.txt + features.txt + labels.txt; OGB raw/ gzip CSVs; .npz of CSR
  * arrays), checks every id against the node count, turns the features into
  * dense float32 rows (stored, projected, or the default for graphs without
- * features) and hands the edges to the builder.
+ * features) and hands the edges to the builder.  An OGB dataset's official
+ * split (split/<name>/{train,valid,test}.pt, PyTorch pickles) is converted
+ * by the tma-ogb-split program, run here, and kept as given.
  *
  * Every reading error is logged once, here, naming the file and line (or the
  * npz array).  Nothing is written: the caller writes the graph atomically.

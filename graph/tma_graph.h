@@ -271,7 +271,10 @@ tma_status_t tma_graph_build_given(tma_graph_t *g, tma_edge_list_t *el, const tm
  * Reads a dataset into a full graph (not written).  `src` is one of:
  *   - a folder with edges.txt (+ optional features.txt, labels.txt, meta.txt);
  *   - an OGB dataset folder, or its raw/ folder, with edge.csv.gz (+ optional
- *     num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz);
+ *     num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz); with a
+ *     split/<name>/ folder beside raw/, its split and negatives are taken as
+ *     given (o->ogb_split_tool converts them; tma_graph_build_given) unless
+ *     o->resplit;
  *   - a .npz file of CSR arrays (or a folder holding exactly one .npz).
  * Every error is logged once naming the file and line (or the npz array) at
  * fault: TMA_ERR_NOT_FOUND (missing file or unknown layout), TMA_ERR_FORMAT
