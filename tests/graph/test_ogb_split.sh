@@ -3,8 +3,9 @@
 # split (raw/ + split/time/*.pt, the ogbl-citation2 layout) keeps the split
 # and every per-edge negative exactly as given (no re-split, no 2,000 cap),
 # through tma-ogb-split from the build tree and from an install-like bin/;
-# --resplit keeps the old behaviour; and every kind of bad split is refused
-# with an error naming it, writing nothing.  The dataset is written here with
+# tma train and tma eval rank with those negatives and report the tie rule
+# and Hits@K; --resplit keeps the old behaviour; and every kind of bad split
+# is refused with an error naming it, writing nothing.  The dataset is written here with
 # torch (tests/graph/ogb_fixture.py).
 . "$TMA_SRCDIR/tests/lib.sh"
 PY=${TMA_TORCH_PYTHON:-/usr/bin/python3}
@@ -24,6 +25,18 @@ grep -q '^  validation edges  *2050$' import.out && grep -q '^  test edges  *300
 "$T" info g.tmag --json > info.json || fail "tma info"
 [ "$(json info.json 'd["split"], d["val_edges"], d["test_edges"], d["negatives_per_edge"], d["train_edges"]')" = \
   "given 2050 300 1000 9000" ] || fail "tma info: $(cat info.json)"
+
+# Training and evaluation take the given negatives (some are the head, its neighbours or the
+# positive itself) and report the tie rule and Hits@K they used.
+echo '{"model": {"hidden": 16, "decoder_hidden": 16}, "train": {"batch_size": 64}, "eval": {"ties": "mean", "hits": [1, 10]}}' > small.json
+"$T" train g.tmag --config small.json --steps 3 -o run -q > /dev/null || fail "tma train on the given split"
+[ "$(json run/result.json 'd["ties"], "test_hits@1" in d, "test_hits@10" in d')" = "mean True True" ] ||
+  fail "result.json: $(cat run/result.json)"
+tail -n 1 run/metrics.jsonl > last.json
+[ "$(json last.json 'd["ties"], "val_hits@10" in d')" = "mean True" ] || fail "metrics line: $(cat last.json)"
+"$T" eval g.tmag run/best.tmaw --ties mean --json > eval.json || fail "tma eval"
+[ "$(json eval.json '"%.6f" % d["mrr"], d["edges"], d["ties"]')" = "$(json run/result.json '"%.6f" % d["test_mrr"]') 300 mean" ] ||
+  fail "tma eval disagrees with result.json: $(cat eval.json)"
 
 # Installed layout: tma and tma-ogb-split side by side in one bin/ folder.
 mkdir -p inst/bin && cp "$T" "$TMA_BUILDDIR/tma-ogb-split" inst/bin/ || hard "copying the programs"
