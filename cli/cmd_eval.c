@@ -1,9 +1,10 @@
 /*
- * cmd_eval.c: `tma eval G.tmag WEIGHTS [--split test|val] [--json] [--scores
- * FILE.npz]`: the MRR of saved weights on a graph's test (or validation)
- * edges against their fixed negatives, with full-neighbourhood inference,
- * and every score if asked.  The weight file carries its model config, so
- * no config file is needed.  Also the model loading `tma export` shares.
+ * cmd_eval.c: `tma eval G.tmag WEIGHTS [--split test|val] [--ties RULE]
+ * [--json] [--scores FILE.npz]`: the MRR and Hits@K of saved weights on a
+ * graph's test (or validation) edges against their fixed negatives, with
+ * full-neighbourhood inference, and every score if asked.  The weight file
+ * carries its model config, so no config file is needed.  Also the model
+ * loading `tma export` shares.
  */
 #include "cli_int.h"
 #include "tma_gnn.h"
@@ -13,7 +14,7 @@
 #include <string.h>
 
 int cli_model_open(const char *cmd, const char *graph, const char *weights, int64_t threads, const char *device,
-                   int64_t max_edges, cli_model_t *m)
+                   int64_t max_edges, const tma_gnn_ties_t *ties, cli_model_t *m)
 {
     memset(m, 0, sizeof *m);
     int64_t count = 0;
@@ -21,6 +22,8 @@ int cli_model_open(const char *cmd, const char *graph, const char *weights, int6
         return CLI_EXIT_RUNTIME;
     m->cfg.threads = (int)threads;
     m->cfg.eval_max_edges = max_edges;
+    if (ties)
+        m->cfg.eval_ties = *ties;
     snprintf(m->cfg.eval_device, sizeof m->cfg.eval_device, "%s", device ? device : "cpu");
     if (tma_graph_open(graph, 0, &m->g) != TMA_OK)
         return CLI_EXIT_RUNTIME;
@@ -69,7 +72,7 @@ static tma_status_t write_scores(const char *path, const cli_model_t *m, tma_gnn
 
 int cli_cmd_eval(int argc, char **argv)
 {
-    const char *split = "test", *device = NULL, *scores_path = NULL;
+    const char *split = "test", *device = NULL, *scores_path = NULL, *ties = "pessimistic";
     int as_json = 0;
     int64_t threads = 0, max_edges = 0;
     const cli_opt_t opts[] = {
@@ -77,15 +80,20 @@ int cli_cmd_eval(int argc, char **argv)
         {"threads", 0, CLI_INT, &threads, "N", "threads (default: one per CPU)", NULL},
         {"device", 0, CLI_STR, &device, "DEV", "cpu, cuda or cuda:N (default cpu)", NULL},
         {"max-edges", 0, CLI_INT, &max_edges, "N", "only the first N edges of the split (default all)", NULL},
+        {"ties", 0, CLI_STR, &ties, "RULE",
+         "pessimistic (a tie counts against the positive; default) or mean (OGB's Evaluator)", NULL},
         {"scores", 0, CLI_STR, &scores_path, "FILE.npz",
          "also write every score: head [n], tail [n, 1+K] (the positive, then the negatives), score [n, 1+K]", NULL},
         {"json", 0, CLI_FLAG, &as_json, NULL, "print one JSON object", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
-    const cli_spec_t spec = {"eval", "G.tmag WEIGHTS [--split test|val] [--device DEV] [--json] [--scores FILE.npz]",
-                             "Prints the MRR of a weight file (from tma train or a distributed run) on the graph's "
-                             "test or validation edges, each ranked against its fixed negatives (ties count "
-                             "against the positive), with full-neighbourhood inference over the training graph.",
+    const cli_spec_t spec = {"eval",
+                             "G.tmag WEIGHTS [--split test|val] [--ties RULE] [--device DEV] [--json] "
+                             "[--scores FILE.npz]",
+                             "Prints the MRR and Hits@10, 50 and 100 of a weight file (from tma train or a "
+                             "distributed run) on the graph's test or validation edges, each ranked against its "
+                             "fixed negatives (--ties: how a tie with a negative counts), with full-neighbourhood "
+                             "inference over the training graph.",
                              opts, 2, 2};
     cli_args_t args;
     if (!cli_args_parse(&spec, argc, argv, &args))
@@ -101,33 +109,59 @@ int cli_cmd_eval(int argc, char **argv)
         return cli_usage_error("eval", "--threads: expected 0 to 1024, got %lld", (long long)threads);
     if (max_edges < 0)
         return cli_usage_error("eval", "--max-edges: expected a non-negative count");
+    tma_gnn_ties_t rule;
+    if (tma_gnn_ties_parse(ties, &rule) != TMA_OK)
+        return cli_usage_error("eval", "--ties: expected pessimistic or mean, got '%s'", ties);
+    tma_gnn_ties_t rule;
+    if (tma_gnn_ties_parse(ties, &rule) != TMA_OK)
+        return cli_usage_error("eval", "--ties: expected pessimistic or mean, got '%s'", ties);
     if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("eval", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
 
     cli_model_t m;
-    double mrr = 0, t0 = tma_clock_now();
+    tma_gnn_metrics_t mt;
+    double t0 = tma_clock_now();
     float *scores = NULL;
-    int rc = cli_model_open("eval", args.pos[0], args.pos[1], threads, device, max_edges, &m);
+    int rc = cli_model_open("eval", args.pos[0], args.pos[1], threads, device, max_edges, &rule, &m);
     if (rc != CLI_EXIT_OK)
         goto out;
     rc = CLI_EXIT_RUNTIME;
     int64_t n = tma_gnn_evaluator_edges(m.ev, which);
     if (scores_path) {
-        scores = malloc((size_t)TMA_MAX(n * (1 + m.g->num_negatives), 1) * sizeof *scores);
-        if (!scores || tma_gnn_evaluator_scores(m.ev, m.params, which, scores, &mrr) != TMA_OK ||
+        /* The scores are written as computed; the metrics come from them
+         * through the same ranking code the evaluator uses. */
+        const int64_t per = 1 + m.g->num_negatives;
+        scores = malloc((size_t)TMA_MAX(n * per, 1) * sizeof *scores);
+        if (!scores || tma_gnn_evaluator_scores(m.ev, m.params, which, scores, NULL) != TMA_OK ||
             write_scores(scores_path, &m, which, scores, n) != TMA_OK)
             goto out;
-    } else if (tma_gnn_evaluator_mrr(m.ev, m.params, which, &mrr) != TMA_OK) {
+        tma_gnn_metrics_init(&mt, &m.cfg);
+        tma_gnn_metrics_add(&mt, scores, n, per);
+        tma_gnn_metrics_finish(&mt);
+    } else if (tma_gnn_evaluator_metrics(m.ev, m.params, which, &mt) != TMA_OK) {
         goto out;
     }
     double secs = tma_clock_now() - t0;
-    if (as_json)
-        printf("{\"split\": \"%s\", \"mrr\": %.6f, \"edges\": %lld, \"negatives\": %d, \"encoder\": \"%s\", "
-               "\"round\": %llu, \"seconds\": %.3f}\n",
-               split, mrr, (long long)n, m.g->num_negatives, tma_gnn_encoder_name(m.cfg.encoder),
-               (unsigned long long)m.round, secs);
-    else
-        printf("%s_mrr %.6f\n", split, mrr);
+    if (as_json) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            goto out;
+        cJSON_AddStringToObject(o, "split", split);
+        cJSON_AddNumberToObject(o, "mrr", mt.mrr);
+        tma_gnn_metrics_json(&mt, "", o);
+        cJSON_AddNumberToObject(o, "edges", (double)n);
+        cJSON_AddNumberToObject(o, "negatives", m.g->num_negatives);
+        cJSON_AddStringToObject(o, "encoder", tma_gnn_encoder_name(m.cfg.encoder));
+        cJSON_AddNumberToObject(o, "round", (double)m.round);
+        cJSON_AddNumberToObject(o, "seconds", secs);
+        rc = cli_print_json(o);
+        cJSON_Delete(o);
+        goto out;
+    }
+    printf("%s_mrr %.6f\n", split, mt.mrr);
+    for (int k = 0; k < mt.num_hits; k++)
+        printf("%s_hits@%d %.6f\n", split, mt.hits_k[k], mt.hits[k]);
+    printf("ties %s\n", tma_gnn_ties_name(mt.ties));
     rc = CLI_EXIT_OK;
 out:
     free(scores);

@@ -5,8 +5,37 @@
 #include "tma_graph.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The OGB split converter: $TMA_OGB_SPLIT, else tma-ogb-split beside the
+ * running tma (the build tree and the installed bindir both have it there).
+ * NULL when neither names a file (the importer then says what to do). */
+static char *ogb_split_tool(void)
+{
+    const char *env = getenv("TMA_OGB_SPLIT");
+    if (env && *env)
+        return strdup(env);
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return NULL;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    char *p = tma_path_join(self, "tma-ogb-split");
+    if (p && !tma_file_exists(p)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
 
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, tma_graph_build_opts_t *b)
 {
@@ -72,7 +101,8 @@ int cli_cmd_import(int argc, char **argv)
     const char *out = NULL;
     int64_t feat_dim = 0;
     cli_graph_flags_t f = {.negatives = TMA_GRAPH_DEFAULT_NEGATIVES};
-    int dim_seen = 0;
+    int dim_seen = 0, resplit = 0;
+    const char *split_name = NULL;
     const cli_opt_t opts[] = {
         {"output", 'o', CLI_STR, &out, "G.tmag", "the graph file to write (required)", NULL},
         {"feat-dim", 0, CLI_INT, &feat_dim, "D",
@@ -80,6 +110,10 @@ int cli_cmd_import(int argc, char **argv)
          "64 for graphs without features)",
          &dim_seen},
         CLI_GRAPH_SPLIT_OPTS(f),
+        {"split", 0, CLI_STR, &split_name, "NAME",
+         "OGB datasets: the split folder split/NAME to use (default: the only one)", NULL},
+        {"resplit", 0, CLI_FLAG, &resplit, NULL,
+         "OGB datasets: ignore the official split/ and draw a seeded split as for other layouts", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {
@@ -91,7 +125,8 @@ int cli_cmd_import(int argc, char **argv)
         "compressed: gnn-benchmark's arrays (adj_indptr, adj_indices, adj_shape, attr_*, labels), "
         "scipy.sparse.save_npz's, or PyG-style edge_index [2, E], x, y. Self-loops and duplicate edges are dropped and counted; "
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
-        "fixed negative tails. See docs/graphs.md.",
+        "fixed negative tails. An OGB dataset with an official split (split/NAME/{train,valid,test}.pt) keeps "
+        "it and its negatives as they are (read by tma-ogb-split, which needs PyTorch). See docs/graphs.md.",
         opts, 1, 1};
     cli_args_t args;
     if (!cli_args_parse(&spec, argc, argv, &args))
@@ -106,10 +141,16 @@ int cli_cmd_import(int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc;
     o.feat_dim = (int32_t)feat_dim;
+    o.split_name = split_name;
+    o.resplit = resplit;
+    char *tool = resplit ? NULL : ogb_split_tool();
+    o.ogb_split_tool = tool;
+    o.ogb_split_python = getenv("TMA_PYTHON") && *getenv("TMA_PYTHON") ? getenv("TMA_PYTHON") : NULL;
 
     tma_graph_t *g;
     tma_graph_import_report_t r;
     tma_status_t st = tma_graph_import(args.pos[0], &o, &g, &r);
+    free(tool);
     if (st != TMA_OK) {
         fprintf(stderr, "tma import: %s: %s; nothing was written\n", args.pos[0], tma_status_str(st));
         return CLI_EXIT_RUNTIME;
@@ -140,6 +181,12 @@ int cli_cmd_import(int argc, char **argv)
     printf("imported %s (%s layout) into %s, graph id %016" PRIx64 "\n", args.pos[0], r.layout, out, g->graph_id);
     printf("  %-22s %" PRId64 "\n", "nodes", r.nodes);
     cli_print_build_report(&r.build);
+    if (r.split_from[0])
+        printf("  %-22s official, as given in %s (%" PRId64 " training edges listed; no re-split, no cap, "
+               "each evaluation edge with its own %d negatives)\n",
+               "split", r.split_from, r.split_train_edges, r.build.negatives);
+    else
+        printf("  %-22s drawn (seed %" PRIu64 ")\n", "split", o.build.seed);
     if (r.features == TMA_FEAT_PROJECTED)
         printf("  %-22s %d (projected from %d)\n", "features", r.feature_dim, r.input_feature_dim);
     else

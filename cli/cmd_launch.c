@@ -158,9 +158,11 @@ static void print_result(FILE *out, const char *run_dir)
     const cJSON *br = cJSON_GetObjectItemCaseSensitive(r, "best_round");
     const cJSON *conv = cJSON_GetObjectItemCaseSensitive(r, "convergence_seconds");
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(r, "train_seconds");
+    const cJSON *ties = cJSON_GetObjectItemCaseSensitive(r, "ties");
     fprintf(out, "\n");
     if (cJSON_IsNumber(test))
-        fprintf(out, "test MRR            %.4f\n", test->valuedouble);
+        fprintf(out, "test MRR            %.4f (ties %s)\n", test->valuedouble,
+                cJSON_IsString(ties) ? ties->valuestring : "pessimistic");
     else
         fprintf(out, "test MRR            n/a (no evaluated round)\n");
     if (cJSON_IsNumber(val) && cJSON_IsNumber(br))

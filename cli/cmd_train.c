@@ -55,11 +55,12 @@ typedef struct train_run {
 static tma_status_t evaluate(train_run_t *r)
 {
     tma_status_t st = tma_gnn_trainer_get_params(r->tr, r->params);
-    double mrr = 0;
+    tma_gnn_metrics_t m;
     if (st == TMA_OK)
-        st = tma_gnn_evaluator_mrr(r->ev, r->params, TMA_GNN_SPLIT_VAL, &mrr);
+        st = tma_gnn_evaluator_metrics(r->ev, r->params, TMA_GNN_SPLIT_VAL, &m);
     if (st != TMA_OK)
         return st;
+    const double mrr = m.mrr;
     double infer_s, score_s;
     tma_gnn_evaluator_last_timing(r->ev, &infer_s, &score_s);
     r->evals++;
@@ -88,6 +89,7 @@ static tma_status_t evaluate(train_run_t *r)
     cJSON_AddNumberToObject(o, "edges_per_second",
                             r->train_s > 0 ? (double)r->steps * r->cfg.batch_size / r->train_s : 0);
     cJSON_AddNumberToObject(o, "eval_seconds", infer_s + score_s);
+    tma_gnn_metrics_json(&m, "val_", o);
     st = tma_run_append_line(r->metrics_path, o);
     cJSON_Delete(o);
     r->loss_sum = 0;
@@ -256,10 +258,11 @@ static tma_status_t train_open(train_run_t *r)
         st = TMA_ERR_NOMEM;
     if (st == TMA_OK && !f->quiet)
         fprintf(stderr, "[train] %s on %s: %lld nodes, %lld training edges, %lld parameters, batch %d, %d thread(s), "
-                        "device %s\n",
+                        "device %s; MRR ties %s\n",
                 tma_gnn_encoder_name(r->cfg.encoder), f->graph, (long long)r->g->num_nodes,
                 (long long)r->g->num_train_edges, (long long)tma_gnn_trainer_param_count(r->tr), r->cfg.batch_size,
-                r->cfg.threads > 0 ? r->cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN), r->cfg.device);
+                r->cfg.threads > 0 ? r->cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN), r->cfg.device,
+                tma_gnn_ties_name(r->cfg.eval_ties));
     return st;
 }
 
@@ -311,14 +314,15 @@ static tma_status_t train_finish(train_run_t *r)
     const train_flags_t *f = r->f;
     float *best = NULL;
     int64_t n = 0;
-    double test_mrr = 0;
+    tma_gnn_metrics_t test;
     tma_status_t st = tma_gnn_weights_read(r->best_path, &r->cfg, NULL, &best, &n, NULL);
     if (st != TMA_OK)
         return st;
-    st = tma_gnn_evaluator_mrr(r->ev, best, TMA_GNN_SPLIT_TEST, &test_mrr);
+    st = tma_gnn_evaluator_metrics(r->ev, best, TMA_GNN_SPLIT_TEST, &test);
     free(best);
     if (st != TMA_OK)
         return st;
+    const double test_mrr = test.mrr;
     /* The graph's absolute path, so `tma export RUN` finds it from anywhere. */
     char *graph = realpath(f->graph, NULL);
     tma_run_result_t res = {"centralized", NULL, graph ? graph : f->graph, r->g->graph_id, r->started, 1, 1.0, test_mrr,
@@ -343,13 +347,19 @@ static tma_status_t train_finish(train_run_t *r)
     cJSON_AddNumberToObject(t, "forward", tm.forward / b);
     cJSON_AddNumberToObject(t, "backward", tm.backward / b);
     cJSON_AddNumberToObject(t, "optimizer", tm.optimizer / b);
+    tma_gnn_metrics_json(&test, "test_", x);
     st = tma_run_write_result(r->run_dir, &res, x, NULL);
     free(graph);
     if (st != TMA_OK)
         return st;
     if (!f->quiet)
-        fprintf(stderr, "[train] test MRR %.4f (best validation MRR %.4f at %.1fs, step %lld); results in %s\n",
-                test_mrr, r->best_val, r->best_at, (long long)r->best_step, r->run_dir);
+    {
+        fprintf(stderr, "[train] test MRR %.4f (ties %s", test_mrr, tma_gnn_ties_name(test.ties));
+        for (int k = 0; k < test.num_hits; k++)
+            fprintf(stderr, ", hits@%d %.4f", test.hits_k[k], test.hits[k]);
+        fprintf(stderr, "; best validation MRR %.4f at %.1fs, step %lld); results in %s\n", r->best_val, r->best_at,
+                (long long)r->best_step, r->run_dir);
+    }
     if (!f->json) {
         printf("test_mrr %.6f\n", test_mrr);
         return TMA_OK;

@@ -34,3 +34,10 @@ CLEANFILES += $(man1_MANS) man/.stamp man/tma-info man/tma-import man/tma-gen ma
 	man/tma-train man/tma-eval man/tma-export man/tma-launch man/tma-coordinator man/tma-worker man/tma-status \
 	man/tma-report
 endif
+# tma-ogb-split: the converter `tma import` runs for an OGB dataset's official
+# split (PyTorch .pt files); built beside tma and installed beside it.
+bin_SCRIPTS = tma-ogb-split
+tma-ogb-split: $(top_srcdir)/python/tma_ogb_split.py
+	$(AM_V_GEN)cp $(top_srcdir)/python/tma_ogb_split.py $@ && chmod +x $@
+CLEANFILES += tma-ogb-split
+EXTRA_DIST += python/tma_ogb_split.py

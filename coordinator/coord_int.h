@@ -208,8 +208,8 @@ tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record);
 
 /* end.c */
 tma_status_t coord_finish(coord_t *c, const char *reason);
-/* The MRR of a weights file on a split of the full graph, and its round. */
-tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, double *mrr_p,
+/* The MRR and Hits@K of a weights file on a split of the full graph, and its round. */
+tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
                                      uint64_t *round_p);
 
 #endif

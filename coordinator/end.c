@@ -22,7 +22,7 @@ static void publish_stop(coord_t *c, const char *reason)
         tma_log_warn(COMP, "could not set stop in etcd: %s", tma_status_str(st));
 }
 
-tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, double *mrr_p,
+tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
                                      uint64_t *round_p)
 {
     float *params = NULL;
@@ -34,7 +34,7 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
     tma_gnn_evaluator_t *ev;
     st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
     if (st == TMA_OK) {
-        st = tma_gnn_evaluator_mrr(ev, params, split, mrr_p);
+        st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
         tma_gnn_evaluator_destroy(ev);
     }
     free(params);
@@ -43,22 +43,25 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
     return st;
 }
 
-/* The test MRR of best.tmaw (NaN when there is none or testing failed). */
-static double test_best(coord_t *c, int64_t best_round, const char *best_path)
+/* The test metrics of best.tmaw (mrr NaN when there is none or testing failed). */
+static void test_best(coord_t *c, int64_t best_round, const char *best_path, tma_gnn_metrics_t *m)
 {
-    double test_mrr = NAN;
+    tma_gnn_metrics_init(m, &c->cfg);
+    m->mrr = NAN;
     if (best_round < 0 || !best_path)
-        return test_mrr;
-    tma_status_t st = coord_eval_weights_file(c, best_path, TMA_GNN_SPLIT_TEST, &test_mrr, NULL);
-    if (st != TMA_OK)
+        return;
+    tma_status_t st = coord_eval_weights_file(c, best_path, TMA_GNN_SPLIT_TEST, m, NULL);
+    if (st != TMA_OK) {
         tma_log_error(COMP, "testing the best round failed: %s", tma_status_str(st));
-    return test_mrr;
+        m->mrr = NAN;
+    }
 }
 
 /* result.json in the run folder's one schema (job/run.c), and mrr.svg. */
-static tma_status_t write_result(coord_t *c, const char *reason, double train_s, double test_mrr,
+static tma_status_t write_result(coord_t *c, const char *reason, double train_s, const tma_gnn_metrics_t *test,
                                  const char *best_path)
 {
+    const double test_mrr = test->mrr;
     tma_run_result_t r;
     memset(&r, 0, sizeof r);
     int64_t evaluated, skipped;
@@ -82,10 +85,12 @@ static tma_status_t write_result(coord_t *c, const char *reason, double train_s,
         cJSON_AddStringToObject(extra, "partition", c->job->partition_scheme);
     cJSON_AddNumberToObject(extra, "rounds_evaluated", (double)evaluated);
     cJSON_AddNumberToObject(extra, "rounds_skipped", (double)skipped);
+    if (isfinite(test_mrr))
+        tma_gnn_metrics_json(test, "test_", extra);
     tma_status_t st = tma_run_write_result(c->run_dir, &r, extra, NULL);
     if (st == TMA_OK)
-        tma_log_info(COMP, "result: test MRR %.4f (best round %lld, validation %.4f); written to %s",
-                     isfinite(test_mrr) ? test_mrr : 0.0, (long long)r.best_round,
+        tma_log_info(COMP, "result: test MRR %.4f (ties %s; best round %lld, validation %.4f); written to %s",
+                     isfinite(test_mrr) ? test_mrr : 0.0, tma_gnn_ties_name(test->ties), (long long)r.best_round,
                      r.best_round >= 0 ? r.best_val_mrr : 0.0, c->result_path);
     return st;
 }
@@ -104,8 +109,9 @@ tma_status_t coord_finish(coord_t *c, const char *reason)
     double best_val, best_time;
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
     char *best_path = tma_run_path(c->run_dir, "best.tmaw");
-    double test_mrr = test_best(c, best_round, best_path);
-    tma_status_t wst = write_result(c, reason, train_s, test_mrr, best_path);
+    tma_gnn_metrics_t test;
+    test_best(c, best_round, best_path, &test);
+    tma_status_t wst = write_result(c, reason, train_s, &test, best_path);
     free(best_path);
     /* The final state, written once (no retry: the job is over). */
     char *sv = coord_state_encode(c, wst == TMA_OK ? "done" : "failed", c->round, train_s, best_round, best_val);

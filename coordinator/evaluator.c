@@ -73,7 +73,7 @@ static void put_etcd(coord_eval_t *e, tma_job_key_t k, int64_t n, const cJSON *o
 }
 
 /* Writes the lines of every pending record up to `round` (unlocked I/O). */
-static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, double val, int ok)
+static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const tma_gnn_metrics_t *m, int ok)
 {
     while (list) {
         pending_t *p = list;
@@ -82,7 +82,8 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, doubl
         cJSON_DeleteItemFromObject(r, "val_mrr");
         cJSON_DeleteItemFromObject(r, "eval");
         if (p->round == round && ok) {
-            cJSON_AddNumberToObject(r, "val_mrr", val);
+            cJSON_AddNumberToObject(r, "val_mrr", m->mrr);
+            tma_gnn_metrics_json(m, "val_", r);
             cJSON_AddStringToObject(r, "eval", "ok");
         } else {
             cJSON_AddNullToObject(r, "val_mrr");
@@ -129,9 +130,10 @@ static void *eval_main(void *arg)
             e->tail = NULL;
         pthread_mutex_unlock(&e->lock);
 
-        double val = NAN;
+        tma_gnn_metrics_t m;
         double t0 = tma_clock_now();
-        tma_status_t st = tma_gnn_evaluator_mrr(e->ev, e->work, TMA_GNN_SPLIT_VAL, &val);
+        tma_status_t st = tma_gnn_evaluator_metrics(e->ev, e->work, TMA_GNN_SPLIT_VAL, &m);
+        const double val = st == TMA_OK ? m.mrr : NAN;
         double secs = tma_clock_now() - t0;
         int ok = st == TMA_OK && isfinite(val);
         if (!ok)
@@ -174,7 +176,7 @@ static void *eval_main(void *arg)
                 e->error = ws;
             }
         }
-        flush_records(e, list, round, val, ok);
+        flush_records(e, list, round, &m, ok);
         pthread_mutex_lock(&e->lock);
         e->busy = 0;
         pthread_cond_broadcast(&e->cond);

@@ -57,8 +57,9 @@ static tma_status_t resume_best(coord_t *c, int64_t *round_p, double *val_p, dou
         return TMA_OK;
     }
     uint64_t r = 0;
-    double val = 0;
-    tma_status_t st = coord_eval_weights_file(c, path, TMA_GNN_SPLIT_VAL, &val, &r);
+    tma_gnn_metrics_t m;
+    tma_status_t st = coord_eval_weights_file(c, path, TMA_GNN_SPLIT_VAL, &m, &r);
+    const double val = m.mrr;
     free(path);
     if (st != TMA_OK)
         return st;

@@ -22,6 +22,24 @@ const char *tma_gnn_encoder_name(tma_gnn_encoder_t e)
     return (unsigned)e < TMA_ARRAY_LEN(encoder_names) ? encoder_names[e] : "?";
 }
 
+static const char *const ties_names[] = {"pessimistic", "mean"};
+
+const char *tma_gnn_ties_name(tma_gnn_ties_t t)
+{
+    return (unsigned)t < TMA_ARRAY_LEN(ties_names) ? ties_names[t] : "?";
+}
+
+tma_status_t tma_gnn_ties_parse(const char *name, tma_gnn_ties_t *t_p)
+{
+    for (size_t i = 0; i < TMA_ARRAY_LEN(ties_names); i++) {
+        if (name && strcmp(name, ties_names[i]) == 0) {
+            *t_p = (tma_gnn_ties_t)i;
+            return TMA_OK;
+        }
+    }
+    return TMA_ERR_CONFIG;
+}
+
 static void default_fanouts(tma_gnn_config_t *cfg)
 {
     for (int l = 0; l < TMA_GNN_MAX_LAYERS; l++)
@@ -49,6 +67,11 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->eval_batch_edges = 32;
     cfg->eval_max_edges = 0;
     cfg->eval_threads = 0;
+    cfg->eval_ties = TMA_GNN_TIES_PESSIMISTIC;
+    cfg->eval_num_hits = 3;
+    cfg->eval_hits[0] = 10;
+    cfg->eval_hits[1] = 50;
+    cfg->eval_hits[2] = 100;
     strcpy(cfg->device, "cpu");
     strcpy(cfg->eval_device, "cpu");
 }
@@ -104,6 +127,13 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: eval.batch_edges = %d is out of range [1, 65536]", ctx, cfg->eval_batch_edges);
     if (cfg->eval_max_edges < 0)
         BAD("%s: eval.max_edges must be >= 0 (0: all)", ctx);
+    if ((unsigned)cfg->eval_ties >= TMA_ARRAY_LEN(ties_names))
+        BAD("%s: eval.ties must be \"pessimistic\" or \"mean\"", ctx);
+    if (cfg->eval_num_hits < 0 || cfg->eval_num_hits > TMA_GNN_MAX_HITS)
+        BAD("%s: eval.hits holds %d entries, at most %d", ctx, cfg->eval_num_hits, TMA_GNN_MAX_HITS);
+    for (int i = 0; i < cfg->eval_num_hits; i++)
+        if (cfg->eval_hits[i] < 1 || cfg->eval_hits[i] > (1 << 20))
+            BAD("%s: eval.hits[%d] = %d is out of range [1, %d]", ctx, i, cfg->eval_hits[i], 1 << 20);
     if (cfg->device[0] && !tma_gnn_device_valid(cfg->device))
         BAD("%s: train.device = \"%s\": a device is \"cpu\", \"cuda\" or \"cuda:N\"", ctx, cfg->device);
     if (cfg->eval_device[0] && !tma_gnn_device_valid(cfg->eval_device))
@@ -150,6 +180,42 @@ static tma_status_t parse_fanouts(const cJSON *train, const char *ctx, int layer
     return TMA_OK;
 }
 
+/* eval.ties and eval.hits. */
+static tma_status_t parse_ranking(const cJSON *eval, const char *ectx, tma_gnn_config_t *cfg)
+{
+    const char *ties;
+    tma_status_t st = tma_json_get_string(eval, "ties", "pessimistic", ectx, &ties);
+    if (st != TMA_OK)
+        return st;
+    if (tma_gnn_ties_parse(ties, &cfg->eval_ties) != TMA_OK) {
+        tma_log_error(COMP, "%s.ties: \"%s\" is not a tie rule: \"pessimistic\" (ties count against the "
+                      "positive) or \"mean\" (OGB's Evaluator: the mean of the optimistic and pessimistic rank)",
+                      ectx, ties);
+        return TMA_ERR_CONFIG;
+    }
+    const cJSON *h = eval ? cJSON_GetObjectItemCaseSensitive(eval, "hits") : NULL;
+    if (!h)
+        return TMA_OK;
+    if (!cJSON_IsArray(h) || cJSON_GetArraySize(h) > TMA_GNN_MAX_HITS) {
+        tma_log_error(COMP, "%s.hits must be an array of at most %d positive integers such as [10, 50, 100]", ectx,
+                      TMA_GNN_MAX_HITS);
+        return TMA_ERR_CONFIG;
+    }
+    int i = 0;
+    for (const cJSON *it = h->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 1 ||
+            it->valuedouble > (1 << 20)) {
+            tma_log_error(COMP, "%s.hits[%d] must be an integer K in [1, %d] (Hits@K)", ectx, i, 1 << 20);
+            return TMA_ERR_CONFIG;
+        }
+        cfg->eval_hits[i] = (int)it->valuedouble;
+    }
+    cfg->eval_num_hits = i;
+    for (; i < TMA_GNN_MAX_HITS; i++)
+        cfg->eval_hits[i] = 0;
+    return TMA_OK;
+}
+
 /* A device name from the config into a config field, checked. */
 static tma_status_t copy_device(const char *dev, const char *ctx, char out[32])
 {
@@ -168,7 +234,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              "decoder_hidden", "feature_dim", NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed",
                                              "beta1", "beta2", "eps", "device", NULL};
-    static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", NULL};
+    static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits", NULL};
     char mctx[256], tctx[256], ectx[256];
     snprintf(mctx, sizeof mctx, "%s: model", ctx);
     snprintf(tctx, sizeof tctx, "%s: train", ctx);
@@ -217,7 +283,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         return st;
     if ((st = get_intv(eval, "batch_edges", cfg.eval_batch_edges, 1, 65536, ectx, &cfg.eval_batch_edges)) ||
         (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
-        (st = get_intv(eval, "threads", 0, 0, 1024, ectx, &cfg.eval_threads)))
+        (st = get_intv(eval, "threads", 0, 0, 1024, ectx, &cfg.eval_threads)) ||
+        (st = parse_ranking(eval, ectx, &cfg)))
         return st;
     const char *dev;
     if ((st = tma_json_get_string(train, "device", "cpu", tctx, &dev)) != TMA_OK ||
@@ -301,6 +368,8 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(e, "max_edges", (double)cfg->eval_max_edges);
     cJSON_AddNumberToObject(e, "threads", cfg->eval_threads);
     cJSON_AddStringToObject(e, "device", cfg->eval_device[0] ? cfg->eval_device : "cpu");
+    cJSON_AddStringToObject(e, "ties", tma_gnn_ties_name(cfg->eval_ties));
+    cJSON_AddItemToObject(e, "hits", cJSON_CreateIntArray(cfg->eval_hits, cfg->eval_num_hits));
     cJSON_AddItemToObject(root, "eval", e);
     return root;
 }

@@ -6,8 +6,10 @@
  * embeddings, in chunks of destination rows whose full-neighbourhood block
  * is built on the fly, so memory is two embedding tables plus one chunk.
  * Then each evaluation edge (u, v) and its fixed negatives (u, v') go
- * through the decoder in chunks of edges, and rank = 1 + #{v' : s(u, v') >=
- * s(u, v)}: a tie counts against the positive.
+ * through the decoder in chunks of edges and are ranked: with g negatives
+ * above the positive and e equal to it, rank = 1 + g + e (pessimistic: a tie
+ * counts against the positive) or 1 + g + e/2 (mean, OGB's rule).  MRR and
+ * Hits@K follow from the ranks (tma_gnn_metrics_*).
  */
 #include "gnn_int.h"
 
@@ -262,10 +264,60 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
     return st;
 }
 
-/* The MRR of a split, and with `scores` non-NULL every logit of it (row i:
- * edge i's positive, then its negatives), downloaded whatever the device. */
-static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split, double *mrr_p,
-                               float *scores)
+/* ------------------------------------------------------------------ ranking metrics */
+
+void tma_gnn_metrics_init(tma_gnn_metrics_t *m, const tma_gnn_config_t *cfg)
+{
+    memset(m, 0, sizeof *m);
+    m->ties = cfg->eval_ties;
+    m->num_hits = TMA_MIN(TMA_MAX(cfg->eval_num_hits, 0), TMA_GNN_MAX_HITS);
+    memcpy(m->hits_k, cfg->eval_hits, (size_t)m->num_hits * sizeof *m->hits_k);
+}
+
+void tma_gnn_metrics_add(tma_gnn_metrics_t *m, const float *scores, int64_t rows, int64_t per)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        const float *s = scores + i * per;
+        int64_t above = 0, ties = 0;
+        for (int64_t j = 1; j < per; j++) {
+            /* NaN on either side is "not below": it counts against the positive. */
+            above += !(s[j] <= s[0]);
+            ties += s[j] == s[0];
+        }
+        const double pess = 1.0 + (double)(above + ties), mean = 1.0 + (double)above + 0.5 * (double)ties;
+        m->sum_rr_pessimistic += 1.0 / pess;
+        m->sum_rr_mean += 1.0 / mean;
+        const double rank = m->ties == TMA_GNN_TIES_MEAN ? mean : pess;
+        for (int k = 0; k < m->num_hits; k++)
+            m->hit_count[k] += rank <= (double)m->hits_k[k];
+        m->edges++;
+    }
+}
+
+void tma_gnn_metrics_finish(tma_gnn_metrics_t *m)
+{
+    const double n = m->edges > 0 ? (double)m->edges : 1.0;
+    m->mrr_pessimistic = m->sum_rr_pessimistic / n;
+    m->mrr_mean = m->sum_rr_mean / n;
+    m->mrr = m->ties == TMA_GNN_TIES_MEAN ? m->mrr_mean : m->mrr_pessimistic;
+    for (int k = 0; k < m->num_hits; k++)
+        m->hits[k] = (double)m->hit_count[k] / n;
+}
+
+void tma_gnn_metrics_json(const tma_gnn_metrics_t *m, const char *prefix, cJSON *obj)
+{
+    char key[64];
+    for (int k = 0; k < m->num_hits; k++) {
+        snprintf(key, sizeof key, "%shits@%d", prefix, m->hits_k[k]);
+        cJSON_AddNumberToObject(obj, key, m->hits[k]);
+    }
+    cJSON_AddStringToObject(obj, "ties", tma_gnn_ties_name(m->ties));
+}
+
+/* The metrics of a split, and with `scores` non-NULL every logit of it (row
+ * i: edge i's positive, then its negatives), downloaded whatever the device. */
+static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                               tma_gnn_metrics_t *m_p, float *scores)
 {
     const tma_graph_t *g = ev->g;
     int64_t n = split == TMA_GNN_SPLIT_TEST ? g->num_test : g->num_val;
@@ -278,13 +330,18 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
     }
     if (ev->cfg.eval_max_edges > 0)
         n = TMA_MIN(n, ev->cfg.eval_max_edges);
+    tma_gnn_metrics_t m;
+    tma_gnn_metrics_init(&m, &ev->cfg);
+    /* A device backend ranks where the scores are (one number comes back)
+     * when only the pessimistic MRR is asked for; anything more is ranked
+     * here from the downloaded scores. */
+    const int on_device = ev->b->ops->mrr_sum && m.ties == TMA_GNN_TIES_PESSIMISTIC && m.num_hits == 0 && !scores;
     const int64_t K = g->num_negatives, per = 1 + K;
     double t0 = tma_clock_now();
     tma_status_t st = tma_gnn_tensor_upload(&ev->params, params);
     tensor_t R;
     st = st ? st : infer(ev, &R);
     double t1 = tma_clock_now();
-    double sum_rr = 0;
     const int64_t ce_max = ev->pairs / per;
     for (int64_t e0 = 0; e0 < n && st == TMA_OK; e0 += ce_max) {
         int64_t ce = TMA_MIN(ce_max, n - e0), P = ce * per;
@@ -311,24 +368,19 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
             D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
         }
         st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, E, D);
-        if (st == TMA_OK && ev->b->ops->mrr_sum && !scores) {
-            /* Ranked where the scores are (a device backend downloads one number). */
+        if (st == TMA_OK && on_device) {
             tensor_t S = tma_gnn_tensor_shape(&D[ev->cfg.decoder_layers - 1], ce, per);
             double part = 0;
             st = tma_gnn_op_mrr_sum(&S, &part);
-            sum_rr += part;
+            m.sum_rr_pessimistic += part;
+            m.edges += ce;
             continue;
         }
         st = st ? st : tma_gnn_tensor_download(&D[ev->cfg.decoder_layers - 1], ev->h_logits);
         if (st == TMA_OK && scores)
             memcpy(scores + e0 * per, ev->h_logits, (size_t)P * sizeof *scores);
-        for (int64_t i = 0; i < ce && st == TMA_OK; i++) {
-            const float *s = ev->h_logits + i * per;
-            int64_t rank = 1;
-            for (int64_t j = 1; j < per; j++)
-                rank += !(s[j] < s[0]); /* ties (and NaN) count against the positive */
-            sum_rr += 1.0 / (double)rank;
-        }
+        if (st == TMA_OK)
+            tma_gnn_metrics_add(&m, ev->h_logits, ce, per);
     }
     double t2 = tma_clock_now();
     ev->last_infer_s = t1 - t0;
@@ -337,14 +389,27 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
         tma_log_error(COMP, "evaluation failed: %s", tma_status_str(st));
         return st;
     }
-    *mrr_p = sum_rr / (double)n;
+    tma_gnn_metrics_finish(&m);
+    if (on_device)
+        m.mrr_mean = NAN;
+    *m_p = m;
     return TMA_OK;
 }
 
 tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
                                    double *mrr_p)
 {
-    return eval_split(ev, params, split, mrr_p, NULL);
+    tma_gnn_metrics_t m;
+    tma_status_t st = eval_split(ev, params, split, &m, NULL);
+    if (st == TMA_OK)
+        *mrr_p = m.mrr;
+    return st;
+}
+
+tma_status_t tma_gnn_evaluator_metrics(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                                       tma_gnn_metrics_t *m_p)
+{
+    return eval_split(ev, params, split, m_p, NULL);
 }
 
 int64_t tma_gnn_evaluator_edges(const tma_gnn_evaluator_t *ev, tma_gnn_split_t split)
@@ -356,10 +421,10 @@ int64_t tma_gnn_evaluator_edges(const tma_gnn_evaluator_t *ev, tma_gnn_split_t s
 tma_status_t tma_gnn_evaluator_scores(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
                                       float *scores, double *mrr_p)
 {
-    double mrr;
-    tma_status_t st = eval_split(ev, params, split, &mrr, scores);
+    tma_gnn_metrics_t m;
+    tma_status_t st = eval_split(ev, params, split, &m, scores);
     if (st == TMA_OK && mrr_p)
-        *mrr_p = mrr;
+        *mrr_p = m.mrr;
     return st;
 }
 

@@ -123,6 +123,18 @@ typedef enum {
 
 #define TMA_GNN_MAX_LAYERS 8
 #define TMA_GNN_MAX_HIDDEN 4096
+#define TMA_GNN_MAX_HITS 8 /* entries of eval.hits */
+
+/* How the MRR and Hits@K rank a positive that ties with negatives.  With g
+ * negatives scoring above the positive and e scoring equal to it:
+ *   PESSIMISTIC: rank = 1 + g + e (ties count against the positive; tma's default)
+ *   MEAN:        rank = 1 + g + e/2, the mean of the optimistic and the
+ *                pessimistic rank (OGB's Evaluator, ogbl-citation2 and friends).
+ * A NaN score counts against the positive under both. */
+typedef enum {
+    TMA_GNN_TIES_PESSIMISTIC = 0,
+    TMA_GNN_TIES_MEAN = 1,
+} tma_gnn_ties_t;
 
 /*
  * The model and training configuration.  JSON:
@@ -132,7 +144,9 @@ typedef enum {
  *              "clip": 1.0, "threads": 0, "seed": 0, "beta1": 0.9,
  *              "beta2": 0.999, "eps": 1e-8, "device": "cpu"},
  *    "eval":  {"batch_edges": 16, "max_edges": 0, "threads": 0,
- *              "device": "cpu"}}
+ *              "device": "cpu", "ties": "pessimistic", "hits": [10, 50, 100]}}
+ * eval.ties is "pessimistic" or "mean" (tma_gnn_ties_t); eval.hits lists
+ * the K of Hits@K (at most TMA_GNN_MAX_HITS, each 1..2^20; [] for none).
  * A device is "cpu", "cuda" or "cuda:N" (the GPU a trainer, or the
  * evaluator, computes on; sampling stays on the CPU threads).
  * Missing keys take the defaults shown (docs/model.md, "Configuration"); unknown keys are
@@ -157,6 +171,9 @@ typedef struct tma_gnn_config {
     int eval_batch_edges;  /* evaluation edges scored per chunk */
     int64_t eval_max_edges;/* 0: all; else the first N edges of the split */
     int eval_threads;      /* <= 0: as threads */
+    tma_gnn_ties_t eval_ties;
+    int eval_num_hits;                  /* entries of eval_hits */
+    int eval_hits[TMA_GNN_MAX_HITS];    /* the K of each Hits@K */
     /* devices ("cpu", "cuda", "cuda:N"; "" means "cpu") */
     char device[32];      /* train.device: tma_gnn_trainer_create's backend */
     char eval_device[32]; /* eval.device: tma_gnn_evaluator_create's backend */
@@ -190,6 +207,10 @@ tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g)
  * equal hashes mean the same parameter layout and meaning. */
 uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg);
 const char *tma_gnn_encoder_name(tma_gnn_encoder_t e);
+/* "pessimistic" or "mean". */
+const char *tma_gnn_ties_name(tma_gnn_ties_t t);
+/* Parses a tie rule's name; TMA_ERR_CONFIG (not logged) for another. */
+tma_status_t tma_gnn_ties_parse(const char *name, tma_gnn_ties_t *t_p);
 
 /* ------------------------------------------------------------------ parameter layout */
 
@@ -302,9 +323,9 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev);
  * MRR of `params` (a host parameter block for the evaluator's config) on
  * the split: full-neighbourhood layer-wise inference over the training
  * graph, then each evaluation edge (u, v) is ranked against its fixed
- * negatives (u, v'); rank = 1 + #{v' : score(u, v') >= score(u, v)} (ties
- * count against the positive).  TMA_ERR_NOT_FOUND if the graph has no
- * edges in that split.
+ * negatives (u, v') under the config's eval.ties (tma_gnn_ties_t; by
+ * default rank = 1 + #{v' : score(u, v') >= score(u, v)}).
+ * TMA_ERR_NOT_FOUND if the graph has no edges in that split.
  */
 tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
                                    double *mrr_p);
@@ -320,6 +341,37 @@ tma_status_t tma_gnn_evaluator_scores(tma_gnn_evaluator_t *ev, const float *para
 /* The embeddings r of every node (num_nodes x hidden floats, row-major,
  * into `out`): the full-neighbourhood inference the MRR is computed on. */
 tma_status_t tma_gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out);
+
+/* Ranking metrics of one split: the MRR and Hits@K under the config's tie
+ * rule, and the MRR under both rules. */
+typedef struct tma_gnn_metrics {
+    tma_gnn_ties_t ties;
+    int num_hits;
+    int hits_k[TMA_GNN_MAX_HITS];
+    int64_t edges;          /* evaluation edges ranked */
+    double mrr;             /* under `ties` */
+    double mrr_pessimistic; /* under each rule; mrr_mean is NaN when a device */
+    double mrr_mean;        /* ranked (pessimistic, no Hits@K: tma's default config) */
+    double hits[TMA_GNN_MAX_HITS]; /* fraction of edges with rank <= hits_k[i], under `ties` */
+    /* running sums (tma_gnn_metrics_add) */
+    double sum_rr_pessimistic, sum_rr_mean;
+    int64_t hit_count[TMA_GNN_MAX_HITS];
+} tma_gnn_metrics_t;
+
+/* Empty metrics for cfg's eval.ties and eval.hits. */
+void tma_gnn_metrics_init(tma_gnn_metrics_t *m, const tma_gnn_config_t *cfg);
+/* Ranks `rows` rows of `per` scores each (the positive first, then its
+ * per - 1 negatives) into the running sums.  Pure; the reference the
+ * evaluator and the OGB parity test use. */
+void tma_gnn_metrics_add(tma_gnn_metrics_t *m, const float *scores, int64_t rows, int64_t per);
+/* The means from the sums (mrr, mrr_*, hits). */
+void tma_gnn_metrics_finish(tma_gnn_metrics_t *m);
+/* Adds "<prefix>hits@K" for each K and "ties" to a JSON object (a metrics
+ * line or result.json). */
+void tma_gnn_metrics_json(const tma_gnn_metrics_t *m, const char *prefix, cJSON *obj);
+/* Like tma_gnn_evaluator_mrr, with every metric. */
+tma_status_t tma_gnn_evaluator_metrics(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                                       tma_gnn_metrics_t *m_p);
 /* The evaluator's backend, for its op statistics (owned by the evaluator). */
 tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev);
 /* Seconds spent in inference and in scoring by the last call. */

@@ -62,6 +62,11 @@ typedef struct tma_graph {
     int32_t shard_index, num_shards;
 
     uint64_t split_seed; /* the seed the split and negatives were drawn with */
+    /* 1 when the split and its negatives came with the dataset (an OGB
+     * split/ folder) and are kept as given: a negative may then be the
+     * head, a neighbour of it, or the positive tail itself (OGB draws them
+     * uniformly).  0: tma drew them (never the head or a neighbour). */
+    int given_split;
     /* Identifies a full graph's content; a shard carries its parent's id. */
     uint64_t graph_id;
 
@@ -215,12 +220,23 @@ typedef struct tma_graph_import_opts {
      * TMA_GRAPH_DEFAULT_FEAT_DIM); > 0: this many dense dimensions, by the
      * seeded random projection when the input's dimension differs. */
     int32_t feat_dim;
+    /* OGB datasets with a split/<name>/ folder beside raw/: the program that
+     * converts its .pt files (tma-ogb-split, docs/graphs.md); NULL refuses
+     * such a dataset with an error naming the folder.  split_name picks one
+     * of several splits (NULL: the only one).  resplit ignores the folder
+     * and draws a seeded split as for any other layout. */
+    const char *ogb_split_tool;
+    const char *ogb_split_python; /* runs the tool when set (else its #! line: python3 on the PATH) */
+    const char *split_name;
+    int resplit;
 } tma_graph_import_opts_t;
 
 void tma_graph_import_opts_init(tma_graph_import_opts_t *o);
 
 typedef struct tma_graph_import_report {
     const char *layout; /* "edge-list", "ogb", "npz" (constant strings) */
+    char split_from[512]; /* the given split's folder ("" when tma drew the split) */
+    int64_t split_train_edges; /* the training edges the given split lists */
     int64_t nodes;
     int32_t input_feature_dim; /* 0 without input features */
     int32_t feature_dim;
@@ -231,11 +247,34 @@ typedef struct tma_graph_import_report {
     double seconds;      /* the whole import, without writing */
 } tma_graph_import_report_t;
 
+/* An evaluation split given by the dataset (OGB's split/<name>/ folder),
+ * taken as it is: no edge drawn, none dropped, negatives not redrawn. */
+typedef struct tma_graph_given_split {
+    int64_t num_val, num_test;
+    const int64_t *val_edges, *test_edges; /* (head, tail) pairs */
+    int32_t negatives;                     /* per evaluation edge */
+    const int64_t *val_neg, *test_neg;     /* [num_* x negatives] */
+} tma_graph_given_split_t;
+
+/*
+ * Fills a full graph from its training edges and a given split: `el` (the
+ * training graph, cleaned as by tma_graph_build) becomes the CSR; the
+ * evaluation edges and their negatives are copied as they are and
+ * g->given_split is set.  Consumes `el`.  `what` names the split in errors.
+ * TMA_ERR_FORMAT (logged) when an evaluation edge is out of range, a
+ * self-loop or a training edge, or a negative is out of range.
+ */
+tma_status_t tma_graph_build_given(tma_graph_t *g, tma_edge_list_t *el, const tma_graph_given_split_t *sp,
+                                   uint64_t seed, const char *what, tma_graph_build_report_t *rep_p);
+
 /*
  * Reads a dataset into a full graph (not written).  `src` is one of:
  *   - a folder with edges.txt (+ optional features.txt, labels.txt, meta.txt);
  *   - an OGB dataset folder, or its raw/ folder, with edge.csv.gz (+ optional
- *     num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz);
+ *     num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz); with a
+ *     split/<name>/ folder beside raw/, its split and negatives are taken as
+ *     given (o->ogb_split_tool converts them; tma_graph_build_given) unless
+ *     o->resplit;
  *   - a .npz file of CSR arrays (or a folder holding exactly one .npz).
  * Every error is logged once naming the file and line (or the npz array) at
  * fault: TMA_ERR_NOT_FOUND (missing file or unknown layout), TMA_ERR_FORMAT

@@ -19,6 +19,10 @@
 #define TMAG_ALIGN 4096u
 #define TMAG_MAX_SECTIONS 16
 
+/* Header flags. */
+#define TMAG_FLAG_LABELS 1u      /* the labels section is present */
+#define TMAG_FLAG_GIVEN_SPLIT 2u /* the split came with the dataset: negatives as given */
+
 enum {
     SEC_INDPTR = 1,
     SEC_INDICES = 2,
@@ -175,6 +179,7 @@ cJSON *tma_graph_info_json(const tma_graph_t *g)
     cJSON_AddNumberToObject(o, "max_train_degree", (double)max_deg);
     cJSON_AddNumberToObject(o, "isolated_train_nodes", (double)isolated);
     cJSON_AddNumberToObject(o, "split_seed", (double)g->split_seed);
+    cJSON_AddStringToObject(o, "split", g->given_split ? "given" : "drawn");
     cJSON_AddStringToObject(o, "graph_id", id);
     if (g->kind == TMA_GRAPH_SHARD) {
         cJSON_AddNumberToObject(o, "shard_index", g->shard_index);
@@ -210,15 +215,13 @@ static tma_status_t check_negatives(const tma_graph_t *g, const char *what, cons
         int64_t u = edges[2 * i];
         for (int64_t j = 0; j < k; j++) {
             int64_t t = neg[i * k + j];
-            if (t < 0 || t >= g->num_nodes || t == u || tma_graph_has_edge(g, u, t))
+            if (t < 0 || t >= g->num_nodes || (!g->given_split && (t == u || tma_graph_has_edge(g, u, t))))
                 bad = i > bad ? i : bad;
         }
     }
     if (bad >= 0) {
-        tma_log_error(COMP,
-                      "%s: %s negatives of edge %" PRId64 " include an out-of-range node, the head "
-                      "itself, or a neighbour",
-                      what, name, bad);
+        tma_log_error(COMP, "%s: %s negatives of edge %" PRId64 " include %s", what, name, bad,
+                      g->given_split ? "an out-of-range node" : "an out-of-range node, the head itself, or a neighbour");
         return TMA_ERR_FORMAT;
     }
     return TMA_OK;
@@ -471,7 +474,7 @@ tma_status_t tma_graph_write(tma_graph_t *g, const char *path)
     h.version = TMA_TMAG_VERSION;
     h.header_bytes = TMAG_HEADER_BYTES;
     h.kind = (uint32_t)g->kind;
-    h.flags = g->labels ? 1u : 0u;
+    h.flags = (g->labels ? TMAG_FLAG_LABELS : 0u) | (g->given_split ? TMAG_FLAG_GIVEN_SPLIT : 0u);
     h.num_nodes = (uint64_t)g->num_nodes;
     h.num_edges = (uint64_t)g->num_edges;
     h.num_train_edges = (uint64_t)g->num_train_edges;
@@ -631,6 +634,7 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     g->num_shards = (int32_t)h.num_shards;
     g->split_seed = h.split_seed;
     g->graph_id = h.graph_id;
+    g->given_split = (h.flags & TMAG_FLAG_GIVEN_SPLIT) != 0;
 
     int verify = !(flags & TMA_GRAPH_OPEN_NO_VERIFY);
     const uint64_t n = h.num_nodes;
@@ -645,7 +649,7 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     BIND(SEC_INDPTR, "row pointer", 8, n + 1, 1, indptr, const int64_t *);
     BIND(SEC_INDICES, "adjacency", 8, 2 * h.num_train_edges, 1, indices, const int64_t *);
     BIND(SEC_FEATURES, "feature", 4, n * h.feature_dim, 1, features, const float *);
-    BIND(SEC_LABELS, "label", 4, n, (h.flags & 1u) != 0, labels, const int32_t *);
+    BIND(SEC_LABELS, "label", 4, n, (h.flags & TMAG_FLAG_LABELS) != 0, labels, const int32_t *);
     BIND(SEC_VAL_EDGES, "validation edge", 8, 2 * h.num_val, 1, val_edges, const int64_t *);
     BIND(SEC_TEST_EDGES, "test edge", 8, 2 * h.num_test, 1, test_edges, const int64_t *);
     BIND(SEC_VAL_NEG, "validation negative", 8, h.num_val * h.num_negatives, 1, val_neg, const int64_t *);

@@ -46,3 +46,9 @@ tests_gnn_test_noalloc_LDADD = $(TMA_GNN_TEST_LDADD)
 tests_gnn_test_noalloc_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc \
 	-Wl,--wrap=posix_memalign
 TESTS += tests/gnn/test_noalloc
+
+check_PROGRAMS += tests/gnn/ogb_rank
+tests_gnn_ogb_rank_LDADD = $(TMA_GNN_TEST_LDADD)
+dist_check_SCRIPTS += tests/gnn/test_ogb_eval.sh
+EXTRA_DIST += tests/gnn/ogb_eval.py
+TESTS += tests/gnn/test_ogb_eval.sh

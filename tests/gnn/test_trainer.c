@@ -228,7 +228,8 @@ static void check_graph_sets(void)
 }
 
 /* A constant decoder scores every candidate alike: each positive ties with
- * all its negatives and ranks last, so MRR = 1 / (negatives + 1). */
+ * all its negatives and ranks last, so MRR = 1 / (negatives + 1); under the
+ * mean rule (OGB's) it ranks 1 + negatives / 2, and Hits@K follows. */
 static void check_ties(tma_graph_t *g)
 {
     tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_GCN);
@@ -246,6 +247,22 @@ static void check_ties(tma_graph_t *g)
     double mrr;
     CHECK_OK(tma_gnn_evaluator_mrr(ev, p, TMA_GNN_SPLIT_TEST, &mrr));
     CHECK_NEAR(mrr, 1.0 / (g->num_negatives + 1), 1e-12);
+    tma_gnn_evaluator_destroy(ev);
+
+    const int K = g->num_negatives;
+    c.eval_ties = TMA_GNN_TIES_MEAN;
+    c.eval_num_hits = 2;
+    c.eval_hits[0] = K / 2;     /* below the mean rank 1 + K/2: no hit */
+    c.eval_hits[1] = (K + 3) / 2; /* at or just above it: every edge a hit */
+    CHECK_OK(tma_gnn_evaluator_create(&c, g, &ev));
+    tma_gnn_metrics_t m;
+    CHECK_OK(tma_gnn_evaluator_metrics(ev, p, TMA_GNN_SPLIT_TEST, &m));
+    ASSERT_EQ(m.ties, TMA_GNN_TIES_MEAN);
+    ASSERT_EQ(m.edges, g->num_test);
+    CHECK_NEAR(m.mrr, 1.0 / (1.0 + K / 2.0), 1e-12);
+    CHECK_NEAR(m.mrr_pessimistic, 1.0 / (K + 1), 1e-12);
+    CHECK_NEAR(m.hits[0], 0.0, 0);
+    CHECK_NEAR(m.hits[1], 1.0, 0);
     free(p);
     tma_gnn_evaluator_destroy(ev);
 }

@@ -7,11 +7,11 @@ tests_graph_test_gen_LDADD = $(TMA_TEST_LDADD)
 tests_graph_test_partition_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition
 dist_check_SCRIPTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \
-	tests/graph/test_npz_formats.sh
+	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh
 TESTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \
-	tests/graph/test_npz_formats.sh
+	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh
 EXTRA_DIST += tests/graph/bad tests/graph/data tests/graph/make_formats.py tests/fuzz/fuzz_graph_input.c \
-	tests/fuzz/corpus/graph
+	tests/fuzz/corpus/graph tests/graph/ogb_fixture.py
 
 # The optional datasets folder (configure --with-datasets=DIR): the importers'
 # counts, dims, classes and homophily on the real datasets.  Not part of make
