@@ -19,6 +19,8 @@ char *tma_run_path(const char *run_dir, const char *name)
     return tma_path_join(run_dir, name);
 }
 
+/* One line, all or nothing: a failed or short write (a full disk) is cut
+ * back to where the file ended, so no torn line is ever left behind. */
 tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
 {
     char *text = cJSON_PrintUnformatted(obj);
@@ -32,24 +34,55 @@ tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
         tma_log_error(COMP, "%s: cannot open for appending: %s", path, strerror(errno));
         st = TMA_ERR_IO;
     } else {
+        off_t start = lseek(fd, 0, SEEK_END);
         size_t off = 0;
         while (off < n + 1) {
             ssize_t w = write(fd, text + off, n + 1 - off);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
-                tma_log_error(COMP, "%s: write failed: %s", path, strerror(errno));
+                tma_log_error(COMP, "%s: write failed: %s", path, w < 0 ? strerror(errno) : "no progress");
                 st = TMA_ERR_IO;
                 break;
             }
             off += (size_t)w;
         }
-        if (st == TMA_OK && fsync(fd) != 0)
+        if (st == TMA_OK && fsync(fd) != 0) {
+            tma_log_error(COMP, "%s: fsync failed: %s", path, strerror(errno));
             st = TMA_ERR_IO;
+        }
+        if (st != TMA_OK && start >= 0 && ftruncate(fd, start) != 0)
+            tma_log_error(COMP, "%s: cannot cut a failed line back off: %s", path, strerror(errno));
         close(fd);
     }
     cJSON_free(text);
     return st;
+}
+
+int coord_io_retry(coord_io_retry_t *r, tma_status_t st, int give_up)
+{
+    int waitable = tma_status_group(st) != TMA_GROUP_INPUT && st != TMA_ERR_NOMEM && st != TMA_ERR_FENCED;
+    if (give_up || !waitable) {
+        tma_log_error(COMP, "%s: writing %s failed (%s)%s", r->path, r->what, tma_status_str(st),
+                      r->tries ? "; no more retries" : "");
+        return 0;
+    }
+    double now = tma_clock_now();
+    if (r->tries == 0 || now >= r->warn_at) {
+        tma_log_warn(COMP, "%s: cannot write %s (%s): the job waits and retries every second; free space on "
+                           "that file system (is the disk full?)",
+                     r->path, r->what, tma_status_str(st));
+        r->warn_at = now + 10.0;
+    }
+    r->tries++;
+    tma_sleep(1.0);
+    return 1;
+}
+
+void coord_io_retry_end(coord_io_retry_t *r, tma_status_t st)
+{
+    if (st == TMA_OK && r->tries > 0)
+        tma_log_info(COMP, "%s: %s written after %d retr%s", r->path, r->what, r->tries, r->tries == 1 ? "y" : "ies");
 }
 
 tma_status_t tma_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
