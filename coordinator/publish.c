@@ -3,7 +3,8 @@
  * write is one transaction that holds only while the coordinator key still
  * carries this coordinator's epoch (a failed compare means another one took
  * over: this one is fenced).  Also the records it builds (state, shard
- * moves, rounds) and the broadcast of the global weights.
+ * moves, rounds), the broadcast of the global weights and the per-round
+ * checkpoints.
  */
 #include "coord_int.h"
 

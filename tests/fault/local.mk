@@ -9,13 +9,15 @@ TESTS += tests/fault/test_fault_coordinator.sh
 TESTS += tests/fault/test_fault_etcd.sh
 TESTS += tests/fault/test_fault_partition.sh
 TESTS += tests/fault/test_fault_chaos.sh
-TESTS += tests/fault/test_fault_checkpoint.sh tests/fault/test_fault_budget.sh
+TESTS += tests/fault/test_fault_checkpoint.sh tests/fault/test_fault_budget.sh tests/fault/test_fault_fenced.sh \
+	tests/fault/test_fault_disk.sh tests/fault/test_fault_stop_restart.sh
 # the scripts ship in the release tarball (make distcheck runs them)
 FAULT_SCRIPT_FILES = tests/fault/test_fault_kill_worker.sh tests/fault/test_fault_kill_in_round.sh \
 	tests/fault/test_fault_pause.sh tests/fault/test_fault_never_starts.sh tests/fault/test_fault_join.sh \
 	tests/fault/test_fault_slow.sh tests/fault/test_fault_coordinator.sh tests/fault/test_fault_etcd.sh \
 	tests/fault/test_fault_partition.sh tests/fault/test_fault_chaos.sh tests/fault/test_fault_checkpoint.sh \
-	tests/fault/test_fault_budget.sh
+	tests/fault/test_fault_budget.sh tests/fault/test_fault_fenced.sh tests/fault/test_fault_disk.sh \
+	tests/fault/test_fault_stop_restart.sh
 EXTRA_DIST += $(FAULT_SCRIPT_FILES)
 
 # 20 chaos runs in a loop (not part of make check: about 15 minutes).
