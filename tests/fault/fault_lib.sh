@@ -60,15 +60,17 @@ sys.exit(0 if R and R[-1]['round'] >= $2 else 1)"
 # on_put MARK KEY REGEX SIG PID...: in the background, watches the etcd key
 # /tma/KEY (etcd's JSON gateway, first endpoint) and, as soon as a value
 # matching REGEX is put, sends SIG (KILL, STOP, ...) to each PID (after
-# ON_PUT_DELAY seconds, default 0) and creates the file MARK.  Returns once
-# the watch is in place; exits after acting; tracked, so cleanup ends it.
+# ON_PUT_DELAY seconds, default 0) and creates the file MARK.  A PID given as
+# @FILE is read from FILE then (so the watch can start before the process).
+# Returns once the watch is in place; exits after acting; tracked, so cleanup
+# ends it.
 on_put() {
   local mark=$1 key=$2 re=$3 sig=$4; shift 4
   rm -f "$mark" "$mark.ready"
   python3 - "${ETCD_ENDPOINTS%%,*}" "/tma/$key" "$re" "$sig" "$mark" "${ON_PUT_DELAY:-0}" "$@" <<'PY' &
 import base64, json, os, re, signal, sys, time, urllib.request
 url, key, rx, sig, mark, delay = sys.argv[1:7]
-pids = [int(p) for p in sys.argv[7:]]
+pids = sys.argv[7:]
 b64 = lambda s: base64.b64encode(s.encode()).decode()
 req = urllib.request.Request(url + "/v3/watch", method="POST",
                              data=json.dumps({"create_request": {"key": b64(key)}}).encode())
@@ -94,7 +96,7 @@ with urllib.request.urlopen(req) as resp:
             if ev.get("type", "PUT") == "PUT" and re.search(rx, base64.b64decode(kv.get("value", "")).decode()):
                 time.sleep(float(delay))
                 for p in pids:
-                    os.kill(p, getattr(signal, "SIG" + sig))
+                    os.kill(int(open(p[1:]).read()) if p.startswith("@") else int(p), getattr(signal, "SIG" + sig))
                 open(mark, "w").close()
                 sys.exit(0)
 PY

@@ -15,8 +15,7 @@ cd "$TMP_ROOT"
 etcd_start 1
 fault_graph
 TRAIN=14 INTERVAL=1 write_job j.json ck '"fault": {"lease_ttl": 5, "round_deadline": 6, "start_timeout": 20}'
-start_coordinator c1.log --config j.json --run-dir run
-first=$COORD_PID
+# The workers wait for the job's config; the watches are in place before it starts.
 for i in 0 1 2; do start_worker w$i.log --job ck --name w$i; done
 w2=${WORKER_PIDS[2]}
 logs=(c1.log c2.log c3.log w0.log w1.log w2.log)
@@ -24,6 +23,8 @@ logs=(c1.log c2.log c3.log w0.log w1.log w2.log)
 # (a) w2 pauses once round 2 is committed; etcd dies 0.5 s into round 3.
 on_put paused ck/metrics/00000002 '"round":2\b' STOP "$w2"
 ON_PUT_DELAY=0.5 on_put etcd-down ck/agg '"round":3\b' KILL "${ETCD_PIDS[0]}"
+start_coordinator c1.log --config j.json --run-dir run
+first=$COORD_PID
 wait_for 60 test -e etcd-down || { dump_logs "${logs[@]}"; fail "(a) round 3 was never raised"; }
 ahead() { local f; for f in run/checkpoint*.tmaw; do [ "$(checkpoint_round "$f")" = 3 ] && return 0; done; return 1; }
 wait_for 30 ahead || { dump_logs c1.log; fail "(a) no checkpoint of round 3 was written while etcd was down"; }

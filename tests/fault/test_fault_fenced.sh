@@ -13,12 +13,13 @@ cd "$TMP_ROOT"
 etcd_start 1
 fault_graph
 TRAIN=12 INTERVAL=1 write_job j.json fe '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
+on_put paused fe/metrics/00000003 '"eval":"pending"' STOP @old.pid
 start_coordinator old.log --config j.json --run-dir run
 old=$COORD_PID
+echo "$old" > old.pid
 for i in 0 1 2; do start_worker w$i.log --job fe --name w$i; done
 logs=(old.log new.log w0.log w1.log w2.log)
 wait_for 20 grep -q "leading job fe" old.log || fail "no leader"
-on_put paused fe/metrics/00000003 '"eval":"pending"' STOP "$old"
 start_coordinator new.log --job fe --standby
 new=$COORD_PID
 wait_for 60 test -e paused || { dump_logs "${logs[@]}"; fail "round 3 never committed"; }

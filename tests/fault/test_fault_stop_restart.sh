@@ -10,11 +10,12 @@ cd "$TMP_ROOT"
 etcd_start 1
 fault_graph
 TRAIN=5 INTERVAL=1 write_job j.json sr '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
+on_put stopped sr/stop 'reason' KILL @first.pid
 start_coordinator c1.log --config j.json --run-dir run
 first=$COORD_PID
+echo "$first" > first.pid
 for i in 0 1 2; do start_worker w$i.log --job sr --name w$i; done
 logs=(c1.log c2.log w0.log w1.log w2.log)
-on_put stopped sr/stop 'reason' KILL "$first"
 wait_for 60 test -e stopped || { dump_logs "${logs[@]}"; fail "stop was never set"; }
 wait_exit "$first" 10 >/dev/null
 [ ! -e run/result.json ] || hard "the coordinator wrote result.json before it could be killed: nothing to test"
