@@ -69,9 +69,10 @@ int coord_io_retry(coord_io_retry_t *r, tma_status_t st, int give_up)
     }
     double now = tma_clock_now();
     if (r->tries == 0 || now >= r->warn_at) {
-        tma_log_warn(COMP, "%s: cannot write %s (%s): the job waits and retries every second; free space on "
-                           "that file system (is the disk full?)",
-                     r->path, r->what, tma_status_str(st));
+        tma_log_warn(COMP, "%s: cannot write %s (%s): the job waits and retries every second; %s", r->path,
+                     r->what, tma_status_str(st),
+                     tma_status_group(st) == TMA_GROUP_PEER ? "etcd is unreachable"
+                                                            : "free space on that file system (is the disk full?)");
         r->warn_at = now + 10.0;
     }
     r->tries++;

@@ -126,7 +126,11 @@ static tma_status_t rebuild_metrics(coord_t *c, int64_t last_round)
 
 tma_status_t coord_resume_metrics(coord_t *c, coord_eval_cfg_t *ec)
 {
-    tma_status_t st = rebuild_metrics(c, c->prev.round);
+    coord_io_retry_t r = {c->metrics_path, "the rebuilt metrics", 0, 0};
+    tma_status_t st;
+    while ((st = rebuild_metrics(c, c->prev.round)) != TMA_OK && coord_io_retry(&r, st, coord_stopping(c)))
+        ;
+    coord_io_retry_end(&r, st);
     if (st == TMA_OK)
         st = resume_best(c, &ec->best_round, &ec->best_val, &ec->best_time);
     return st;

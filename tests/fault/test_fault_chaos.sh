@@ -60,9 +60,22 @@ supervise() {
   coords+=($COORD_PID); nc=$((nc + 1)); restarts=$((restarts + 1))
 }
 etcd_all_up() { local i; for i in 0 1 2; do [ -z "${etcd_back[$i]:-}" ] || return 1; done; }
-# Brings back etcd members and the disk whose fault has run its time ("force": all now).
+# Brings back paused processes, etcd members and the disk whose fault has run
+# its time ("force": all now).  (No background sleeps: they would outlive a run.)
 heal() {
-  local i t=${EPOCHSECONDS}
+  local i e t=${EPOCHSECONDS} keep=()
+  for e in "${resume_at[@]:-}"; do
+    [ -n "$e" ] || continue
+    local at pid kind from
+    IFS=: read -r at pid kind from <<<"$e"
+    if [ "${1:-}" = force ] || (( t >= at )); then
+      kill -CONT "$pid" 2>/dev/null
+      fault "$kind" "$from" "$(now)"
+    else
+      keep+=("$e")
+    fi
+  done
+  resume_at=("${keep[@]:-}")
   for i in 0 1 2; do
     if [ -n "${etcd_back[$i]:-}" ] && { [ "${1:-}" = force ] || (( t >= ${etcd_back[$i]%%:*} )); }; then
       _etcd_spawn "$i"
@@ -84,14 +97,13 @@ for ((run = 0; run < runs; run++)); do
   run_dir=$name-run
   (( have_disk )) && run_dir=disk/$name-run
   WORKER_PIDS=(); coords=(); nc=1; restarts=0; actions=""
-  etcd_back=(); etcd_kind=(); etcd_from=(); disk_back=""; disk_from=""
+  etcd_back=(); etcd_kind=(); etcd_from=(); disk_back=""; disk_from=""; resume_at=()
   TRAIN=22 write_job $name.json $name '"fault": {"on_failure": "reassign", "lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
   start_coordinator $name-c0.log --config $name.json --run-dir $run_dir
   coords+=($COORD_PID)
   for i in 0 1 2; do start_worker $name-w$i.log --job $name --name w$i; done
   start_worker $name-b.log --job $name --name backup --backup
   wait_round $run_dir 1 || { dump_logs $name-c0.log; fail "seed $seed: no first round"; }
-  paused=()
   end=$((SECONDS + 14))
   n=4
   while (( SECONDS < end )); do
@@ -104,9 +116,7 @@ for ((run = 0; run < runs; run++)); do
     case $((RANDOM % 10)) in
       0) kill -KILL "$victim"; fault worker-kill "$(now)"
          start_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)) ;;
-      1) d=$((1 + RANDOM % 6)); kill -STOP "$victim"; paused+=("$victim")
-         fault worker-pause "$(now)" "$(python3 -c "print($(now) + $d)")"
-         ( sleep "$d"; kill -CONT "$victim" 2>/dev/null ) & track $! ;;
+      1) kill -STOP "$victim"; resume_at+=("$((EPOCHSECONDS + 1 + RANDOM % 6)):$victim:worker-pause:$(now)") ;;
       2) start_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)); actions+=" start" ;;
       3) actions+=" -" ;;
       4) lp=$(leader_pid)
@@ -117,9 +127,7 @@ for ((run = 0; run < runs; run++)); do
          fi ;;
       5) lp=$(leader_pid)
          if [ -n "$lp" ] && kill -0 "$lp" 2>/dev/null; then
-           d=$((4 + RANDOM % 3)); kill -STOP "$lp"; paused+=("$lp")
-           fault coord-pause "$(now)" "$(python3 -c "print($(now) + $d)")"
-           ( sleep "$d"; kill -CONT "$lp" 2>/dev/null ) & track $!
+           kill -STOP "$lp"; resume_at+=("$((EPOCHSECONDS + 4 + RANDOM % 3)):$lp:coord-pause:$(now)")
          fi ;;
       6) start_coordinator $name-c$nc.log --job $name --standby
          coords+=($COORD_PID); nc=$((nc + 1)); actions+=" standby" ;;
@@ -141,7 +149,6 @@ for ((run = 0; run < runs; run++)); do
     esac
   done
   # The end of the chaos: everything comes back; the supervisor sees the job through.
-  for p in "${paused[@]}"; do kill -CONT "$p" 2>/dev/null; done
   heal force
   _etcd_wait 0 1 2 || hard "seed $seed: etcd did not come back"
   logs=($name-*.log)
