@@ -20,7 +20,7 @@ FAULT_SCRIPT_FILES = tests/fault/test_fault_kill_worker.sh tests/fault/test_faul
 	tests/fault/test_fault_stop_restart.sh
 EXTRA_DIST += $(FAULT_SCRIPT_FILES)
 
-# 20 chaos runs in a loop (not part of make check: about 15 minutes).
+# 20 chaos runs in a loop (not part of make check: about 11 minutes; figures in docs/faults.md).
 check-chaos: all tests/harness.sh
 	CHAOS_RUNS=20 TMA_TEST_TIMEOUT=3600 $(top_builddir)/tests/harness.sh $(top_srcdir)/tests/fault/test_fault_chaos.sh
 .PHONY: check-chaos
