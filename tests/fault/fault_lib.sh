@@ -108,3 +108,19 @@ PY
 checkpoint_round() {
   python3 -c "import struct,sys; d=open(sys.argv[1],'rb').read(40); print(struct.unpack('<Q', d[32:40])[0])" "$1"
 }
+
+# small_disk SIZE: mounts a tmpfs of SIZE (e.g. 2m) on $TMP_ROOT/disk, a disk
+# a test can fill; the EXIT trap ends every process, then unmounts it.
+# Returns 1 when no tmpfs can be mounted (not root).
+small_disk() {
+  mkdir -p "$TMP_ROOT/disk"
+  mount -t tmpfs -o size="$1" tmpfs "$TMP_ROOT/disk" 2>/dev/null || return 1
+  trap _small_disk_cleanup EXIT
+}
+_small_disk_cleanup() {
+  local p
+  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  umount -l "$TMP_ROOT/disk" 2>/dev/null
+  _tma_cleanup
+}

@@ -19,21 +19,8 @@ source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 cd "$TMP_ROOT"
 runs=${CHAOS_RUNS:-1}
 seed0=${CHAOS_SEED:-$(( $(date +%s) % 100000 ))}
-mkdir disk
-if mount -t tmpfs -o size=4m tmpfs disk 2>/dev/null; then
-  have_disk=1
-  trap '_chaos_cleanup' EXIT
-else
-  have_disk=0
-  echo "no tmpfs could be mounted (needs root): the disk faults are left out"
-fi
-_chaos_cleanup() {
-  local p
-  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  umount -l "$TMP_ROOT/disk" 2>/dev/null
-  _tma_cleanup
-}
+have_disk=1
+small_disk 4m || { have_disk=0; echo "no tmpfs could be mounted (needs root): the disk faults are left out"; }
 etcd_start 3
 fault_graph
 : > all-faults.tsv; : > all-runs.tsv

@@ -9,16 +9,7 @@ source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 cd "$TMP_ROOT"
-mkdir disk
-mount -t tmpfs -o size=2m tmpfs disk 2>/dev/null || skip "cannot mount a tmpfs (needs root): no small disk to fill"
-trap '_tma_cleanup_disk' EXIT
-_tma_cleanup_disk() {
-  local p
-  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  umount -l "$TMP_ROOT/disk" 2>/dev/null
-  _tma_cleanup
-}
+small_disk 2m || skip "cannot mount a tmpfs (needs root): no small disk to fill"
 etcd_start 1
 fault_graph
 TRAIN=12 INTERVAL=1 write_job j.json dk '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
