@@ -203,6 +203,9 @@ tma_status_t coord_write_checkpoint(coord_t *c, const char *path, int64_t t)
            coord_io_retry(&r, st, coord_stopping(c)))
         ;
     coord_io_retry_end(&r, st);
+    /* Given up because the coordinator stops: an interruption, not a failed job. */
+    if (st != TMA_OK && coord_stopping(c) && !__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
+        st = TMA_ERR_CANCELLED;
     return st;
 }
 

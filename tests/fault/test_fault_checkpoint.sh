@@ -33,13 +33,15 @@ wait_exit "$first" 10 >/dev/null
 _etcd_spawn 0
 _etcd_wait 0 || hard "etcd did not come back"
 kill -CONT "$w2"
+# (b) is set up now: c2 is killed the moment it commits round 5.
+on_put c2-killed ck/state '"round":5,' KILL @c2.pid
 start_coordinator c2.log --job ck
+echo "$COORD_PID" > c2.pid
 wait_for 40 grep -q "took over job ck at round" c2.log || { dump_logs c2.log; fail "(a) the restarted coordinator did not take over"; }
 grep -q "took over job ck at round 2 " c2.log || { dump_logs c2.log; fail "(a) did not resume from round 2, the committed state"; }
 
-# (b) kill it again after round 5 and corrupt the checkpoint its state names.
-wait_round run 5 || { dump_logs c2.log; fail "(b) no round 5 after the restart"; }
-kill -KILL "$COORD_PID"
+# (b) c2 is killed once it commits round 5; the checkpoint its state names is corrupted.
+wait_for 60 test -e c2-killed || { dump_logs c2.log; fail "(b) no round 5 after the restart"; }
 wait_exit "$COORD_PID" 10 >/dev/null
 named=$(etcdctl get /tma/ck/state --print-value-only | python3 -c 'import json,sys; print(json.load(sys.stdin)["checkpoint"])')
 [ -f "$named" ] || fail "(b) the state names $named, which does not exist"
@@ -52,8 +54,9 @@ start_coordinator c3.log --job ck
 finish_job "${logs[@]}"
 grep -q "cannot be used.*resuming from" c3.log || { dump_logs c3.log; fail "(b) no warning about the corrupt checkpoint"; }
 check_run run >/dev/null || { dump_logs "${logs[@]}"; fail "run folder invalid"; }
-rounds_check run "R[3]['epoch'] != R[2]['epoch'] and len(set(r['epoch'] for r in R)) == 3 and len(R) > 7" \
-  "round 3 was not redone after the restart, or the third coordinator did not carry on" || fail "rounds"
+rounds_check run "R[3]['epoch'] != R[2]['epoch'] and len(set(r['epoch'] for r in R)) == 3" \
+  "round 3 was not redone after the restart, or the third coordinator did not carry on" ||
+  { dump_logs "${logs[@]}"; fail "rounds"; }
 n=$(ls run/checkpoint*.tmaw | wc -l)
 [ "$n" -le 2 ] || fail "$n checkpoints left in the run folder (the newest and the one before it are kept)"
 echo "(a) resumed from round 2 after a checkpoint of round 3 got ahead of the state; (b) fell back past a corrupt checkpoint"
