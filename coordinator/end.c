@@ -149,6 +149,11 @@ tma_status_t coord_finish(coord_t *c, const char *reason)
     coord_eval_drain(c->ev);
     if (__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
         return TMA_ERR_FENCED; /* the job is another's: its result too */
+    tma_status_t est = coord_eval_error(c->ev);
+    if (est != TMA_OK)
+        tma_log_error(COMP, "the evaluator could not write everything (%s): see its errors above; metrics.jsonl "
+                            "may lack lines",
+                      tma_status_str(est));
     tma_status_t bst = coord_eval_settle_best(c->ev);
     if (bst != TMA_OK)
         tma_log_error(COMP, "best.tmaw does not hold the best round: %s", tma_status_str(bst));
