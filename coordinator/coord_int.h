@@ -35,7 +35,7 @@ typedef struct coord_eval_cfg {
     tma_kv_t *kv;                /* may be NULL: no etcd updates */
     const char *job;
     uint64_t epoch;              /* guards the etcd writes */
-    int *fenced;                 /* the coordinator's flag: set on a failed guard; nothing is written after */
+    int *fenced;                 /* the coordinator's flag (required): set on a failed guard; nothing is written after */
     volatile sig_atomic_t *stop_flag; /* may be NULL; a write that keeps failing is given up when set */
     int64_t best_round;          /* resumed best (-1: none) */
     double best_val, best_time;

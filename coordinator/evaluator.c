@@ -59,7 +59,7 @@ struct coord_eval {
 
 static int fenced(coord_eval_t *e)
 {
-    return __atomic_load_n(e->fenced, __ATOMIC_SEQ_CST);
+    return e->fenced && __atomic_load_n(e->fenced, __ATOMIC_SEQ_CST);
 }
 
 /* A file write is given up only when the coordinator stops or is fenced. */
@@ -294,6 +294,8 @@ tma_status_t coord_eval_settle_best(coord_eval_t *e)
 
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
 {
+    if (!c->fenced)
+        return TMA_ERR_INVALID;
     coord_eval_t *e = calloc(1, sizeof *e);
     if (!e)
         return TMA_ERR_NOMEM;
