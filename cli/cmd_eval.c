@@ -112,9 +112,6 @@ int cli_cmd_eval(int argc, char **argv)
     tma_gnn_ties_t rule;
     if (tma_gnn_ties_parse(ties, &rule) != TMA_OK)
         return cli_usage_error("eval", "--ties: expected pessimistic or mean, got '%s'", ties);
-    tma_gnn_ties_t rule;
-    if (tma_gnn_ties_parse(ties, &rule) != TMA_OK)
-        return cli_usage_error("eval", "--ties: expected pessimistic or mean, got '%s'", ties);
     if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("eval", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
 

@@ -35,6 +35,8 @@ typedef struct coord_eval_cfg {
     tma_kv_t *kv;                /* may be NULL: no etcd updates */
     const char *job;
     uint64_t epoch;              /* guards the etcd writes */
+    int *fenced;                 /* the coordinator's flag (required): set on a failed guard; nothing is written after */
+    volatile sig_atomic_t *stop_flag; /* may be NULL; a write that keeps failing is given up when set */
     int64_t best_round;          /* resumed best (-1: none) */
     double best_val, best_time;
     tma_run_budget_t budget;     /* for the progress line logged with each metrics line */
@@ -50,6 +52,9 @@ void coord_eval_drain(coord_eval_t *e);
 void coord_eval_best(coord_eval_t *e, int64_t *round_p, double *val_p, double *time_p);
 /* Rounds evaluated and skipped so far. */
 void coord_eval_counts(coord_eval_t *e, int64_t *evaluated_p, int64_t *skipped_p);
+/* Makes sure best.tmaw holds the best round (a fenced coordinator may have
+ * rewritten it): rewrites it from the kept weights when it does not. */
+tma_status_t coord_eval_settle_best(coord_eval_t *e);
 /* The first error the thread hit (a failed write), TMA_OK otherwise. */
 tma_status_t coord_eval_error(coord_eval_t *e);
 /* Stops the thread (after what it is doing) and frees it; accepts NULL. */
@@ -117,7 +122,9 @@ typedef struct coord {
     int n_slots, cap_slots;
     coord_contrib_t *contrib; /* [cap_slots] */
 
-    char *run_dir, *checkpoint_path, *metrics_path, *result_path;
+    char *run_dir, *metrics_path, *result_path;
+    char *checkpoint_path; /* the checkpoint `state` names (round c->round's; before round 0: its name) */
+    char *checkpoint_prev; /* the one it named before: kept until the next commit */
     coord_eval_t *ev;
     tma_gnn_trainer_t *server; /* the full-graph trainer of a variant's after_average hook */
 
@@ -164,6 +171,10 @@ void coord_start_abandon(coord_t *c, tma_status_t why);
 tma_status_t coord_resume_check(coord_t *c); /* fills c->resume and c->prev from the state in etcd */
 tma_status_t coord_resume_metrics(coord_t *c, coord_eval_cfg_t *ec);
 tma_status_t coord_take_over(coord_t *c);
+/* The job taken over had been stopped (`stop` set, the result not yet
+ * written): it is only finished, with the reason its `stop` gives. */
+int coord_resuming_stop(const coord_t *c);
+const char *coord_stop_reason(coord_t *c);
 
 /* members.c */
 slot_t *coord_slot_find(coord_t *c, uint32_t id);
@@ -197,6 +208,11 @@ int coord_average(const coord_contrib_t *in, int n, int64_t P, double *acc, floa
 tma_status_t coord_ggs_loop(coord_t *c);
 
 /* publish.c */
+/* One transaction that holds only while the coordinator key has create
+ * revision `epoch`; a failed compare sets *fenced and is TMA_ERR_FENCED.
+ * NULL values delete.  At most 16 keys. */
+tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, int *fenced, int n,
+                               const char *const *keys, char *const *vals);
 tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry);
 tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
 /* The state record with this coordinator's epoch and run folder. */
@@ -205,6 +221,32 @@ char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, dou
 tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, const char *reason);
 void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round);
 tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record);
+/* The checkpoint of round `round` written under `epoch`: run_dir/
+ * checkpoint-r<round>-e<epoch>.tmaw (malloc'd), and the parse of such a
+ * name (0, or -1 when it is not one). */
+char *coord_checkpoint_path(const char *run_dir, int64_t round, uint64_t epoch);
+int coord_checkpoint_parse(const char *name, int64_t *round_p, uint64_t *epoch_p);
+/* Writes the global weights as round t's checkpoint at path, retrying while
+ * the write fails (a full disk) until the coordinator stops. */
+tma_status_t coord_write_checkpoint(coord_t *c, const char *path, int64_t t);
+
+/* io_retry.c: a write the job cannot go on without (a checkpoint, a
+ * metrics line, best.tmaw, result.json) is retried while it fails, so a
+ * full disk pauses the job instead of ending it:
+ *     coord_io_retry_t r = {path, "the checkpoint", 0, 0};
+ *     while ((st = write(path)) != TMA_OK && coord_io_retry(&r, st, give_up))
+ *         ;
+ *     coord_io_retry_end(&r, st);
+ * coord_io_retry warns (naming the path, then every 10 s), waits a second
+ * and returns 1 to try again; 0 when st cannot get better by waiting or
+ * give_up is set (the caller is stopping or fenced). */
+typedef struct coord_io_retry {
+    const char *path, *what;
+    int tries;
+    double warn_at;
+} coord_io_retry_t;
+int coord_io_retry(coord_io_retry_t *r, tma_status_t st, int give_up);
+void coord_io_retry_end(coord_io_retry_t *r, tma_status_t st);
 
 /* end.c */
 tma_status_t coord_finish(coord_t *c, const char *reason);

@@ -27,7 +27,11 @@ double coord_train_elapsed(const coord_t *c)
 }
 
 /* The rounds of a variant that averages weights, until the training time
- * or the round count is reached.  *reason_p says which. */
+ * or the round count is reached.  *reason_p says which.  The budget is
+ * training time elapsed: rounds fall every interval, but when they run late
+ * (a deadline hit, a slow worker, a takeover) none is raised once the
+ * training time is up but the last, and a round that ends past it is the
+ * last, so the job ends at or right after its budget. */
 static tma_status_t train_rounds(coord_t *c, const char **reason_p)
 {
     tma_status_t st = TMA_OK;
@@ -39,10 +43,10 @@ static tma_status_t train_rounds(coord_t *c, const char **reason_p)
         }
         int last = 0;
         if (c->job->interval_steps <= 0) {
-            /* Rounds fall every interval; the last one at the end of the
-             * training time, so the final local progress is aggregated. */
+            /* The last round at the end of the training time, so the final
+             * local progress is aggregated. */
             double next = (double)(c->round + 1) * c->job->interval_s;
-            if (c->job->train_s > 0 && next >= c->job->train_s) {
+            if (c->job->train_s > 0 && (next >= c->job->train_s || el >= c->job->train_s)) {
                 next = c->job->train_s;
                 last = 1;
             }
@@ -60,7 +64,9 @@ static tma_status_t train_rounds(coord_t *c, const char **reason_p)
                 break;
         }
         st = coord_round(c, c->round + 1);
-        if (st != TMA_OK || coord_stopping(c) || last)
+        /* A round that ran past the end of the training time was the last. */
+        if (st != TMA_OK || coord_stopping(c) || last ||
+            (c->job->train_s > 0 && coord_train_elapsed(c) >= c->job->train_s))
             break;
     }
     return st;
@@ -132,7 +138,10 @@ tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile si
             coord_start_abandon(c, st);
         goto close_run;
     }
-    st = train(c, &reason);
+    if (coord_resuming_stop(c))
+        reason = coord_stop_reason(c); /* stopped already: only the result is missing */
+    else
+        st = train(c, &reason);
     st = end(c, st, reason);
 close_run:
     coord_close_run(c);

@@ -1,7 +1,10 @@
 /*
- * end.c: the end of a job: set `stop`, let the evaluator finish, test the
- * best round, write result.json and the validation-MRR plot (job/run.c), and record
- * the final state ("done", or "failed" when the result could not be
+ * end.c: the end of a job: set `stop` (with the state "stopping", in one
+ * transaction, so a coordinator that dies before the result is written is
+ * followed by one that only finishes the job), let the evaluator finish,
+ * test the best round, write result.json and the validation-MRR plot
+ * (job/run.c), and record the final state ("done", or "failed" when the
+ * result could not be
  * written).
  */
 #include "coord_int.h"
@@ -12,12 +15,22 @@
 
 #define COMP COORD_COMP
 
-/* Sets the stop key (workers see it through their watch). */
-static void publish_stop(coord_t *c, const char *reason)
+/* Sets the stop key (workers see it through their watch) and the state
+ * "stopping" in one guarded transaction. */
+static void publish_stop(coord_t *c, const char *reason, double train_s)
 {
-    char *val = tma_stop_rec_encode(c->epoch, reason);
-    tma_status_t st = coord_put_key(c, TMA_KEY_STOP, val, 1);
-    free(val);
+    int64_t best_round;
+    double best_val, best_time;
+    coord_eval_best(c->ev, &best_round, &best_val, &best_time);
+    char stkey[TMA_KEY_MAX], skey[TMA_KEY_MAX];
+    tma_job_key(stkey, c->job->name, TMA_KEY_STOP);
+    tma_job_key(skey, c->job->name, TMA_KEY_STATE);
+    const char *keys[2] = {stkey, skey};
+    char *vals[2] = {tma_stop_rec_encode(c->epoch, reason),
+                     coord_state_encode(c, "stopping", c->round, train_s, best_round, best_val)};
+    tma_status_t st = vals[0] && vals[1] ? coord_guarded_put(c, 2, keys, vals, 1) : TMA_ERR_NOMEM;
+    free(vals[0]);
+    free(vals[1]);
     if (st != TMA_OK)
         tma_log_warn(COMP, "could not set stop in etcd: %s", tma_status_str(st));
 }
@@ -78,16 +91,23 @@ static tma_status_t write_result(coord_t *c, const char *reason, double train_s,
     r.rounds = c->round;
     r.stopped = reason;
     r.best_weights = best_path;
-    cJSON *extra = cJSON_CreateObject();
-    if (!extra)
-        return TMA_ERR_NOMEM;
-    if (c->pinfo)
-        cJSON_AddStringToObject(extra, "partition", c->job->partition_scheme);
-    cJSON_AddNumberToObject(extra, "rounds_evaluated", (double)evaluated);
-    cJSON_AddNumberToObject(extra, "rounds_skipped", (double)skipped);
-    if (isfinite(test_mrr))
-        tma_gnn_metrics_json(test, "test_", extra);
-    tma_status_t st = tma_run_write_result(c->run_dir, &r, extra, NULL);
+    /* A full disk: retried like every run-folder write (the extras are
+     * consumed by each try, so they are built anew). */
+    coord_io_retry_t rt = {c->result_path, "the result", 0, 0};
+    tma_status_t st;
+    do {
+        cJSON *extra = cJSON_CreateObject();
+        if (!extra)
+            return TMA_ERR_NOMEM;
+        if (c->pinfo)
+            cJSON_AddStringToObject(extra, "partition", c->job->partition_scheme);
+        cJSON_AddNumberToObject(extra, "rounds_evaluated", (double)evaluated);
+        cJSON_AddNumberToObject(extra, "rounds_skipped", (double)skipped);
+        if (isfinite(test_mrr))
+            tma_gnn_metrics_json(test, "test_", extra);
+        st = tma_run_write_result(c->run_dir, &r, extra, NULL);
+    } while (st != TMA_OK && coord_io_retry(&rt, st, coord_stopping(c)));
+    coord_io_retry_end(&rt, st);
     if (st == TMA_OK)
         tma_log_info(COMP, "result: test MRR %.4f (ties %s; best round %lld, validation %.4f); written to %s",
                      isfinite(test_mrr) ? test_mrr : 0.0, tma_gnn_ties_name(test->ties), (long long)r.best_round,
@@ -97,13 +117,23 @@ static tma_status_t write_result(coord_t *c, const char *reason, double train_s,
 
 tma_status_t coord_finish(coord_t *c, const char *reason)
 {
-    publish_stop(c, reason);
-    tma_log_info(COMP, "training stopped (%s) after %.1f s and %lld round(s); finishing the evaluation", reason,
-                 coord_train_elapsed(c), (long long)c->round);
     double train_s = coord_train_elapsed(c);
     c->clock_start = 0;
     c->elapsed_base = train_s;
+    publish_stop(c, reason, train_s);
+    tma_log_info(COMP, "training stopped (%s) after %.1f s and %lld round(s); finishing the evaluation", reason,
+                 train_s, (long long)c->round);
     coord_eval_drain(c->ev);
+    if (__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
+        return TMA_ERR_FENCED; /* the job is another's: its result too */
+    tma_status_t est = coord_eval_error(c->ev);
+    if (est != TMA_OK)
+        tma_log_error(COMP, "the evaluator could not write everything (%s): see its errors above; metrics.jsonl "
+                            "may lack lines",
+                      tma_status_str(est));
+    tma_status_t bst = coord_eval_settle_best(c->ev);
+    if (bst != TMA_OK)
+        tma_log_error(COMP, "best.tmaw does not hold the best round: %s", tma_status_str(bst));
 
     int64_t best_round;
     double best_val, best_time;

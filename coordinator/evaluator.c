@@ -4,6 +4,10 @@
  * model wins), and the thread writes each round's metrics line, in round
  * order, once the newest model handed over so far has been evaluated, and
  * logs the progress line of each (with that round's validation MRR).
+ * Its etcd writes are guarded by the coordinator's epoch like every other
+ * write of the leader, and once the coordinator is fenced it writes nothing
+ * more, neither to etcd nor to the run folder.  A file write that fails (a
+ * full disk) is retried, never left half done.
  */
 #include "coord_int.h"
 
@@ -29,6 +33,8 @@ struct coord_eval {
     tma_kv_t *kv;
     char job[TMA_JOB_NAME_MAX];
     uint64_t epoch;
+    int *fenced;
+    volatile sig_atomic_t *stop_flag;
     tma_gnn_evaluator_t *ev;
     int64_t P;
 
@@ -41,6 +47,8 @@ struct coord_eval {
     int64_t mail_round;
     double mail_time;
     float *mail, *work;
+    float *best;  /* the best round's weights, to restore best.tmaw (coord_eval_settle_best) */
+    int has_best; /* best holds them */
     /* records waiting for their line */
     pending_t *head, *tail;
     /* results */
@@ -53,11 +61,23 @@ struct coord_eval {
     tma_status_t error;
 };
 
-/* Writes obj under key k (a folder: its number n). */
-static void put_etcd(coord_eval_t *e, tma_job_key_t k, int64_t n, const cJSON *obj)
+static int fenced(coord_eval_t *e)
+{
+    return e->fenced && __atomic_load_n(e->fenced, __ATOMIC_SEQ_CST);
+}
+
+/* A file write is given up only when the coordinator stops or is fenced. */
+static int give_up(coord_eval_t *e)
+{
+    return fenced(e) || (e->stop_flag && *e->stop_flag);
+}
+
+/* Writes obj under key k (a folder: its number n), guarded by the epoch.
+ * TMA_ERR_FENCED when another coordinator leads: nothing more is written. */
+static tma_status_t put_etcd(coord_eval_t *e, tma_job_key_t k, int64_t n, const cJSON *obj)
 {
     if (!e->kv)
-        return;
+        return fenced(e) ? TMA_ERR_FENCED : TMA_OK;
     char key[TMA_KEY_MAX];
     if (k == TMA_KEY_METRICS)
         tma_job_key_n(key, e->job, k, n);
@@ -65,14 +85,27 @@ static void put_etcd(coord_eval_t *e, tma_job_key_t k, int64_t n, const cJSON *o
         tma_job_key(key, e->job, k);
     char *val = cJSON_PrintUnformatted(obj);
     if (!val)
-        return;
-    tma_status_t st = tma_kv_put(e->kv, key, val, strlen(val), 0, NULL);
-    if (st != TMA_OK)
-        tma_log_warn(COMP, "cannot record %s in etcd: %s", key, tma_status_str(st));
+        return TMA_ERR_NOMEM;
+    const char *kp[1] = {key};
+    char *vp[1] = {val};
+    tma_status_t st = fenced(e) ? TMA_ERR_FENCED : coord_guarded_txn(e->kv, e->job, e->epoch, e->fenced, 1, kp, vp);
+    if (st != TMA_OK && st != TMA_ERR_FENCED)
+        tma_log_warn(COMP, "cannot record %s in etcd: %s (the run folder has it)", key, tma_status_str(st));
     cJSON_free(val);
+    return st;
 }
 
-/* Writes the lines of every pending record up to `round` (unlocked I/O). */
+static void set_error(coord_eval_t *e, tma_status_t st)
+{
+    pthread_mutex_lock(&e->lock);
+    if (e->error == TMA_OK)
+        e->error = st;
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Writes the lines of every pending record up to `round` (unlocked I/O):
+ * metrics/<t> first, whose guard proves this coordinator still leads, then
+ * the line and its progress line. */
 static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const tma_gnn_metrics_t *m, int ok)
 {
     while (list) {
@@ -89,16 +122,39 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
             cJSON_AddNullToObject(r, "val_mrr");
             cJSON_AddStringToObject(r, "eval", p->round == round ? "error" : "skipped");
         }
-        tma_status_t st = tma_run_append_line(e->metrics_path, r);
-        if (st != TMA_OK && e->error == TMA_OK)
-            e->error = st;
-        char line[512];
-        tma_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
-        tma_log_info(COMP, "%s", line);
-        put_etcd(e, TMA_KEY_METRICS, p->round, r);
+        if (put_etcd(e, TMA_KEY_METRICS, p->round, r) != TMA_ERR_FENCED) {
+            coord_io_retry_t rt = {e->metrics_path, "a metrics line", 0, 0};
+            tma_status_t st;
+            while ((st = tma_run_append_line(e->metrics_path, r)) != TMA_OK && coord_io_retry(&rt, st, give_up(e)))
+                ;
+            coord_io_retry_end(&rt, st);
+            if (st != TMA_OK) {
+                tma_log_error(COMP, "round %lld: its line is missing from %s", (long long)p->round, e->metrics_path);
+                set_error(e, st);
+            } else {
+                char line[512];
+                tma_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
+                tma_log_info(COMP, "%s", line);
+            }
+        }
         cJSON_Delete(r);
         free(p);
     }
+}
+
+/* best.tmaw from e->work (round `round`), before `best` announces it; only
+ * while this coordinator leads (a guard with no writes proves it). */
+static tma_status_t write_best(coord_eval_t *e, int64_t round)
+{
+    if (fenced(e) || (e->kv && coord_guarded_txn(e->kv, e->job, e->epoch, e->fenced, 0, NULL, NULL) == TMA_ERR_FENCED))
+        return TMA_ERR_FENCED;
+    coord_io_retry_t rt = {e->best_path, "the best model", 0, 0};
+    tma_status_t st;
+    while ((st = tma_gnn_weights_write(e->best_path, &e->cfg, e->work, (uint64_t)round)) != TMA_OK &&
+           coord_io_retry(&rt, st, give_up(e)))
+        ;
+    coord_io_retry_end(&rt, st);
+    return st;
 }
 
 static void *eval_main(void *arg)
@@ -154,14 +210,16 @@ static void *eval_main(void *arg)
         }
         e->skipped += nskip;
         pthread_mutex_unlock(&e->lock);
-        if (better) {
+        if (better && !fenced(e)) {
             /* Keep the best model's weights before saying it is the best. */
-            tma_status_t ws = tma_gnn_weights_write(e->best_path, &e->cfg, e->work, (uint64_t)round);
+            tma_status_t ws = write_best(e, round);
             if (ws == TMA_OK) {
                 pthread_mutex_lock(&e->lock);
                 e->best_round = round;
                 e->best_val = val;
                 e->best_time = time;
+                memcpy(e->best, e->work, (size_t)e->P * sizeof(float));
+                e->has_best = 1;
                 pthread_mutex_unlock(&e->lock);
                 cJSON *b = cJSON_CreateObject();
                 if (b) {
@@ -172,9 +230,18 @@ static void *eval_main(void *arg)
                     put_etcd(e, TMA_KEY_BEST, 0, b);
                     cJSON_Delete(b);
                 }
-            } else if (e->error == TMA_OK) {
-                e->error = ws;
+            } else if (ws != TMA_ERR_FENCED) {
+                set_error(e, ws);
             }
+        }
+        if (fenced(e)) {
+            for (pending_t *p = list; p;) {
+                pending_t *n = p->next;
+                cJSON_Delete(p->record);
+                free(p);
+                p = n;
+            }
+            list = NULL;
         }
         flush_records(e, list, round, &m, ok);
         pthread_mutex_lock(&e->lock);
@@ -185,8 +252,59 @@ static void *eval_main(void *arg)
     return NULL;
 }
 
+/* A resumed best round: its weights from best.tmaw, kept in e->best. */
+static void load_best(coord_eval_t *e)
+{
+    float *params = NULL;
+    int64_t count = 0;
+    uint64_t r = 0;
+    if (tma_gnn_weights_read(e->best_path, &e->cfg, NULL, &params, &count, &r) == TMA_OK && count == e->P &&
+        (int64_t)r == e->best_round) {
+        memcpy(e->best, params, (size_t)e->P * sizeof(float));
+        e->has_best = 1;
+    }
+    free(params);
+}
+
+tma_status_t coord_eval_settle_best(coord_eval_t *e)
+{
+    pthread_mutex_lock(&e->lock);
+    int64_t best_round = e->best_round;
+    int have = e->has_best;
+    pthread_mutex_unlock(&e->lock);
+    if (best_round < 0 || fenced(e))
+        return TMA_OK;
+    float *params = NULL;
+    int64_t count = 0;
+    uint64_t r = 0;
+    tma_status_t st = tma_gnn_weights_read(e->best_path, &e->cfg, NULL, &params, &count, &r);
+    free(params);
+    if (st == TMA_OK && count == e->P && (int64_t)r == best_round)
+        return TMA_OK;
+    if (!have) {
+        tma_log_error(COMP, "%s does not hold the best round %lld and its weights are gone", e->best_path,
+                      (long long)best_round);
+        return TMA_ERR_MISMATCH;
+    }
+    if (st == TMA_OK)
+        tma_log_warn(COMP, "%s holds round %llu, not the best round %lld (written by a coordinator that was "
+                           "fenced?): writing it again",
+                     e->best_path, (unsigned long long)r, (long long)best_round);
+    else
+        tma_log_warn(COMP, "%s cannot be read (%s): writing the best round %lld again", e->best_path,
+                     tma_status_str(st), (long long)best_round);
+    coord_io_retry_t rt = {e->best_path, "the best model", 0, 0};
+    while ((st = tma_gnn_weights_write(e->best_path, &e->cfg, e->best, (uint64_t)best_round)) != TMA_OK &&
+           coord_io_retry(&rt, st, give_up(e)))
+        ;
+    coord_io_retry_end(&rt, st);
+    return st;
+}
+
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
 {
+    if (!c->fenced)
+        return TMA_ERR_INVALID;
     coord_eval_t *e = calloc(1, sizeof *e);
     if (!e)
         return TMA_ERR_NOMEM;
@@ -195,6 +313,8 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->kv = c->kv;
     snprintf(e->job, sizeof e->job, "%s", c->job ? c->job : "");
     e->epoch = c->epoch;
+    e->fenced = c->fenced;
+    e->stop_flag = c->stop_flag;
     e->best_round = c->best_round;
     e->best_val = c->best_val;
     e->best_time = c->best_time;
@@ -208,8 +328,11 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
         goto fail;
     e->mail = tma_alloc_aligned((size_t)e->P * sizeof(float));
     e->work = tma_alloc_aligned((size_t)e->P * sizeof(float));
-    if (!e->mail || !e->work)
+    e->best = tma_alloc_aligned((size_t)e->P * sizeof(float));
+    if (!e->mail || !e->work || !e->best)
         goto fail;
+    if (e->best_round >= 0)
+        load_best(e);
     st = tma_gnn_evaluator_create(&e->cfg, e->graph, &e->ev);
     if (st != TMA_OK)
         goto fail;
@@ -225,6 +348,7 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
 fail:
     tma_free_aligned(e->mail);
     tma_free_aligned(e->work);
+    tma_free_aligned(e->best);
     free(e->metrics_path);
     free(e->best_path);
     free(e);
@@ -309,6 +433,7 @@ void coord_eval_destroy(coord_eval_t *e)
     pthread_cond_destroy(&e->cond);
     tma_free_aligned(e->mail);
     tma_free_aligned(e->work);
+    tma_free_aligned(e->best);
     free(e->metrics_path);
     free(e->best_path);
     free(e);

@@ -3,20 +3,24 @@
  * write is one transaction that holds only while the coordinator key still
  * carries this coordinator's epoch (a failed compare means another one took
  * over: this one is fenced).  Also the records it builds (state, shard
- * moves, rounds) and the broadcast of the global weights.
+ * moves, rounds), the broadcast of the global weights and the per-round
+ * checkpoints.
  */
 #include "coord_int.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define COMP COORD_COMP
 
-static tma_status_t put_once(coord_t *c, int n, const char *const *keys, char *const *vals)
+tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, int *fenced, int n,
+                               const char *const *keys, char *const *vals)
 {
     char ckey[TMA_KEY_MAX];
-    tma_job_key(ckey, c->job->name, TMA_KEY_COORDINATOR);
-    tma_kv_cmp_t cmp = {ckey, TMA_KV_CMP_CREATE, TMA_KV_EQUAL, (int64_t)c->epoch, NULL, 0};
+    tma_job_key(ckey, job, TMA_KEY_COORDINATOR);
+    tma_kv_cmp_t cmp = {ckey, TMA_KV_CMP_CREATE, TMA_KV_EQUAL, (int64_t)epoch, NULL, 0};
     tma_kv_op_t ops[16];
     if (n > 16)
         return TMA_ERR_INVALID;
@@ -34,11 +38,11 @@ static tma_status_t put_once(coord_t *c, int n, const char *const *keys, char *c
     tma_kv_txn_t txn = {&cmp, 1, ops, (size_t)n, NULL, 0};
     tma_kv_result_t res;
     memset(&res, 0, sizeof res);
-    tma_status_t st = tma_kv_txn(c->kv, &txn, &res);
+    tma_status_t st = tma_kv_txn(kv, &txn, &res);
     if (st == TMA_OK && !res.succeeded) {
-        tma_log_error(COMP, "another coordinator leads job %s now: this one (epoch %llu) is fenced and stops",
-                      c->job->name, (unsigned long long)c->epoch);
-        __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_exchange_n(fenced, 1, __ATOMIC_SEQ_CST))
+            tma_log_error(COMP, "another coordinator leads job %s now: this one (epoch %llu) is fenced and stops",
+                          job, (unsigned long long)epoch);
         st = TMA_ERR_FENCED;
     }
     tma_kv_result_free(&res);
@@ -52,7 +56,7 @@ tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char 
 {
     double warn_at = tma_clock_now() + 2.0;
     for (;;) {
-        tma_status_t st = put_once(c, n, keys, vals);
+        tma_status_t st = coord_guarded_txn(c->kv, c->job->name, c->epoch, &c->fenced, n, keys, vals);
         if (!retry || st == TMA_OK || tma_status_group(st) != TMA_GROUP_PEER || coord_stopping(c))
             return st;
         if (tma_clock_now() > warn_at) {
@@ -88,7 +92,8 @@ char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, dou
     s.best_val_mrr = best_round >= 0 ? best_val : 0;
     snprintf(s.phase, sizeof s.phase, "%s", phase);
     snprintf(s.run_dir, sizeof s.run_dir, "%s", c->run_dir);
-    /* Before training there is no checkpoint yet. */
+    /* Before training there is no checkpoint yet; after, the one of the
+     * last round this coordinator wrote (its state names it). */
     if (strcmp(phase, "starting") != 0)
         snprintf(s.checkpoint, sizeof s.checkpoint, "%s", c->checkpoint_path);
     return tma_state_rec_encode(&s);
@@ -147,17 +152,80 @@ void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round)
     free(sts);
 }
 
-/* The end of round t: the checkpoint, then state and metrics/<t> in one
- * guarded transaction (the round counts once both are in), then the
- * evaluator, which takes the record over. */
+char *coord_checkpoint_path(const char *run_dir, int64_t round, uint64_t epoch)
+{
+    char name[96];
+    snprintf(name, sizeof name, "checkpoint-r%06lld-e%llu.tmaw", (long long)round, (unsigned long long)epoch);
+    return tma_run_path(run_dir, name);
+}
+
+int coord_checkpoint_parse(const char *name, int64_t *round_p, uint64_t *epoch_p)
+{
+    long long r;
+    unsigned long long e;
+    int end = 0;
+    if (sscanf(name, "checkpoint-r%lld-e%llu.tmaw%n", &r, &e, &end) != 2 || name[end] != '\0' || r < 0)
+        return -1;
+    *round_p = r;
+    *epoch_p = e;
+    return 0;
+}
+
+/* After a commit: every checkpoint but the one `state` names now and the one
+ * it named before goes (a resume falls back to the previous one when the
+ * newest cannot be read; files of uncommitted rounds and older epochs are
+ * of no use). */
+static void prune_checkpoints(coord_t *c)
+{
+    DIR *d = opendir(c->run_dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int64_t r;
+        uint64_t e;
+        if (coord_checkpoint_parse(de->d_name, &r, &e) != 0)
+            continue;
+        char *path = tma_run_path(c->run_dir, de->d_name);
+        if (path && strcmp(path, c->checkpoint_path) != 0 &&
+            (!c->checkpoint_prev || strcmp(path, c->checkpoint_prev) != 0) && unlink(path) != 0)
+            tma_log_warn(COMP, "%s: cannot remove an old checkpoint: %s", path, strerror(errno));
+        free(path);
+    }
+    closedir(d);
+}
+
+tma_status_t coord_write_checkpoint(coord_t *c, const char *path, int64_t t)
+{
+    coord_io_retry_t r = {path, "the checkpoint", 0, 0};
+    tma_status_t st;
+    while ((st = tma_gnn_weights_write(path, &c->cfg, c->global, (uint64_t)t)) != TMA_OK &&
+           coord_io_retry(&r, st, coord_stopping(c)))
+        ;
+    coord_io_retry_end(&r, st);
+    /* Given up because the coordinator stops: an interruption, not a failed job. */
+    if (st != TMA_OK && coord_stopping(c) && !__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
+        st = TMA_ERR_CANCELLED;
+    return st;
+}
+
+/* The end of round t: the round's own checkpoint, then state (naming it)
+ * and metrics/<t> in one guarded transaction (the round counts once both
+ * are in), then the evaluator, which takes the record over.  The checkpoint
+ * `state` named before stays until the next commit, so a checkpoint ahead of
+ * the state never hides the one a resume needs. */
 tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record)
 {
     double time = coord_train_elapsed(c);
-    tma_status_t st = tma_gnn_weights_write(c->checkpoint_path, &c->cfg, c->global, (uint64_t)t);
+    char *path = coord_checkpoint_path(c->run_dir, t, c->epoch);
+    tma_status_t st = path ? coord_write_checkpoint(c, path, t) : TMA_ERR_NOMEM;
     if (st != TMA_OK) {
+        free(path);
         cJSON_Delete(record);
         return st;
     }
+    char *named = c->checkpoint_path;
+    c->checkpoint_path = path;
     int64_t best_round;
     double best_val, best_time;
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
@@ -174,9 +242,14 @@ tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record)
     free(vals[0]);
     cJSON_free(vals[1]);
     if (st != TMA_OK) {
+        c->checkpoint_path = named;
+        free(path);
         cJSON_Delete(record);
         return st;
     }
+    free(c->checkpoint_prev);
+    c->checkpoint_prev = named;
+    prune_checkpoints(c);
     c->round = t;
     coord_eval_submit(c->ev, t, time, c->global, record);
     return TMA_OK;

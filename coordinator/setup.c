@@ -364,7 +364,8 @@ static tma_status_t open_run_dir(coord_t *c)
         return st;
     free(c->run_dir);
     c->run_dir = abs;
-    c->checkpoint_path = tma_run_path(c->run_dir, "checkpoint.tmaw");
+    /* Round 0's; a takeover names the checkpoint it resumes from. */
+    c->checkpoint_path = coord_checkpoint_path(c->run_dir, 0, c->epoch);
     c->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
     c->result_path = tma_run_path(c->run_dir, "result.json");
     return c->checkpoint_path && c->metrics_path && c->result_path ? TMA_OK : TMA_ERR_NOMEM;
@@ -407,8 +408,8 @@ tma_status_t coord_open_run(coord_t *c)
         goto fail;
     if (!c->resume && (st = publish_job(c)) != TMA_OK)
         goto fail;
-    coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, -1, 0, 0,
-                           {c->job->train_s, c->job->rounds, c->job->workers}};
+    coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, &c->fenced, c->stop_flag,
+                           -1, 0, 0, {c->job->train_s, c->job->rounds, c->job->workers}};
     if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
         goto fail;
     if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)
@@ -426,6 +427,7 @@ void coord_close_run(coord_t *c)
     free(c->result_path);
     free(c->metrics_path);
     free(c->checkpoint_path);
+    free(c->checkpoint_prev);
     free(c->run_dir);
-    c->result_path = c->metrics_path = c->checkpoint_path = c->run_dir = NULL;
+    c->result_path = c->metrics_path = c->checkpoint_path = c->checkpoint_prev = c->run_dir = NULL;
 }

@@ -165,7 +165,7 @@ tma_status_t coord_start(coord_t *c)
     if ((st = readiness(c)) != TMA_OK)
         return st;
     /* Round 0: the initial model. */
-    if ((st = tma_gnn_weights_write(c->checkpoint_path, &c->cfg, c->global, 0)) != TMA_OK)
+    if ((st = coord_write_checkpoint(c, c->checkpoint_path, 0)) != TMA_OK)
         return st;
     coord_eval_submit(c->ev, 0, 0.0, c->global, coord_round_record(c, 0, 0.0, NULL, 0, 0.0));
     char *sv = coord_state_encode(c, "training", 0, 0.0, -1, 0);

@@ -1,13 +1,16 @@
 /*
  * takeover.c: resuming a job another coordinator led (a standby after the
  * leader's lease lapsed, or a restarted coordinator).  The state record in
- * etcd says how far the job got; the last checkpoint is the global model of
- * that round; metrics.jsonl is rebuilt from the round records in etcd so
+ * etcd says how far the job got; the checkpoint it names is the global
+ * model of that round (when it cannot be read, the one before it, with a
+ * warning); metrics.jsonl is rebuilt from the round records in etcd so
  * every completed round keeps exactly one line; best.tmaw is the best model
- * so far.
+ * so far.  A job whose state says "stopping" (its coordinator died after
+ * setting `stop`) is only finished: no round is added.
  */
 #include "coord_int.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +23,8 @@ tma_status_t coord_resume_check(coord_t *c)
     tma_status_t st = tma_jobview_snapshot(c->view, &s0);
     if (st != TMA_OK)
         return st;
-    int resume = s0.has_state && (strcmp(s0.state.phase, "training") == 0 || strcmp(s0.state.phase, "starting") == 0);
+    int resume = s0.has_state && (strcmp(s0.state.phase, "training") == 0 || strcmp(s0.state.phase, "starting") == 0 ||
+                                  strcmp(s0.state.phase, "stopping") == 0);
     int finished = s0.has_state && !resume;
     c->prev = s0.state;
     tma_jobview_snap_free(&s0);
@@ -129,10 +133,71 @@ static tma_status_t rebuild_metrics(coord_t *c, int64_t last_round)
 
 tma_status_t coord_resume_metrics(coord_t *c, coord_eval_cfg_t *ec)
 {
-    tma_status_t st = rebuild_metrics(c, c->prev.round);
+    coord_io_retry_t r = {c->metrics_path, "the rebuilt metrics", 0, 0};
+    tma_status_t st;
+    while ((st = rebuild_metrics(c, c->prev.round)) != TMA_OK && coord_io_retry(&r, st, coord_stopping(c)))
+        ;
+    coord_io_retry_end(&r, st);
     if (st == TMA_OK)
         st = resume_best(c, &ec->best_round, &ec->best_val, &ec->best_time);
     return st;
+}
+
+/* Reads the checkpoint at path: the weights of round `round` (count P). */
+static tma_status_t read_checkpoint(coord_t *c, const char *path, int64_t round, float **params_p)
+{
+    float *params = NULL;
+    int64_t count = 0;
+    uint64_t r = 0;
+    tma_status_t st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
+    if (st == TMA_OK && (count != c->P || (int64_t)r != round)) {
+        tma_log_warn(COMP, "%s: checkpoint of round %llu with %lld parameters, expected round %lld with %lld",
+                     path, (unsigned long long)r, (long long)count, (long long)round, (long long)c->P);
+        st = TMA_ERR_MISMATCH;
+    }
+    if (st != TMA_OK) {
+        free(params);
+        return st;
+    }
+    *params_p = params;
+    return TMA_OK;
+}
+
+/* The newest readable checkpoint in the run folder of a round before
+ * `round` (the one the state named before its last commit), into *params_p
+ * and *path_p (malloc'd). */
+static tma_status_t fallback_checkpoint(coord_t *c, int64_t round, float **params_p, char **path_p)
+{
+    int64_t best_r = -1;
+    uint64_t best_e = 0;
+    char *best = NULL;
+    DIR *d = opendir(c->run_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        int64_t r;
+        uint64_t e;
+        if (coord_checkpoint_parse(de->d_name, &r, &e) != 0 || r >= round || r < best_r ||
+            (r == best_r && e <= best_e))
+            continue;
+        char *path = tma_run_path(c->run_dir, de->d_name);
+        float *params = NULL;
+        if (path && read_checkpoint(c, path, r, &params) == TMA_OK) {
+            free(*params_p);
+            *params_p = params;
+            free(best);
+            best = path;
+            best_r = r;
+            best_e = e;
+        } else {
+            free(path);
+        }
+    }
+    if (d)
+        closedir(d);
+    if (!best)
+        return TMA_ERR_NOT_FOUND;
+    *path_p = best;
+    return TMA_OK;
 }
 
 /* Take over: the last checkpoint, the round, the clock, the shard map; the
@@ -141,20 +206,44 @@ tma_status_t coord_take_over(coord_t *c)
 {
     const tma_state_rec_t *prev = &c->prev;
     float *params = NULL;
-    int64_t count = 0;
-    uint64_t r = 0;
-    tma_status_t st = tma_gnn_weights_read(prev->checkpoint, &c->cfg, NULL, &params, &count, &r);
-    if (st == TMA_OK && (count != c->P || (int64_t)r != prev->round)) {
-        tma_log_error(COMP, "%s: checkpoint of round %llu, expected round %lld", prev->checkpoint,
-                      (unsigned long long)r, (long long)prev->round);
-        st = TMA_ERR_MISMATCH;
+    char *path = NULL;
+    tma_status_t st = prev->checkpoint[0] ? read_checkpoint(c, prev->checkpoint, prev->round, &params)
+                                          : TMA_ERR_NOT_FOUND;
+    if (st == TMA_OK) {
+        path = strdup(prev->checkpoint);
+    } else if (fallback_checkpoint(c, prev->round, &params, &path) == TMA_OK) {
+        tma_log_warn(COMP, "the checkpoint of round %lld (%s) cannot be used (%s): resuming from %s, the one "
+                           "before it; round %lld's aggregation is lost",
+                     (long long)prev->round, prev->checkpoint[0] ? prev->checkpoint : "none named",
+                     tma_status_str(st), path, (long long)prev->round);
+        st = TMA_OK;
+    } else {
+        tma_log_error(COMP, "job %s: the checkpoint of round %lld (%s) cannot be used (%s) and %s holds no "
+                            "earlier one; the job cannot be resumed (start it again with --fresh)",
+                      c->job->name, (long long)prev->round, prev->checkpoint, tma_status_str(st), c->run_dir);
     }
+    if (st == TMA_OK && !path)
+        st = TMA_ERR_NOMEM;
     if (st != TMA_OK) {
         free(params);
+        free(path);
         return st;
     }
     memcpy(c->global, params, (size_t)c->P * sizeof(float));
     free(params);
+    free(c->checkpoint_path);
+    c->checkpoint_path = path;
+    if (strcmp(path, prev->checkpoint) != 0) {
+        /* The job goes on from these weights as round prev->round's model:
+         * that is what the next state will name, the fallback stays until then. */
+        free(c->checkpoint_prev);
+        c->checkpoint_prev = path;
+        c->checkpoint_path = coord_checkpoint_path(c->run_dir, prev->round, c->epoch);
+        if (!c->checkpoint_path)
+            return TMA_ERR_NOMEM;
+        if ((st = coord_write_checkpoint(c, c->checkpoint_path, prev->round)) != TMA_OK)
+            return st;
+    }
     c->round = prev->round;
     c->elapsed_base = prev->train_elapsed;
     tma_jobview_snap_t s;
@@ -177,4 +266,31 @@ tma_status_t coord_take_over(coord_t *c)
         if (c->slots[i].used)
             coord_slot_post(c, &c->slots[i]);
     return TMA_OK;
+}
+
+int coord_resuming_stop(const coord_t *c)
+{
+    return c->resume && strcmp(c->prev.phase, "stopping") == 0;
+}
+
+/* Why the job was stopped: the reason in its `stop` record ("time" when it
+ * cannot be read). */
+const char *coord_stop_reason(coord_t *c)
+{
+    static const char *const reasons[] = {"time", "rounds", "interrupted", "failed"};
+    char key[TMA_KEY_MAX];
+    tma_job_key(key, c->job->name, TMA_KEY_STOP);
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof res);
+    const char *reason = reasons[0];
+    if (tma_kv_get(c->kv, key, &res) == TMA_OK && res.n_pairs == 1) {
+        cJSON *o = cJSON_ParseWithLength(res.pairs[0].value, res.pairs[0].value_len);
+        const cJSON *r = o ? cJSON_GetObjectItemCaseSensitive(o, "reason") : NULL;
+        for (size_t i = 0; cJSON_IsString(r) && i < TMA_ARRAY_LEN(reasons); i++)
+            if (strcmp(r->valuestring, reasons[i]) == 0)
+                reason = reasons[i];
+        cJSON_Delete(o);
+    }
+    tma_kv_result_free(&res);
+    return reason;
 }

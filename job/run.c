@@ -38,6 +38,8 @@ tma_status_t tma_run_make_dir(const char *dir, char **abs_p)
     return TMA_OK;
 }
 
+/* One line, all or nothing: a failed or short write (a full disk) is cut
+ * back to where the file ended, so no torn line is ever left behind. */
 tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
 {
     char *text = cJSON_PrintUnformatted(obj);
@@ -51,20 +53,25 @@ tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
         tma_log_error(COMP, "%s: cannot open for appending: %s", path, strerror(errno));
         st = TMA_ERR_IO;
     } else {
+        off_t start = lseek(fd, 0, SEEK_END);
         size_t off = 0;
         while (off < n + 1) {
             ssize_t w = write(fd, text + off, n + 1 - off);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
-                tma_log_error(COMP, "%s: write failed: %s", path, strerror(errno));
+                tma_log_error(COMP, "%s: write failed: %s", path, w < 0 ? strerror(errno) : "no progress");
                 st = TMA_ERR_IO;
                 break;
             }
             off += (size_t)w;
         }
-        if (st == TMA_OK && fsync(fd) != 0)
+        if (st == TMA_OK && fsync(fd) != 0) {
+            tma_log_error(COMP, "%s: fsync failed: %s", path, strerror(errno));
             st = TMA_ERR_IO;
+        }
+        if (st != TMA_OK && start >= 0 && ftruncate(fd, start) != 0)
+            tma_log_error(COMP, "%s: cannot cut a failed line back off: %s", path, strerror(errno));
         close(fd);
     }
     cJSON_free(text);

@@ -259,7 +259,7 @@ typedef struct tma_state_rec {
     double train_elapsed;    /* seconds of training done by the end of that round */
     int64_t best_round;      /* -1 before any evaluation */
     double best_val_mrr;
-    char phase[16];          /* "starting", "training", "testing", "done", "failed" */
+    char phase[16];          /* "starting", "training", "stopping", "done", "failed" */
     char run_dir[1024];
     char checkpoint[1100];   /* global weights after `round` */
 } tma_state_rec_t;

@@ -56,3 +56,71 @@ import json, sys
 R = [json.loads(l) for l in open('$1/metrics.jsonl') if l.strip()]
 sys.exit(0 if R and R[-1]['round'] >= $2 else 1)"
 }
+
+# on_put MARK KEY REGEX SIG PID...: in the background, watches the etcd key
+# /tma/KEY (etcd's JSON gateway, first endpoint) and, as soon as a value
+# matching REGEX is put, sends SIG (KILL, STOP, ...) to each PID (after
+# ON_PUT_DELAY seconds, default 0) and creates the file MARK.  A PID given as
+# @FILE is read from FILE then (so the watch can start before the process).
+# Returns once the watch is in place; exits after acting; tracked, so cleanup
+# ends it.
+on_put() {
+  local mark=$1 key=$2 re=$3 sig=$4; shift 4
+  rm -f "$mark" "$mark.ready"
+  python3 - "${ETCD_ENDPOINTS%%,*}" "/tma/$key" "$re" "$sig" "$mark" "${ON_PUT_DELAY:-0}" "$@" <<'PY' &
+import base64, json, os, re, signal, sys, time, urllib.request
+url, key, rx, sig, mark, delay = sys.argv[1:7]
+pids = sys.argv[7:]
+b64 = lambda s: base64.b64encode(s.encode()).decode()
+req = urllib.request.Request(url + "/v3/watch", method="POST",
+                             data=json.dumps({"create_request": {"key": b64(key)}}).encode())
+with urllib.request.urlopen(req) as resp:
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            try:  # what has arrived (a line iterator would wait for a full buffer)
+                chunk = resp.read1(65536)
+            except Exception:  # etcd went away
+                chunk = b""
+            if not chunk:
+                sys.exit(1)
+            buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        if not line.strip():
+            continue
+        res = json.loads(line).get("result", {})
+        if res.get("created"):
+            open(mark + ".ready", "w").close()
+        for ev in res.get("events", []):
+            kv = ev.get("kv", {})
+            if ev.get("type", "PUT") == "PUT" and re.search(rx, base64.b64decode(kv.get("value", "")).decode()):
+                time.sleep(float(delay))
+                for p in pids:
+                    os.kill(int(open(p[1:]).read()) if p.startswith("@") else int(p), getattr(signal, "SIG" + sig))
+                open(mark, "w").close()
+                sys.exit(0)
+PY
+  track $!
+  wait_for 20 test -e "$mark.ready" || hard "the watch on /tma/$key did not start"
+}
+
+# checkpoint_round FILE: the round a weights file holds (its header).
+checkpoint_round() {
+  python3 -c "import struct,sys; d=open(sys.argv[1],'rb').read(40); print(struct.unpack('<Q', d[32:40])[0])" "$1"
+}
+
+# small_disk SIZE: mounts a tmpfs of SIZE (e.g. 2m) on $TMP_ROOT/disk, a disk
+# a test can fill; the EXIT trap ends every process, then unmounts it.
+# Returns 1 when no tmpfs can be mounted (not root).
+small_disk() {
+  mkdir -p "$TMP_ROOT/disk"
+  mount -t tmpfs -o size="$1" tmpfs "$TMP_ROOT/disk" 2>/dev/null || return 1
+  trap _small_disk_cleanup EXIT
+}
+_small_disk_cleanup() {
+  local p
+  for p in "${_tma_pids[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  umount -l "$TMP_ROOT/disk" 2>/dev/null
+  _tma_cleanup
+}

@@ -1,0 +1,42 @@
+#!/bin/bash
+# test_fault_fenced.sh (issue 13, item 5): a fenced coordinator writes nothing.
+# The leader is paused (SIGSTOP) the moment round 3 commits, while its
+# evaluator still has round 3 to evaluate; a standby takes over once the
+# leader's lease lapses and rebuilds metrics.jsonl; then the old leader is
+# resumed.  It must stop without writing anything: no metrics/<t> or `best`
+# in etcd, no line in metrics.jsonl, no best.tmaw.  The job finishes under
+# the standby with every round once and best.tmaw matching result.json.
+source "$TMA_SRCDIR/tests/lib.sh"
+source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
+source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
+cd "$TMP_ROOT"
+etcd_start 1
+fault_graph
+TRAIN=12 INTERVAL=1 write_job j.json fe '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
+on_put paused fe/metrics/00000003 '"eval":"pending"' STOP @old.pid
+start_coordinator old.log --config j.json --run-dir run
+old=$COORD_PID
+echo "$old" > old.pid
+for i in 0 1 2; do start_worker w$i.log --job fe --name w$i; done
+logs=(old.log new.log w0.log w1.log w2.log)
+wait_for 20 grep -q "leading job fe" old.log || fail "no leader"
+start_coordinator new.log --job fe --standby
+new=$COORD_PID
+wait_for 60 test -e paused || { dump_logs "${logs[@]}"; fail "round 3 never committed"; }
+wait_for 30 grep -q "took over job fe at round 3 " new.log || { dump_logs new.log; fail "the standby did not take over at round 3"; }
+
+kill -CONT "$old"
+wait_exit "$old" 30
+rc=$?
+[ $rc -ne 124 ] || { dump_logs old.log; fail "the fenced coordinator did not stop"; }
+[ $rc -ne 0 ] || { dump_logs old.log; fail "the fenced coordinator exited 0"; }
+grep -q "fenced" old.log || { dump_logs old.log; fail "the old coordinator does not say it was fenced"; }
+rec=$(etcdctl get /tma/fe/metrics/00000003 --print-value-only)
+python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(r["eval"] != "pending")' "$rec" ||
+  fail "the fenced coordinator rewrote metrics/3 after the takeover: $rec"
+COORD_PID=$new
+finish_job "${logs[@]}"
+check_run run >/dev/null || { dump_logs "${logs[@]}"; fail "run folder invalid"; }
+rounds_check run "R[3]['eval'] == 'lost' and R[4]['epoch'] != R[3]['epoch']" \
+  "round 3's evaluation was not lost with the old leader, or round 4 not led by the standby" || fail "rounds"
+echo "the paused leader was fenced at round 3 and wrote nothing"
