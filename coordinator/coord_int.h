@@ -129,6 +129,7 @@ typedef struct coord {
     tma_gnn_trainer_t *server; /* the full-graph trainer of a variant's after_average hook */
 
     int resume;             /* taking over a job that was training */
+    int leader_finished;    /* a standby whose leader finished the job: nothing to do, a success */
     tma_state_rec_t prev;   /* its state record */
 
     int64_t round;

@@ -152,6 +152,8 @@ close_model:
 close_job:
     coord_close_job(c);
 out:
+    if (c->leader_finished)
+        st = TMA_OK; /* the standby's job is done: its leader finished it */
     cJSON_Delete(c->moves);
     cJSON_Delete(c->lost);
     free(c);

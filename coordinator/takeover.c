@@ -32,6 +32,7 @@ tma_status_t coord_resume_check(coord_t *c)
         /* The leader it stood by for finished the job: nothing to take over. */
         tma_log_info(COMP, "job %s: the leader finished it (results in %s); the standby leaves", c->job->name,
                      c->prev.run_dir);
+        c->leader_finished = 1;
         return TMA_ERR_CANCELLED;
     }
     if (finished) {
