@@ -363,10 +363,8 @@ int cli_cmd_launch(int argc, char **argv)
         url = etcd.client_url;
     }
 
-    /* Threads: share the cores out unless told. */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 1)
-        ncpu = 1;
+    /* Threads: share out the CPUs this process may use unless told. */
+    long ncpu = tma_cpus_usable();
     int per = threads > 0 ? (int)threads : (job->model.threads > 0 ? job->model.threads : (int)TMA_MAX(1, ncpu / job->workers));
     char per_s[16];
     snprintf(per_s, sizeof per_s, "%d", per);

@@ -184,7 +184,7 @@ int cli_cmd_train(int argc, char **argv)
          "validate every E seconds of training (default: a tenth of --seconds, or 30)", &seen_eval},
         {"output", 'o', CLI_STR, &out, "RUN", "run folder to create (required)", NULL},
         {"encoder", 0, CLI_STR, &encoder, "NAME", "override model.encoder: gcn, sage or mlp", NULL},
-        {"threads", 0, CLI_INT, &threads, "N", "override train.threads (0: one per CPU)", NULL},
+        {"threads", 0, CLI_INT, &threads, "N", "override train.threads (0: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &device, "DEV",
          "cpu, cuda or cuda:N: override train.device and eval.device (sampling stays on the CPU)", NULL},
         {"seed", 0, CLI_INT, &seed, "S", "override train.seed", &seen_seed},
@@ -311,7 +311,7 @@ int cli_cmd_train(int argc, char **argv)
                         "device %s\n",
                 tma_gnn_encoder_name(r.cfg.encoder), pos[0], (long long)r.g->num_nodes,
                 (long long)r.g->num_train_edges, (long long)tma_gnn_trainer_param_count(r.tr), r.cfg.batch_size,
-                r.cfg.threads > 0 ? r.cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN), r.cfg.device);
+                tma_gnn_backend_threads(tma_gnn_trainer_backend(r.tr)), r.cfg.device);
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
