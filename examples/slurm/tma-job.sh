@@ -109,7 +109,7 @@ worker_where=(--nodes=1)
 if [ "$form" = gpu ]; then
   # Workers take every task and the job's GPUs (each task sees its node's
   # GPUs and takes the one of its local rank); the coordinator none.
-  coord_where+=(--overlap --gres=none)
+  coord_where+=(--overlap --gpus=0)
   worker_where=(--nodes="${#nodes[@]}")
 elif (( ${#nodes[@]} > 1 )); then
   worker_where=(--nodes=$((${#nodes[@]} - 1)) --exclude="${nodes[0]}")
@@ -168,9 +168,15 @@ fi
 if (( coord_rc == 0 )); then
   say "suspended (the last completed round is in $run/checkpoint.tmaw)"
   stop_etcd
-  if [ "${TMA_REQUEUE:-1}" = 1 ]; then
+  # Only a job still running (a time limit's or a user's --signal) is
+  # requeued here: a cancelled job stays cancelled, and a preempted one is
+  # requeued by Slurm itself.
+  state=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+  if [ "${TMA_REQUEUE:-1}" = 1 ] && [ "$state" = RUNNING ]; then
     say "requeueing job $SLURM_JOB_ID: it resumes where it stopped"
     scontrol requeue "$SLURM_JOB_ID"
+  else
+    say "not requeueing (job state ${state:-unknown}); resume with TMA_JOB=$job"
   fi
   exit 0
 fi

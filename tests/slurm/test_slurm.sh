@@ -9,7 +9,9 @@
 #      shard;
 #   C  scancel --signal=TERM mid-job: the coordinator suspends (no result,
 #      the checkpoint stays), the script requeues the job, and the requeued
-#      job resumes from the checkpoint and finishes.
+#      job resumes from the checkpoint and finishes;
+#   D  the GPU form (tma-gpu.sbatch) on two GPUs Slurm hands out without
+#      device files: its steps start and worker r takes cuda:r.
 # This host's CPUs are few, so the jobs ask --overcommit and their steps
 # share CPUs (SLURM_OVERLAP); on a cluster each task has its own.
 # Skips (77) only when the Slurm daemons are missing or cannot start here.
@@ -117,9 +119,15 @@ MpiDefault=none
 ReturnToService=2
 MinJobAge=600
 KillWait=10
-$node_line NodeAddr=127.0.0.1 State=UNKNOWN
+# Two GPUs that are not (their device files are /dev/null and /dev/zero):
+# enough for Slurm to hand them to steps (task/none constrains nothing), so
+# the GPU form's steps and device choice can be checked on any host.
+GresTypes=gpu
+$node_line NodeAddr=127.0.0.1 Gres=gpu:2 State=UNKNOWN
 PartitionName=tmatest Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
+printf 'AutoDetect=off\nNodeName=%s Name=gpu File=/dev/null\nNodeName=%s Name=gpu File=/dev/zero\n' "$node" "$node" \
+  >"$S/gres.conf"
 export SLURM_CONF=$S/slurm.conf
 slurmctld -D -i -f "$SLURM_CONF" >>"$S/log/slurmctld.out" 2>&1 &
 DAEMONS+=($!); track $!
@@ -282,4 +290,30 @@ grep -q "took over job tma-$C at round $suspended_at" "$(out_of "$C")" || { show
 rounds_check "$(run_of "$C")" \
   "len({r['epoch'] for r in R}) == 2 and R[$suspended_at]['epoch'] != R[$suspended_at + 1]['epoch']" \
   "a new epoch from round $suspended_at + 1 on" || fail "C: rounds"
-note "PASS: slurm A=$A B=$B C=$C"
+
+# D: the GPU form's wiring (tma-gpu.sbatch) on the two device-less GPUs:
+# Slurm accepts its steps, and each worker takes the GPU of its local rank.
+# Whether the trainer then runs depends on the build and the host, so the
+# job is cancelled once both workers have named their device.
+cat > gpu.json <<JSON
+{"graph": "g.tmag", "partition": {"dir": "part"}, "workers": 2,
+ "aggregation": {"interval_seconds": 2}, "duration": {"train_seconds": 20},
+ "model": {"hidden": 32, "decoder_hidden": 32}, "train": {"batch_size": 128}}
+JSON
+D=$(sbatch --parsable --chdir="$W" --overcommit --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-node=2 \
+  --cpus-per-task=1 --time=10 --export="ALL,SLURM_OVERLAP=1,TMA=$TMA,TMA_SLURM_DIR=$TMA_SRCDIR/examples/slurm,$MARK" \
+  "$TMA_SRCDIR/examples/slurm/tma-gpu.sbatch" gpu.json) || fail "sbatch D"
+note "job D=$D (GPU form)"
+gpu_ranks() {
+  local out
+  out=$(out_of "$D")
+  grep -qE "\[worker-[0-9]+\].*cuda:0" "$out" && grep -qE "\[worker-[0-9]+\].*cuda:1" "$out"
+}
+gpu_seen() { gpu_ranks || job_done "$D"; }
+wait_for 120 gpu_seen
+gpu_ranks || { show "$D"; fail "D: the GPU form's workers did not take cuda:0 and cuda:1"; }
+grep -q "gpu form: coordinator on $node, 2 workers" "$(out_of "$D")" || { show "$D"; fail "D: layout"; }
+grep -q "coordinator: leading job tma-$D" "$(out_of "$D")" || { show "$D"; fail "D: the coordinator step did not start"; }
+scancel "$D"
+wait_for 60 job_done "$D" || { show "$D"; fail "job D did not end after scancel"; }
+note "PASS: slurm A=$A B=$B C=$C D=$D"
