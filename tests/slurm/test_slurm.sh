@@ -10,6 +10,8 @@
 #   C  scancel --signal=TERM mid-job: the coordinator suspends (no result,
 #      the checkpoint stays), the script requeues the job, and the requeued
 #      job resumes from the checkpoint and finishes;
+#   E  TERM with TMA_REQUEUE=0: the job suspends and ends; F, the script
+#      submitted again with TMA_JOB=<E's name>, resumes and finishes it;
 #   D  the GPU form (tma-gpu.sbatch) on two GPUs Slurm hands out without
 #      device files: its steps start and worker r takes cuda:r.
 # This host's CPUs are few, so the jobs ask --overcommit and their steps
@@ -212,10 +214,10 @@ if not eval(sys.argv[2]):
     sys.exit(1)
 PY
 }
-# finished JOB: the job completed, wrote a valid result, every round once.
+# finished JOB [RUN]: the job completed, wrote a valid result in RUN (by
+# default its own run folder), every round once.
 finished() {
-  local j=$1 run
-  run=$(run_of "$1")
+  local j=$1 run=${2:-$(run_of "$1")}
   [ "$(job_state "$j")" = COMPLETED ] || { show "$j"; fail "job $j ended $(job_state "$j")"; }
   [ -f "$run/result.json" ] || { show "$j"; fail "job $j wrote no result.json"; }
   python3 - "$run/result.json" <<'PY' || { show "$j"; fail "job $j: bad result.json"; }
@@ -264,7 +266,23 @@ victim=$(worker_pid "$B" 0) || { show "$B"; fail "no worker process of task 0 in
 kill -KILL "$victim"
 note "B: killed worker task 0 (pid $victim)"
 
-for j in "$A" "$B" "$C"; do
+# E: TERM with TMA_REQUEUE=0: the job suspends and ends; F, the script
+# submitted again with TMA_JOB naming E's job, resumes it (its etcd started
+# on another port from the data in the run folder).
+E=$(submit 3 continue.json TMA_REQUEUE=0) || fail "sbatch E"
+note "job E=$E (TERM without requeue, then resubmitted)"
+reach "$E" 2
+scancel --signal=TERM "$E" || fail "scancel --signal=TERM $E"
+wait_for 120 job_done "$E" || { show "$E"; fail "job E did not end after TERM"; }
+[ "$(job_state "$E")" = COMPLETED ] || { show "$E"; fail "E: ended $(job_state "$E"), expected COMPLETED (suspended)"; }
+grep -q "not requeueing" "$(out_of "$E")" || { show "$E"; fail "E: requeued despite TMA_REQUEUE=0"; }
+[ ! -f "$(run_of "$E")/result.json" ] || fail "E: a suspended job wrote a result"
+e_at=$(sed -n 's/.*coordinator: suspended after round \([0-9]*\).*/\1/p' "$(out_of "$E")" | head -n 1)
+[ -n "$e_at" ] || { show "$E"; fail "E: the coordinator did not suspend"; }
+F=$(submit 3 continue.json TMA_JOB=tma-$E) || fail "sbatch F"
+note "E: suspended after round $e_at; job F=$F resumes it"
+
+for j in "$A" "$B" "$C" "$F"; do
   wait_for 180 job_done "$j" || { show "$j"; fail "job $j did not end"; }
 done
 
@@ -291,6 +309,14 @@ rounds_check "$(run_of "$C")" \
   "len({r['epoch'] for r in R}) == 2 and R[$suspended_at]['epoch'] != R[$suspended_at + 1]['epoch']" \
   "a new epoch from round $suspended_at + 1 on" || fail "C: rounds"
 
+# F: E's job resumed at the round E stopped at, finished in E's run folder.
+finished "$F" "$(run_of "$E")"
+grep -q "resuming job tma-$E" "$(out_of "$F")" || { show "$F"; fail "F: did not resume tma-$E"; }
+grep -q "took over job tma-$E at round $e_at" "$(out_of "$F")" || { show "$F"; fail "F: not resumed at round $e_at"; }
+rounds_check "$(run_of "$E")" \
+  "len({r['epoch'] for r in R}) == 2 and R[$e_at]['epoch'] != R[$e_at + 1]['epoch']" \
+  "a new epoch from round $e_at + 1 on" || fail "F: rounds"
+
 # D: the GPU form's wiring (tma-gpu.sbatch) on the two device-less GPUs:
 # Slurm accepts its steps, and each worker takes the GPU of its local rank.
 # Whether the trainer then runs depends on the build and the host, so the
@@ -316,4 +342,4 @@ grep -q "gpu form: coordinator on $node, 2 workers" "$(out_of "$D")" || { show "
 grep -q "coordinator: leading job tma-$D" "$(out_of "$D")" || { show "$D"; fail "D: the coordinator step did not start"; }
 scancel "$D"
 wait_for 60 job_done "$D" || { show "$D"; fail "job D did not end after scancel"; }
-note "PASS: slurm A=$A B=$B C=$C D=$D"
+note "PASS: slurm A=$A B=$B C=$C D=$D E=$E F=$F"
