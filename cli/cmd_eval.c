@@ -77,7 +77,7 @@ int cli_cmd_eval(int argc, char **argv)
     int64_t threads = 0, max_edges = 0;
     const cli_opt_t opts[] = {
         {"split", 0, CLI_STR, &split, "test|val", "which evaluation edges (default test)", NULL},
-        {"threads", 0, CLI_INT, &threads, "N", "threads (default: one per CPU)", NULL},
+        {"threads", 0, CLI_INT, &threads, "N", "threads (default: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &device, "DEV", "cpu, cuda or cuda:N (default cpu)", NULL},
         {"max-edges", 0, CLI_INT, &max_edges, "N", "only the first N edges of the split (default all)", NULL},
         {"ties", 0, CLI_STR, &ties, "RULE",

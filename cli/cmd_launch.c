@@ -415,9 +415,8 @@ static tma_status_t launch_spawn_roles(launch_t *L)
     tma_status_t st = launch_start_etcd(L);
     if (st != TMA_OK)
         return st;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 1)
-        ncpu = 1;
+    /* Threads: share out the CPUs this process may use unless told. */
+    long ncpu = tma_cpus_usable();
     int per = L->threads > 0 ? (int)L->threads
                              : (job->model.threads > 0 ? job->model.threads : (int)TMA_MAX(1, ncpu / job->workers));
     snprintf(L->threads_s, sizeof L->threads_s, "%d", per);

@@ -90,6 +90,7 @@ int cli_cmd_coordinator(int argc, char **argv)
     cli_etcd_flags_t ef;
     memset(&ef, 0, sizeof ef);
     const char *job = NULL, *config = NULL, *run_dir = NULL, *eval_device = NULL, *fault = NULL, *dump = NULL;
+    const char *on_signal = "stop";
     int standby = 0, fresh = 0;
     int64_t eval_threads = 0;
     const cli_opt_t opts[] = {
@@ -99,6 +100,10 @@ int cli_cmd_coordinator(int argc, char **argv)
         {"run-dir", 0, CLI_STR, &run_dir, "DIR", "the run folder (default runs/JOB)", NULL},
         {"standby", 0, CLI_FLAG, &standby, NULL, "wait for the leader's lease to lapse, then take over", NULL},
         {"fresh", 0, CLI_FLAG, &fresh, NULL, "delete a finished job's keys of the same name first", NULL},
+        {"on-signal", 0, CLI_STR, &on_signal, "stop|suspend",
+         "what SIGTERM or SIGINT does: stop the job (test, result.json; default) or suspend it (leave it in etcd "
+         "for a coordinator to resume from its last checkpoint: a preempted batch job)",
+         NULL},
         {"eval-device", 0, CLI_STR, &eval_device, "DEV", "device of the evaluator: cpu or cuda[:i]", NULL},
         {"eval-threads", 0, CLI_INT, &eval_threads, "N", "threads of the evaluator (default: the config's)", NULL},
         {"fault", 0, CLI_STR, &fault, "SPEC", NULL, NULL},
@@ -123,6 +128,8 @@ int cli_cmd_coordinator(int argc, char **argv)
         return cli_usage_error("coordinator", "give --job NAME (and --config job.json for a new job)");
     if (eval_threads < 0 || eval_threads > 1024)
         return cli_usage_error("coordinator", "--eval-threads: expected 0..1024");
+    if (strcmp(on_signal, "stop") != 0 && strcmp(on_signal, "suspend") != 0)
+        return cli_usage_error("coordinator", "--on-signal: expected stop or suspend, got '%s'", on_signal);
     tma_inject_t inj;
     if ((rc = fault_flag("coordinator", fault, &inj)) != CLI_EXIT_OK)
         return rc;
@@ -136,6 +143,7 @@ int cli_cmd_coordinator(int argc, char **argv)
     o.run_dir = run_dir;
     o.standby = standby;
     o.fresh = fresh;
+    o.suspend = strcmp(on_signal, "suspend") == 0;
     o.eval_device = eval_device;
     o.eval_threads = (int)eval_threads;
     o.inject = &inj;
@@ -158,8 +166,12 @@ int cli_cmd_worker(int argc, char **argv)
         {"job", 0, CLI_STR, &job, "NAME", "the job to join (required)", NULL},
         {"backup", 0, CLI_FLAG, &backup, NULL, "a standby worker: takes shards only when an owner is lost", NULL},
         {"name", 0, CLI_STR, &name, "LABEL", "a label for logs and tma status (default host:pid)", NULL},
-        {"device", 0, CLI_STR, &device, "DEV", "cpu or cuda[:i] (default: the job's devices.workers)", NULL},
-        {"threads", 0, CLI_INT, &threads, "N", "compute threads (default: the job's train.threads)", NULL},
+        {"device", 0, CLI_STR, &device, "DEV",
+         "cpu or cuda[:i] (default: the job's devices.workers entry the local rank picks)", NULL},
+        {"threads", 0, CLI_INT, &threads, "N",
+         "compute threads (default: the job's train.threads, else $OMP_NUM_THREADS, else the CPUs this process "
+         "may use)",
+         NULL},
         {"wait", 0, CLI_DOUBLE, &wait, "S", "seconds to wait for the job to appear in etcd (default 300)", NULL},
         {"fault", 0, CLI_STR, &fault, "SPEC", NULL, NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},

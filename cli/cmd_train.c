@@ -143,7 +143,7 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
          "validate every E seconds of training (default: a tenth of --seconds, or 30)", &f->seen_eval},
         {"output", 'o', CLI_STR, &f->out, "RUN", "run folder to create (required)", NULL},
         {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage or mlp", NULL},
-        {"threads", 0, CLI_INT, &f->threads, "N", "override train.threads (0: one per CPU)", NULL},
+        {"threads", 0, CLI_INT, &f->threads, "N", "override train.threads (0: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &f->device, "DEV",
          "cpu, cuda or cuda:N: override train.device and eval.device (sampling stays on the CPU)", NULL},
         {"seed", 0, CLI_INT, &f->seed, "S", "override train.seed", &f->seen_seed},
@@ -261,7 +261,7 @@ static tma_status_t train_open(train_run_t *r)
                         "device %s; MRR ties %s\n",
                 tma_gnn_encoder_name(r->cfg.encoder), f->graph, (long long)r->g->num_nodes,
                 (long long)r->g->num_train_edges, (long long)tma_gnn_trainer_param_count(r->tr), r->cfg.batch_size,
-                r->cfg.threads > 0 ? r->cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN), r->cfg.device,
+                tma_gnn_backend_threads(tma_gnn_trainer_backend(r->tr)), r->cfg.device,
                 tma_gnn_ties_name(r->cfg.eval_ties));
     return st;
 }

@@ -1,8 +1,8 @@
 /*
  * tma_common.h: the base layer every other tma library builds on: status
  * codes, leveled logging, seeded random numbers, clocks, CRC32C, aligned
- * buffers, files (atomic writes, mmap, directories) and JSON config helpers
- * over cJSON.
+ * buffers, files (atomic writes, mmap, directories), JSON config helpers
+ * over cJSON, and the default compute thread count.
  *
  * Thread-safety: everything here is safe to call from several threads at once
  * except where an object's comment says otherwise.  The only process-wide
@@ -156,6 +156,20 @@ uint64_t tma_clock_ns(void);
 double tma_clock_wall(void);
 /* Sleeps for the given seconds (<= 0 returns at once); restarts on EINTR. */
 void tma_sleep(double seconds);
+
+/* ------------------------------------------------------------------ CPUs and threads */
+
+/* The CPUs this process may run on: the count of its affinity mask (what
+ * Slurm, taskset or a cpuset allow), not every online CPU of the host. */
+int tma_cpus_usable(void);
+/* The compute threads to use when none were asked for: OMP_NUM_THREADS
+ * when set (its first number), else tma_cpus_usable().  *source_p (may be
+ * NULL) names which, for logs.  TMA_ERR_INVALID, logged, when
+ * OMP_NUM_THREADS is not a number in 1..1024. */
+tma_status_t tma_threads_default(int *threads_p, const char **source_p);
+/* requested when > 0 (an explicit --threads or config value), else
+ * tma_threads_default(). */
+tma_status_t tma_threads_resolve(int requested, int *threads_p);
 
 /* ------------------------------------------------------------------ deadline waits */
 

@@ -92,6 +92,15 @@ static tma_status_t end(coord_t *c, tma_status_t st, const char *reason)
 {
     if (__atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST))
         return TMA_ERR_FENCED;
+    if (c->stop_flag && *c->stop_flag && c->o->suspend) {
+        /* No stop, no result: the state in etcd still says "training", so
+         * the next coordinator of this job takes it over from the last
+         * committed round (step_down revokes our lease: no wait). */
+        tma_log_info(COMP, "suspended after round %lld (checkpoint %s); a coordinator started with --job %s "
+                           "resumes the job",
+                     (long long)c->round, c->checkpoint_path, c->job->name);
+        return TMA_ERR_CANCELLED;
+    }
     if (c->stop_flag && *c->stop_flag)
         reason = "interrupted";
     if (st != TMA_OK && st != TMA_ERR_CANCELLED) {

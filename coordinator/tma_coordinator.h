@@ -31,6 +31,11 @@ typedef struct tma_coordinator_opts {
     const char *run_dir;  /* NULL: runs/<job> (a resumed job keeps its own) */
     int standby;          /* wait for the leader's lease to lapse, then take over */
     int fresh;            /* remove a finished job's keys of the same name first */
+    /* What *stop_flag means: 0, stop the job (test the best round, write
+     * result.json); 1, suspend it (a preempted batch job): write nothing
+     * more and release the leadership at once, leaving the job in etcd with
+     * the last completed round's checkpoint for a coordinator to resume. */
+    int suspend;
     const char *eval_device; /* overrides the job's evaluator device */
     int eval_threads;     /* overrides eval.threads when > 0 */
     const tma_inject_t *inject;
@@ -41,7 +46,8 @@ typedef struct tma_coordinator_opts {
  * Runs the coordinator until the job is done (TMA_OK, with result.json in
  * the run folder), *stop_flag becomes non-zero (TMA_ERR_CANCELLED: it sets
  * `stop`, finishes the evaluation, tests the best round and writes the
- * result before returning), another coordinator fenced it
+ * result before returning; with opts->suspend it returns at once, the job
+ * left to be resumed), another coordinator fenced it
  * (TMA_ERR_FENCED), or an error that stops the job (logged).
  */
 tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile sig_atomic_t *stop_flag);

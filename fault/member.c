@@ -67,6 +67,22 @@ static tma_status_t next_id(tma_kv_t *kv, const char *job, uint32_t *id_p)
     return TMA_ERR_UNAVAILABLE;
 }
 
+/* Writes members/<id> bound to the member's lease, with rec's id and lease
+ * filled in. */
+static tma_status_t put_rec(tma_member_t *m, const char *job, tma_member_rec_t *rec)
+{
+    rec->id = m->id;
+    rec->lease = m->lease;
+    char *val = tma_member_rec_encode(rec);
+    if (!val)
+        return TMA_ERR_NOMEM;
+    char key[TMA_KEY_MAX];
+    tma_job_key_n(key, job, TMA_KEY_MEMBERS, m->id);
+    tma_status_t st = tma_kv_put(m->kv, key, val, strlen(val), m->lease, NULL);
+    free(val);
+    return st;
+}
+
 tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_member_rec_t *rec,
                              tma_member_lost_fn lost_fn, void *arg, tma_member_t **m_p)
 {
@@ -85,17 +101,7 @@ tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_mem
     st = next_id(kv, job, &m->id);
     if (st != TMA_OK)
         goto fail;
-    rec->id = m->id;
-    rec->lease = m->lease;
-    char *val = tma_member_rec_encode(rec);
-    if (!val) {
-        st = TMA_ERR_NOMEM;
-        goto fail;
-    }
-    char key[TMA_KEY_MAX];
-    tma_job_key_n(key, job, TMA_KEY_MEMBERS, m->id);
-    st = tma_kv_put(kv, key, val, strlen(val), m->lease, NULL);
-    free(val);
+    st = put_rec(m, job, rec);
     if (st != TMA_OK)
         goto fail;
     st = tma_lease_guard_start(kv, m->lease, on_lost, m, &m->guard);
@@ -108,6 +114,14 @@ tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_mem
 fail:
     tma_kv_lease_revoke(kv, m->lease);
     free(m);
+    return st;
+}
+
+tma_status_t tma_member_update(tma_member_t *m, const char *job, tma_member_rec_t *rec)
+{
+    tma_status_t st = put_rec(m, job, rec);
+    if (st != TMA_OK)
+        tma_log_warn(COMP, "job %s: cannot update the record of member %u: %s", job, m->id, tma_status_str(st));
     return st;
 }
 

@@ -67,6 +67,9 @@ typedef void (*tma_member_lost_fn)(void *arg, tma_status_t why);
  */
 tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_member_rec_t *rec,
                              tma_member_lost_fn lost_fn, void *arg, tma_member_t **m_p);
+/* Rewrites members/<id> (same id and lease) from rec, e.g. with the device
+ * the worker chose once it knew its id.  Logged on failure. */
+tma_status_t tma_member_update(tma_member_t *m, const char *job, tma_member_rec_t *rec);
 /* Revokes the lease (its keys vanish at once) and frees m.  Accepts NULL. */
 void tma_member_leave(tma_member_t *m);
 /* Frees m without revoking: the lease expires by itself (a fenced worker). */

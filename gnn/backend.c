@@ -53,17 +53,18 @@ tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_bac
         tma_log_error(COMP, "device name \"%s\" is too long", device);
         return TMA_ERR_INVALID;
     }
+    /* Unless asked for a number: OMP_NUM_THREADS, else the CPUs this
+     * process may use (a Slurm task's, not the node's). */
+    tma_status_t st = tma_threads_resolve(threads, &threads);
+    if (st != TMA_OK)
+        return st;
     tma_gnn_backend_t *b = calloc(1, sizeof *b);
     if (!b)
         return TMA_ERR_NOMEM;
-    if (threads <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)n : 1;
-    }
     b->ops = ops;
     b->threads = threads;
     strcpy(b->device, device);
-    tma_status_t st = ops->init ? ops->init(b, device) : TMA_OK;
+    st = ops->init ? ops->init(b, device) : TMA_OK;
     if (st != TMA_OK) {
         free(b);
         return st;

@@ -122,7 +122,7 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
     if (!(cfg->eps > 0 && cfg->eps < 1))
         BAD("%s: train.eps = %g is out of range (0, 1)", ctx, cfg->eps);
     if (cfg->threads < 0 || cfg->threads > 1024 || cfg->eval_threads < 0 || cfg->eval_threads > 1024)
-        BAD("%s: threads must be in [0, 1024] (0: one per CPU)", ctx);
+        BAD("%s: threads must be in [0, 1024] (0: $OMP_NUM_THREADS, else one per CPU the process may use)", ctx);
     if (cfg->eval_batch_edges < 1 || cfg->eval_batch_edges > 65536)
         BAD("%s: eval.batch_edges = %d is out of range [1, 65536]", ctx, cfg->eval_batch_edges);
     if (cfg->eval_max_edges < 0)

@@ -46,7 +46,9 @@ extern "C" {
 typedef struct tma_gnn_backend tma_gnn_backend_t;
 
 /* Creates a backend for `device` ("cpu", "ref", "cuda", "cuda:1").  threads
- * <= 0 means one per online CPU.  TMA_ERR_UNSUPPORTED for a device this
+ * <= 0 means tma_threads_default(): OMP_NUM_THREADS, else one per CPU this
+ * process may use (TMA_ERR_INVALID for a bad OMP_NUM_THREADS).
+ * TMA_ERR_UNSUPPORTED for a device this
  * build lacks, TMA_ERR_INVALID for an unknown name, TMA_ERR_NO_DEVICE when
  * the build has CUDA but the machine has no usable GPU (or not that one),
  * TMA_ERR_DEVICE / TMA_ERR_DEVICE_NOMEM when setting the GPU up fails; each
@@ -165,7 +167,7 @@ typedef struct tma_gnn_config {
     int batch_size;                   /* positive edges per step */
     int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
     double lr, clip, beta1, beta2, eps;
-    int threads; /* <= 0: one per online CPU */
+    int threads; /* <= 0: OMP_NUM_THREADS, else one per CPU this process may use */
     uint64_t seed;
     /* evaluation */
     int eval_batch_edges;  /* evaluation edges scored per chunk */

@@ -24,3 +24,4 @@ include tests/job/local.mk
 include tests/fault/local.mk
 include tests/coordinator/local.mk
 include tests/cli/local.mk
+include tests/slurm/local.mk

@@ -33,6 +33,7 @@ typedef struct worker {
     tma_inject_t inj;
     tma_gnn_config_t cfg;
     char device[32];
+    int device_fixed; /* device is final (--device, one entry, a local rank, or a first incarnation's id) */
 
     /* one incarnation (a member id) */
     tma_member_t *member;
@@ -177,14 +178,11 @@ static void ensure_posted(worker_t *w);
  * parameter block. */
 static tma_status_t create_trainer(worker_t *w, tma_graph_t **graphs, int n)
 {
-    if (!w->o->device && w->job->n_worker_devices > 1) {
-        snprintf(w->device, sizeof w->device, "%s", w->job->worker_devices[w->id % (unsigned)w->job->n_worker_devices]);
-        snprintf(w->cfg.device, sizeof w->cfg.device, "%s", w->device);
-    }
-    tma_log_info(COMP, "member %u trains on %s", w->id, w->cfg.device);
     tma_status_t st = tma_gnn_trainer_create(&w->cfg, graphs, n, &w->trainer);
     if (st != TMA_OK)
         return st;
+    tma_log_info(COMP, "member %u trains on %s with %d thread(s)", w->id, w->cfg.device,
+                 tma_gnn_backend_threads(tma_gnn_trainer_backend(w->trainer)));
     int64_t P = tma_gnn_trainer_param_count(w->trainer);
     if (P == w->P && w->sendbuf && w->globalbuf)
         return TMA_OK;
@@ -483,6 +481,49 @@ static void teardown(worker_t *w, int leave)
     w->member = NULL;
 }
 
+static void set_device(worker_t *w, const char *device)
+{
+    snprintf(w->device, sizeof w->device, "%s", device);
+    snprintf(w->cfg.device, sizeof w->cfg.device, "%s", device);
+}
+
+/* The rank a launcher gives each of its processes on one node (Slurm's
+ * SLURM_LOCALID, Open MPI's OMPI_COMM_WORLD_LOCAL_RANK), or -1. */
+static int local_rank(void)
+{
+    static const char *const vars[] = {"SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && *end == '\0' && r >= 0 && r < (1 << 20))
+            return (int)r;
+    }
+    return -1;
+}
+
+/* The device, once for all incarnations: --device; else the job's one
+ * devices.workers entry; else the entry the local rank picks, so the
+ * workers of one node spread over its GPUs whatever their member ids (ids
+ * grow with every failure, so two live workers may share one modulo n).
+ * Without a local rank, join() picks by the first member id. */
+static tma_status_t choose_device(worker_t *w)
+{
+    int n = w->job->n_worker_devices, rank = local_rank();
+    if (w->o->device)
+        set_device(w, w->o->device);
+    else if (n == 1 || rank >= 0)
+        set_device(w, w->job->worker_devices[n == 1 ? 0 : rank % n]);
+    else
+        set_device(w, w->job->worker_devices[0]);
+    w->device_fixed = w->o->device || n == 1 || rank >= 0;
+    if (!tma_gnn_device_valid(w->device)) {
+        tma_log_error(COMP, "device \"%s\": expected cpu, cuda or cuda:N", w->device);
+        return TMA_ERR_INVALID;
+    }
+    return TMA_OK;
+}
+
 static tma_status_t join(worker_t *w)
 {
     tma_member_rec_t rec;
@@ -504,6 +545,17 @@ static tma_status_t join(worker_t *w)
         return st;
     w->id = rec.id;
     w->lease = rec.lease;
+    if (!w->device_fixed) {
+        /* No --device and no local rank: the first incarnation's id picks
+         * the entry, and later incarnations keep it (a fenced worker stays
+         * on its GPU).  The record then names the device really used. */
+        set_device(w, w->job->worker_devices[w->id % (unsigned)w->job->n_worker_devices]);
+        w->device_fixed = 1;
+        if (strcmp(rec.device, w->device) != 0) {
+            snprintf(rec.device, sizeof rec.device, "%s", w->device);
+            tma_member_update(w->member, w->job->name, &rec);
+        }
+    }
     char tag[32];
     snprintf(tag, sizeof tag, "worker-%u", w->id);
     tma_log_set_tag(tag);
@@ -770,17 +822,11 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
     w.cfg = w.job->model;
     if (opts->threads > 0)
         w.cfg.threads = opts->threads;
-    snprintf(w.device, sizeof w.device, "%s", opts->device ? opts->device : w.job->worker_devices[0]);
     /* The trainer computes on this device (cpu or cuda[:i]); weights
      * still travel through the trainer's host copies, so the transport sees
-     * host memory only.  Without --device, worker i takes
-     * devices.workers[i % n] once its member id is known (incarnation). */
-    if (!tma_gnn_device_valid(w.device)) {
-        tma_log_error(COMP, "device \"%s\": expected cpu, cuda or cuda:N", w.device);
-        st = TMA_ERR_INVALID;
+     * host memory only. */
+    if ((st = choose_device(&w)) != TMA_OK)
         goto out;
-    }
-    snprintf(w.cfg.device, sizeof w.cfg.device, "%s", w.device);
     if (w.vd->uses_shards) {
         st = tma_partition_info_load(w.job->partition_dir, &w.pinfo);
         if (st != TMA_OK)

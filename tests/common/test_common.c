@@ -1,7 +1,9 @@
-/* test_common.c: the common layer: statuses, RNG, CRC32C, files, JSON helpers. */
+/* test_common.c: the common layer: statuses, RNG, CRC32C, files, JSON helpers, default threads. */
 #include "tma_test.h"
 
 #include <dirent.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -278,6 +280,48 @@ static void test_cond_wait(void)
     pthread_cond_destroy(&c);
 }
 
+/* The default thread count: the affinity mask, or OMP_NUM_THREADS. */
+static void test_threads_default(void)
+{
+    cpu_set_t saved, one;
+    ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &saved))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    unsetenv("OMP_NUM_THREADS");
+    int n = 0;
+    ASSERT_EQ(tma_cpus_usable(), 1);
+    ASSERT_EQ(tma_threads_default(&n, NULL), TMA_OK);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+    ASSERT_EQ(tma_cpus_usable(), CPU_COUNT(&saved));
+
+    const char *source = NULL;
+    setenv("OMP_NUM_THREADS", "6", 1);
+    ASSERT_EQ(tma_threads_default(&n, &source), TMA_OK);
+    ASSERT_EQ(n, 6);
+    ASSERT_STR_EQ(source, "OMP_NUM_THREADS");
+    setenv("OMP_NUM_THREADS", "3,2", 1);
+    ASSERT_EQ(tma_threads_default(&n, NULL), TMA_OK);
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(tma_threads_resolve(5, &n), TMA_OK);
+    ASSERT_EQ(n, 5);
+    setenv("OMP_NUM_THREADS", "", 1);
+    ASSERT_EQ(tma_threads_default(&n, NULL), TMA_OK);
+    ASSERT_EQ(n, CPU_COUNT(&saved));
+    static const char *const bad[] = {"0", "-2", "many", "4x", "2000", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("OMP_NUM_THREADS", bad[i], 1);
+        n = -7;
+        ASSERT_EQ(tma_threads_default(&n, NULL), TMA_ERR_INVALID);
+        ASSERT_EQ(n, -7);
+    }
+    unsetenv("OMP_NUM_THREADS");
+}
+
 int main(void)
 {
     test_status();
@@ -287,5 +331,6 @@ int main(void)
     test_cond_wait();
     test_files();
     test_json();
+    test_threads_default();
     return tma_test_done();
 }
