@@ -252,7 +252,7 @@ c_requeued() { scontrol show job "$C" | grep -q "Restarts=1" && [ "$(job_state "
 wait_for 90 c_requeued || { show "$C"; fail "job C was not requeued after TERM"; }
 grep -q "coordinator: suspended after round" "$(out_of "$C")" || { show "$C"; fail "C: the coordinator did not suspend"; }
 [ ! -f "$(run_of "$C")/result.json" ] || fail "C: a suspended job wrote a result"
-[ -f "$(run_of "$C")/checkpoint.tmaw" ] || fail "C: no checkpoint after suspending"
+compgen -G "$(run_of "$C")/checkpoint-r*-e*.tmaw" > /dev/null || fail "C: no checkpoint after suspending"
 suspended_at=$(sed -n 's/.*coordinator: suspended after round \([0-9]*\).*/\1/p' "$(out_of "$C")" | head -n 1)
 # Slurm holds a requeued job back for a while (BeginTime); let it go now.
 scontrol update JobId="$C" StartTime=now || fail "scontrol update StartTime"
