@@ -29,7 +29,8 @@ n=$(OMP_NUM_THREADS=4,2 train_threads "${TRAIN[@]}")
 [ "$n" = 4 ] || fail "tma train with OMP_NUM_THREADS=4,2 used '$n' threads (the first level is 4)"
 n=$(OMP_NUM_THREADS=3 train_threads "${TRAIN[@]}" --threads 2)
 [ "$n" = 2 ] || fail "tma train --threads 2 with OMP_NUM_THREADS=3 used '$n' threads"
-OMP_NUM_THREADS=lots expect_fail 1 'OMP_NUM_THREADS="lots"' -- "$TMA" train g.tmag --steps 5 -o bad
+# A bad OMP_NUM_THREADS is a bad configuration: exit 2, as every bad config (tma --help).
+OMP_NUM_THREADS=lots expect_fail 2 'OMP_NUM_THREADS="lots"' -- "$TMA" train g.tmag --steps 5 -o bad
 
 # ---- workers: threads and devices in a real job.
 etcd_start 1
