@@ -459,6 +459,7 @@ static tma_status_t join(worker_t *w)
     tc.job = w->job->name;
     tc.token = w->job->token[0] ? w->job->token : NULL;
     tc.self_id = w->id;
+    tc.self_lease = (uint64_t)w->lease;
     st = tma_transport_create(&tc, &w->tr);
     if (st != TMA_OK) {
         tma_member_leave(w->member);
