@@ -305,8 +305,10 @@ char *tma_agg_rec_encode(int64_t round, uint64_t epoch);
 tma_status_t tma_agg_rec_decode(const char *key, const char *value, size_t len, int64_t *round_p,
                                 uint64_t *epoch_p);
 
-/* {"epoch": e, "reason": r} for the stop key; malloc'd text. */
+/* {"epoch": e, "reason": r} for the stop key; malloc'd text.  decode reads
+ * the epoch (TMA_ERR_MALFORMED, logged, for anything else). */
 char *tma_stop_rec_encode(uint64_t epoch, const char *reason);
+tma_status_t tma_stop_rec_decode(const char *key, const char *value, size_t len, uint64_t *epoch_p);
 
 /* ------------------------------------------------------------------ the data-plane protocol */
 
@@ -373,13 +375,28 @@ typedef struct tma_jobview_snap {
     tma_jobview_ready_t *ready;
     int n_shards;       /* highest shard index seen + 1 */
     tma_shard_rec_t *shards;
-    int *shard_present; /* [n_shards] */
+    int *shard_present; /* [n_shards]: a record the leader wrote (see below) */
     int64_t agg_round;
     uint64_t agg_epoch;
     int stop;
     int has_state;
     tma_state_rec_t state;
 } tma_jobview_snap_t;
+
+/*
+ * Control keys count only from their writer, the leader.  The view acts on
+ *   agg        only when its epoch is the current coordinator's (the
+ *              coordinator key's create revision); otherwise the last agg
+ *              it accepted stands;
+ *   stop       only when its epoch is the leader's: the current
+ *              coordinator's, or with no coordinator key the epoch of the
+ *              `state` record (the leader writes it last);
+ *   shards/<k> only when its epoch is the current coordinator's or that of
+ *              `state` (a new leader re-stamps the shard records at takeover,
+ *              before it commits its first round).
+ * Anything else (a stop from an older epoch, a value someone else wrote) is
+ * logged once per write and ignored.
+ */
 
 /* Reads the job's keys (retrying for up to `timeout` seconds while etcd is
  * unreachable) and starts watching them. */
