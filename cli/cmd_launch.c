@@ -1,12 +1,12 @@
 /*
  * cmd_launch.c: `tma launch job.json`: a whole distributed job on this
- * machine.  It prepares the graph (tma import / tma gen) and the partition
- * (tma partition) when the config asks for them, starts a private etcd on
- * free loopback ports (or uses --etcd), the coordinator and the workers as
- * child processes (logs in RUN/logs/), shows progress from the run folder,
- * and on Ctrl-C or SIGTERM stops them in order (the coordinator first, so it
- * still tests the best round and writes result.json).  Children die with the
- * launcher even if it is SIGKILLed (PR_SET_PDEATHSIG).
+ * machine, in four phases: prepare the graph (tma import / tma gen) and the
+ * partition (tma partition) when the config asks for them, spawn the roles
+ * (a private etcd on free loopback ports unless --etcd, the coordinator and
+ * the workers, logs in RUN/logs/), and supervise them: progress from the
+ * run folder, and on Ctrl-C or SIGTERM an orderly stop (the coordinator
+ * first, so it still tests the best round and writes result.json).
+ * Children die with the launcher even if it is SIGKILLed (PR_SET_PDEATHSIG).
  */
 #include "cli_int.h"
 #include "tma_fault.h"
@@ -22,6 +22,26 @@
 #define COMP "launch"
 
 static volatile sig_atomic_t g_stop;
+
+/* One launch: the flags, the job, and what the phases acquired (released
+ * by launch_close in reverse order). */
+typedef struct launch {
+    /* flags */
+    const char *config_path, *out, *etcd_url;
+    int keep, quiet;
+    int64_t workers, backups, threads;
+    double seconds;
+    /* the job and the run folder */
+    tma_job_t *job;
+    char *exe, *run_dir, *logs, *job_path;
+    /* the roles */
+    cli_etcd_t etcd;
+    int etcd_started;
+    const char *url; /* etcd client URLs the roles use */
+    char threads_s[16];
+    cli_proc_t *procs; /* [0] the coordinator, then workers and backups */
+    int nprocs;
+} launch_t;
 
 static char *self_exe(void)
 {
@@ -180,23 +200,21 @@ static void print_result(const char *run_dir)
     free(path);
 }
 
-/* ------------------------------------------------------------------ the command */
+/* ------------------------------------------------------------------ the phases */
 
-int cli_cmd_launch(int argc, char **argv)
+/* The flags (table-driven) and the job config they override.  Returns
+ * CLI_EXIT_OK with L->job set, or the exit code to end with (help: 0). */
+static int launch_parse(launch_t *L, int argc, char **argv)
 {
-    const char *out = NULL, *etcd_url = NULL;
-    int keep = 0, quiet = 0;
-    int64_t workers = 0, backups = 0, threads = 0;
-    double seconds = 0;
     const cli_opt_t opts[] = {
-        {"output", 'o', CLI_STR, &out, "RUN", "the run folder (default runs/JOB-DATE-TIME)", NULL},
-        {"etcd", 0, CLI_STR, &etcd_url, "URLS", "use this etcd instead of starting a private one", NULL},
-        {"keep", 0, CLI_FLAG, &keep, NULL, "keep the private etcd's data folder (RUN/etcd)", NULL},
-        {"workers", 0, CLI_INT, &workers, "M", "override the config's number of workers", NULL},
-        {"backups", 0, CLI_INT, &backups, "B", "also start B backup workers (tma worker --backup)", NULL},
-        {"seconds", 0, CLI_DOUBLE, &seconds, "T", "override the training time (duration.train_seconds)", NULL},
-        {"threads", 0, CLI_INT, &threads, "N", "compute threads per process (default: the cores shared out)", NULL},
-        {"quiet", 'q', CLI_FLAG, &quiet, NULL, "no progress lines", NULL},
+        {"output", 'o', CLI_STR, &L->out, "RUN", "the run folder (default runs/JOB-DATE-TIME)", NULL},
+        {"etcd", 0, CLI_STR, &L->etcd_url, "URLS", "use this etcd instead of starting a private one", NULL},
+        {"keep", 0, CLI_FLAG, &L->keep, NULL, "keep the private etcd's data folder (RUN/etcd)", NULL},
+        {"workers", 0, CLI_INT, &L->workers, "M", "override the config's number of workers", NULL},
+        {"backups", 0, CLI_INT, &L->backups, "B", "also start B backup workers (tma worker --backup)", NULL},
+        {"seconds", 0, CLI_DOUBLE, &L->seconds, "T", "override the training time (duration.train_seconds)", NULL},
+        {"threads", 0, CLI_INT, &L->threads, "N", "compute threads per process (default: the cores shared out)", NULL},
+        {"quiet", 'q', CLI_FLAG, &L->quiet, NULL, "no progress lines", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {"launch", "job.json [-o RUN] [options]",
@@ -210,215 +228,246 @@ int cli_cmd_launch(int argc, char **argv)
     int pr = cli_parse(&spec, argc, argv, pos, &npos);
     if (pr != CLI_PARSE_OK)
         return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (workers < 0 || workers > TMA_JOB_MAX_WORKERS)
+    if (L->workers < 0 || L->workers > TMA_JOB_MAX_WORKERS)
         return cli_usage_error("launch", "--workers: expected 1..%d", TMA_JOB_MAX_WORKERS);
-    if (backups < 0 || backups > 64)
+    if (L->backups < 0 || L->backups > 64)
         return cli_usage_error("launch", "--backups: expected 0..64");
-    if (threads < 0 || threads > 1024)
+    if (L->threads < 0 || L->threads > 1024)
         return cli_usage_error("launch", "--threads: expected 0..1024");
-    if (seconds < 0)
+    if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
-
-    tma_job_t *job;
-    if (tma_job_load(pos[0], &job) != TMA_OK)
+    L->config_path = pos[0];
+    if (tma_job_load(L->config_path, &L->job) != TMA_OK)
         return CLI_EXIT_RUNTIME;
-    if (workers > 0) {
-        job->workers = (int)workers;
+    tma_job_t *job = L->job;
+    if (L->workers > 0) {
+        job->workers = (int)L->workers;
         if (job->variant != TMA_VARIANT_GGS && job->shards < job->workers)
             job->shards = job->workers;
     }
-    if (seconds > 0)
-        job->train_s = seconds;
-    int rc = CLI_EXIT_RUNTIME;
-    char *exe = self_exe();
-    char *run_dir = NULL, *logs = NULL, *graph_path = NULL, *part_dir = NULL, *job_path = NULL, *etcd_dir = NULL;
-    cli_etcd_t etcd;
-    memset(&etcd, 0, sizeof etcd);
-    int etcd_started = 0;
-    cli_proc_t *procs = NULL;
-    int nprocs = 0;
-    cli_install_stop_handler(&g_stop);
-    if (!exe)
-        goto out;
+    if (L->seconds > 0)
+        job->train_s = L->seconds;
+    return CLI_EXIT_OK;
+}
 
-    /* The run folder. */
-    if (out) {
-        run_dir = strdup(out);
+/* The run folder (absolute, so the roles find it from any directory) and
+ * its logs/. */
+static tma_status_t launch_open_run(launch_t *L)
+{
+    if (L->out) {
+        L->run_dir = strdup(L->out);
     } else {
         time_t now = time(NULL);
         struct tm tm;
         localtime_r(&now, &tm);
         char stamp[32];
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-        run_dir = tma_strdup_printf("runs/%s-%s", job->name, stamp);
+        L->run_dir = tma_strdup_printf("runs/%s-%s", L->job->name, stamp);
     }
-    if (!run_dir || tma_mkdir_p(run_dir) != TMA_OK)
-        goto out;
-    {
-        char *abs = realpath(run_dir, NULL);
-        if (abs) {
-            free(run_dir);
-            run_dir = abs;
-        }
+    if (!L->run_dir || tma_mkdir_p(L->run_dir) != TMA_OK)
+        return TMA_ERR_IO;
+    char *abs = realpath(L->run_dir, NULL);
+    if (abs) {
+        free(L->run_dir);
+        L->run_dir = abs;
     }
-    logs = tma_path_join(run_dir, "logs");
-    if (!logs || tma_mkdir_p(logs) != TMA_OK)
-        goto out;
-    printf("tma launch: job %s (%s, %d worker%s), run folder %s\n", job->name, tma_variant_name(job->variant),
-           job->workers, job->workers == 1 ? "" : "s", run_dir);
+    L->logs = tma_path_join(L->run_dir, "logs");
+    if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
+        return TMA_ERR_IO;
+    printf("tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name, tma_variant_name(L->job->variant),
+           L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
     fflush(stdout);
+    return TMA_OK;
+}
 
-    /* The graph. */
-    if (job->source != TMA_SOURCE_GRAPH) {
-        graph_path = tma_path_join(run_dir, "graph.tmag");
-        char store[8192];
-        char *av[160];
-        int n = 0;
-        av[n++] = NULL;
-        if (job->source == TMA_SOURCE_DATASET) {
-            av[n++] = "import";
-            av[n++] = job->dataset;
-            n = json_to_flags(job->import_opts, NULL, av, n, 150, store, sizeof store);
-        } else {
-            const cJSON *kind = cJSON_GetObjectItemCaseSensitive(job->generate, "kind");
-            if (!cJSON_IsString(kind)) {
-                tma_log_error(COMP, "%s: generate.kind must be \"sbm\" or \"rmat\"", pos[0]);
-                goto out;
-            }
-            av[n++] = "gen";
-            av[n++] = kind->valuestring;
-            n = json_to_flags(job->generate, "kind", av, n, 150, store, sizeof store);
+/* Phase 1: the graph, by `tma import` or `tma gen` into RUN/graph.tmag when
+ * the config names a dataset or a generator. */
+static tma_status_t launch_prepare_graph(launch_t *L)
+{
+    tma_job_t *job = L->job;
+    if (job->source == TMA_SOURCE_GRAPH)
+        return TMA_OK;
+    const char *section = job->source == TMA_SOURCE_DATASET ? "import" : "generate";
+    char *graph_path = tma_path_join(L->run_dir, "graph.tmag");
+    if (!graph_path)
+        return TMA_ERR_NOMEM;
+    char store[8192];
+    char *av[160];
+    int n = 0;
+    av[n++] = NULL;
+    if (job->source == TMA_SOURCE_DATASET) {
+        av[n++] = "import";
+        av[n++] = job->dataset;
+        n = json_to_flags(job->import_opts, NULL, av, n, 150, store, sizeof store);
+    } else {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(job->generate, "kind");
+        if (!cJSON_IsString(kind)) {
+            tma_log_error(COMP, "%s: generate.kind must be \"sbm\" or \"rmat\"", L->config_path);
+            free(graph_path);
+            return TMA_ERR_CONFIG;
         }
-        if (n < 0) {
-            tma_log_error(COMP, "%s: the %s options must be numbers or strings", pos[0],
-                          job->source == TMA_SOURCE_DATASET ? "import" : "generate");
-            goto out;
-        }
-        av[n++] = "-o";
-        av[n++] = graph_path;
-        av[n] = NULL;
-        printf("preparing the graph: tma %s %s ...\n", av[1], av[2]);
-        fflush(stdout);
-        int code = run_step(exe, av);
-        if (code != 0) {
-            tma_log_error(COMP, "preparing the graph failed (the error above names the option; in the job config "
-                                "it is the key of the same name in \"%s\")",
-                          job->source == TMA_SOURCE_DATASET ? "import" : "generate");
-            goto out;
-        }
-        free(job->graph);
-        job->graph = strdup(graph_path);
-        job->source = TMA_SOURCE_GRAPH;
+        av[n++] = "gen";
+        av[n++] = kind->valuestring;
+        n = json_to_flags(job->generate, "kind", av, n, 150, store, sizeof store);
     }
-    /* The partition. */
-    if (job->variant != TMA_VARIANT_GGS && !job->partition_dir) {
-        part_dir = tma_path_join(run_dir, "partition");
-        tma_graph_t *g;
-        if (tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g) != TMA_OK)
-            goto out;
-        int64_t nodes = g->num_nodes;
-        tma_graph_destroy(g);
-        char scheme[64], shards[32], seed[32];
-        if (job->partition_scheme[0])
-            snprintf(scheme, sizeof scheme, "%s", job->partition_scheme);
-        else
-            tma_job_default_scheme(job->variant, job->shards, nodes, scheme, sizeof scheme);
-        snprintf(shards, sizeof shards, "%d", job->shards);
-        snprintf(seed, sizeof seed, "%llu", (unsigned long long)job->partition_seed);
-        char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--shards", shards, "--seed", seed,
-                      "-o", part_dir, NULL};
-        printf("partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
-        fflush(stdout);
-        if (run_step(exe, av) != 0) {
-            tma_log_error(COMP, "partitioning failed");
-            goto out;
-        }
-        job->partition_dir = strdup(part_dir);
+    if (n < 0) {
+        tma_log_error(COMP, "%s: the %s options must be numbers or strings", L->config_path, section);
+        free(graph_path);
+        return TMA_ERR_CONFIG;
     }
+    av[n++] = "-o";
+    av[n++] = graph_path;
+    av[n] = NULL;
+    printf("preparing the graph: tma %s %s ...\n", av[1], av[2]);
+    fflush(stdout);
+    if (run_step(L->exe, av) != 0) {
+        tma_log_error(COMP, "preparing the graph failed (the error above names the option; in the job config "
+                            "it is the key of the same name in \"%s\")", section);
+        free(graph_path);
+        return TMA_ERR_CONFIG;
+    }
+    free(job->graph);
+    job->graph = graph_path;
+    job->source = TMA_SOURCE_GRAPH;
+    return TMA_OK;
+}
+
+/* Phase 2: the partition, by `tma partition` into RUN/partition when the
+ * variant uses shards and the config names no partition folder. */
+static tma_status_t launch_prepare_partition(launch_t *L)
+{
+    tma_job_t *job = L->job;
+    if (!job->vd->uses_shards || job->partition_dir)
+        return TMA_OK;
+    tma_graph_t *g;
+    tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
+    if (st != TMA_OK)
+        return st;
+    int64_t nodes = g->num_nodes;
+    tma_graph_destroy(g);
+    char scheme[64], shards[32], seed[32];
+    if (job->partition_scheme[0])
+        snprintf(scheme, sizeof scheme, "%s", job->partition_scheme);
+    else
+        tma_job_default_scheme(job->variant, job->shards, nodes, scheme, sizeof scheme);
+    snprintf(shards, sizeof shards, "%d", job->shards);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)job->partition_seed);
+    char *part_dir = tma_path_join(L->run_dir, "partition");
+    if (!part_dir)
+        return TMA_ERR_NOMEM;
+    char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--shards", shards, "--seed", seed,
+                  "-o", part_dir, NULL};
+    printf("partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
+    fflush(stdout);
+    if (run_step(L->exe, av) != 0) {
+        tma_log_error(COMP, "partitioning failed");
+        free(part_dir);
+        return TMA_ERR_CONFIG;
+    }
+    job->partition_dir = part_dir;
+    return TMA_OK;
+}
+
+/* The resolved job, checked against its files, as RUN/job.json: what the
+ * coordinator reads. */
+static tma_status_t launch_write_job(launch_t *L)
+{
+    tma_job_t *job = L->job;
     tma_job_ensure_token(job);
-    if (strcmp(job->host, "auto") == 0 && !etcd_url)
+    if (strcmp(job->host, "auto") == 0 && !L->etcd_url)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
-    if (tma_job_check_files(job) != TMA_OK)
-        goto out;
-    job_path = tma_path_join(run_dir, "job.json");
-    {
-        cJSON *j = tma_job_to_json(job);
-        tma_status_t st = j ? tma_json_write_file(job_path, j) : TMA_ERR_NOMEM;
-        cJSON_Delete(j);
-        if (st != TMA_OK)
-            goto out;
-    }
+    tma_status_t st = tma_job_check_files(job);
+    if (st != TMA_OK)
+        return st;
+    L->job_path = tma_path_join(L->run_dir, "job.json");
+    cJSON *j = tma_job_to_json(job);
+    st = j && L->job_path ? tma_json_write_file(L->job_path, j) : TMA_ERR_NOMEM;
+    cJSON_Delete(j);
+    return st;
+}
 
-    /* etcd. */
-    const char *url = etcd_url;
-    if (!url) {
-        etcd_dir = tma_path_join(run_dir, "etcd");
-        char *elog = tma_path_join(logs, "etcd.log");
+/* The private etcd (unless --etcd), with its data in RUN/etcd. */
+static tma_status_t launch_start_etcd(launch_t *L)
+{
+    if (L->etcd_url) {
+        L->url = L->etcd_url;
+        return TMA_OK;
+    }
+    char *etcd_dir = tma_path_join(L->run_dir, "etcd");
+    char *elog = tma_path_join(L->logs, "etcd.log");
+    tma_status_t st = TMA_ERR_NOMEM;
+    if (etcd_dir && elog) {
         tma_remove_tree(etcd_dir);
-        tma_status_t st = elog ? cli_etcd_start(&etcd, etcd_dir, elog) : TMA_ERR_NOMEM;
-        free(elog);
-        if (st != TMA_OK)
-            goto out;
-        etcd_started = 1;
-        url = etcd.client_url;
+        st = cli_etcd_start(&L->etcd, etcd_dir, elog);
     }
+    free(elog);
+    free(etcd_dir);
+    if (st != TMA_OK)
+        return st;
+    L->etcd_started = 1;
+    L->url = L->etcd.client_url;
+    return TMA_OK;
+}
 
-    /* Threads: share the cores out unless told. */
+/* Starts one role `tma ROLE --etcd URL ARGS...` with its log in RUN/logs/NAME.log. */
+static tma_status_t launch_spawn(launch_t *L, const char *role, const char *name, char *const *args)
+{
+    char *av[32];
+    int n = 0;
+    av[n++] = L->exe;
+    av[n++] = (char *)role;
+    av[n++] = "--etcd";
+    av[n++] = (char *)L->url;
+    for (; *args && n < 31; args++)
+        av[n++] = *args;
+    av[n] = NULL;
+    char lname[80];
+    snprintf(lname, sizeof lname, "%s.log", name);
+    char *log = tma_path_join(L->logs, lname);
+    tma_status_t st = log ? cli_proc_spawn(&L->procs[L->nprocs], name, av, log) : TMA_ERR_NOMEM;
+    free(log);
+    if (st == TMA_OK)
+        L->nprocs++;
+    return st;
+}
+
+/* Phase 3: the roles: etcd, the coordinator, the workers and backups.
+ * Threads: the cores shared out unless told. */
+static tma_status_t launch_spawn_roles(launch_t *L)
+{
+    tma_job_t *job = L->job;
+    tma_status_t st = launch_start_etcd(L);
+    if (st != TMA_OK)
+        return st;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1)
         ncpu = 1;
-    int per = threads > 0 ? (int)threads : (job->model.threads > 0 ? job->model.threads : (int)TMA_MAX(1, ncpu / job->workers));
-    char per_s[16];
-    snprintf(per_s, sizeof per_s, "%d", per);
+    int per = L->threads > 0 ? (int)L->threads
+                             : (job->model.threads > 0 ? job->model.threads : (int)TMA_MAX(1, ncpu / job->workers));
+    snprintf(L->threads_s, sizeof L->threads_s, "%d", per);
     setenv("OMP_WAIT_POLICY", getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "PASSIVE", 1);
 
     /* Absent shards (the F >= 1 drill) have no trainer: start the others. */
     int nworkers = job->workers - job->n_absent;
-    int total = 1 + nworkers + (int)backups;
-    procs = calloc((size_t)total, sizeof *procs);
-    if (!procs)
-        goto out;
-    {
-        char *clog = tma_path_join(logs, "coordinator.log");
-        char *av[] = {exe, "coordinator", "--etcd", (char *)url, "--job", job->name, "--config", job_path,
-                      "--run-dir", run_dir, "--fresh", "--eval-threads", per_s, NULL};
-        tma_status_t st = clog ? cli_proc_spawn(&procs[0], "coordinator", av, clog) : TMA_ERR_NOMEM;
-        free(clog);
-        if (st != TMA_OK)
-            goto out;
-        nprocs = 1;
-    }
-    for (int i = 0; i < nworkers + (int)backups; i++) {
+    int total = 1 + nworkers + (int)L->backups;
+    L->procs = calloc((size_t)total, sizeof *L->procs);
+    if (!L->procs)
+        return TMA_ERR_NOMEM;
+    char *cargs[] = {"--job", job->name, "--config", L->job_path, "--run-dir", L->run_dir, "--fresh",
+                     "--eval-threads", L->threads_s, NULL};
+    if ((st = launch_spawn(L, "coordinator", "coordinator", cargs)) != TMA_OK)
+        return st;
+    for (int i = 0; i < nworkers + (int)L->backups; i++) {
         int is_backup = i >= nworkers;
-        char name[32], lname[48];
+        char name[32];
         snprintf(name, sizeof name, "%s-%d", is_backup ? "backup" : "worker", is_backup ? i - nworkers : i);
-        snprintf(lname, sizeof lname, "%s.log", name);
-        char *wlog = tma_path_join(logs, lname);
-        char *av[16];
-        int n = 0;
-        av[n++] = exe;
-        av[n++] = "worker";
-        av[n++] = "--etcd";
-        av[n++] = (char *)url;
-        av[n++] = "--job";
-        av[n++] = job->name;
-        av[n++] = "--name";
-        av[n++] = name;
-        av[n++] = "--threads";
-        av[n++] = per_s;
-        av[n++] = "--wait";
-        av[n++] = "120";
-        if (is_backup)
-            av[n++] = "--backup";
-        av[n] = NULL;
-        tma_status_t st = wlog ? cli_proc_spawn(&procs[nprocs], name, av, wlog) : TMA_ERR_NOMEM;
-        free(wlog);
-        if (st != TMA_OK)
-            goto stop_all;
-        nprocs++;
+        char *wargs[] = {"--job", job->name, "--name", name, "--threads", L->threads_s, "--wait", "120",
+                         is_backup ? "--backup" : NULL, NULL};
+        if ((st = launch_spawn(L, "worker", name, wargs)) != TMA_OK)
+            return st;
     }
-    printf("started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", url, nworkers,
-           backups ? " plus backups" : "", logs);
+    printf("started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", L->url, nworkers,
+           L->backups ? " plus backups" : "", L->logs);
     if (job->train_s > 0)
         printf("training for %.0f s", job->train_s);
     else
@@ -428,73 +477,103 @@ int cli_cmd_launch(int argc, char **argv)
     else
         printf(", aggregating every %.0f s\n", job->interval_s);
     fflush(stdout);
+    return TMA_OK;
+}
 
+/* Phase 4: supervise until the coordinator ends: progress lines, workers
+ * that exit, the private etcd; on a stop request the coordinator gets
+ * SIGTERM (it finishes the evaluation and writes the result).  Then the
+ * workers, which leave on `stop`, get a moment before they are stopped. */
+static void launch_supervise(launch_t *L)
+{
     progress_t prog;
     memset(&prog, 0, sizeof prog);
-    prog.metrics_path = tma_path_join(run_dir, "metrics.jsonl");
-    prog.total_s = job->train_s;
-    prog.total_rounds = job->rounds;
+    prog.metrics_path = tma_path_join(L->run_dir, "metrics.jsonl");
+    prog.total_s = L->job->train_s;
+    prog.total_rounds = L->job->rounds;
+    int show = !L->quiet && prog.metrics_path;
     int interrupted = 0;
-    while (cli_proc_poll(&procs[0])) {
+    while (cli_proc_poll(&L->procs[0])) {
         if (g_stop && !interrupted) {
             interrupted = 1;
             printf("stopping: the coordinator finishes the evaluation and writes the result ...\n");
             fflush(stdout);
-            cli_proc_signal(&procs[0], SIGTERM);
+            cli_proc_signal(&L->procs[0], SIGTERM);
         }
-        for (int i = 1; i < nprocs; i++) {
-            if (procs[i].running && !cli_proc_poll(&procs[i]) && cli_proc_exit_code(&procs[i]) != 0)
-                printf("%s exited (code %d; see its log); the coordinator applies fault.on_failure\n",
-                       procs[i].name, cli_proc_exit_code(&procs[i]));
+        for (int i = 1; i < L->nprocs; i++) {
+            cli_proc_t *p = &L->procs[i];
+            if (p->running && !cli_proc_poll(p) && cli_proc_exit_code(p) != 0)
+                printf("%s exited (code %d; see its log); the coordinator applies fault.on_failure\n", p->name,
+                       cli_proc_exit_code(p));
         }
-        if (!quiet && prog.metrics_path)
-            show_progress(&prog, job->workers);
-        if (etcd_started && !cli_proc_poll(&etcd.proc)) {
-            tma_log_error(COMP, "the private etcd exited (code %d); see %s/etcd.log", cli_proc_exit_code(&etcd.proc),
-                          logs);
+        if (show)
+            show_progress(&prog, L->job->workers);
+        if (L->etcd_started && !cli_proc_poll(&L->etcd.proc)) {
+            tma_log_error(COMP, "the private etcd exited (code %d); see %s/etcd.log",
+                          cli_proc_exit_code(&L->etcd.proc), L->logs);
             break;
         }
         tma_sleep(0.2);
     }
-    if (!quiet && prog.metrics_path)
-        show_progress(&prog, job->workers);
+    if (show)
+        show_progress(&prog, L->job->workers);
     free(prog.metrics_path);
-    if (procs[0].running)
-        cli_proc_stop(&procs[0], 30.0);
-    /* Workers leave on `stop`; give them a moment, then make sure. */
+    if (L->procs[0].running)
+        cli_proc_stop(&L->procs[0], 30.0);
     double end = tma_clock_now() + 15.0;
-    for (int i = 1; i < nprocs; i++)
-        while (cli_proc_poll(&procs[i]) && tma_clock_now() < end)
+    for (int i = 1; i < L->nprocs; i++)
+        while (cli_proc_poll(&L->procs[i]) && tma_clock_now() < end)
             tma_sleep(0.05);
-stop_all:
-    for (int i = nprocs - 1; i >= 0; i--)
-        cli_proc_stop(&procs[i], 5.0);
-    {
-        char *res = tma_path_join(run_dir, "result.json");
-        int have = res && tma_file_exists(res);
-        free(res);
-        if (have && nprocs > 0 && cli_proc_exit_code(&procs[0]) == 0) {
-            print_result(run_dir);
-            rc = g_stop ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
-            if (g_stop)
-                printf("(interrupted: the result covers the training done until then)\n");
-        } else {
-            tma_log_error(COMP, "the job did not finish; see %s/coordinator.log", logs);
+}
+
+/* The exit code from what the coordinator left: the result, printed. */
+static int launch_result(launch_t *L)
+{
+    char *res = tma_path_join(L->run_dir, "result.json");
+    int have = res && tma_file_exists(res);
+    free(res);
+    if (!have || cli_proc_exit_code(&L->procs[0]) != 0) {
+        tma_log_error(COMP, "the job did not finish; see %s/coordinator.log", L->logs);
+        return CLI_EXIT_RUNTIME;
+    }
+    print_result(L->run_dir);
+    if (g_stop)
+        printf("(interrupted: the result covers the training done until then)\n");
+    return g_stop ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
+}
+
+/* Stops whatever still runs, in reverse order of start, and frees. */
+static void launch_close(launch_t *L)
+{
+    for (int i = L->nprocs - 1; i >= 0; i--)
+        cli_proc_stop(&L->procs[i], 5.0);
+    if (L->etcd_started)
+        cli_etcd_stop(&L->etcd, L->keep);
+    free(L->procs);
+    free(L->exe);
+    free(L->run_dir);
+    free(L->logs);
+    free(L->job_path);
+    tma_job_destroy(L->job);
+}
+
+int cli_cmd_launch(int argc, char **argv)
+{
+    launch_t L;
+    memset(&L, 0, sizeof L);
+    int rc = launch_parse(&L, argc, argv);
+    if (rc != CLI_EXIT_OK || !L.job)
+        return rc;
+    cli_install_stop_handler(&g_stop);
+    rc = CLI_EXIT_RUNTIME;
+    L.exe = self_exe();
+    if (L.exe && launch_open_run(&L) == TMA_OK && launch_prepare_graph(&L) == TMA_OK &&
+        launch_prepare_partition(&L) == TMA_OK && launch_write_job(&L) == TMA_OK) {
+        if (launch_spawn_roles(&L) == TMA_OK) {
+            launch_supervise(&L);
+            rc = launch_result(&L);
         }
     }
-out:
-    for (int i = nprocs - 1; i >= 0; i--)
-        cli_proc_stop(&procs[i], 5.0);
-    if (etcd_started)
-        cli_etcd_stop(&etcd, keep);
-    free(procs);
-    free(exe);
-    free(run_dir);
-    free(logs);
-    free(graph_path);
-    free(part_dir);
-    free(job_path);
-    free(etcd_dir);
-    tma_job_destroy(job);
+    launch_close(&L);
     return rc;
 }
