@@ -27,7 +27,8 @@ static volatile sig_atomic_t g_stop;
  * by launch_close in reverse order). */
 typedef struct launch {
     /* flags */
-    const char *config_path, *out, *etcd_url;
+    const char *config_path, *out;
+    cli_etcd_flags_t ef; /* --etcd and its TLS/auth flags (an external etcd) */
     int keep, quiet;
     int64_t workers, backups, threads;
     double seconds;
@@ -208,7 +209,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
 {
     const cli_opt_t opts[] = {
         {"output", 'o', CLI_STR, &L->out, "RUN", "the run folder (default runs/JOB-DATE-TIME)", NULL},
-        {"etcd", 0, CLI_STR, &L->etcd_url, "URLS", "use this etcd instead of starting a private one", NULL},
+        {"etcd", 0, CLI_STR, &L->ef.endpoints, "URLS",
+         "use this etcd instead of starting a private one (http://, https:// or unix:///PATH)", NULL},
+        CLI_ETCD_SECURE_OPTS(L->ef),
         {"keep", 0, CLI_FLAG, &L->keep, NULL, "keep the private etcd's data folder (RUN/etcd)", NULL},
         {"workers", 0, CLI_INT, &L->workers, "M", "override the config's number of workers", NULL},
         {"backups", 0, CLI_INT, &L->backups, "B", "also start B backup workers (tma worker --backup)", NULL},
@@ -236,6 +239,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         return cli_usage_error("launch", "--threads: expected 0..1024");
     if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
+    int rc = cli_etcd_check_external("launch", &L->ef);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     L->config_path = pos[0];
     if (tma_job_load(L->config_path, &L->job) != TMA_OK)
         return CLI_EXIT_RUNTIME;
@@ -264,8 +270,12 @@ static tma_status_t launch_open_run(launch_t *L)
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
         L->run_dir = tma_strdup_printf("runs/%s-%s", L->job->name, stamp);
     }
+    /* A run folder made here is the user's alone: it holds the model. */
+    int existed = L->run_dir && tma_file_exists(L->run_dir);
     if (!L->run_dir || tma_mkdir_p(L->run_dir) != TMA_OK)
         return TMA_ERR_IO;
+    if (!existed && chmod(L->run_dir, 0700) != 0)
+        tma_log_warn(COMP, "%s: cannot make it private (chmod 700)", L->run_dir);
     char *abs = realpath(L->run_dir, NULL);
     if (abs) {
         free(L->run_dir);
@@ -373,10 +383,14 @@ static tma_status_t launch_prepare_partition(launch_t *L)
 static tma_status_t launch_write_job(launch_t *L)
 {
     tma_job_t *job = L->job;
-    tma_job_ensure_token(job);
-    if (strcmp(job->host, "auto") == 0 && !L->etcd_url)
+    /* The roles inherit the token in their environment, which only this
+     * user can read (/proc/PID/environ is 0400); job.json shows "(hidden)". */
+    tma_status_t st = tma_job_ensure_token(job);
+    if (st != TMA_OK || setenv("TMA_JOB_TOKEN", job->token, 1) != 0)
+        return st != TMA_OK ? st : TMA_ERR_NOMEM;
+    if (strcmp(job->host, "auto") == 0 && !L->ef.endpoints)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
-    tma_status_t st = tma_job_check_files(job);
+    st = tma_job_check_files(job);
     if (st != TMA_OK)
         return st;
     L->job_path = tma_path_join(L->run_dir, "job.json");
@@ -386,11 +400,11 @@ static tma_status_t launch_write_job(launch_t *L)
     return st;
 }
 
-/* The private etcd (unless --etcd), with its data in RUN/etcd. */
+/* The private etcd (unless --etcd): unix sockets and data in RUN/etcd (0700). */
 static tma_status_t launch_start_etcd(launch_t *L)
 {
-    if (L->etcd_url) {
-        L->url = L->etcd_url;
+    if (L->ef.endpoints) {
+        L->url = L->ef.endpoints;
         return TMA_OK;
     }
     char *etcd_dir = tma_path_join(L->run_dir, "etcd");
@@ -418,6 +432,7 @@ static tma_status_t launch_spawn(launch_t *L, const char *role, const char *name
     av[n++] = (char *)role;
     av[n++] = "--etcd";
     av[n++] = (char *)L->url;
+    n = cli_etcd_flags_argv(&L->ef, av, n, 20);
     for (; *args && n < 31; args++)
         av[n++] = *args;
     av[n] = NULL;

@@ -23,6 +23,7 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
             return cli_usage_error(cmd, "--etcd-timeout: expected seconds in (0, 3600]");
         cfg->request_timeout_s = f->timeout;
     }
+    cfg->allow_plain_password = f->insecure;
     cfg->ca_file = f->ca;
     cfg->cert_file = f->cert;
     cfg->key_file = f->key;
@@ -47,6 +48,50 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
         cfg->password = f->password;
     }
     return CLI_EXIT_OK;
+}
+
+int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f)
+{
+    if (!f->endpoints) {
+        if (f->ca || f->cert || f->key || f->user || f->password_file || f->insecure || f->timeout != 0)
+            return cli_usage_error(cmd, "the --etcd-* flags are for an etcd given with --etcd URLS");
+        return CLI_EXIT_OK;
+    }
+    tma_kv_config_t cfg;
+    int rc = cli_etcd_config(cmd, f, &cfg);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    /* The client checks the URLs, the TLS files and where a password may go. */
+    tma_kv_t *kv;
+    if (tma_kv_create(&cfg, &kv) != TMA_OK)
+        return cli_usage_error(cmd, "--etcd: the etcd settings are refused (the error above says why)");
+    tma_kv_destroy(kv);
+    /* The roles inherit the password in their environment, never on a
+     * command line (which every user can read in /proc). */
+    if (f->user && setenv("TMA_ETCD_PASSWORD", f->password, 1) != 0)
+        return CLI_EXIT_RUNTIME;
+    return CLI_EXIT_OK;
+}
+
+int cli_etcd_flags_argv(cli_etcd_flags_t *f, char **av, int n, int cap)
+{
+    const struct {
+        const char *flag, *val;
+    } pass[] = {{"--etcd-ca", f->ca}, {"--etcd-cert", f->cert}, {"--etcd-key", f->key}, {"--etcd-user", f->user}};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(pass); i++) {
+        if (pass[i].val && n + 2 < cap) {
+            av[n++] = (char *)pass[i].flag;
+            av[n++] = (char *)pass[i].val;
+        }
+    }
+    if (f->timeout > 0 && n + 2 < cap) {
+        snprintf(f->timeout_arg, sizeof f->timeout_arg, "%.17g", f->timeout);
+        av[n++] = "--etcd-timeout";
+        av[n++] = f->timeout_arg;
+    }
+    if (f->insecure && n + 1 < cap)
+        av[n++] = "--insecure-etcd";
+    return n;
 }
 
 static volatile sig_atomic_t *g_stop_flag;
