@@ -2,7 +2,7 @@
  * cmd_launch.c: `tma launch job.json`: a whole distributed job on this
  * machine, in four phases: prepare the graph (tma import / tma gen) and the
  * partition (tma partition) when the config asks for them, spawn the roles
- * (a private etcd on free loopback ports unless --etcd, the coordinator and
+ * (a private etcd on unix sockets in RUN/etcd unless --etcd, the coordinator and
  * the workers, logs in RUN/logs/), and supervise them: progress from the
  * run folder, and on Ctrl-C or SIGTERM an orderly stop (the coordinator
  * first, so it still tests the best round and writes result.json).
@@ -222,7 +222,7 @@ static int launch_parse(launch_t *L, int argc, char **argv)
     };
     const cli_spec_t spec = {"launch", "job.json [-o RUN] [options]",
                              "Runs a whole distributed job on this machine: prepares the graph and partition the "
-                             "config asks for, starts a private etcd on loopback (unless --etcd), the coordinator "
+                             "config asks for, starts a private etcd only this user can reach (unless --etcd), the coordinator "
                              "and the workers, shows progress, and collects the results in the run folder. Ctrl-C "
                              "stops the job cleanly: the best round is still tested and result.json written.",
                              opts, 1, 1};
