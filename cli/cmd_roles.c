@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
@@ -35,6 +36,10 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
             size_t len;
             if (tma_file_read_all(f->password_file, &text, &len) != TMA_OK)
                 return cli_usage_error(cmd, "--etcd-password-file: cannot read %s", f->password_file);
+            struct stat sb;
+            if (stat(f->password_file, &sb) == 0 && (sb.st_mode & 077))
+                tma_log_warn("etcd", "--etcd-password-file %s: other users may read it (chmod 600 %s)",
+                             f->password_file, f->password_file);
             while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
                 text[--len] = '\0';
             snprintf(f->password, sizeof f->password, "%s", text);

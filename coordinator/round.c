@@ -33,6 +33,8 @@ static const char *refusal(coord_t *c, const slot_t *sl, const tma_transport_msg
         return "a malformed meta block";
     if (meta->lease != sl->lease)
         return "a lease that is not its current one (a stale incarnation)";
+    if ((int64_t)m->peer_lease != sl->lease)
+        return "a connection whose hello proved another lease than the member's current one";
     if (c->vd->uses_shards) {
         /* Every shard it trained must be one it owns now. */
         int owned = tma_shard_map_count(&c->map, m->peer, NULL);

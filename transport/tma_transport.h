@@ -358,6 +358,8 @@ typedef struct tma_transport_msg {
     float *data;               /* TMA_TRANSPORT_MSG_TENSOR: count values */
     size_t count;
     int in_place;                /* 1: data is the buffer given to tma_transport_post */
+    uint64_t peer_lease;         /* TENSOR: the lease its sender proved in the hello of the
+                                    connection it came on (0 on connections we made) */
     tma_transport_event_t event; /* TMA_TRANSPORT_MSG_EVENT: the ended connection */
     void *priv_;                 /* private */
 } tma_transport_msg_t;

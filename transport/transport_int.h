@@ -173,6 +173,7 @@ typedef struct node {
     tma_transport_frame_t frame; /* its first chunk's header: tag, epoch, round, total, seq */
     uint32_t peer;
     uint64_t conn_uid;
+    uint64_t lease; /* the lease its sender proved (connections made to us) */
     void *data;
     size_t bytes;
     post_t *post;

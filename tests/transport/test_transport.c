@@ -333,6 +333,7 @@ static void test_member_auth(void)
     CHECK_OK(tma_transport_send(w, 0, &m, x, 16, HOST, 10));
     CHECK_OK(tma_transport_recv(srv, 9, ANYT, 10, &msg));
     ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+    ASSERT_EQ(msg.peer_lease, 0x7777000012345678ull);
     tma_transport_msg_release(srv, &msg);
 
     /* A listener with another token: the connector refuses it, and it
