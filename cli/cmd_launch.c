@@ -222,8 +222,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
     };
     const cli_spec_t spec = {"launch", "job.json [-o RUN] [options]",
                              "Runs a whole distributed job on this machine: prepares the graph and partition the "
-                             "config asks for, starts a private etcd only this user can reach (unless --etcd), the coordinator "
-                             "and the workers, shows progress, and collects the results in the run folder. Ctrl-C "
+                             "config asks for, starts a private etcd only this user can reach (unless --etcd), the "
+                             "coordinator and the workers, shows progress, and collects the results in the run "
+                             "folder. Ctrl-C "
                              "stops the job cleanly: the best round is still tested and result.json written.",
                              opts, 1, 1};
     char *pos[CLI_MAX_POS];
