@@ -2,6 +2,7 @@
 #include "cli_int.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,7 +19,40 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 int cli_exit_from_status(tma_status_t st)
 {
-    return st == TMA_OK ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    if (st == TMA_OK)
+        return CLI_EXIT_OK;
+    return st == TMA_ERR_CONFIG || st == TMA_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
+}
+
+int cli_exit_code(tma_status_t st, const volatile sig_atomic_t *flag)
+{
+    int sig = flag ? *flag : 0;
+    if (sig || st == TMA_ERR_CANCELLED)
+        return CLI_EXIT_SIGNAL_BASE + (sig > 0 ? sig : SIGTERM);
+    return cli_exit_from_status(st);
+}
+
+int cli_print_json(const cJSON *o)
+{
+    char *t = cJSON_PrintUnformatted(o);
+    if (!t)
+        return CLI_EXIT_RUNTIME;
+    printf("%s\n", t);
+    cJSON_free(t);
+    return CLI_EXIT_OK;
+}
+
+int cli_print_file(const char *path)
+{
+    char *text;
+    size_t len;
+    if (tma_file_read_all(path, &text, &len) != TMA_OK)
+        return CLI_EXIT_RUNTIME;
+    fwrite(text, 1, len, stdout);
+    if (len && text[len - 1] != '\n')
+        putchar('\n');
+    free(text);
+    return CLI_EXIT_OK;
 }
 
 void cli_print_help(const cli_spec_t *spec)
@@ -160,4 +194,12 @@ int cli_parse(const cli_spec_t *spec, int argc, char **argv, char **pos, int *np
     }
     *npos_p = npos;
     return CLI_PARSE_OK;
+}
+
+int cli_args_parse(const cli_spec_t *spec, int argc, char **argv, cli_args_t *a)
+{
+    a->npos = 0;
+    int pr = cli_parse(spec, argc, argv, a->pos, &a->npos);
+    a->exit = pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    return pr == CLI_PARSE_OK;
 }

@@ -2,8 +2,12 @@
  * cli_int.h: the pieces shared by the tma subcommands: the option parser,
  * the command table entry type and the exit-code conventions.
  *
- * Exit codes: 0 success, 1 runtime error, 2 usage error.  Errors go to
- * stderr and name the flag, file, line or key at fault.
+ * Exit codes, the same for every command (listed by `tma --help`): 0 the
+ * work is done; 1 it failed (unreadable or malformed input data, I/O, a
+ * device, etcd, a failed job); 2 a flag, an argument or a config is wrong (nothing was started);
+ * 128 + N stopped by signal N (130 Ctrl-C, 143 SIGTERM) before the work was
+ * done, after writing what there is.  Errors go to stderr and name the
+ * flag, file, line or key at fault.
  */
 #ifndef TMA_CLI_INT_H
 #define TMA_CLI_INT_H
@@ -12,7 +16,7 @@
 
 #include "tma_common.h"
 
-enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2 };
+enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_SIGNAL_BASE = 128 };
 
 typedef enum {
     CLI_FLAG,   /* dest: int*, set to 1 */
@@ -44,6 +48,18 @@ enum { CLI_PARSE_OK = 0, CLI_PARSE_HELP = 1, CLI_PARSE_ERROR = 2 };
 /* The most positional arguments a command line may carry. */
 #define CLI_MAX_POS 256
 
+/* A command's parsed command line. */
+typedef struct cli_args {
+    char *pos[CLI_MAX_POS]; /* the positional arguments */
+    int npos;
+    int exit; /* when cli_args_parse returned 0: the exit code to end with */
+} cli_args_t;
+/* cli_parse for a command: 1 to go on; 0 when the command is done: after
+ * printing the help (a->exit 0) or a usage error naming the flag (2). */
+int cli_args_parse(const cli_spec_t *spec, int argc, char **argv, cli_args_t *a);
+/* "Go on" where a function returns an exit code or this. */
+#define CLI_GO_ON (-1)
+
 /* Parses argv (argv[0] is the command name).  Positional arguments are
  * stored in pos[] (which must hold CLI_MAX_POS entries) and counted in *npos_p.
  * Prints help (returns CLI_PARSE_HELP) or a usage error naming the flag
@@ -51,10 +67,16 @@ enum { CLI_PARSE_OK = 0, CLI_PARSE_HELP = 1, CLI_PARSE_ERROR = 2 };
 int cli_parse(const cli_spec_t *spec, int argc, char **argv, char **pos, int *npos_p);
 /* Prints "tma CMD: message" and a hint to use --help; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) TMA_PRINTF(2, 3);
-/* Maps a runtime status to an exit code (0 or 1). */
+/* Maps a status to an exit code: 0, 2 for a bad config or argument
+ * (TMA_ERR_CONFIG, TMA_ERR_INVALID), 1 otherwise. */
 int cli_exit_from_status(tma_status_t st);
 /* Prints the full help of a command to stdout. */
 void cli_print_help(const cli_spec_t *spec);
+/* --json: prints o on stdout as one line; 0, or 1 when out of memory. */
+int cli_print_json(const cJSON *o);
+/* --json of a command whose result is a file (result.json,
+ * partition.json): prints it on stdout; 0, or 1 when it cannot be read. */
+int cli_print_file(const char *path);
 
 typedef struct cli_command {
     const char *name;
@@ -151,8 +173,13 @@ int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f);
 /* Appends the TLS/auth flags of f (never the password) to av[n..cap) for a
  * role's command line; returns the new n. */
 int cli_etcd_flags_argv(cli_etcd_flags_t *f, char **av, int n, int cap);
-/* SIGINT and SIGTERM set *flag (the first); a second one exits at once. */
+/* SIGINT and SIGTERM set *flag to the signal's number (the first); a
+ * second one exits at once. */
 void cli_install_stop_handler(volatile sig_atomic_t *flag);
+/* The exit code of a command whose work ended with st, given its stop
+ * flag: 128 + the signal when it was stopped (or st is TMA_ERR_CANCELLED),
+ * else cli_exit_from_status(st). */
+int cli_exit_code(tma_status_t st, const volatile sig_atomic_t *flag);
 
 /* The subcommands, one file each. */
 int cli_cmd_info(int argc, char **argv);
@@ -172,6 +199,7 @@ typedef struct cli_graph_flags {
     double val, test;
     int val_seen, test_seen;
     int64_t negatives, seed;
+    int json;
 } cli_graph_flags_t;
 #define CLI_GRAPH_SPLIT_OPTS(f)                                                                \
     {"val", 0, CLI_DOUBLE, &(f).val, "X",                                                      \
@@ -182,12 +210,34 @@ typedef struct cli_graph_flags {
         {"negatives", 0, CLI_INT, &(f).negatives, "K",                                         \
          "fixed negative tails per evaluation edge (default 1000)", NULL},                     \
         {"seed", 0, CLI_INT, &(f).seed, "S",                                                   \
-         "seed of the split, negatives and features (and of gen's graph); default 0", NULL}
+         "seed of the split, negatives and features (and of gen's graph); default 0", NULL},          \
+        {"json", 0, CLI_FLAG, &(f).json, NULL, "print the report as one JSON object", NULL}
 /* Checks the flags into *b; returns CLI_EXIT_OK or a usage error's exit code. */
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
+/* The report of a written graph as JSON: "graph", "graph_id", "nodes",
+ * then the builder's counts (caller adds the rest and owns it). */
+cJSON *cli_build_report_json(const char *path, uint64_t graph_id, int64_t nodes,
+                             const struct tma_graph_build_report *r);
 /* Prints the builder's counts, one "  key value" line each. */
 void cli_print_build_report(const struct tma_graph_build_report *r);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
+int cli_cmd_export(int argc, char **argv);
+
+/* A weight file's model on a graph (cmd_eval.c, shared with export): its
+ * config, parameters, round, the graph and an evaluator on `device`. */
+#include "tma_gnn.h"
+typedef struct cli_model {
+    tma_gnn_config_t cfg;
+    float *params;
+    uint64_t round;
+    tma_graph_t *g;
+    tma_gnn_evaluator_t *ev;
+} cli_model_t;
+/* Opens it; an exit code (errors printed, naming the file; 2 when the
+ * weights do not fit the graph).  Close it also on failure. */
+int cli_model_open(const char *cmd, const char *graph, const char *weights, int64_t threads, const char *device,
+                   int64_t max_edges, cli_model_t *m);
+void cli_model_close(cli_model_t *m);
 
 #endif

@@ -1,8 +1,9 @@
 /*
- * cmd_eval.c: `tma eval G.tmag WEIGHTS [--split test|val] [--json]`: the MRR
- * of saved weights on a graph's test (or validation) edges against their
- * fixed negatives, with full-neighbourhood inference.  The weight file
- * carries its model config, so no config file is needed.
+ * cmd_eval.c: `tma eval G.tmag WEIGHTS [--split test|val] [--json] [--scores
+ * FILE.npz]`: the MRR of saved weights on a graph's test (or validation)
+ * edges against their fixed negatives, with full-neighbourhood inference,
+ * and every score if asked.  The weight file carries its model config, so
+ * no config file is needed.  Also the model loading `tma export` shares.
  */
 #include "cli_int.h"
 #include "tma_gnn.h"
@@ -11,9 +12,64 @@
 #include <stdlib.h>
 #include <string.h>
 
+int cli_model_open(const char *cmd, const char *graph, const char *weights, int64_t threads, const char *device,
+                   int64_t max_edges, cli_model_t *m)
+{
+    memset(m, 0, sizeof *m);
+    int64_t count = 0;
+    if (tma_gnn_weights_read(weights, NULL, &m->cfg, &m->params, &count, &m->round) != TMA_OK)
+        return CLI_EXIT_RUNTIME;
+    m->cfg.threads = (int)threads;
+    m->cfg.eval_max_edges = max_edges;
+    snprintf(m->cfg.eval_device, sizeof m->cfg.eval_device, "%s", device ? device : "cpu");
+    if (tma_graph_open(graph, 0, &m->g) != TMA_OK)
+        return CLI_EXIT_RUNTIME;
+    if (m->g->feature_dim != m->cfg.feature_dim) {
+        fprintf(stderr, "tma %s: %s was trained on %lld-dimensional features but %s has %d\n", cmd, weights,
+                (long long)m->cfg.feature_dim, graph, m->g->feature_dim);
+        return CLI_EXIT_USAGE;
+    }
+    return tma_gnn_evaluator_create(&m->cfg, m->g, &m->ev) == TMA_OK ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+}
+
+void cli_model_close(cli_model_t *m)
+{
+    tma_gnn_evaluator_destroy(m->ev);
+    tma_graph_destroy(m->g);
+    free(m->params);
+    memset(m, 0, sizeof *m);
+}
+
+/* Every score of the split as an .npz: head [n], tail [n, 1+K], score [n, 1+K]. */
+static tma_status_t write_scores(const char *path, const cli_model_t *m, tma_gnn_split_t split,
+                                 const float *scores, int64_t n)
+{
+    const tma_graph_t *g = m->g;
+    const int64_t K = g->num_negatives, per = 1 + K;
+    const int64_t *edges = split == TMA_GNN_SPLIT_TEST ? g->test_edges : g->val_edges;
+    const int64_t *negs = split == TMA_GNN_SPLIT_TEST ? g->test_neg : g->val_neg;
+    int64_t *head = malloc((size_t)TMA_MAX(n, 1) * sizeof *head);
+    int64_t *tail = malloc((size_t)TMA_MAX(n * per, 1) * sizeof *tail);
+    tma_status_t st = TMA_ERR_NOMEM;
+    if (head && tail) {
+        for (int64_t i = 0; i < n; i++) {
+            head[i] = edges[2 * i];
+            tail[i * per] = edges[2 * i + 1];
+            memcpy(tail + i * per + 1, negs + i * K, (size_t)K * sizeof *tail);
+        }
+        const tma_npy_array_t a[3] = {{"head", TMA_NPY_I64, 1, {n, 0}, head},
+                                      {"tail", TMA_NPY_I64, 2, {n, per}, tail},
+                                      {"score", TMA_NPY_F32, 2, {n, per}, scores}};
+        st = tma_npz_write(path, a, 3);
+    }
+    free(head);
+    free(tail);
+    return st;
+}
+
 int cli_cmd_eval(int argc, char **argv)
 {
-    const char *split = "test", *device = NULL;
+    const char *split = "test", *device = NULL, *scores_path = NULL;
     int as_json = 0;
     int64_t threads = 0, max_edges = 0;
     const cli_opt_t opts[] = {
@@ -21,19 +77,19 @@ int cli_cmd_eval(int argc, char **argv)
         {"threads", 0, CLI_INT, &threads, "N", "threads (default: one per CPU)", NULL},
         {"device", 0, CLI_STR, &device, "DEV", "cpu, cuda or cuda:N (default cpu)", NULL},
         {"max-edges", 0, CLI_INT, &max_edges, "N", "only the first N edges of the split (default all)", NULL},
+        {"scores", 0, CLI_STR, &scores_path, "FILE.npz",
+         "also write every score: head [n], tail [n, 1+K] (the positive, then the negatives), score [n, 1+K]", NULL},
         {"json", 0, CLI_FLAG, &as_json, NULL, "print one JSON object", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
-    const cli_spec_t spec = {"eval", "G.tmag WEIGHTS [--split test|val] [--device DEV] [--json]",
+    const cli_spec_t spec = {"eval", "G.tmag WEIGHTS [--split test|val] [--device DEV] [--json] [--scores FILE.npz]",
                              "Prints the MRR of a weight file (from tma train or a distributed run) on the graph's "
                              "test or validation edges, each ranked against its fixed negatives (ties count "
                              "against the positive), with full-neighbourhood inference over the training graph.",
                              opts, 2, 2};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     tma_gnn_split_t which;
     if (strcmp(split, "test") == 0)
         which = TMA_GNN_SPLIT_TEST;
@@ -48,45 +104,33 @@ int cli_cmd_eval(int argc, char **argv)
     if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("eval", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
 
-    tma_gnn_config_t cfg;
-    float *params = NULL;
-    int64_t count = 0;
-    uint64_t round = 0;
-    if (tma_gnn_weights_read(pos[1], NULL, &cfg, &params, &count, &round) != TMA_OK)
-        return CLI_EXIT_RUNTIME;
-    cfg.threads = (int)threads;
-    cfg.eval_max_edges = max_edges;
-    snprintf(cfg.eval_device, sizeof cfg.eval_device, "%s", device ? device : "cpu");
-    tma_graph_t *g = NULL;
-    tma_gnn_evaluator_t *ev = NULL;
-    int rc = CLI_EXIT_RUNTIME;
+    cli_model_t m;
     double mrr = 0, t0 = tma_clock_now();
-    if (tma_graph_open(pos[0], 0, &g) != TMA_OK)
+    float *scores = NULL;
+    int rc = cli_model_open("eval", args.pos[0], args.pos[1], threads, device, max_edges, &m);
+    if (rc != CLI_EXIT_OK)
         goto out;
-    if (g->feature_dim != cfg.feature_dim) {
-        fprintf(stderr, "tma eval: %s was trained on %lld-dimensional features but %s has %d\n", pos[1],
-                (long long)cfg.feature_dim, pos[0], g->feature_dim);
+    rc = CLI_EXIT_RUNTIME;
+    int64_t n = tma_gnn_evaluator_edges(m.ev, which);
+    if (scores_path) {
+        scores = malloc((size_t)TMA_MAX(n * (1 + m.g->num_negatives), 1) * sizeof *scores);
+        if (!scores || tma_gnn_evaluator_scores(m.ev, m.params, which, scores, &mrr) != TMA_OK ||
+            write_scores(scores_path, &m, which, scores, n) != TMA_OK)
+            goto out;
+    } else if (tma_gnn_evaluator_mrr(m.ev, m.params, which, &mrr) != TMA_OK) {
         goto out;
     }
-    if (tma_gnn_evaluator_create(&cfg, g, &ev) != TMA_OK)
-        goto out;
-    if (tma_gnn_evaluator_mrr(ev, params, which, &mrr) != TMA_OK)
-        goto out;
     double secs = tma_clock_now() - t0;
-    int64_t n = which == TMA_GNN_SPLIT_TEST ? g->num_test : g->num_val;
-    if (max_edges > 0 && max_edges < n)
-        n = max_edges;
     if (as_json)
         printf("{\"split\": \"%s\", \"mrr\": %.6f, \"edges\": %lld, \"negatives\": %d, \"encoder\": \"%s\", "
                "\"round\": %llu, \"seconds\": %.3f}\n",
-               split, mrr, (long long)n, g->num_negatives, tma_gnn_encoder_name(cfg.encoder),
-               (unsigned long long)round, secs);
+               split, mrr, (long long)n, m.g->num_negatives, tma_gnn_encoder_name(m.cfg.encoder),
+               (unsigned long long)m.round, secs);
     else
         printf("%s_mrr %.6f\n", split, mrr);
     rc = CLI_EXIT_OK;
 out:
-    tma_gnn_evaluator_destroy(ev);
-    tma_graph_destroy(g);
-    free(params);
+    free(scores);
+    cli_model_close(&m);
     return rc;
 }

@@ -16,7 +16,7 @@ static void print_gen_help(void)
            "Run 'tma gen MODEL --help' for a model's options.\n");
 }
 
-static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, const tma_gen_report_t *r)
+static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, const tma_gen_report_t *r, int json)
 {
     double tw = tma_clock_now();
     tma_status_t st = tma_graph_write(g, out);
@@ -24,6 +24,20 @@ static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, co
     if (st != TMA_OK) {
         fprintf(stderr, "tma %s: writing %s failed: %s\n", cmd, out, tma_status_str(st));
         return CLI_EXIT_RUNTIME;
+    }
+    if (json) {
+        cJSON *o = cli_build_report_json(out, g->graph_id, r->nodes, &r->build);
+        if (o) {
+            cJSON_AddNumberToObject(o, "feature_dim", r->feature_dim);
+            cJSON_AddStringToObject(o, "features", tma_feat_source_str(r->features));
+            cJSON_AddNumberToObject(o, "classes", r->num_classes);
+            if (r->homophily >= 0)
+                cJSON_AddNumberToObject(o, "homophily", r->homophily);
+            cJSON_AddNumberToObject(o, "seconds", r->seconds + tw);
+        }
+        int rc = o ? cli_print_json(o) : CLI_EXIT_RUNTIME;
+        cJSON_Delete(o);
+        return rc;
     }
     printf("generated %s, graph id %016" PRIx64 "\n", out, g->graph_id);
     printf("  %-22s %" PRId64 "\n", "nodes", r->nodes);
@@ -64,11 +78,9 @@ static int gen_sbm(int argc, char **argv)
         "picks a uniform node u and, with probability H, a partner of u's class, otherwise one of another "
         "class. Labels are stored. Self-loops and duplicates are dropped; the split is as in tma import.",
         opts, 0, 0};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (!out)
         return cli_usage_error(spec.cmd, "-o G.tmag is required");
     if (nodes < 2 || nodes >= ((int64_t)1 << 40))
@@ -96,7 +108,7 @@ static int gen_sbm(int argc, char **argv)
         fprintf(stderr, "tma gen sbm: %s; nothing was written\n", tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    rc = write_and_report(spec.cmd, g, out, &r);
+    rc = write_and_report(spec.cmd, g, out, &r, f.json);
     tma_graph_destroy(g);
     return rc;
 }
@@ -124,11 +136,9 @@ static int gen_rmat(int argc, char **argv)
         "projection of one-hot ids, as for imported graphs without features). Self-loops and duplicates "
         "are dropped, so the graph has somewhat fewer than M edges; the split is as in tma import.",
         opts, 0, 0};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (!out)
         return cli_usage_error(spec.cmd, "-o G.tmag is required");
     if (scale_seen && (scale < 1 || scale > 40))
@@ -158,7 +168,7 @@ static int gen_rmat(int argc, char **argv)
         fprintf(stderr, "tma gen rmat: %s; nothing was written\n", tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    rc = write_and_report(spec.cmd, g, out, &r);
+    rc = write_and_report(spec.cmd, g, out, &r, f.json);
     tma_graph_destroy(g);
     return rc;
 }

@@ -34,6 +34,27 @@ int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, tma_graph
     return CLI_EXIT_OK;
 }
 
+cJSON *cli_build_report_json(const char *path, uint64_t graph_id, int64_t nodes, const tma_graph_build_report_t *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    char id[24];
+    snprintf(id, sizeof id, "%016" PRIx64, graph_id);
+    cJSON_AddStringToObject(o, "graph", path);
+    cJSON_AddStringToObject(o, "graph_id", id);
+    cJSON_AddNumberToObject(o, "nodes", (double)nodes);
+    cJSON_AddNumberToObject(o, "input_edges", (double)r->input_edges);
+    cJSON_AddNumberToObject(o, "self_loops_dropped", (double)r->self_loops);
+    cJSON_AddNumberToObject(o, "duplicates_dropped", (double)r->duplicates);
+    cJSON_AddNumberToObject(o, "edges", (double)r->edges);
+    cJSON_AddNumberToObject(o, "train_edges", (double)r->train_edges);
+    cJSON_AddNumberToObject(o, "val_edges", (double)r->val_edges);
+    cJSON_AddNumberToObject(o, "test_edges", (double)r->test_edges);
+    cJSON_AddNumberToObject(o, "negatives", r->negatives);
+    return o;
+}
+
 void cli_print_build_report(const tma_graph_build_report_t *r)
 {
     printf("  %-22s %" PRId64 "\n", "input edges", r->input_edges);
@@ -70,11 +91,9 @@ int cli_cmd_import(int argc, char **argv)
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
         "fixed negative tails. See docs/graphs.md.",
         opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (!out)
         return cli_usage_error("import", "-o G.tmag is required");
     if (dim_seen && (feat_dim < 1 || feat_dim > (1 << 20)))
@@ -88,9 +107,9 @@ int cli_cmd_import(int argc, char **argv)
 
     tma_graph_t *g;
     tma_graph_import_report_t r;
-    tma_status_t st = tma_graph_import(pos[0], &o, &g, &r);
+    tma_status_t st = tma_graph_import(args.pos[0], &o, &g, &r);
     if (st != TMA_OK) {
-        fprintf(stderr, "tma import: %s: %s; nothing was written\n", pos[0], tma_status_str(st));
+        fprintf(stderr, "tma import: %s: %s; nothing was written\n", args.pos[0], tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
     double tw = tma_clock_now();
@@ -101,7 +120,22 @@ int cli_cmd_import(int argc, char **argv)
         tma_graph_destroy(g);
         return CLI_EXIT_RUNTIME;
     }
-    printf("imported %s (%s layout) into %s, graph id %016" PRIx64 "\n", pos[0], r.layout, out, g->graph_id);
+    if (f.json) {
+        cJSON *j = cli_build_report_json(out, g->graph_id, r.nodes, &r.build);
+        if (j) {
+            cJSON_AddStringToObject(j, "layout", r.layout);
+            cJSON_AddNumberToObject(j, "feature_dim", r.feature_dim);
+            cJSON_AddStringToObject(j, "features", tma_feat_source_str(r.features));
+            cJSON_AddNumberToObject(j, "input_feature_dim", r.input_feature_dim);
+            cJSON_AddNumberToObject(j, "classes", r.num_classes);
+            cJSON_AddNumberToObject(j, "seconds", r.seconds + tw);
+        }
+        tma_graph_destroy(g);
+        rc = j ? cli_print_json(j) : CLI_EXIT_RUNTIME;
+        cJSON_Delete(j);
+        return rc;
+    }
+    printf("imported %s (%s layout) into %s, graph id %016" PRIx64 "\n", args.pos[0], r.layout, out, g->graph_id);
     printf("  %-22s %" PRId64 "\n", "nodes", r.nodes);
     cli_print_build_report(&r.build);
     if (r.features == TMA_FEAT_PROJECTED)

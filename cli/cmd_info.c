@@ -15,14 +15,12 @@ int cli_cmd_info(int argc, char **argv)
     };
     const cli_spec_t spec = {"info", "G.tmag [--json]",
                              "Prints the counts of a .tmag graph or shard file after checking it.", opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
 
     tma_graph_t *g;
-    tma_status_t st = tma_graph_open(pos[0], no_verify ? TMA_GRAPH_OPEN_NO_VERIFY : 0, &g);
+    tma_status_t st = tma_graph_open(args.pos[0], no_verify ? TMA_GRAPH_OPEN_NO_VERIFY : 0, &g);
     if (st != TMA_OK)
         return CLI_EXIT_RUNTIME;
     cJSON *info = tma_graph_info_json(g);
@@ -30,10 +28,7 @@ int cli_cmd_info(int argc, char **argv)
     if (!info)
         return CLI_EXIT_RUNTIME;
     if (as_json) {
-        char *s = cJSON_PrintUnformatted(info);
-        if (s)
-            printf("%s\n", s);
-        cJSON_free(s);
+        cli_print_json(info);
     } else {
         for (cJSON *it = info->child; it; it = it->next) {
             if (cJSON_IsString(it))

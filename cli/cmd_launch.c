@@ -29,12 +29,13 @@ typedef struct launch {
     /* flags */
     const char *config_path, *out;
     cli_etcd_flags_t ef; /* --etcd and its TLS/auth flags (an external etcd) */
-    int keep, quiet;
+    int keep, quiet, json;
     int64_t workers, backups, threads;
     double seconds;
     /* the job and the run folder */
     tma_job_t *job;
     char *exe, *run_dir, *logs, *job_path;
+    FILE *say; /* the human lines: stdout, or stderr under --json */
     /* the roles */
     cli_etcd_t etcd;
     int etcd_started;
@@ -54,21 +55,25 @@ static char *self_exe(void)
     return strdup(buf);
 }
 
-/* Runs a tma subcommand to completion with the terminal as its output. */
-static int run_step(const char *exe, char **argv)
+/* Runs a tma subcommand to completion with the launcher's output as its own
+ * (stderr under --json, so stdout holds only the result):
+ * TMA_ERR_CONFIG when it refused its flags (exit 2: they come from the
+ * config), TMA_ERR_CANCELLED when stopped, TMA_ERR_IO for other failures. */
+static tma_status_t run_step(const launch_t *L, char **argv)
 {
     cli_proc_t p;
-    argv[0] = (char *)exe;
-    if (cli_proc_spawn(&p, argv[1], argv, NULL) != TMA_OK)
-        return -1;
+    argv[0] = L->exe;
+    if (cli_proc_spawn(&p, argv[1], argv, L->json ? "/dev/stderr" : NULL) != TMA_OK)
+        return TMA_ERR_IO;
     while (cli_proc_poll(&p)) {
         if (g_stop) {
             cli_proc_stop(&p, 5.0);
-            return -1;
+            return TMA_ERR_CANCELLED;
         }
         tma_sleep(0.05);
     }
-    return cli_proc_exit_code(&p);
+    int code = cli_proc_exit_code(&p);
+    return code == CLI_EXIT_OK ? TMA_OK : code == CLI_EXIT_USAGE ? TMA_ERR_CONFIG : TMA_ERR_IO;
 }
 
 /* Turns {"nodes": 5000, "avg_degree": 10} into "--nodes 5000 --avg-degree 10". */
@@ -106,16 +111,16 @@ static int json_to_flags(const cJSON *obj, const char *skip, char **argv, int n,
 
 /* ------------------------------------------------------------------ progress */
 
+/* The metrics lines written since the last call, one progress line each. */
 typedef struct progress {
     char *metrics_path;
     long offset;
     double best;
-    int64_t last_round;
-    double total_s;
-    int64_t total_rounds;
+    tma_run_budget_t budget;
+    FILE *out;
 } progress_t;
 
-static void show_progress(progress_t *pr, int workers)
+static void show_progress(progress_t *pr)
 {
     FILE *f = fopen(pr->metrics_path, "r");
     if (!f)
@@ -124,7 +129,7 @@ static void show_progress(progress_t *pr, int workers)
         fclose(f);
         return;
     }
-    char line[65536];
+    char line[65536], out[512];
     while (fgets(line, sizeof line, f)) {
         size_t len = strlen(line);
         if (len == 0 || line[len - 1] != '\n')
@@ -133,46 +138,15 @@ static void show_progress(progress_t *pr, int workers)
         cJSON *o = cJSON_Parse(line);
         if (!o)
             continue;
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "round");
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "time");
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "val_mrr");
-        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(o, "workers");
-        const cJSON *alive = cJSON_GetObjectItemCaseSensitive(o, "alive");
-        const cJSON *missed = cJSON_GetObjectItemCaseSensitive(o, "missed");
-        char sps[256] = "";
-        size_t off = 0;
-        for (const cJSON *w = ws ? ws->child : NULL; w && off < sizeof sps - 20; w = w->next) {
-            const cJSON *id = cJSON_GetObjectItemCaseSensitive(w, "id");
-            const cJSON *s = cJSON_GetObjectItemCaseSensitive(w, "steps_per_s");
-            if (cJSON_IsNumber(id) && cJSON_IsNumber(s))
-                off += (size_t)snprintf(sps + off, sizeof sps - off, " %d:%.1f", (int)id->valuedouble, s->valuedouble);
-        }
-        double val = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-        if (isfinite(val) && val > pr->best)
-            pr->best = val;
-        char vs[32];
-        if (isfinite(val))
-            snprintf(vs, sizeof vs, "%.4f", val);
-        else
-            snprintf(vs, sizeof vs, "(skipped)");
-        int nmissed = cJSON_GetArraySize(missed);
-        char when[48];
-        if (pr->total_s > 0)
-            snprintf(when, sizeof when, "%5.1f/%.1f min", cJSON_IsNumber(t) ? t->valuedouble / 60.0 : 0.0,
-                     pr->total_s / 60.0);
-        else
-            snprintf(when, sizeof when, "%5.1f min, %lld rounds", cJSON_IsNumber(t) ? t->valuedouble / 60.0 : 0.0,
-                     (long long)pr->total_rounds);
-        printf("round %3d | %s | alive %d/%d%s | steps/s%s | val MRR %s (best %.4f)\n",
-               cJSON_IsNumber(r) ? (int)r->valuedouble : -1, when, cJSON_GetArraySize(alive), workers,
-               nmissed ? " (a worker missed the round)" : "", sps[0] ? sps : " -", vs, pr->best > 0 ? pr->best : 0.0);
-        fflush(stdout);
+        tma_run_progress_line(o, &pr->budget, &pr->best, out, sizeof out);
+        fprintf(pr->out, "%s\n", out);
+        fflush(pr->out);
         cJSON_Delete(o);
     }
     fclose(f);
 }
 
-static void print_result(const char *run_dir)
+static void print_result(FILE *out, const char *run_dir)
 {
     char *path = tma_path_join(run_dir, "result.json");
     cJSON *r = NULL;
@@ -185,18 +159,18 @@ static void print_result(const char *run_dir)
     const cJSON *br = cJSON_GetObjectItemCaseSensitive(r, "best_round");
     const cJSON *conv = cJSON_GetObjectItemCaseSensitive(r, "convergence_seconds");
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(r, "train_seconds");
-    printf("\n");
+    fprintf(out, "\n");
     if (cJSON_IsNumber(test))
-        printf("test MRR            %.4f\n", test->valuedouble);
+        fprintf(out, "test MRR            %.4f\n", test->valuedouble);
     else
-        printf("test MRR            n/a (no evaluated round)\n");
+        fprintf(out, "test MRR            n/a (no evaluated round)\n");
     if (cJSON_IsNumber(val) && cJSON_IsNumber(br))
-        printf("best validation MRR %.4f (round %d)\n", val->valuedouble, (int)br->valuedouble);
+        fprintf(out, "best validation MRR %.4f (round %d)\n", val->valuedouble, (int)br->valuedouble);
     if (cJSON_IsNumber(conv))
-        printf("convergence         %.1f s (within 1%% of the best validation MRR)\n", conv->valuedouble);
+        fprintf(out, "convergence         %.1f s (within 1%% of the best validation MRR)\n", conv->valuedouble);
     if (cJSON_IsNumber(tr))
-        printf("training time       %.1f s\n", tr->valuedouble);
-    printf("run folder          %s (result.json, metrics.jsonl, best.tmaw, mrr.svg, logs/)\n", run_dir);
+        fprintf(out, "training time       %.1f s\n", tr->valuedouble);
+    fprintf(out, "run folder          %s (result.json, metrics.jsonl, best.tmaw, mrr.svg, logs/)\n", run_dir);
     cJSON_Delete(r);
     free(path);
 }
@@ -218,6 +192,7 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         {"seconds", 0, CLI_DOUBLE, &L->seconds, "T", "override the training time (duration.train_seconds)", NULL},
         {"threads", 0, CLI_INT, &L->threads, "N", "compute threads per process (default: the cores shared out)", NULL},
         {"quiet", 'q', CLI_FLAG, &L->quiet, NULL, "no progress lines", NULL},
+        {"json", 0, CLI_FLAG, &L->json, NULL, "print result.json on stdout (the progress lines go to stderr)", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {"launch", "job.json [-o RUN] [options]",
@@ -227,11 +202,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
                              "folder. Ctrl-C "
                              "stops the job cleanly: the best round is still tested and result.json written.",
                              opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (L->workers < 0 || L->workers > TMA_JOB_MAX_WORKERS)
         return cli_usage_error("launch", "--workers: expected 1..%d", TMA_JOB_MAX_WORKERS);
     if (L->backups < 0 || L->backups > 64)
@@ -243,9 +216,11 @@ static int launch_parse(launch_t *L, int argc, char **argv)
     int rc = cli_etcd_check_external("launch", &L->ef);
     if (rc != CLI_EXIT_OK)
         return rc;
-    L->config_path = pos[0];
-    if (tma_job_load(L->config_path, &L->job) != TMA_OK)
-        return CLI_EXIT_RUNTIME;
+    L->config_path = args.pos[0];
+    L->say = L->json ? stderr : stdout;
+    tma_status_t st = tma_job_load(L->config_path, &L->job);
+    if (st != TMA_OK)
+        return st == TMA_ERR_NOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE; /* the error named the file or key */
     tma_job_t *job = L->job;
     if (L->workers > 0) {
         job->workers = (int)L->workers;
@@ -271,23 +246,17 @@ static tma_status_t launch_open_run(launch_t *L)
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
         L->run_dir = tma_strdup_printf("runs/%s-%s", L->job->name, stamp);
     }
-    /* A run folder made here is the user's alone: it holds the model. */
-    int existed = L->run_dir && tma_file_exists(L->run_dir);
-    if (!L->run_dir || tma_mkdir_p(L->run_dir) != TMA_OK)
+    char *abs;
+    if (!L->run_dir || tma_run_make_dir(L->run_dir, &abs) != TMA_OK)
         return TMA_ERR_IO;
-    if (!existed && chmod(L->run_dir, 0700) != 0)
-        tma_log_warn(COMP, "%s: cannot make it private (chmod 700)", L->run_dir);
-    char *abs = realpath(L->run_dir, NULL);
-    if (abs) {
-        free(L->run_dir);
-        L->run_dir = abs;
-    }
+    free(L->run_dir);
+    L->run_dir = abs;
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
-    printf("tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name, tma_variant_name(L->job->variant),
-           L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
-    fflush(stdout);
+    fprintf(L->say, "tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name,
+            tma_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
+    fflush(L->say);
     return TMA_OK;
 }
 
@@ -329,13 +298,14 @@ static tma_status_t launch_prepare_graph(launch_t *L)
     av[n++] = "-o";
     av[n++] = graph_path;
     av[n] = NULL;
-    printf("preparing the graph: tma %s %s ...\n", av[1], av[2]);
-    fflush(stdout);
-    if (run_step(L->exe, av) != 0) {
+    fprintf(L->say, "preparing the graph: tma %s %s ...\n", av[1], av[2]);
+    fflush(L->say);
+    tma_status_t st = run_step(L, av);
+    if (st != TMA_OK) {
         tma_log_error(COMP, "preparing the graph failed (the error above names the option; in the job config "
                             "it is the key of the same name in \"%s\")", section);
         free(graph_path);
-        return TMA_ERR_CONFIG;
+        return st;
     }
     free(job->graph);
     job->graph = graph_path;
@@ -353,7 +323,7 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     tma_graph_t *g;
     tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
     if (st != TMA_OK)
-        return st;
+        return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file "graph" gives */
     int64_t nodes = g->num_nodes;
     tma_graph_destroy(g);
     char scheme[64], shards[32], seed[32];
@@ -368,12 +338,12 @@ static tma_status_t launch_prepare_partition(launch_t *L)
         return TMA_ERR_NOMEM;
     char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--shards", shards, "--seed", seed,
                   "-o", part_dir, NULL};
-    printf("partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
-    fflush(stdout);
-    if (run_step(L->exe, av) != 0) {
+    fprintf(L->say, "partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
+    fflush(L->say);
+    if ((st = run_step(L, av)) != TMA_OK) {
         tma_log_error(COMP, "partitioning failed");
         free(part_dir);
-        return TMA_ERR_CONFIG;
+        return st;
     }
     job->partition_dir = part_dir;
     return TMA_OK;
@@ -393,7 +363,7 @@ static tma_status_t launch_write_job(launch_t *L)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
     st = tma_job_check_files(job);
     if (st != TMA_OK)
-        return st;
+        return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file or key */
     L->job_path = tma_path_join(L->run_dir, "job.json");
     cJSON *j = tma_job_to_json(job);
     st = j && L->job_path ? tma_json_write_file(L->job_path, j) : TMA_ERR_NOMEM;
@@ -482,17 +452,17 @@ static tma_status_t launch_spawn_roles(launch_t *L)
         if ((st = launch_spawn(L, "worker", name, wargs)) != TMA_OK)
             return st;
     }
-    printf("started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", L->url, nworkers,
-           L->backups ? " plus backups" : "", L->logs);
+    fprintf(L->say, "started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", L->url, nworkers,
+            L->backups ? " plus backups" : "", L->logs);
     if (job->train_s > 0)
-        printf("training for %.0f s", job->train_s);
+        fprintf(L->say, "training for %.0f s", job->train_s);
     else
-        printf("training for %lld rounds", (long long)job->rounds);
+        fprintf(L->say, "training for %lld rounds", (long long)job->rounds);
     if (job->interval_steps > 0)
-        printf(", aggregating every %lld steps\n", (long long)job->interval_steps);
+        fprintf(L->say, ", aggregating every %lld steps\n", (long long)job->interval_steps);
     else
-        printf(", aggregating every %.0f s\n", job->interval_s);
-    fflush(stdout);
+        fprintf(L->say, ", aggregating every %.0f s\n", job->interval_s);
+    fflush(L->say);
     return TMA_OK;
 }
 
@@ -502,28 +472,25 @@ static tma_status_t launch_spawn_roles(launch_t *L)
  * workers, which leave on `stop`, get a moment before they are stopped. */
 static void launch_supervise(launch_t *L)
 {
-    progress_t prog;
-    memset(&prog, 0, sizeof prog);
-    prog.metrics_path = tma_path_join(L->run_dir, "metrics.jsonl");
-    prog.total_s = L->job->train_s;
-    prog.total_rounds = L->job->rounds;
+    progress_t prog = {tma_run_path(L->run_dir, "metrics.jsonl"), 0, NAN,
+                       {L->job->train_s, L->job->rounds, L->job->workers}, L->say};
     int show = !L->quiet && prog.metrics_path;
     int interrupted = 0;
     while (cli_proc_poll(&L->procs[0])) {
         if (g_stop && !interrupted) {
             interrupted = 1;
-            printf("stopping: the coordinator finishes the evaluation and writes the result ...\n");
-            fflush(stdout);
+            fprintf(L->say, "stopping: the coordinator finishes the evaluation and writes the result ...\n");
+            fflush(L->say);
             cli_proc_signal(&L->procs[0], SIGTERM);
         }
         for (int i = 1; i < L->nprocs; i++) {
             cli_proc_t *p = &L->procs[i];
             if (p->running && !cli_proc_poll(p) && cli_proc_exit_code(p) != 0)
-                printf("%s exited (code %d; see its log); the coordinator applies fault.on_failure\n", p->name,
-                       cli_proc_exit_code(p));
+                fprintf(L->say, "%s exited (code %d; see its log); the coordinator applies fault.on_failure\n",
+                        p->name, cli_proc_exit_code(p));
         }
         if (show)
-            show_progress(&prog, L->job->workers);
+            show_progress(&prog);
         if (L->etcd_started && !cli_proc_poll(&L->etcd.proc)) {
             tma_log_error(COMP, "the private etcd exited (code %d); see %s/etcd.log",
                           cli_proc_exit_code(&L->etcd.proc), L->logs);
@@ -532,7 +499,7 @@ static void launch_supervise(launch_t *L)
         tma_sleep(0.2);
     }
     if (show)
-        show_progress(&prog, L->job->workers);
+        show_progress(&prog);
     free(prog.metrics_path);
     if (L->procs[0].running)
         cli_proc_stop(&L->procs[0], 30.0);
@@ -542,20 +509,30 @@ static void launch_supervise(launch_t *L)
             tma_sleep(0.05);
 }
 
-/* The exit code from what the coordinator left: the result, printed. */
+/* The exit code from what the coordinator left: the result, printed.  A
+ * stopped job is not a success: 128 + the signal. */
 static int launch_result(launch_t *L)
 {
     char *res = tma_path_join(L->run_dir, "result.json");
     int have = res && tma_file_exists(res);
     free(res);
-    if (!have || cli_proc_exit_code(&L->procs[0]) != 0) {
+    int code = cli_proc_exit_code(&L->procs[0]);
+    if (!have || (code != CLI_EXIT_OK && !(g_stop && code > CLI_EXIT_SIGNAL_BASE))) {
         tma_log_error(COMP, "the job did not finish; see %s/coordinator.log", L->logs);
-        return CLI_EXIT_RUNTIME;
+        return g_stop ? cli_exit_code(TMA_ERR_CANCELLED, &g_stop) : CLI_EXIT_RUNTIME;
     }
-    print_result(L->run_dir);
+    print_result(L->say, L->run_dir);
+    if (L->json) {
+        char *path = tma_run_path(L->run_dir, "result.json");
+        if (!path || cli_print_file(path) != CLI_EXIT_OK)
+            code = -1;
+        free(path);
+        if (code < 0)
+            return CLI_EXIT_RUNTIME;
+    }
     if (g_stop)
-        printf("(interrupted: the result covers the training done until then)\n");
-    return g_stop ? CLI_EXIT_RUNTIME : CLI_EXIT_OK;
+        fprintf(L->say, "(interrupted: the result covers the training done until then)\n");
+    return cli_exit_code(TMA_OK, &g_stop);
 }
 
 /* Stops whatever still runs, in reverse order of start, and frees. */
@@ -581,14 +558,23 @@ int cli_cmd_launch(int argc, char **argv)
     if (rc != CLI_EXIT_OK || !L.job)
         return rc;
     cli_install_stop_handler(&g_stop);
-    rc = CLI_EXIT_RUNTIME;
     L.exe = self_exe();
-    if (L.exe && launch_open_run(&L) == TMA_OK && launch_prepare_graph(&L) == TMA_OK &&
-        launch_prepare_partition(&L) == TMA_OK && launch_write_job(&L) == TMA_OK) {
-        if (launch_spawn_roles(&L) == TMA_OK) {
-            launch_supervise(&L);
-            rc = launch_result(&L);
-        }
+    tma_status_t st = L.exe ? TMA_OK : TMA_ERR_NOMEM;
+    if (st == TMA_OK)
+        st = launch_open_run(&L);
+    if (st == TMA_OK)
+        st = launch_prepare_graph(&L);
+    if (st == TMA_OK)
+        st = launch_prepare_partition(&L);
+    if (st == TMA_OK)
+        st = launch_write_job(&L);
+    if (st == TMA_OK)
+        st = launch_spawn_roles(&L);
+    if (st == TMA_OK) {
+        launch_supervise(&L);
+        rc = launch_result(&L);
+    } else {
+        rc = cli_exit_code(st, &g_stop);
     }
     launch_close(&L);
     return rc;

@@ -5,12 +5,13 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int cli_cmd_partition(int argc, char **argv)
 {
     const char *out = NULL, *scheme = NULL;
     int64_t shards = 0, seed = 0;
-    int shards_seen = 0;
+    int shards_seen = 0, json = 0;
     const cli_opt_t opts[] = {
         {"scheme", 0, CLI_STR, &scheme, "SCHEME",
          "random (each node to a seeded random shard), supernode:N (METIS into N mini-clusters, "
@@ -20,6 +21,7 @@ int cli_cmd_partition(int argc, char **argv)
         {"seed", 0, CLI_INT, &seed, "X", "seed of the assignment (default 0)", NULL},
         {"output", 'o', CLI_STR, &out, "DIR",
          "the partition folder: shard-NNNNN.tmag files and partition.json, written last (required)", NULL},
+        {"json", 0, CLI_FLAG, &json, NULL, "print partition.json (the statistics) instead of the table", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {
@@ -30,11 +32,9 @@ int cli_cmd_partition(int argc, char **argv)
         "label distributions from the graph's) and feature_mean_dist (mean L2 distance of the shards' mean "
         "features from the graph's). Existing shard files and partition.json in DIR are replaced.",
         opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     if (!out)
         return cli_usage_error("partition", "-o DIR is required");
     if (!scheme)
@@ -55,19 +55,26 @@ int cli_cmd_partition(int argc, char **argv)
     o.seed = (uint64_t)seed;
 
     tma_graph_t *g;
-    tma_status_t st = tma_graph_open(pos[0], 0, &g);
+    tma_status_t st = tma_graph_open(args.pos[0], 0, &g);
     if (st != TMA_OK) {
-        fprintf(stderr, "tma partition: cannot use %s: %s\n", pos[0], tma_status_str(st));
+        fprintf(stderr, "tma partition: cannot use %s: %s\n", args.pos[0], tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
     tma_partition_result_t *r;
-    st = tma_partition_run(g, pos[0], &o, out, &r);
+    st = tma_partition_run(g, args.pos[0], &o, out, &r);
     tma_graph_destroy(g);
     if (st != TMA_OK) {
-        fprintf(stderr, "tma partition: %s: %s; %s has no partition.json\n", pos[0], tma_status_str(st), out);
+        fprintf(stderr, "tma partition: %s: %s; %s has no partition.json\n", args.pos[0], tma_status_str(st), out);
         return CLI_EXIT_RUNTIME;
     }
-    printf("partitioned %s into %s: scheme %s", pos[0], out, tma_partition_scheme_str(o.scheme));
+    if (json) {
+        tma_partition_result_destroy(r);
+        char *path = tma_path_join(out, "partition.json");
+        int rc = path ? cli_print_file(path) : CLI_EXIT_RUNTIME;
+        free(path);
+        return rc;
+    }
+    printf("partitioned %s into %s: scheme %s", args.pos[0], out, tma_partition_scheme_str(o.scheme));
     if (o.scheme == TMA_PARTITION_SUPERNODE)
         printf(":%" PRId64, o.num_clusters);
     printf(", %d shards, seed %" PRId64 "\n", o.num_shards, seed);

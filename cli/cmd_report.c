@@ -4,10 +4,11 @@
  * time), grouped by variant with mean and standard deviation when several
  * runs (seeds) share one; Table 3's shape (the least and most steps a
  * worker finished, and their difference); and one SVG with every run's
- * validation MRR against training time.
+ * validation MRR against training time.  It reads every run folder alike:
+ * `tma train`'s and distributed jobs' (docs/formats.md, "Run folders").
  */
 #include "cli_int.h"
-#include "tma_coordinator.h"
+#include "tma_job.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -77,6 +78,15 @@ static int load_row(const char *dir, run_row_t *row)
     char *mp = tma_path_join(dir, "metrics.jsonl");
     cJSON *res = NULL;
     int ok = rp && mp && tma_json_load_file(rp, &res) == TMA_OK;
+    double version = ok ? num(res, "schema_version") : NAN;
+    if (ok && isfinite(version) && version > TMA_RUN_SCHEMA_VERSION) {
+        fprintf(stderr, "tma report: %s: result.json has schema version %g; this tma reads up to %d (upgrade tma)\n",
+                dir, version, TMA_RUN_SCHEMA_VERSION);
+        cJSON_Delete(res);
+        free(rp);
+        free(mp);
+        return 0;
+    }
     if (ok) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "variant");
         snprintf(row->variant, sizeof row->variant, "%s", cJSON_IsString(v) ? v->valuestring : "?");
@@ -94,6 +104,8 @@ static int load_row(const char *dir, run_row_t *row)
             row->n = 0;
         free(rounds);
         steps_range(mp, &row->steps_min, &row->steps_max);
+        if (row->steps_min < 0 && isfinite(num(res, "steps")))
+            row->steps_min = row->steps_max = (int64_t)num(res, "steps"); /* tma train: one trainer */
     } else {
         fprintf(stderr, "tma report: %s: no readable result.json (is it a finished run folder?)\n", dir);
     }
@@ -126,17 +138,15 @@ int cli_cmd_report(int argc, char **argv)
                              "Table 3 (steps finished per worker: least, most, difference), and draws every run's "
                              "validation MRR against training time in one SVG.",
                              opts, 1, -1};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    run_row_t *rows = calloc((size_t)npos, sizeof *rows);
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
+    run_row_t *rows = calloc((size_t)args.npos, sizeof *rows);
     if (!rows)
         return CLI_EXIT_RUNTIME;
     int n = 0, bad = 0;
-    for (int i = 0; i < npos; i++) {
-        if (load_row(pos[i], &rows[n]))
+    for (int i = 0; i < args.npos; i++) {
+        if (load_row(args.pos[i], &rows[n]))
             n++;
         else
             bad++;
@@ -231,10 +241,7 @@ int cli_cmd_report(int argc, char **argv)
     }
     if (as_json) {
         cJSON_AddStringToObject(out, "plot", pst == TMA_OK ? plot : "");
-        char *t = cJSON_PrintUnformatted(out);
-        if (t)
-            printf("%s\n", t);
-        cJSON_free(t);
+        cli_print_json(out);
     } else if (pst == TMA_OK) {
         printf("\nplot: %s\n", plot);
     }

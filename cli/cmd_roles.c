@@ -110,7 +110,7 @@ static void on_stop_signal(int sig)
         return;
     }
     if (g_stop_flag)
-        *g_stop_flag = 1;
+        *g_stop_flag = sig;
 }
 
 void cli_install_stop_handler(volatile sig_atomic_t *flag)
@@ -162,11 +162,9 @@ int cli_cmd_coordinator(int argc, char **argv)
                              "with --standby, takes the job over from etcd (resuming from the last completed "
                              "round).",
                              opts, 0, 0};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     tma_kv_config_t kc;
     int rc = cli_etcd_config("coordinator", &ef, &kc);
     if (rc != CLI_EXIT_OK)
@@ -194,7 +192,7 @@ int cli_cmd_coordinator(int argc, char **argv)
     o.dump_dir = dump;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_coordinator_run(&o, &g_stop);
-    return st == TMA_OK || st == TMA_ERR_CANCELLED ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    return cli_exit_code(st, &g_stop);
 }
 
 int cli_cmd_worker(int argc, char **argv)
@@ -221,11 +219,9 @@ int cli_cmd_worker(int argc, char **argv)
                              "etcd endpoints and the job name: it reads the job from etcd, registers, loads the "
                              "shards it is given, trains, and takes part in every aggregation until the job stops.",
                              opts, 0, 0};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     tma_kv_config_t kc;
     int rc = cli_etcd_config("worker", &ef, &kc);
     if (rc != CLI_EXIT_OK)
@@ -253,5 +249,5 @@ int cli_cmd_worker(int argc, char **argv)
     o.inject = &inj;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_worker_run(&o, &g_stop);
-    return st == TMA_OK || st == TMA_ERR_CANCELLED ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    return cli_exit_code(st, &g_stop);
 }

@@ -22,11 +22,9 @@ int cli_cmd_status(int argc, char **argv)
                              "Shows a job's state from etcd: its coordinator, phase and round, the best round so "
                              "far, the members with the shards they own, and whether they are ready.",
                              opts, 0, 0};
-    char *pos[CLI_MAX_POS];
-    int npos;
-    int pr = cli_parse(&spec, argc, argv, pos, &npos);
-    if (pr != CLI_PARSE_OK)
-        return pr == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
     tma_kv_config_t kc;
     int rc = cli_etcd_config("status", &ef, &kc);
     if (rc != CLI_EXIT_OK)
@@ -101,10 +99,7 @@ int cli_cmd_status(int argc, char **argv)
         if (s.shard_present[k] && s.shards[k].owner < 0)
             cJSON_AddItemToArray(orph, cJSON_CreateNumber(k));
     if (as_json) {
-        char *t = cJSON_PrintUnformatted(o);
-        if (t)
-            printf("%s\n", t);
-        cJSON_free(t);
+        cli_print_json(o);
     } else {
         printf("job %s\n", job);
         if (s.has_coord)

@@ -5,4 +5,32 @@ tma_SOURCES = cli/main.c cli/args.c cli/cli_int.h \
 tma_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 # The graph commands.
 tma_SOURCES += cli/cmd_import.c cli/cmd_gen.c cli/cmd_partition.c
-tma_SOURCES += cli/cmd_roles.c cli/cmd_launch.c cli/cmd_status.c cli/cmd_report.c
+tma_SOURCES += cli/cmd_roles.c cli/cmd_launch.c cli/cmd_status.c cli/cmd_report.c cli/cmd_export.c
+
+# make install: the bash completion, and a man page for tma and each command
+# made from the --help texts by help2man (skipped, with a configure notice,
+# when help2man is missing).
+dist_bashcompletion_DATA = cli/bash-completion/tma
+TMA_MAN_CMDS = info import gen partition train eval export launch coordinator worker status report
+if HAVE_HELP2MAN
+man1_MANS = man/tma.1 man/tma-info.1 man/tma-import.1 man/tma-gen.1 man/tma-partition.1 \
+	man/tma-train.1 man/tma-eval.1 man/tma-export.1 man/tma-launch.1 man/tma-coordinator.1 man/tma-worker.1 \
+	man/tma-status.1 man/tma-report.1
+$(man1_MANS): man/.stamp
+# One rule for every page: help2man runs a page's command through a
+# two-line wrapper; its NAME line is the command's summary in `tma --help`.
+man/.stamp: tma$(EXEEXT) $(top_srcdir)/cli/local.mk
+	$(AM_V_GEN)$(MKDIR_P) man && \
+	$(HELP2MAN) --no-info --version-string=$(VERSION) --output=man/tma.1 \
+	  --name="GNN link prediction on large graphs, with time-based model aggregation" ./tma$(EXEEXT) && \
+	for c in $(TMA_MAN_CMDS); do \
+	  printf '#!/bin/sh\nexec "%s" %s "$$@"\n' "$(abs_builddir)/tma$(EXEEXT)" "$$c" > man/tma-$$c && \
+	  chmod +x man/tma-$$c && \
+	  name=`./tma$(EXEEXT) --help | sed -n "s/^  $$c  *//p"` && \
+	  $(HELP2MAN) --no-info --version-string=$(VERSION) --name="$$name" --output=man/tma-$$c.1 \
+	    man/tma-$$c || exit 1; \
+	done && touch $@
+CLEANFILES += $(man1_MANS) man/.stamp man/tma-info man/tma-import man/tma-gen man/tma-partition \
+	man/tma-train man/tma-eval man/tma-export man/tma-launch man/tma-coordinator man/tma-worker man/tma-status \
+	man/tma-report
+endif

@@ -18,6 +18,7 @@ static const cli_command_t commands[] = {
     {"partition", "cut a graph's training edges into shards (random, supernode:N, metis)", cli_cmd_partition},
     {"train", "train one link-prediction model on a whole graph (centralized)", cli_cmd_train},
     {"eval", "test saved weights: MRR on a graph's test or validation edges", cli_cmd_eval},
+    {"export", "weights to .npz (PyTorch names) and node embeddings to .npy", cli_cmd_export},
     {"launch", "run a whole distributed job on this machine (etcd, coordinator, workers)", cli_cmd_launch},
     {"coordinator", "run the coordinator of a distributed job", cli_cmd_coordinator},
     {"worker", "run a trainer of a distributed job", cli_cmd_worker},
@@ -35,7 +36,13 @@ static void print_usage(FILE *out)
             "Commands:\n");
     for (size_t i = 0; i < TMA_ARRAY_LEN(commands); i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nRun 'tma COMMAND --help' for a command's options.\n");
+    fprintf(out, "\nRun 'tma COMMAND --help' for a command's options.\n\n"
+                 "Exit status (every command):\n"
+                 "  0        the work is done\n"
+                 "  1        it failed: unreadable or malformed input data, I/O, a device, etcd, a failed job\n"
+                 "  2        a flag, an argument or a config is wrong (nothing was started)\n"
+                 "  128+N    stopped by signal N before the work was done (130 Ctrl-C, 143 SIGTERM),\n"
+                 "           after writing what there is\n");
 }
 
 static void print_version(void)

@@ -238,6 +238,24 @@ char *tma_path_join(const char *dir, const char *name);
 /* malloc'd printf; NULL on OOM. */
 char *tma_strdup_printf(const char *fmt, ...) TMA_PRINTF(1, 2);
 
+/* ------------------------------------------------------------------ numpy files (npy.c) */
+
+/* numpy's .npy and .npz, written for other tools (`tma export`): float32 or
+ * int64, little-endian, row-major, 1 or 2 dimensions. */
+typedef enum { TMA_NPY_F32, TMA_NPY_I64 } tma_npy_dtype_t;
+typedef struct tma_npy_array {
+    const char *name; /* the member name in an .npz (NAME.npy); at most 200 bytes */
+    tma_npy_dtype_t dtype;
+    int ndim;         /* 1 or 2 */
+    int64_t shape[2];
+    const void *data;
+} tma_npy_array_t;
+/* Writes one array as a .npy file, atomically. */
+tma_status_t tma_npy_write(const char *path, const tma_npy_array_t *a);
+/* Writes n arrays as an .npz (a zip of stored NAME.npy members, as
+ * np.savez), atomically; TMA_ERR_UNSUPPORTED past 4 GiB (no zip64). */
+tma_status_t tma_npz_write(const char *path, const tma_npy_array_t *arrays, int n);
+
 /* ------------------------------------------------------------------ JSON (cJSON) */
 
 /* Parses a JSON file; a syntax error is reported with the file, line and

@@ -37,6 +37,7 @@ typedef struct coord_eval_cfg {
     uint64_t epoch;              /* guards the etcd writes */
     int64_t best_round;          /* resumed best (-1: none) */
     double best_val, best_time;
+    tma_run_budget_t budget;     /* for the progress line logged with each metrics line */
 } coord_eval_cfg_t;
 
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p);
@@ -47,8 +48,6 @@ void coord_eval_submit(coord_eval_t *e, int64_t round, double time, const float 
 void coord_eval_drain(coord_eval_t *e);
 /* The best round so far (-1: none), its validation MRR and training time. */
 void coord_eval_best(coord_eval_t *e, int64_t *round_p, double *val_p, double *time_p);
-/* Last validation MRR (NaN before the first), for progress lines. */
-double coord_eval_last(coord_eval_t *e);
 /* Rounds evaluated and skipped so far. */
 void coord_eval_counts(coord_eval_t *e, int64_t *evaluated_p, int64_t *skipped_p);
 /* The first error the thread hit (a failed write), TMA_OK otherwise. */
@@ -115,7 +114,7 @@ typedef struct coord {
     int n_slots, cap_slots;
     coord_contrib_t *contrib; /* [cap_slots] */
 
-    char *run_dir, *checkpoint_path, *metrics_path, *result_path, *plot_path;
+    char *run_dir, *checkpoint_path, *metrics_path, *result_path;
     coord_eval_t *ev;
     tma_gnn_trainer_t *server; /* the full-graph trainer of a variant's after_average hook */
 
@@ -180,7 +179,6 @@ tma_status_t coord_after_average(coord_t *c, int n_got);
 cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *alive, int n_alive,
                           double agg_seconds);
 tma_status_t coord_round(coord_t *c, int64_t t);
-void coord_progress_line(coord_t *c, int64_t t, int n_got, int n_exp, double agg_s);
 
 /* average.c: the weighted mean of n contributions into out[P], summed in
  * increasing id order in double (acc[P] is scratch), so the result does

@@ -1,6 +1,6 @@
 /*
  * end.c: the end of a job: set `stop`, let the evaluator finish, test the
- * best round, write result.json and the validation-MRR plot, and record
+ * best round, write result.json and the validation-MRR plot (job/run.c), and record
  * the final state ("done", or "failed" when the result could not be
  * written).
  */
@@ -55,70 +55,38 @@ static double test_best(coord_t *c, int64_t best_round, const char *best_path)
     return test_mrr;
 }
 
-/* Convergence from the metrics file (the paper's definition), and the
- * plot.  -1 when no round was evaluated. */
-static double convergence_and_plot(coord_t *c)
-{
-    int64_t *rounds = NULL;
-    double *times = NULL, *vals = NULL;
-    int n = 0;
-    double conv = -1;
-    if (tma_run_read_metrics(c->metrics_path, &rounds, &times, &vals, &n) == TMA_OK) {
-        conv = tma_run_convergence_time(times, vals, n, NULL, NULL);
-        const char *label = c->vd->name;
-        const double *tp = times, *vp = vals;
-        char title[192];
-        snprintf(title, sizeof title, "%s: validation MRR (%s, M = %d)", c->job->name, label, c->job->workers);
-        tma_run_plot_svg(c->plot_path, title, 1, &label, &tp, &vp, &n);
-    }
-    free(rounds);
-    free(times);
-    free(vals);
-    return conv;
-}
-
-static void add_number_or_null(cJSON *o, const char *key, int have, double v)
-{
-    if (have)
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
-static tma_status_t write_result(coord_t *c, const char *reason, double train_s, double test_mrr, double conv,
+/* result.json in the run folder's one schema (job/run.c), and mrr.svg. */
+static tma_status_t write_result(coord_t *c, const char *reason, double train_s, double test_mrr,
                                  const char *best_path)
 {
-    int64_t best_round, evaluated, skipped;
-    double best_val, best_time;
-    coord_eval_best(c->ev, &best_round, &best_val, &best_time);
+    tma_run_result_t r;
+    memset(&r, 0, sizeof r);
+    int64_t evaluated, skipped;
+    coord_eval_best(c->ev, &r.best_round, &r.best_val_mrr, &r.best_at_seconds);
     coord_eval_counts(c->ev, &evaluated, &skipped);
-    cJSON *res = cJSON_CreateObject();
-    cJSON_AddStringToObject(res, "job", c->job->name);
-    cJSON_AddStringToObject(res, "variant", c->vd->name);
-    cJSON_AddNumberToObject(res, "workers", c->job->workers);
-    if (c->pinfo) {
-        cJSON_AddStringToObject(res, "partition", c->job->partition_scheme);
-        cJSON_AddNumberToObject(res, "edge_ratio", c->pinfo->edge_ratio);
-    } else {
-        cJSON_AddNumberToObject(res, "edge_ratio", 1.0);
-    }
-    add_number_or_null(res, "test_mrr", isfinite(test_mrr), test_mrr);
-    add_number_or_null(res, "best_val_mrr", best_round >= 0, best_val);
-    add_number_or_null(res, "best_round", best_round >= 0, (double)best_round);
-    add_number_or_null(res, "best_at_seconds", best_round >= 0, best_time);
-    add_number_or_null(res, "convergence_seconds", conv >= 0, conv);
-    cJSON_AddNumberToObject(res, "train_seconds", train_s);
-    cJSON_AddNumberToObject(res, "rounds", (double)c->round);
-    cJSON_AddNumberToObject(res, "rounds_evaluated", (double)evaluated);
-    cJSON_AddNumberToObject(res, "rounds_skipped", (double)skipped);
-    cJSON_AddStringToObject(res, "stopped", reason);
-    cJSON_AddStringToObject(res, "best_weights", best_path ? best_path : "");
-    tma_status_t st = tma_json_write_file(c->result_path, res);
-    cJSON_Delete(res);
+    r.variant = c->vd->name;
+    r.job = c->job->name;
+    r.graph = c->job->graph;
+    r.graph_id = c->graph->graph_id;
+    r.workers = c->job->workers;
+    r.edge_ratio = c->pinfo ? c->pinfo->edge_ratio : 1.0;
+    r.test_mrr = test_mrr;
+    r.train_seconds = train_s;
+    r.rounds = c->round;
+    r.stopped = reason;
+    r.best_weights = best_path;
+    cJSON *extra = cJSON_CreateObject();
+    if (!extra)
+        return TMA_ERR_NOMEM;
+    if (c->pinfo)
+        cJSON_AddStringToObject(extra, "partition", c->job->partition_scheme);
+    cJSON_AddNumberToObject(extra, "rounds_evaluated", (double)evaluated);
+    cJSON_AddNumberToObject(extra, "rounds_skipped", (double)skipped);
+    tma_status_t st = tma_run_write_result(c->run_dir, &r, extra, NULL);
     if (st == TMA_OK)
         tma_log_info(COMP, "result: test MRR %.4f (best round %lld, validation %.4f); written to %s",
-                     isfinite(test_mrr) ? test_mrr : 0.0, (long long)best_round, best_round >= 0 ? best_val : 0.0,
-                     c->result_path);
+                     isfinite(test_mrr) ? test_mrr : 0.0, (long long)r.best_round,
+                     r.best_round >= 0 ? r.best_val_mrr : 0.0, c->result_path);
     return st;
 }
 
@@ -137,8 +105,7 @@ tma_status_t coord_finish(coord_t *c, const char *reason)
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
     char *best_path = tma_run_path(c->run_dir, "best.tmaw");
     double test_mrr = test_best(c, best_round, best_path);
-    double conv = convergence_and_plot(c);
-    tma_status_t wst = write_result(c, reason, train_s, test_mrr, conv, best_path);
+    tma_status_t wst = write_result(c, reason, train_s, test_mrr, best_path);
     free(best_path);
     /* The final state, written once (no retry: the job is over). */
     char *sv = coord_state_encode(c, wst == TMA_OK ? "done" : "failed", c->round, train_s, best_round, best_val);

@@ -2,7 +2,8 @@
  * evaluator.c: the coordinator's evaluator thread.  It never blocks a
  * round: submitting copies the weights into a one-slot mailbox (the newest
  * model wins), and the thread writes each round's metrics line, in round
- * order, once the newest model handed over so far has been evaluated.
+ * order, once the newest model handed over so far has been evaluated, and
+ * logs the progress line of each (with that round's validation MRR).
  */
 #include "coord_int.h"
 
@@ -44,7 +45,10 @@ struct coord_eval {
     pending_t *head, *tail;
     /* results */
     int64_t best_round;
-    double best_val, best_time, last_val;
+    double best_val, best_time;
+    /* the progress line */
+    tma_run_budget_t budget;
+    double progress_best;
     int64_t evaluated, skipped;
     tma_status_t error;
 };
@@ -87,6 +91,9 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, doubl
         tma_status_t st = tma_run_append_line(e->metrics_path, r);
         if (st != TMA_OK && e->error == TMA_OK)
             e->error = st;
+        char line[512];
+        tma_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
+        tma_log_info(COMP, "%s", line);
         put_etcd(e, TMA_KEY_METRICS, p->round, r);
         cJSON_Delete(r);
         free(p);
@@ -140,7 +147,6 @@ static void *eval_main(void *arg)
         int better = 0;
         pthread_mutex_lock(&e->lock);
         if (ok) {
-            e->last_val = val;
             e->evaluated++;
             better = e->best_round < 0 || val > e->best_val;
         }
@@ -190,7 +196,8 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->best_round = c->best_round;
     e->best_val = c->best_val;
     e->best_time = c->best_time;
-    e->last_val = NAN;
+    e->budget = c->budget;
+    e->progress_best = c->best_round >= 0 ? c->best_val : NAN;
     e->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
     e->best_path = tma_run_path(c->run_dir, "best.tmaw");
     e->P = tma_gnn_param_count(&e->cfg);
@@ -262,14 +269,6 @@ void coord_eval_best(coord_eval_t *e, int64_t *round_p, double *val_p, double *t
     if (time_p)
         *time_p = e->best_time;
     pthread_mutex_unlock(&e->lock);
-}
-
-double coord_eval_last(coord_eval_t *e)
-{
-    pthread_mutex_lock(&e->lock);
-    double v = e->last_val;
-    pthread_mutex_unlock(&e->lock);
-    return v;
 }
 
 void coord_eval_counts(coord_eval_t *e, int64_t *evaluated_p, int64_t *skipped_p)

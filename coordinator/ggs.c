@@ -52,7 +52,7 @@ static tma_status_t ggs_sync_step(coord_t *c, int *n_p, int *n_got_p, int *n_exp
 }
 
 /* The steps since the last evaluation as round c->round + 1. */
-static tma_status_t ggs_round(coord_t *c, int64_t steps_since, int n_got, int n_exp, double agg_acc)
+static tma_status_t ggs_round(coord_t *c, int64_t steps_since, double agg_acc)
 {
     int64_t t = c->round + 1;
     tma_jobview_snap_t s;
@@ -72,7 +72,6 @@ static tma_status_t ggs_round(coord_t *c, int64_t steps_since, int n_got, int n_
     st = coord_publish_round(c, t, rec);
     if (st != TMA_OK)
         return st;
-    coord_progress_line(c, t, n_got, n_exp, agg_acc);
     for (int i = 0; i < c->n_slots; i++) {
         c->slots[i].steps = 0;
         c->slots[i].loss_sum = 0;
@@ -107,7 +106,7 @@ tma_status_t coord_ggs_loop(coord_t *c)
         int due = c->job->interval_steps > 0 ? steps_since >= c->job->interval_steps
                                              : coord_train_elapsed(c) >= next_eval;
         if (due && n_got > 0) {
-            if ((st = ggs_round(c, steps_since, n_got, n_exp, agg_acc)) != TMA_OK)
+            if ((st = ggs_round(c, steps_since, agg_acc)) != TMA_OK)
                 break;
             steps_since = 0;
             agg_acc = 0;

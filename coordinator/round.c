@@ -226,27 +226,6 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
     return r;
 }
 
-void coord_progress_line(coord_t *c, int64_t t, int n_got, int n_exp, double agg_s)
-{
-    int64_t br;
-    double bv, bt;
-    coord_eval_best(c->ev, &br, &bv, &bt);
-    double last = coord_eval_last(c->ev);
-    char sps[256] = "";
-    size_t off = 0;
-    for (int i = 0; i < c->n_slots && off < sizeof sps - 16; i++) {
-        slot_t *sl = &c->slots[i];
-        if (sl->used && sl->got && sl->meta.step_seconds > 0)
-            off += (size_t)snprintf(sps + off, sizeof sps - off, " %u:%.1f", sl->id,
-                                    (double)sl->meta.steps_round / sl->meta.step_seconds);
-    }
-    double total = c->job->train_s;
-    tma_log_info(COMP, "round %lld | %.1f/%.1f min | %d/%d workers | steps/s%s | val MRR last %.4f best %.4f | "
-                       "aggregation %.2f s",
-                 (long long)t, coord_train_elapsed(c) / 60.0, total / 60.0, n_got, n_exp, sps[0] ? sps : " -",
-                 isnan(last) ? 0.0 : last, br >= 0 ? bv : 0.0, agg_s);
-}
-
 /* Raises the flag for round t; workers see it through their watch. */
 static tma_status_t raise_agg(coord_t *c, int64_t t)
 {
@@ -320,8 +299,5 @@ tma_status_t coord_round(coord_t *c, int64_t t)
     cJSON *rec = coord_round_record(c, t, coord_train_elapsed(c), alive, n_alive, agg_s);
     free(ids);
     free(alive);
-    st = coord_publish_round(c, t, rec);
-    if (st == TMA_OK)
-        coord_progress_line(c, t, n_got, n_exp, agg_s);
-    return st;
+    return coord_publish_round(c, t, rec);
 }

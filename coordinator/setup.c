@@ -15,27 +15,28 @@
  */
 #include "coord_int.h"
 
-#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define COMP COORD_COMP
 
 /* ------------------------------------------------------------------ job */
 
+/* Any failure but memory is the config's (logged, naming the file or key):
+ * TMA_ERR_CONFIG, so the caller can tell a bad config from a failed job. */
 static tma_status_t load_config_file(coord_t *c)
 {
     tma_status_t st = tma_job_load(c->o->config_path, &c->job);
-    if (st != TMA_OK)
-        return st;
-    if (c->o->job)
-        snprintf(c->job->name, sizeof c->job->name, "%s", c->o->job);
-    return tma_job_check_files(c->job);
+    if (st == TMA_OK) {
+        if (c->o->job)
+            snprintf(c->job->name, sizeof c->job->name, "%s", c->o->job);
+        st = tma_job_check_files(c->job);
+    }
+    return st == TMA_OK || st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG;
 }
 
 /* From etcd: a standby waits for it for ever, others for 30 s. */
@@ -354,23 +355,16 @@ static tma_status_t open_run_dir(coord_t *c)
         c->run_dir = tma_strdup_printf("runs/%s", c->job->name);
     if (!c->run_dir)
         return TMA_ERR_NOMEM;
-    /* A run folder made here is the user's alone: it holds the model. */
-    int existed = tma_file_exists(c->run_dir);
-    tma_status_t st = tma_mkdir_p(c->run_dir);
+    char *abs;
+    tma_status_t st = tma_run_make_dir(c->run_dir, &abs);
     if (st != TMA_OK)
         return st;
-    if (!existed && chmod(c->run_dir, 0700) != 0)
-        tma_log_warn(COMP, "%s: cannot make it private (chmod 700): %s", c->run_dir, strerror(errno));
-    char *abs = realpath(c->run_dir, NULL);
-    if (abs) {
-        free(c->run_dir);
-        c->run_dir = abs;
-    }
+    free(c->run_dir);
+    c->run_dir = abs;
     c->checkpoint_path = tma_run_path(c->run_dir, "checkpoint.tmaw");
     c->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
     c->result_path = tma_run_path(c->run_dir, "result.json");
-    c->plot_path = tma_run_path(c->run_dir, "mrr.svg");
-    return c->checkpoint_path && c->metrics_path && c->result_path && c->plot_path ? TMA_OK : TMA_ERR_NOMEM;
+    return c->checkpoint_path && c->metrics_path && c->result_path ? TMA_OK : TMA_ERR_NOMEM;
 }
 
 /* A fresh job: the resolved config and the "starting" state in etcd (agg
@@ -415,7 +409,8 @@ tma_status_t coord_open_run(coord_t *c)
         goto fail;
     if (!c->resume && (st = publish_job(c)) != TMA_OK)
         goto fail;
-    coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, -1, 0, 0};
+    coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, -1, 0, 0,
+                           {c->job->train_s, c->job->rounds, c->job->workers}};
     if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
         goto fail;
     if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)
@@ -430,10 +425,9 @@ void coord_close_run(coord_t *c)
 {
     coord_eval_destroy(c->ev);
     c->ev = NULL;
-    free(c->plot_path);
     free(c->result_path);
     free(c->metrics_path);
     free(c->checkpoint_path);
     free(c->run_dir);
-    c->plot_path = c->result_path = c->metrics_path = c->checkpoint_path = c->run_dir = NULL;
+    c->result_path = c->metrics_path = c->checkpoint_path = c->run_dir = NULL;
 }

@@ -46,25 +46,6 @@ typedef struct tma_coordinator_opts {
  */
 tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile sig_atomic_t *stop_flag);
 
-/* ------------------------------------------------------------------ run folder  */
-
-/* Paths in a run folder (malloc'd; caller frees). */
-char *tma_run_path(const char *run_dir, const char *name);
-/* Appends one JSON line (with newline) to a file, flushed and fsynced. */
-tma_status_t tma_run_append_line(const char *path, const cJSON *obj);
-/* Reads metrics.jsonl: the rounds' validation MRR and times, in file order.
- * *n_p rounds; arrays malloc'd (caller frees); val is NaN where none. */
-tma_status_t tma_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
-                                int *n_p);
-/* The time to reach within 1% of the best validation MRR (the paper's
- * convergence time), or -1 when there is no evaluated round. */
-double tma_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
-                              int *best_index_p);
-/* Writes an SVG line chart of validation MRR against training minutes for
- * one or more runs (labels[i] names series i). */
-tma_status_t tma_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
-                            const double *const *times, const double *const *vals, const int *counts);
-
 #ifdef __cplusplus
 }
 #endif

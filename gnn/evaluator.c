@@ -262,8 +262,10 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
     return st;
 }
 
-tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
-                                   double *mrr_p)
+/* The MRR of a split, and with `scores` non-NULL every logit of it (row i:
+ * edge i's positive, then its negatives), downloaded whatever the device. */
+static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split, double *mrr_p,
+                               float *scores)
 {
     const tma_graph_t *g = ev->g;
     int64_t n = split == TMA_GNN_SPLIT_TEST ? g->num_test : g->num_val;
@@ -309,7 +311,7 @@ tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params,
             D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
         }
         st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, E, D);
-        if (st == TMA_OK && ev->b->ops->mrr_sum) {
+        if (st == TMA_OK && ev->b->ops->mrr_sum && !scores) {
             /* Ranked where the scores are (a device backend downloads one number). */
             tensor_t S = tma_gnn_tensor_shape(&D[ev->cfg.decoder_layers - 1], ce, per);
             double part = 0;
@@ -318,6 +320,8 @@ tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params,
             continue;
         }
         st = st ? st : tma_gnn_tensor_download(&D[ev->cfg.decoder_layers - 1], ev->h_logits);
+        if (st == TMA_OK && scores)
+            memcpy(scores + e0 * per, ev->h_logits, (size_t)P * sizeof *scores);
         for (int64_t i = 0; i < ce && st == TMA_OK; i++) {
             const float *s = ev->h_logits + i * per;
             int64_t rank = 1;
@@ -337,6 +341,28 @@ tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params,
     return TMA_OK;
 }
 
+tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                                   double *mrr_p)
+{
+    return eval_split(ev, params, split, mrr_p, NULL);
+}
+
+int64_t tma_gnn_evaluator_edges(const tma_gnn_evaluator_t *ev, tma_gnn_split_t split)
+{
+    int64_t n = split == TMA_GNN_SPLIT_TEST ? ev->g->num_test : ev->g->num_val;
+    return ev->cfg.eval_max_edges > 0 ? TMA_MIN(n, ev->cfg.eval_max_edges) : n;
+}
+
+tma_status_t tma_gnn_evaluator_scores(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                                      float *scores, double *mrr_p)
+{
+    double mrr;
+    tma_status_t st = eval_split(ev, params, split, &mrr, scores);
+    if (st == TMA_OK && mrr_p)
+        *mrr_p = mrr;
+    return st;
+}
+
 void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_s_p, double *score_s_p)
 {
     if (infer_s_p)
@@ -351,7 +377,7 @@ void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows)
         ev->chunk_rows = rows;
 }
 
-tma_status_t gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out)
+tma_status_t tma_gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out)
 {
     tensor_t R;
     tma_status_t st = tma_gnn_tensor_upload(&ev->params, params);

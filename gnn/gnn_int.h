@@ -89,7 +89,6 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
  * several chunks on small graphs), and the final embeddings of all nodes
  * (N x hidden floats, host) for `params`. */
 void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows);
-tma_status_t gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out);
 /* Creates an evaluator on a named backend. */
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                      tma_gnn_evaluator_t **ev_p);

@@ -1,5 +1,5 @@
 /*
- * tma_gnn.h: the GNN engine for link prediction (DESIGN §5): compute
+ * tma_gnn.h: the GNN engine for link prediction (docs/model.md): compute
  * backends and tensors, the model configuration and its parameter layout,
  * the trainer (sample, forward, backward, clipping, Adam), the evaluator
  * (layer-wise full-neighbourhood inference and MRR against fixed
@@ -135,7 +135,7 @@ typedef enum {
  *              "device": "cpu"}}
  * A device is "cpu", "cuda" or "cuda:N" (the GPU a trainer, or the
  * evaluator, computes on; sampling stays on the CPU threads).
- * Missing keys take the defaults shown (DESIGN §5); unknown keys are
+ * Missing keys take the defaults shown (docs/model.md, "Configuration"); unknown keys are
  * refused naming the key.  feature_dim 0 (unset) is filled in from the
  * graph when a trainer or evaluator is created.
  */
@@ -308,6 +308,18 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev);
  */
 tma_status_t tma_gnn_evaluator_mrr(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
                                    double *mrr_p);
+/* Edges the evaluator ranks on a split (eval.max_edges applied). */
+int64_t tma_gnn_evaluator_edges(const tma_gnn_evaluator_t *ev, tma_gnn_split_t split);
+/*
+ * The same evaluation, keeping every logit: scores[i * (1 + K) + 0] is
+ * edge i's (u, v), then its K negatives' (u, v'_j) in the graph's order;
+ * tma_gnn_evaluator_edges(ev, split) rows.  *mrr_p (may be NULL) as above.
+ */
+tma_status_t tma_gnn_evaluator_scores(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
+                                      float *scores, double *mrr_p);
+/* The embeddings r of every node (num_nodes x hidden floats, row-major,
+ * into `out`): the full-neighbourhood inference the MRR is computed on. */
+tma_status_t tma_gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out);
 /* The evaluator's backend, for its op statistics (owned by the evaluator). */
 tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev);
 /* Seconds spent in inference and in scoring by the last call. */

@@ -426,6 +426,79 @@ const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, u
 tma_status_t tma_jobview_wait_config(tma_jobview_t *v, double timeout, volatile sig_atomic_t *stop_flag,
                                      tma_job_t **job_p);
 
+/* ------------------------------------------------------------------ the run folder (run.c) */
+
+/*
+ * The run folder is the output of `tma train` and of a distributed job
+ * alike, so every tool reads both (docs/formats.md, "Run folders"):
+ * metrics.jsonl (one line a round, each with "round", "time" and
+ * "val_mrr"), result.json in one schema, best.tmaw and mrr.svg.  These
+ * functions are pure file work: no etcd, thread-safe on distinct files.
+ */
+#define TMA_RUN_SCHEMA_VERSION 1
+
+/* Paths in a run folder (malloc'd; caller frees). */
+char *tma_run_path(const char *run_dir, const char *name);
+/* Makes the folder (and its parents; one it makes is 0700: the user's
+ * alone); *abs_p is its absolute path (malloc'd; caller frees). */
+tma_status_t tma_run_make_dir(const char *dir, char **abs_p);
+/* Appends one JSON line (with newline) to a file, flushed and fsynced. */
+tma_status_t tma_run_append_line(const char *path, const cJSON *obj);
+/* Reads metrics.jsonl: the rounds' validation MRR and times, in file order.
+ * *n_p rounds; arrays malloc'd (caller frees); val is NaN where none.
+ * TMA_ERR_FORMAT (logged, naming the line) for a line without "round" and
+ * "time". */
+tma_status_t tma_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
+                                  int *n_p);
+/* The time to reach within 1% of the best validation MRR (the paper's
+ * convergence time), or -1 when there is no evaluated round. */
+double tma_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
+                                int *best_index_p);
+/* Writes an SVG line chart of validation MRR against training minutes for
+ * one or more runs (labels[i] names series i). */
+tma_status_t tma_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
+                              const double *const *times, const double *const *vals, const int *counts);
+
+/* What a progress line is measured against. */
+typedef struct tma_run_budget {
+    double train_s; /* the training time, or 0 when the budget is rounds */
+    int64_t rounds;
+    int workers;
+} tma_run_budget_t;
+/*
+ * The one progress line, built from a metrics line (so it shows the
+ * validation MRR of the round it names): "round R | T/TOTAL min | alive
+ * A/M | steps/s ID:S... | val MRR V (best B) | aggregation S s".  *best_p
+ * carries the best across calls (start it at NAN).  Always NUL-terminated.
+ */
+void tma_run_progress_line(const cJSON *rec, const tma_run_budget_t *b, double *best_p, char *buf, size_t cap);
+
+/* result.json: the fields every run has. */
+typedef struct tma_run_result {
+    const char *variant;  /* a variant's name, or "centralized" (tma train) */
+    const char *job;      /* the job's name; NULL for tma train */
+    const char *graph;    /* the graph file */
+    uint64_t graph_id;
+    double started;       /* wall-clock seconds when training started; 0: the first metrics line's "wall" */
+    int workers;          /* 1 for tma train */
+    double edge_ratio;    /* training edges kept by the partition (1: all) */
+    double test_mrr;      /* of the best weights; NaN: nothing was tested */
+    int64_t best_round;   /* -1: no evaluated round */
+    double best_val_mrr, best_at_seconds;
+    double train_seconds;
+    int64_t rounds;       /* the last round (tma train: the number of validations) */
+    const char *stopped;  /* why training ended: "time", "steps", "rounds", "interrupted", "failed" */
+    const char *best_weights;
+} tma_run_result_t;
+/*
+ * Writes RUN/result.json: schema_version, tma_version, started (ISO 8601,
+ * UTC), the fields of *r, convergence_seconds (from RUN/metrics.jsonl, which
+ * also gives RUN/mrr.svg), then the items of `extra` (what only one kind of
+ * run has; taken over and freed, may be NULL).  Atomic.  *conv_p (may be
+ * NULL) gets the convergence time (-1: none).
+ */
+tma_status_t tma_run_write_result(const char *run_dir, const tma_run_result_t *r, cJSON *extra, double *conv_p);
+
 #ifdef __cplusplus
 }
 #endif

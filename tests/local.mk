@@ -21,3 +21,4 @@ include tests/gpu/local.mk
 include tests/job/local.mk
 include tests/fault/local.mk
 include tests/coordinator/local.mk
+include tests/cli/local.mk

@@ -1,7 +1,7 @@
 #!/bin/bash
 # quality.sh: test MRR of the GCN, SAGE and MLP encoders on cora, citeseer and
 # facebook-pages with a fixed training-time budget each (`tma train`, default config:
-# DESIGN §5), as a markdown table.  Validation every tenth of the budget; the test MRR is
+# docs/model.md, "Configuration"), as a markdown table.  Validation every tenth of the budget; the test MRR is
 # that of the best validated weights.
 #
 # Usage: bench/gnn/quality.sh [WORKDIR]   (from a build folder)

@@ -17,13 +17,13 @@ case_() {
   printf '%s\n' "$2" > "bad-$n.json"
   local err=$TMP_ROOT/err-$n rc
   "$TMA" launch "bad-$n.json" -o "run-$n" >/dev/null 2>"$err"; rc=$?
-  [ "$rc" -ne 0 ] || fail "$1: tma launch accepted it"
+  [ "$rc" -eq 2 ] || { cat "$err" >&2; fail "$1: tma launch exited $rc, not 2 (a bad config)"; }
   grep -qE -- "$3" "$err" || { cat "$err" >&2; fail "$1: the error does not say /$3/"; }
   [ ! -e "run-$n/logs/etcd.log" ] && [ ! -e "run-$n/logs/coordinator.log" ] ||
     fail "$1: something was started before the config was refused"
   # The coordinator refuses it too, before it talks to etcd (none runs here).
   "$TMA" coordinator --etcd http://127.0.0.1:9 --config "bad-$n.json" >/dev/null 2>"$err.c"; rc=$?
-  [ "$rc" -eq 1 ] || { cat "$err.c" >&2; fail "$1: tma coordinator exited $rc"; }
+  [ "$rc" -eq 2 ] || { cat "$err.c" >&2; fail "$1: tma coordinator exited $rc, not 2 (a bad config)"; }
   grep -qE -- "$3" "$err.c" || { cat "$err.c" >&2; fail "$1: tma coordinator's error does not say /$3/"; }
 }
 case_ "unknown variant" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "variant": "fedavg"}' '"variant" = "fedavg"'

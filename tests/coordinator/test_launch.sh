@@ -1,8 +1,9 @@
 #!/bin/bash
 # test_launch.sh: tma launch runs a whole job from a dataset folder (import,
 # partition, a private etcd, the coordinator and workers) and prints the test
-# MRR; SIGTERM stops every process it started and leaves a valid run folder
-# with the private etcd's data removed; a missing etcd binary is a clear error.
+# MRR; every progress line shows the MRR of the round it names; SIGTERM stops
+# every process it started, leaves a valid run folder with the private etcd's
+# data removed, and exits 143; a missing etcd binary is a clear error.
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
@@ -11,7 +12,8 @@ cat > job.json <<JSON
  "workers": 2, "aggregation": {"interval_seconds": 2}, "duration": {"train_seconds": 8},
  "model": {"hidden": 32, "decoder_hidden": 32}, "train": {"batch_size": 128}}
 JSON
-"$TMA" launch job.json -o run1 > out1.txt 2>&1 || { cat out1.txt >&2; fail "tma launch failed"; }
+"$TMA" launch job.json -o run1 --json > res1.json 2> out1.txt || { cat out1.txt >&2; fail "tma launch failed"; }
+cmp -s res1.json run1/result.json || fail "tma launch --json did not print result.json (the human lines go to stderr)"
 grep -q "^test MRR " out1.txt || { cat out1.txt >&2; fail "no test MRR printed"; }
 grep -q "^round   2 " out1.txt || { cat out1.txt >&2; fail "no progress lines"; }
 check_run run1 >/dev/null || fail "run folder invalid"
@@ -19,6 +21,28 @@ for f in graph.tmag partition/partition.json job.json logs/coordinator.log logs/
   [ -e "run1/$f" ] || fail "run1/$f is missing"
 done
 [ ! -e run1/etcd ] || fail "the private etcd's data folder was not removed"
+# Every progress line, the launcher's and the coordinator's log's, shows the
+# validation MRR of the round it names (metrics.jsonl's).
+python3 - run1 out1.txt run1/logs/coordinator.log <<'PY' || fail "a progress line shows another round's MRR"
+import json, re, sys
+val = {}
+for l in open(sys.argv[1] + "/metrics.jsonl"):
+    r = json.loads(l)
+    val[r["round"]] = r["val_mrr"]
+for f in sys.argv[2:]:
+    seen = 0
+    for l in open(f):
+        m = re.search(r"round +(\d+) \|.*\| val MRR (\S+) ", l)
+        if not m:
+            continue
+        seen += 1
+        t, shown = int(m.group(1)), m.group(2)
+        want = "(skipped)" if val[t] is None else "%.4f" % val[t]
+        if shown != want:
+            sys.exit("%s: round %d shows val MRR %s, metrics.jsonl has %s" % (f, t, shown, want))
+    if seen < 3:
+        sys.exit("%s: %d progress lines" % (f, seen))
+PY
 
 # SIGTERM in the middle: the coordinator still tests the best round.
 sed 's/"train_seconds": 8/"train_seconds": 120/' job.json > long.json
@@ -29,6 +53,8 @@ wait_for 60 grep -q "^round   2 " out2.txt || { cat out2.txt >&2; fail "the long
 kill -TERM $lpid
 wait_exit $lpid 60; rc=$?
 [ "$rc" -ne 124 ] || fail "tma launch did not stop within 60 s of SIGTERM"
+[ "$rc" -eq 143 ] || { cat out2.txt >&2; fail "tma launch stopped by SIGTERM exited $rc, not 143 (stopped, not finished)"; }
+grep -q "^test MRR " out2.txt || { cat out2.txt >&2; fail "no test MRR printed after SIGTERM"; }
 [ "$(json run2/result.json 'd["stopped"]')" = interrupted ] || fail "result.json does not say it was interrupted"
 check_run run2 >/dev/null || fail "interrupted run folder invalid"
 [ ! -e run2/etcd ] || fail "the private etcd's data folder was not removed after SIGTERM"

@@ -1,5 +1,5 @@
 # tests/gnn/: the sampler, the compute backends, gradients, the trainer, weight files,
-# PyTorch parity and `tma train` / `tma eval`.
+# PyTorch parity and `tma train` / `tma eval` / `tma export`.
 check_LIBRARIES += tests/gnn/libgnn_testutil.a
 tests_gnn_libgnn_testutil_a_SOURCES = tests/gnn/gnn_testutil.c tests/gnn/gnn_testutil.h
 TMA_GNN_TEST_LDADD = tests/gnn/libgnn_testutil.a $(TMA_TEST_LDADD)
@@ -38,6 +38,8 @@ check_PROGRAMS += tests/gnn/write_test_graph
 tests_gnn_write_test_graph_LDADD = $(TMA_GNN_TEST_LDADD)
 dist_check_SCRIPTS += tests/gnn/test_train_cli.sh
 TESTS += tests/gnn/test_train_cli.sh
+dist_check_SCRIPTS += tests/gnn/test_export.sh
+TESTS += tests/gnn/test_export.sh
 
 check_PROGRAMS += tests/gnn/test_noalloc
 tests_gnn_test_noalloc_LDADD = $(TMA_GNN_TEST_LDADD)

@@ -148,7 +148,7 @@ int main(int argc, char **argv)
     gnn_evaluator_set_chunk_rows(ev, 37);
     CHECK_OK(tma_gnn_trainer_get_params(tr, buf));
     float *emb = malloc((size_t)(g->num_nodes * rc->hidden) * 4);
-    CHECK_OK(gnn_evaluator_embeddings(ev, buf, emb));
+    CHECK_OK(tma_gnn_evaluator_embeddings(ev, buf, emb));
     double mrr;
     CHECK_OK(tma_gnn_evaluator_mrr(ev, buf, TMA_GNN_SPLIT_VAL, &mrr));
     cJSON_AddNumberToObject(meta, "val_mrr", mrr);

@@ -20,7 +20,8 @@ RUN=$TMP_ROOT/run
 for f in config.json metrics.jsonl best.tmaw result.json; do
   [ -s "$RUN/$f" ] || fail "run folder lacks $f"
 done
-for k in test_mrr best_val_mrr best_at_seconds convergence_seconds train_seconds steps; do
+for k in test_mrr best_val_mrr best_at_seconds convergence_seconds train_seconds steps schema_version \
+         tma_version graph_id started variant best_round rounds stopped; do
   json "$RUN/result.json" "d['$k']" > /dev/null || fail "result.json lacks $k"
 done
 [ "$(json "$RUN/result.json" "d['steps']")" = 400 ] || fail "expected 400 steps"
@@ -39,7 +40,33 @@ assert rows[-1]["steps"] == res["steps"]
 conv = [r["time"] for r in rows if r["val_mrr"] >= 0.99 * best][0]
 assert abs(conv - res["convergence_seconds"]) < 1e-3, (conv, res)
 assert 0 < res["test_mrr"] <= 1 and res["train_seconds"] > 0
+# The run folder's one schema: every line is a round (1, 2, ...), the result
+# names its variant, the best round and the run's start.
+assert [r["round"] for r in rows] == list(range(1, len(rows) + 1)), [r["round"] for r in rows]
+assert res["variant"] == "centralized" and res["schema_version"] == 1 and res["stopped"] == "steps", res
+assert res["rounds"] == len(rows) and rows[res["best_round"] - 1]["val_mrr"] == res["best_val_mrr"], res
+import datetime, re
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", res["started"]), res["started"]
+start = datetime.datetime.strptime(res["started"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+assert abs(start.timestamp() - rows[0]["wall"]) < 600, (res["started"], rows[0]["wall"])
+assert re.fullmatch(r"[0-9a-f]{16}", res["graph_id"]) and res["graph_id"] != "0" * 16, res["graph_id"]
 PY
+[ -s "$RUN/mrr.svg" ] || fail "run folder lacks mrr.svg"
+# tma report reads a tma train run like a distributed one.
+(cd "$TMP_ROOT" && "$TMA_BIN" report "$RUN" --json -o "$TMP_ROOT/report.svg" > report.json) ||
+  fail "tma report refused a tma train run"
+python3 - "$TMP_ROOT/report.json" "$RUN/result.json" <<'PY' || fail "tma report's row differs from result.json"
+import json, sys
+rep, res = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+row = rep["runs"][0]
+assert row["variant"] == "centralized" and row["test_mrr"] == res["test_mrr"], (row, res)
+assert row["convergence_seconds"] == res["convergence_seconds"], (row, res)
+assert row["steps_min"] == row["steps_max"] == res["steps"], (row, res)
+PY
+# --json prints result.json itself.
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 20 -o "$TMP_ROOT/j" -q --json > "$TMP_ROOT/j.out" ||
+  fail "tma train --json failed"
+cmp -s "$TMP_ROOT/j.out" "$TMP_ROOT/j/result.json" || fail "tma train --json did not print result.json"
 grep -q "^test_mrr " "$TMP_ROOT/train.out" || fail "tma train did not print test_mrr"
 grep -q "test MRR" "$TMP_ROOT/train.err" || fail "tma train printed no progress"
 
@@ -61,20 +88,26 @@ cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/a2/best.tmaw" || fail "config.json did
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --seed 4 --eval-every-seconds 1000 -o "$TMP_ROOT/c" -q > /dev/null || fail "run c"
 cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/c/best.tmaw" && fail "--seed made no difference"
 
-# Ctrl-C ends training early and still writes the results.
-"$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --seconds 120 --eval-every-seconds 0.2 -o "$TMP_ROOT/int" \
-  > /dev/null 2> "$TMP_ROOT/int.err" &
-pid=$!
-track $pid
-wait_for 60 test -s "$TMP_ROOT/int/metrics.jsonl" || fail "no validation within 60 s"
-kill -INT $pid
-wait_for 60 test -s "$TMP_ROOT/int/result.json" || fail "no result.json after SIGINT"
-wait $pid || fail "tma train exited non-zero after SIGINT"
-[ "$(json "$TMP_ROOT/int/result.json" "d['stopped_early']")" = True ] || fail "result.json does not say it stopped early"
+# Ctrl-C (SIGINT) or SIGTERM ends training early, still writes the results,
+# and exits 128 + the signal: a stopped run is not a success.
+for sig in INT:130 TERM:143; do
+  name=${sig%:*} want=${sig#*:}
+  "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --seconds 120 --eval-every-seconds 0.2 -o "$TMP_ROOT/$name" \
+    > /dev/null 2> "$TMP_ROOT/$name.err" &
+  pid=$!
+  track $pid
+  wait_for 60 test -s "$TMP_ROOT/$name/metrics.jsonl" || fail "no validation within 60 s"
+  kill -$name $pid
+  wait_for 60 test -s "$TMP_ROOT/$name/result.json" || fail "no result.json after SIG$name"
+  wait $pid; rc=$?
+  [ "$rc" -eq "$want" ] || fail "tma train stopped by SIG$name exited $rc, not $want"
+  [ "$(json "$TMP_ROOT/$name/result.json" "d['stopped']")" = interrupted ] ||
+    fail "result.json does not say it was interrupted (SIG$name)"
+done
 
 # --- refusals --------------------------------------------------------------
 expect_fail 2 "already holds a run|exclude" -- "$TMA_BIN" train "$G" --steps 5 --seconds 5 -o "$TMP_ROOT/x"
-expect_fail 1 "already holds a run" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 5 -o "$RUN"
+expect_fail 2 "already holds a run" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 5 -o "$RUN"
 expect_fail 2 "-o RUN is required" -- "$TMA_BIN" train "$G" --steps 5
 expect_fail 2 "steps" -- "$TMA_BIN" train "$G" --steps 0 -o "$TMP_ROOT/x"
 expect_fail 2 "seconds" -- "$TMA_BIN" train "$G" --seconds -3 -o "$TMP_ROOT/x"
@@ -88,13 +121,13 @@ echo '{"model": {' > "$TMP_ROOT/bad3.json"
 expect_fail 2 "bad3.json" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/bad3.json" --steps 5 -o "$TMP_ROOT/x"
 expect_fail 2 "nope.json" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/nope.json" --steps 5 -o "$TMP_ROOT/x"
 echo '{"model": {"feature_dim": 7}}' > "$TMP_ROOT/bad4.json"
-expect_fail 1 "feature_dim" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/bad4.json" --steps 5 -o "$TMP_ROOT/x"
+expect_fail 2 "feature_dim" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT/bad4.json" --steps 5 -o "$TMP_ROOT/x"
 expect_fail 1 "missing.tmag" -- "$TMA_BIN" train "$TMP_ROOT/missing.tmag" --steps 5 -o "$TMP_ROOT/x"
 [ -e "$TMP_ROOT/x" ] && fail "a refused run left $TMP_ROOT/x behind"
 
 expect_fail 2 "split" -- "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --split train
 expect_fail 2 "" -- "$TMA_BIN" eval "$G"
-expect_fail 1 "features" -- "$TMA_BIN" eval "$G2" "$RUN/best.tmaw"
+expect_fail 2 "features" -- "$TMA_BIN" eval "$G2" "$RUN/best.tmaw"
 cp "$RUN/best.tmaw" "$TMP_ROOT/corrupt.tmaw"
 printf '\x55' | dd of="$TMP_ROOT/corrupt.tmaw" bs=1 seek=300 conv=notrunc 2>/dev/null
 expect_fail 1 "checksum" -- "$TMA_BIN" eval "$G" "$TMP_ROOT/corrupt.tmaw"

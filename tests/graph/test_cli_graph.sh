@@ -1,8 +1,8 @@
 #!/bin/bash
 # test_cli_graph.sh: the graph commands end to end: import of the shared
 # datasets with their reports, gen, partition with its table and
-# partition.json, byte-identical files for a seed on 1 or 2 threads, and
-# every command's --help.
+# partition.json, byte-identical files for a seed on 1 or 2 threads, --json,
+# and every command's --help.
 . "$TMA_SRCDIR/tests/lib.sh"
 D=$TMA_DATASETS
 T=$TMA_BIN
@@ -69,6 +69,17 @@ done
 "$T" partition rmat1.tmag --scheme random --shards 2 -o prm > prm.out || fail "partition rmat"
 [ "$(json prm/partition.json 'd["label_tv"]')" = None ] || fail "label_tv should be null without labels"
 grep -q 'label_tv -' prm.out || fail "table without labels: $(cat prm.out)"
+
+# --json: the same report as one JSON object (import, gen), partition.json (partition).
+"$T" import "$D/citeseer" -o cs2.tmag --val 0.1 --test 50 --negatives 5 --json > cs.json || fail "import --json"
+[ "$(json cs.json 'd["nodes"], d["edges"], d["val_edges"], d["test_edges"], d["graph"], d["classes"]')" = \
+  "$(field nodes cs.out) $(field edges cs.out) $(field 'validation edges' cs.out) $(field 'test edges' cs.out) cs2.tmag 6" ] ||
+  fail "import --json: $(cat cs.json)"
+[ "$(json cs.json 'd["graph_id"]')" = "$(json <("$T" info cs2.tmag --json) 'd["graph_id"]')" ] || fail "import --json graph_id"
+"$T" gen rmat -o rmat3.tmag --scale 13 --edges 60000 --feat-dim 4 --seed 2 --negatives 10 --json > rmat.json || fail "gen --json"
+[ "$(json rmat.json 'd["nodes"], d["input_edges"], d["feature_dim"]')" = "8192 60000 4" ] || fail "gen --json: $(cat rmat.json)"
+"$T" partition rmat1.tmag --scheme random --shards 2 -o prm2 --json > prm.json || fail "partition --json"
+cmp -s prm.json prm2/partition.json || fail "partition --json did not print partition.json"
 
 # Help texts.
 "$T" --help | grep -q '^  import ' || fail "tma --help lacks import"

@@ -1,15 +1,20 @@
 /*
- * runfiles.c: the run folder's files: metrics.jsonl lines, reading them
- * back, the paper's convergence time, and the SVG plot of validation MRR
- * against training time (written directly: no plotting tool needed).
+ * run.c: the run folder, the one output format of `tma train` and of a
+ * distributed job: making the folder, metrics.jsonl lines and reading them
+ * back, the paper's convergence time, the progress line built from a
+ * metrics line, result.json in its one schema, and the SVG plot of
+ * validation MRR against training time (written directly: no plotting
+ * tool needed).
  */
-#include "coord_int.h"
+#include "tma_job.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define COMP "run"
@@ -17,6 +22,26 @@
 char *tma_run_path(const char *run_dir, const char *name)
 {
     return tma_path_join(run_dir, name);
+}
+
+tma_status_t tma_run_make_dir(const char *dir, char **abs_p)
+{
+    /* A run folder made here is the user's alone: it holds the model
+     * (docs/security.md).  An existing folder keeps its mode. */
+    int existed = tma_file_exists(dir);
+    tma_status_t st = tma_mkdir_p(dir);
+    if (st != TMA_OK)
+        return st;
+    if (!existed && chmod(dir, 0700) != 0)
+        tma_log_warn(COMP, "%s: cannot make it private (chmod 700): %s", dir, strerror(errno));
+    /* Absolute, so the roles and the records name it from any directory. */
+    char *abs = realpath(dir, NULL);
+    if (!abs)
+        abs = strdup(dir);
+    if (!abs)
+        return TMA_ERR_NOMEM;
+    *abs_p = abs;
+    return TMA_OK;
 }
 
 tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
@@ -233,4 +258,158 @@ tma_status_t tma_run_plot_svg(const char *path, const char *title, int nseries, 
     }
     free(tmp);
     return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ progress */
+
+static double item_num(const cJSON *o, const char *key, double dflt)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(it) ? it->valuedouble : dflt;
+}
+
+void tma_run_progress_line(const cJSON *rec, const tma_run_budget_t *b, double *best_p, char *buf, size_t cap)
+{
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(rec, "workers");
+    const cJSON *alive = cJSON_GetObjectItemCaseSensitive(rec, "alive");
+    char sps[256] = "";
+    size_t off = 0;
+    for (const cJSON *w = ws ? ws->child : NULL; w && off < sizeof sps - 20; w = w->next) {
+        double id = item_num(w, "id", NAN), s = item_num(w, "steps_per_s", NAN);
+        if (isfinite(id) && isfinite(s))
+            off += (size_t)snprintf(sps + off, sizeof sps - off, " %d:%.1f", (int)id, s);
+    }
+    double val = item_num(rec, "val_mrr", NAN);
+    if (isfinite(val) && !(val <= *best_p))
+        *best_p = val;
+    char vs[32];
+    if (isfinite(val))
+        snprintf(vs, sizeof vs, "%.4f", val);
+    else
+        snprintf(vs, sizeof vs, "(skipped)");
+    double minutes = item_num(rec, "time", 0) / 60.0;
+    char when[48];
+    if (b->train_s > 0)
+        snprintf(when, sizeof when, "%5.1f/%.1f min", minutes, b->train_s / 60.0);
+    else
+        snprintf(when, sizeof when, "%5.1f min, %lld rounds", minutes, (long long)b->rounds);
+    int nmissed = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rec, "missed"));
+    snprintf(buf, cap, "round %3lld | %s | alive %d/%d%s | steps/s%s | val MRR %s (best %.4f) | aggregation %.2f s",
+             (long long)item_num(rec, "round", -1), when, cJSON_GetArraySize(alive), b->workers,
+             nmissed ? " (a worker missed the round)" : "", sps[0] ? sps : " -", vs,
+             isfinite(*best_p) ? *best_p : 0.0, item_num(rec, "agg_seconds", 0));
+}
+
+/* ------------------------------------------------------------------ result.json */
+
+/* The "wall" of the first metrics line: when training started. */
+static double first_wall(const char *metrics_path)
+{
+    FILE *f = fopen(metrics_path, "r");
+    if (!f)
+        return 0;
+    char line[4096];
+    double wall = 0;
+    if (fgets(line, sizeof line, f)) {
+        /* A long line is cut; "wall" comes early in every record. */
+        char *w = strstr(line, "\"wall\":");
+        if (w)
+            wall = strtod(w + 7, NULL);
+    }
+    fclose(f);
+    return wall;
+}
+
+static void add_num_or_null(cJSON *o, const char *key, int have, double v)
+{
+    if (have)
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+/* The curve of metrics.jsonl: the convergence time (-1: no evaluated round)
+ * and the plot. */
+static double curve(const char *run_dir, const tma_run_result_t *r)
+{
+    char *mpath = tma_run_path(run_dir, "metrics.jsonl");
+    char *plot = tma_run_path(run_dir, "mrr.svg");
+    int64_t *rounds = NULL;
+    double *times = NULL, *vals = NULL;
+    int n = 0;
+    double conv = -1;
+    if (mpath && plot && tma_run_read_metrics(mpath, &rounds, &times, &vals, &n) == TMA_OK) {
+        conv = tma_run_convergence_time(times, vals, n, NULL, NULL);
+        const double *tp = times, *vp = vals;
+        char title[192];
+        snprintf(title, sizeof title, "%s: validation MRR (%s, M = %d)", r->job ? r->job : r->graph, r->variant,
+                 r->workers);
+        (void)tma_run_plot_svg(plot, title, 1, &r->variant, &tp, &vp, &n);
+    }
+    free(rounds);
+    free(times);
+    free(vals);
+    free(mpath);
+    free(plot);
+    return conv;
+}
+
+tma_status_t tma_run_write_result(const char *run_dir, const tma_run_result_t *r, cJSON *extra, double *conv_p)
+{
+    double conv = curve(run_dir, r);
+    double started = r->started;
+    if (!(started > 0)) {
+        char *mpath = tma_run_path(run_dir, "metrics.jsonl");
+        started = mpath ? first_wall(mpath) : 0;
+        free(mpath);
+    }
+    char iso[40] = "";
+    time_t ts = (time_t)started;
+    struct tm tm;
+    if (started > 0 && gmtime_r(&ts, &tm))
+        strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char gid[24];
+    snprintf(gid, sizeof gid, "%016llx", (unsigned long long)r->graph_id);
+    int have_best = r->best_round >= 0;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+        cJSON_Delete(extra);
+        return TMA_ERR_NOMEM;
+    }
+    cJSON_AddNumberToObject(o, "schema_version", TMA_RUN_SCHEMA_VERSION);
+    cJSON_AddStringToObject(o, "tma_version", tma_version());
+    if (iso[0])
+        cJSON_AddStringToObject(o, "started", iso);
+    else
+        cJSON_AddNullToObject(o, "started");
+    cJSON_AddStringToObject(o, "variant", r->variant);
+    if (r->job)
+        cJSON_AddStringToObject(o, "job", r->job);
+    cJSON_AddStringToObject(o, "graph", r->graph ? r->graph : "");
+    cJSON_AddStringToObject(o, "graph_id", gid);
+    cJSON_AddNumberToObject(o, "workers", r->workers);
+    cJSON_AddNumberToObject(o, "edge_ratio", r->edge_ratio);
+    add_num_or_null(o, "test_mrr", isfinite(r->test_mrr), r->test_mrr);
+    add_num_or_null(o, "best_val_mrr", have_best, r->best_val_mrr);
+    add_num_or_null(o, "best_round", have_best, (double)r->best_round);
+    add_num_or_null(o, "best_at_seconds", have_best, r->best_at_seconds);
+    add_num_or_null(o, "convergence_seconds", conv >= 0, conv);
+    cJSON_AddNumberToObject(o, "train_seconds", r->train_seconds);
+    cJSON_AddNumberToObject(o, "rounds", (double)r->rounds);
+    cJSON_AddStringToObject(o, "stopped", r->stopped);
+    cJSON_AddStringToObject(o, "best_weights", r->best_weights ? r->best_weights : "");
+    /* What only one kind of run has (a partition, step timings) follows. */
+    while (extra && extra->child) {
+        cJSON *it = cJSON_DetachItemViaPointer(extra, extra->child);
+        cJSON_DeleteItemFromObjectCaseSensitive(o, it->string);
+        cJSON_AddItemToObject(o, it->string, it);
+    }
+    cJSON_Delete(extra);
+    char *path = tma_run_path(run_dir, "result.json");
+    tma_status_t st = path ? tma_json_write_file(path, o) : TMA_ERR_NOMEM;
+    free(path);
+    cJSON_Delete(o);
+    if (st == TMA_OK && conv_p)
+        *conv_p = conv;
+    return st;
 }

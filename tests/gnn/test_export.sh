@@ -1,0 +1,67 @@
+#!/bin/bash
+# test_export.sh: `tma export` of a run folder: model.npz has PyTorch
+# state_dict names and shapes, embeddings.npy every node's embedding; the
+# PyTorch lines docs/model.md shows load them, and the scores they give equal
+# tma's (`tma eval --scores`) and so does the MRR.  Bad input is refused.
+. "$TMA_SRCDIR/tests/lib.sh"
+PY=${TMA_TORCH_PYTHON:-}
+[ -n "$PY" ] || skip "no Python with torch and numpy (python3-torch): the export is checked by loading it in PyTorch"
+W="$TMA_BUILDDIR/tests/gnn/write_test_graph"
+cd "$TMP_ROOT" || hard "cd"
+"$W" g.tmag 400 24 0 3 || hard "cannot write the test graph"
+"$W" g2.tmag 300 12 0 2 || hard "cannot write the second test graph"
+cat > sage.json <<'JSON'
+{"model": {"encoder": "sage", "layers": 2, "hidden": 16, "decoder_layers": 3, "decoder_hidden": 8},
+ "train": {"batch_size": 64, "fanouts": [5, 5], "threads": 2, "seed": 5}}
+JSON
+"$TMA_BIN" train g.tmag --config sage.json --steps 60 --eval-every-seconds 1000 -o run -q > /dev/null || fail "tma train"
+# From another folder: the run's result.json names the graph.
+mkdir elsewhere
+(cd elsewhere && "$TMA_BIN" export ../run --json > ../export.json) || fail "tma export of a run folder"
+[ "$(json export.json 'd["nodes"], d["dim"], d["dir"]')" = "400 16 ../run/export" ] || fail "export --json: $(cat export.json)"
+"$TMA_BIN" eval g.tmag run/best.tmaw --scores scores.npz --json > eval.json || fail "tma eval --scores"
+
+# The docs' block, pointed at this run, then the checks.
+awk '/test_export.sh runs this block/ {on = 1; next} on && /^```python/ {inblk = 1; next}
+     inblk && /^```/ {exit} inblk {print}' "$TMA_SRCDIR/docs/model.md" | sed "s|RUN/export|run/export|g" > load.py
+[ -s load.py ] || fail "docs/model.md has no export example"
+cat >> load.py <<'PY'
+
+import json
+want = {"encoder.0.lin_self.weight": (16, 24), "encoder.0.lin_neigh.weight": (16, 24), "encoder.0.bias": (16,),
+        "encoder.0.norm.weight": (16,), "encoder.0.norm.bias": (16,), "encoder.0.act.weight": (1,),
+        "encoder.1.lin_self.weight": (16, 16), "encoder.1.lin_neigh.weight": (16, 16), "encoder.1.bias": (16,),
+        "decoder.0.weight": (8, 16), "decoder.0.bias": (8,), "decoder.1.weight": (1,),
+        "decoder.2.weight": (8, 8), "decoder.2.bias": (8,), "decoder.3.weight": (1,),
+        "decoder.4.weight": (1, 8), "decoder.4.bias": (1,)}
+got = {k: v.shape for k, v in w.items()}
+assert got == want, got
+assert all(v.dtype == np.float32 for v in w.values())
+assert tuple(r.shape) == (400, 16) and r.dtype == torch.float32, r.shape
+# A trained model's LayerNorm and PReLU are not at their initial values.
+assert not np.allclose(w["encoder.0.norm.weight"], 1.0) and w["decoder.1.weight"][0] != np.float32(0.25)
+s = np.load("scores.npz")
+head, tail, tma = s["head"], s["tail"], s["score"]
+assert head.dtype == np.int64 and tail.shape == tma.shape and tma.shape[0] == head.shape[0] > 0, tail.shape
+mine = score(torch.from_numpy(head)[:, None], torch.from_numpy(tail)).numpy()
+diff = np.abs(mine - tma).max()
+assert diff < 1e-4 * max(1.0, np.abs(tma).max()), diff
+rank = 1 + (mine[:, 1:] >= mine[:, :1]).sum(1)
+mrr = float((1.0 / rank).mean())
+ev = json.load(open("eval.json"))
+assert abs(mrr - ev["mrr"]) < 1e-5, (mrr, ev)
+print("scores agree: max difference %.2e over %d edges, MRR %.4f" % (diff, head.shape[0], mrr))
+PY
+"$PY" load.py || fail "the exported model does not give tma's scores"
+
+# A weight file with --graph and -o; bad input is refused.
+"$TMA_BIN" export run/best.tmaw --graph g.tmag -o out2 > /dev/null || fail "export of a weight file"
+cmp -s out2/model.npz run/export/model.npz || fail "the same weights exported twice differ"
+cmp -s out2/embeddings.npy run/export/embeddings.npy || fail "the same embeddings exported twice differ"
+expect_fail 2 "give --graph" -- "$TMA_BIN" export run/best.tmaw -o out3
+expect_fail 2 "features" -- "$TMA_BIN" export run/best.tmaw --graph g2.tmag -o out3
+expect_fail 1 "nope.tmaw" -- "$TMA_BIN" export nope.tmaw --graph g.tmag -o out3
+head -c 200 run/best.tmaw > short.tmaw
+expect_fail 1 "short.tmaw" -- "$TMA_BIN" export short.tmaw --graph g.tmag -o out3
+[ ! -e out3/model.npz ] || fail "a refused export wrote out3/model.npz"
+echo ok
