@@ -62,7 +62,7 @@ export TMA_FAULT=delay_step=0.05
 "$TMA" launch job.json -o run -q "${SECURE[@]}" > out.txt 2>&1 &
 lpid=$!
 track $lpid
-wait_for 120 grep -q "round 1 |" run/logs/coordinator.log || { cat out.txt >&2; fail "the job did not start training"; }
+wait_for 120 grep -Eq "round +1 \|" run/logs/coordinator.log || { cat out.txt >&2; fail "the job did not start training"; }
 ps -eo args | grep -F -- "$(cat tma.pw)" | grep -v grep && fail "the etcd password is on a command line"
 ps -eo args | grep -q -- "worker --etcd $URL --etcd-ca" || fail "the workers did not get the etcd TLS flags"
 wait_exit $lpid 180; rc=$?
@@ -78,7 +78,7 @@ ectl --user "root:$(cat root.pw)" get /tma/tls/config --print-value-only | grep 
 expect_fail 2 "refusing to send the etcd password over plain http" -- \
   "$TMA" launch job.json -o run2 --etcd http://127.0.0.1:1 --etcd-user tma --etcd-password-file tma.pw
 [ ! -e run2 ] || fail "a refused launch made a run folder"
-expect_fail 1 "refusing to send the etcd password over plain http" -- \
+expect_fail 2 "refusing to send the etcd password over plain http" -- \
   env TMA_ETCD_PASSWORD=x "$TMA" worker --etcd http://127.0.0.1:1 --etcd-user tma --job tls
 expect_fail 1 "127.0.0.1:1" -- env TMA_ETCD_PASSWORD=x "$TMA" status --etcd http://127.0.0.1:1 --etcd-user tma \
   --insecure-etcd --job tls --etcd-timeout 1

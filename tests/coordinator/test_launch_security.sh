@@ -51,7 +51,7 @@ unset TMA_JOB_TOKEN
 lpid=$!
 track $lpid
 clog=run2/logs/coordinator.log
-wait_for 120 grep -q "round 1 |" "$clog" || { cat out2.txt >&2; dump_logs "$clog"; fail "the job did not start training"; }
+wait_for 120 grep -Eq "round +1 \|" "$clog" || { cat out2.txt >&2; dump_logs "$clog"; fail "the job did not start training"; }
 cpid=$(pgrep -P $lpid -f " coordinator ") || fail "no coordinator process under tma launch"
 epid=$(pgrep -P $lpid -x etcd) || fail "no private etcd under tma launch"
 addr=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$clog" | head -n1)
