@@ -99,6 +99,9 @@ typedef struct cli_proc {
  * inherited when NULL), in its own process group, killed if the launcher dies.
  * TMA_ERR_NOT_FOUND when the program does not exist. */
 tma_status_t cli_proc_spawn(cli_proc_t *p, const char *name, char *const argv[], const char *log_path);
+/* The same, run in folder cwd (NULL: this one). */
+tma_status_t cli_proc_spawn_in(cli_proc_t *p, const char *name, char *const argv[], const char *log_path,
+                               const char *cwd);
 /* 1 while running; reaps it otherwise. */
 int cli_proc_poll(cli_proc_t *p);
 /* Exit code once ended (128 + signal for a signal), -1 while running. */
@@ -115,15 +118,19 @@ tma_status_t cli_free_port(const char *host, int *port_p);
 
 typedef struct cli_etcd {
     cli_proc_t proc;
-    char data_dir[1024];
-    char client_url[64]; /* http://127.0.0.1:PORT */
+    char dir[1024];        /* the private folder (0700): data/ and, when the path fits, the sockets */
+    char sock_dir[1024];   /* where the sockets are: dir, or a mkdtemp folder in /tmp */
+    char client_url[1200]; /* unix:///.../client.sock:0 */
 } cli_etcd_t;
 
-/* Starts a one-member etcd on free loopback ports with data in data_dir and
- * waits until it is healthy (30 s).  TMA_ERR_NOT_FOUND, with a message naming
- * the package, when the etcd program is missing. */
-tma_status_t cli_etcd_start(cli_etcd_t *e, const char *data_dir, const char *log_path);
-/* Stops it and removes its data directory unless keep_data. */
+/* Starts a one-member etcd whose client and peer listeners are unix sockets
+ * in a folder only this user may enter (dir, made 0700; data in dir/data),
+ * and waits until it is healthy (30 s).  No TCP port is opened, so no other
+ * user of the machine can reach it (docs/security.md).  TMA_ERR_NOT_FOUND,
+ * with a message naming the package, when the etcd program is missing. */
+tma_status_t cli_etcd_start(cli_etcd_t *e, const char *dir, const char *log_path);
+/* Stops it and removes its folder unless keep_data (the sockets' folder in
+ * /tmp always). */
 void cli_etcd_stop(cli_etcd_t *e, int keep_data);
 
 /* ------------------------------------------------------------------ etcd flags (roles.c) */
@@ -136,13 +143,36 @@ void cli_etcd_stop(cli_etcd_t *e, int keep_data);
 typedef struct cli_etcd_flags {
     const char *endpoints, *ca, *cert, *key, *user, *password_file;
     double timeout;
+    int insecure; /* --insecure-etcd: a password may go over plain http */
     char password[256];
+    char timeout_arg[32]; /* --etcd-timeout as passed on to the roles */
 } cli_etcd_flags_t;
 
-#define CLI_ETCD_OPTS(f)                                                                               {"etcd", 0, CLI_STR, &(f).endpoints, "URLS", "etcd client URLs, comma-separated (required)", NULL},               {"etcd-ca", 0, CLI_STR, &(f).ca, "FILE", "CA certificate to verify etcd (https URLs)", NULL},                 {"etcd-cert", 0, CLI_STR, &(f).cert, "FILE", "client certificate for etcd", NULL},                              {"etcd-key", 0, CLI_STR, &(f).key, "FILE", "client key for etcd", NULL},                                        {"etcd-user", 0, CLI_STR, &(f).user, "NAME", "etcd user (password from $TMA_ETCD_PASSWORD or --etcd-password-file)", NULL},         {"etcd-password-file", 0, CLI_STR, &(f).password_file, "FILE", "file holding the etcd password", NULL},         {"etcd-timeout", 0, CLI_DOUBLE, &(f).timeout, "S", "seconds per etcd request (default 5)", NULL}
+/* The TLS and authentication flags (tma launch has its own --etcd). */
+#define CLI_ETCD_SECURE_OPTS(f) \
+    {"etcd-ca", 0, CLI_STR, &(f).ca, "FILE", "CA certificate to verify etcd (https URLs)", NULL}, \
+    {"etcd-cert", 0, CLI_STR, &(f).cert, "FILE", "client certificate for etcd", NULL}, \
+    {"etcd-key", 0, CLI_STR, &(f).key, "FILE", "client key for etcd", NULL}, \
+    {"etcd-user", 0, CLI_STR, &(f).user, "NAME", \
+     "etcd user (password from $TMA_ETCD_PASSWORD or --etcd-password-file)", NULL}, \
+    {"etcd-password-file", 0, CLI_STR, &(f).password_file, "FILE", "file holding the etcd password", NULL}, \
+    {"insecure-etcd", 0, CLI_FLAG, &(f).insecure, NULL, \
+     "allow sending the etcd password over plain http:// (refused otherwise)", NULL}, \
+    {"etcd-timeout", 0, CLI_DOUBLE, &(f).timeout, "S", "seconds per etcd request (default 5)", NULL}
+#define CLI_ETCD_OPTS(f) \
+    {"etcd", 0, CLI_STR, &(f).endpoints, "URLS", \
+     "etcd client URLs, comma-separated: http://, https:// or unix:///PATH (required)", NULL}, \
+    CLI_ETCD_SECURE_OPTS(f)
 
 /* Builds a kv config from the flags; a usage error (exit 2) names the flag. */
 int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg);
+/* tma launch: checks an external etcd's flags (none without --etcd; a
+ * password over plain http only with --insecure-etcd) and puts its password
+ * in $TMA_ETCD_PASSWORD for the roles.  CLI_EXIT_OK or a usage error. */
+int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f);
+/* Appends the TLS/auth flags of f (never the password) to av[n..cap) for a
+ * role's command line; returns the new n. */
+int cli_etcd_flags_argv(cli_etcd_flags_t *f, char **av, int n, int cap);
 /* SIGINT and SIGTERM set *flag to the signal's number (the first); a
  * second one exits at once. */
 void cli_install_stop_handler(volatile sig_atomic_t *flag);

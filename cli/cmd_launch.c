@@ -2,7 +2,7 @@
  * cmd_launch.c: `tma launch job.json`: a whole distributed job on this
  * machine, in four phases: prepare the graph (tma import / tma gen) and the
  * partition (tma partition) when the config asks for them, spawn the roles
- * (a private etcd on free loopback ports unless --etcd, the coordinator and
+ * (a private etcd on unix sockets in RUN/etcd unless --etcd, the coordinator and
  * the workers, logs in RUN/logs/), and supervise them: progress from the
  * run folder, and on Ctrl-C or SIGTERM an orderly stop (the coordinator
  * first, so it still tests the best round and writes result.json).
@@ -27,7 +27,8 @@ static volatile sig_atomic_t g_stop;
  * by launch_close in reverse order). */
 typedef struct launch {
     /* flags */
-    const char *config_path, *out, *etcd_url;
+    const char *config_path, *out;
+    cli_etcd_flags_t ef; /* --etcd and its TLS/auth flags (an external etcd) */
     int keep, quiet, json;
     int64_t workers, backups, threads;
     double seconds;
@@ -184,7 +185,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
 {
     const cli_opt_t opts[] = {
         {"output", 'o', CLI_STR, &L->out, "RUN", "the run folder (default runs/JOB-DATE-TIME)", NULL},
-        {"etcd", 0, CLI_STR, &L->etcd_url, "URLS", "use this etcd instead of starting a private one", NULL},
+        {"etcd", 0, CLI_STR, &L->ef.endpoints, "URLS",
+         "use this etcd instead of starting a private one (http://, https:// or unix:///PATH)", NULL},
+        CLI_ETCD_SECURE_OPTS(L->ef),
         {"keep", 0, CLI_FLAG, &L->keep, NULL, "keep the private etcd's data folder (RUN/etcd)", NULL},
         {"workers", 0, CLI_INT, &L->workers, "M", "override the config's number of workers", NULL},
         {"backups", 0, CLI_INT, &L->backups, "B", "also start B backup workers (tma worker --backup)", NULL},
@@ -196,8 +199,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
     };
     const cli_spec_t spec = {"launch", "job.json [-o RUN] [options]",
                              "Runs a whole distributed job on this machine: prepares the graph and partition the "
-                             "config asks for, starts a private etcd on loopback (unless --etcd), the coordinator "
-                             "and the workers, shows progress, and collects the results in the run folder. Ctrl-C "
+                             "config asks for, starts a private etcd only this user can reach (unless --etcd), the "
+                             "coordinator and the workers, shows progress, and collects the results in the run "
+                             "folder. Ctrl-C "
                              "stops the job cleanly: the best round is still tested and result.json written.",
                              opts, 1, 1};
     cli_args_t args;
@@ -211,6 +215,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         return cli_usage_error("launch", "--threads: expected 0..1024");
     if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
+    int rc = cli_etcd_check_external("launch", &L->ef);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     L->config_path = args.pos[0];
     L->say = L->json ? stderr : stdout;
     tma_status_t st = tma_job_load(L->config_path, &L->job);
@@ -349,10 +356,14 @@ static tma_status_t launch_prepare_partition(launch_t *L)
 static tma_status_t launch_write_job(launch_t *L)
 {
     tma_job_t *job = L->job;
-    tma_job_ensure_token(job);
-    if (strcmp(job->host, "auto") == 0 && !L->etcd_url)
+    /* The roles inherit the token in their environment, which only this
+     * user can read (/proc/PID/environ is 0400); job.json shows "(hidden)". */
+    tma_status_t st = tma_job_ensure_token(job);
+    if (st != TMA_OK || setenv("TMA_JOB_TOKEN", job->token, 1) != 0)
+        return st != TMA_OK ? st : TMA_ERR_NOMEM;
+    if (strcmp(job->host, "auto") == 0 && !L->ef.endpoints)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
-    tma_status_t st = tma_job_check_files(job);
+    st = tma_job_check_files(job);
     if (st != TMA_OK)
         return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file or key */
     L->job_path = tma_path_join(L->run_dir, "job.json");
@@ -362,11 +373,11 @@ static tma_status_t launch_write_job(launch_t *L)
     return st;
 }
 
-/* The private etcd (unless --etcd), with its data in RUN/etcd. */
+/* The private etcd (unless --etcd): unix sockets and data in RUN/etcd (0700). */
 static tma_status_t launch_start_etcd(launch_t *L)
 {
-    if (L->etcd_url) {
-        L->url = L->etcd_url;
+    if (L->ef.endpoints) {
+        L->url = L->ef.endpoints;
         return TMA_OK;
     }
     char *etcd_dir = tma_path_join(L->run_dir, "etcd");
@@ -394,6 +405,7 @@ static tma_status_t launch_spawn(launch_t *L, const char *role, const char *name
     av[n++] = (char *)role;
     av[n++] = "--etcd";
     av[n++] = (char *)L->url;
+    n = cli_etcd_flags_argv(&L->ef, av, n, 20);
     for (; *args && n < 31; args++)
         av[n++] = *args;
     av[n] = NULL;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
@@ -23,6 +24,7 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
             return cli_usage_error(cmd, "--etcd-timeout: expected seconds in (0, 3600]");
         cfg->request_timeout_s = f->timeout;
     }
+    cfg->allow_plain_password = f->insecure;
     cfg->ca_file = f->ca;
     cfg->cert_file = f->cert;
     cfg->key_file = f->key;
@@ -34,6 +36,10 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
             size_t len;
             if (tma_file_read_all(f->password_file, &text, &len) != TMA_OK)
                 return cli_usage_error(cmd, "--etcd-password-file: cannot read %s", f->password_file);
+            struct stat sb;
+            if (stat(f->password_file, &sb) == 0 && (sb.st_mode & 077))
+                tma_log_warn("etcd", "--etcd-password-file %s: other users may read it (chmod 600 %s)",
+                             f->password_file, f->password_file);
             while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
                 text[--len] = '\0';
             snprintf(f->password, sizeof f->password, "%s", text);
@@ -47,6 +53,50 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
         cfg->password = f->password;
     }
     return CLI_EXIT_OK;
+}
+
+int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f)
+{
+    if (!f->endpoints) {
+        if (f->ca || f->cert || f->key || f->user || f->password_file || f->insecure || f->timeout != 0)
+            return cli_usage_error(cmd, "the --etcd-* flags are for an etcd given with --etcd URLS");
+        return CLI_EXIT_OK;
+    }
+    tma_kv_config_t cfg;
+    int rc = cli_etcd_config(cmd, f, &cfg);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    /* The client checks the URLs, the TLS files and where a password may go. */
+    tma_kv_t *kv;
+    if (tma_kv_create(&cfg, &kv) != TMA_OK)
+        return cli_usage_error(cmd, "--etcd: the etcd settings are refused (the error above says why)");
+    tma_kv_destroy(kv);
+    /* The roles inherit the password in their environment, never on a
+     * command line (which every user can read in /proc). */
+    if (f->user && setenv("TMA_ETCD_PASSWORD", f->password, 1) != 0)
+        return CLI_EXIT_RUNTIME;
+    return CLI_EXIT_OK;
+}
+
+int cli_etcd_flags_argv(cli_etcd_flags_t *f, char **av, int n, int cap)
+{
+    const struct {
+        const char *flag, *val;
+    } pass[] = {{"--etcd-ca", f->ca}, {"--etcd-cert", f->cert}, {"--etcd-key", f->key}, {"--etcd-user", f->user}};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(pass); i++) {
+        if (pass[i].val && n + 2 < cap) {
+            av[n++] = (char *)pass[i].flag;
+            av[n++] = (char *)pass[i].val;
+        }
+    }
+    if (f->timeout > 0 && n + 2 < cap) {
+        snprintf(f->timeout_arg, sizeof f->timeout_arg, "%.17g", f->timeout);
+        av[n++] = "--etcd-timeout";
+        av[n++] = f->timeout_arg;
+    }
+    if (f->insecure && n + 1 < cap)
+        av[n++] = "--insecure-etcd";
+    return n;
 }
 
 static volatile sig_atomic_t *g_stop_flag;

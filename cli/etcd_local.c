@@ -1,14 +1,22 @@
 /*
- * etcd_local.c: a private single-member etcd for `tma launch`, on free
- * loopback ports with its own data directory, started and stopped with the
- * job.  Readiness is etcd's own /health endpoint.
+ * etcd_local.c: a private single-member etcd for `tma launch`, started and
+ * stopped with the job.  Its client and peer listeners are unix sockets in a
+ * folder only the launching user may enter (0700), so no other user of the
+ * machine can read or write the job's keys: there is no TCP port, no
+ * password and no certificate to protect (docs/security.md says why this
+ * and not etcd authentication or per-run client certificates).  etcd wants
+ * unix URLs in its "host:port" form, relative to its working folder, so it
+ * runs in the sockets' folder and the sockets are named NAME.sock:0.
+ * Readiness is etcd's own /health endpoint, asked over the socket.
  */
 #include "cli_int.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define COMP "launch"
@@ -24,14 +32,14 @@ static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
     return size * nmemb;
 }
 
-static int etcd_healthy(const char *client_url)
+static int etcd_healthy(const char *socket_path)
 {
     CURL *c = curl_easy_init();
     if (!c)
         return 0;
-    char url[160], body[256] = "";
-    snprintf(url, sizeof url, "%s/health", client_url);
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    char body[256] = "";
+    curl_easy_setopt(c, CURLOPT_URL, "http://localhost/health");
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_path);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
@@ -54,64 +62,82 @@ static void print_log_tail(const char *log_path)
     free(text);
 }
 
-tma_status_t cli_etcd_start(cli_etcd_t *e, const char *data_dir, const char *log_path)
+/* A folder of this user's alone: created 0700, or an existing one made so. */
+static tma_status_t private_dir(const char *dir)
+{
+    if (tma_mkdir_p(dir) != TMA_OK)
+        return TMA_ERR_IO;
+    if (chmod(dir, 0700) != 0) {
+        tma_log_error(COMP, "%s: cannot make it private (chmod 700): %s", dir, strerror(errno));
+        return TMA_ERR_IO;
+    }
+    return TMA_OK;
+}
+
+/* The longest socket path a sockaddr_un holds. */
+#define SUN_PATH_MAX 107
+
+tma_status_t cli_etcd_start(cli_etcd_t *e, const char *dir, const char *log_path)
 {
     memset(e, 0, sizeof *e);
-    snprintf(e->data_dir, sizeof e->data_dir, "%s", data_dir);
-    tma_status_t st = TMA_ERR_UNAVAILABLE;
-    /* The free ports can be taken between probing and binding: retry. */
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int cport, pport;
-        if (cli_free_port("127.0.0.1", &cport) != TMA_OK || cli_free_port("127.0.0.1", &pport) != TMA_OK ||
-            cport == pport)
-            continue;
-        snprintf(e->client_url, sizeof e->client_url, "http://127.0.0.1:%d", cport);
-        char peer_url[64], cluster[96];
-        snprintf(peer_url, sizeof peer_url, "http://127.0.0.1:%d", pport);
-        snprintf(cluster, sizeof cluster, "tma=%s", peer_url);
-        char *argv[] = {"etcd", "--name", "tma", "--data-dir", e->data_dir,
-                        "--listen-client-urls", e->client_url, "--advertise-client-urls", e->client_url,
-                        "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-                        "--initial-cluster", cluster, "--initial-cluster-state", "new",
-                        "--log-level", "warn", "--logger", "zap", NULL};
-        st = cli_proc_spawn(&e->proc, "etcd", argv, log_path);
-        if (st == TMA_ERR_NOT_FOUND) {
-            tma_log_error(COMP, "the etcd program was not found on PATH: install the Debian package "
-                                "etcd-server, or pass --etcd URL to use an etcd that is already running");
-            return st;
+    snprintf(e->dir, sizeof e->dir, "%s", dir);
+    if (strlen(dir) + 32 >= sizeof e->dir || private_dir(dir) != TMA_OK)
+        return TMA_ERR_IO;
+    snprintf(e->sock_dir, sizeof e->sock_dir, "%s", dir);
+    if (strlen(dir) + sizeof "/client.sock:0" - 1 > SUN_PATH_MAX) {
+        /* The run folder's path is too long for a socket: a private folder in /tmp. */
+        const char *tmp = getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 64 ? getenv("TMPDIR") : "/tmp";
+        snprintf(e->sock_dir, sizeof e->sock_dir, "%s/tma-etcd-XXXXXX", tmp);
+        if (!mkdtemp(e->sock_dir)) {
+            tma_log_error(COMP, "cannot make a folder for etcd's sockets in %s: %s", tmp, strerror(errno));
+            e->sock_dir[0] = '\0';
+            return TMA_ERR_IO;
         }
-        if (st != TMA_OK)
-            return st;
-        double end = tma_clock_now() + 30.0;
-        while (tma_clock_now() < end) {
-            if (!cli_proc_poll(&e->proc))
-                break;
-            if (etcd_healthy(e->client_url)) {
-                tma_log_info(COMP, "private etcd at %s (data in %s)", e->client_url, e->data_dir);
-                return TMA_OK;
-            }
-            tma_sleep(0.05);
-        }
-        if (e->proc.running) {
-            cli_proc_stop(&e->proc, 2.0);
-            tma_log_error(COMP, "etcd did not become healthy within 30 s");
-            print_log_tail(log_path);
-            return TMA_ERR_TIMEOUT;
-        }
-        tma_log_warn(COMP, "etcd exited at start (exit %d); retrying on other ports",
-                     cli_proc_exit_code(&e->proc));
-        tma_remove_tree(e->data_dir);
     }
-    tma_log_error(COMP, "could not start a private etcd");
+    char data_dir[1100], sock[1100];
+    snprintf(data_dir, sizeof data_dir, "%s/data", dir);
+    snprintf(sock, sizeof sock, "%s/client.sock:0", e->sock_dir);
+    snprintf(e->client_url, sizeof e->client_url, "unix://%s", sock);
+    char *argv[] = {"etcd", "--name", "tma", "--data-dir", data_dir,
+                    "--listen-client-urls", "unix://client.sock:0", "--advertise-client-urls", "unix://client.sock:0",
+                    "--listen-peer-urls", "unix://peer.sock:0", "--initial-advertise-peer-urls", "unix://peer.sock:0",
+                    "--initial-cluster", "tma=unix://peer.sock:0", "--initial-cluster-state", "new",
+                    "--log-level", "warn", "--logger", "zap", NULL};
+    tma_status_t st = cli_proc_spawn_in(&e->proc, "etcd", argv, log_path, e->sock_dir);
+    if (st == TMA_ERR_NOT_FOUND) {
+        tma_log_error(COMP, "the etcd program was not found on PATH: install the Debian package "
+                            "etcd-server, or pass --etcd URL to use an etcd that is already running");
+        return st;
+    }
+    if (st != TMA_OK)
+        return st;
+    double end = tma_clock_now() + 30.0;
+    while (tma_clock_now() < end) {
+        if (!cli_proc_poll(&e->proc))
+            break;
+        if (etcd_healthy(sock)) {
+            tma_log_info(COMP, "private etcd at %s (data in %s)", e->client_url, data_dir);
+            return TMA_OK;
+        }
+        tma_sleep(0.05);
+    }
+    if (e->proc.running) {
+        cli_proc_stop(&e->proc, 2.0);
+        tma_log_error(COMP, "etcd did not become healthy within 30 s");
+    } else {
+        tma_log_error(COMP, "the private etcd exited at start (exit %d)", cli_proc_exit_code(&e->proc));
+    }
     if (log_path)
         print_log_tail(log_path);
-    return st == TMA_OK ? TMA_ERR_UNAVAILABLE : st;
+    return TMA_ERR_UNAVAILABLE;
 }
 
 void cli_etcd_stop(cli_etcd_t *e, int keep_data)
 {
     if (e->proc.pid > 0)
         cli_proc_stop(&e->proc, 5.0);
-    if (!keep_data && e->data_dir[0])
-        tma_remove_tree(e->data_dir);
+    if (e->sock_dir[0] && strcmp(e->sock_dir, e->dir) != 0)
+        tma_remove_tree(e->sock_dir);
+    if (!keep_data && e->dir[0])
+        tma_remove_tree(e->dir);
 }

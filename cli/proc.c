@@ -23,6 +23,12 @@
 
 tma_status_t cli_proc_spawn(cli_proc_t *p, const char *name, char *const argv[], const char *log_path)
 {
+    return cli_proc_spawn_in(p, name, argv, log_path, NULL);
+}
+
+tma_status_t cli_proc_spawn_in(cli_proc_t *p, const char *name, char *const argv[], const char *log_path,
+                               const char *cwd)
+{
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     pid_t parent = getpid();
@@ -69,7 +75,8 @@ tma_status_t cli_proc_spawn(cli_proc_t *p, const char *name, char *const argv[],
             dup2(log_fd, 1);
             dup2(log_fd, 2);
         }
-        execvp(argv[0], argv);
+        if (!cwd || chdir(cwd) == 0)
+            execvp(argv[0], argv);
         int e = errno;
         (void)!write(ep[1], &e, sizeof e);
         _exit(127);

@@ -220,6 +220,11 @@ tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
 char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, double elapsed, int64_t best_round,
                          double best_val);
 tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, const char *reason);
+/* Takeover: rewrites every shard record the snapshot shows under this
+ * coordinator's epoch (same owner, same since_round), so that workers keep
+ * counting them once this leader commits its first round (the view honours
+ * shards/<k> only from the leader). */
+tma_status_t coord_restamp_shards(coord_t *c, const tma_jobview_snap_t *s);
 void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round);
 tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record);
 /* The checkpoint of round `round` written under `epoch`: run_dir/

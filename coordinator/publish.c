@@ -136,6 +136,33 @@ tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, co
     return TMA_OK;
 }
 
+tma_status_t coord_restamp_shards(coord_t *c, const tma_jobview_snap_t *s)
+{
+    char keys[8][TMA_KEY_MAX];
+    const char *kp[8];
+    char *vals[8];
+    int m = 0;
+    tma_status_t st = TMA_OK;
+    for (int k = 0; k <= s->n_shards && st == TMA_OK; k++) {
+        if (k < s->n_shards && s->shard_present[k] && s->shards[k].epoch != c->epoch) {
+            tma_shard_rec_t r = s->shards[k];
+            r.epoch = c->epoch;
+            tma_job_key_n(keys[m], c->job->name, TMA_KEY_SHARDS, k);
+            kp[m] = keys[m];
+            if (!(vals[m++] = tma_shard_rec_encode(&r)))
+                st = TMA_ERR_NOMEM;
+        }
+        if (m > 0 && (m == 8 || k == s->n_shards || st != TMA_OK)) {
+            if (st == TMA_OK)
+                st = coord_guarded_put(c, m, kp, vals, 1);
+            for (int j = 0; j < m; j++)
+                free(vals[j]);
+            m = 0;
+        }
+    }
+    return st;
+}
+
 /* Sends the global weights, labelled with `round` (GGS: the step). */
 void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round)
 {

@@ -35,6 +35,8 @@ static const char *refusal(coord_t *c, const slot_t *sl, const tma_transport_msg
         return "a malformed meta block";
     if (meta->lease != sl->lease)
         return "a lease that is not its current one (a stale incarnation)";
+    if ((int64_t)m->peer_lease != sl->lease)
+        return "a connection whose hello proved another lease than the member's current one";
     if (tma_tensor_first_nonfinite(m->data, c->P) >= 0)
         return nonfinite;
     if (c->vd->uses_shards) {

@@ -216,7 +216,9 @@ static void listen_address(const tma_job_t *job, char *out, size_t cap)
 
 static tma_status_t open_transport(coord_t *c)
 {
-    tma_job_ensure_token(c->job);
+    tma_status_t st = tma_job_ensure_token(c->job);
+    if (st != TMA_OK)
+        return st;
     tma_transport_config_t tc;
     tma_transport_config_init(&tc);
     char listen[300];
@@ -375,10 +377,13 @@ static tma_status_t open_run_dir(coord_t *c)
  * and stop cleared), config.json in the run folder, no metrics yet. */
 static tma_status_t publish_job(coord_t *c)
 {
-    cJSON *cfgjson = tma_job_to_json(c->job);
-    if (!cfgjson)
+    cJSON *cfgjson = tma_job_to_json(c->job), *shared = tma_job_to_etcd_json(c->job);
+    char *text = shared ? cJSON_PrintUnformatted(shared) : NULL;
+    cJSON_Delete(shared);
+    if (!cfgjson) {
+        cJSON_free(text);
         return TMA_ERR_NOMEM;
-    char *text = cJSON_PrintUnformatted(cfgjson);
+    }
     char ckey[TMA_KEY_MAX], skey[TMA_KEY_MAX], akey[TMA_KEY_MAX], stkey[TMA_KEY_MAX];
     tma_job_key(ckey, c->job->name, TMA_KEY_CONFIG);
     tma_job_key(skey, c->job->name, TMA_KEY_STATE);
@@ -388,6 +393,8 @@ static tma_status_t publish_job(coord_t *c)
     const char *keys[4] = {ckey, skey, akey, stkey};
     char *vals[4] = {text, sv, NULL, NULL};
     tma_status_t st = text && sv ? coord_guarded_put(c, 4, keys, vals, 1) : TMA_ERR_NOMEM;
+    if (text) /* it may hold the token */
+        memset(text, 0, strlen(text));
     cJSON_free(text);
     free(sv);
     char *cfgpath = tma_run_path(c->run_dir, "config.json");

@@ -253,6 +253,10 @@ tma_status_t coord_take_over(coord_t *c)
     for (int k = 0; k < c->map.n && k < s.n_shards; k++)
         if (s.shard_present[k])
             c->map.owner[k] = s.shards[k].owner;
+    if ((st = coord_restamp_shards(c, &s)) != TMA_OK) {
+        tma_jobview_snap_free(&s);
+        return st;
+    }
     /* Workers already training keep going: treat them as having the weights. */
     for (int i = 0; i < s.n_ready; i++) {
         slot_t *sl = coord_slot_get(c, s.ready[i].id);

@@ -7,13 +7,17 @@
 #include "tma_job.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/rand.h>
 
 #define COMP "job"
 
@@ -24,6 +28,8 @@ void tma_job_destroy(tma_job_t *job)
     free(job->graph);
     free(job->dataset);
     free(job->partition_dir);
+    free(job->token_file);
+    memset(job->token, 0, sizeof job->token);
     cJSON_Delete(job->import_opts);
     cJSON_Delete(job->generate);
     free(job->worker_devices);
@@ -358,14 +364,22 @@ static tma_status_t parse_fault(tma_job_t *job, const cJSON *root, const char *c
 
 static tma_status_t parse_transport(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
 {
-    static const char *const keys[] = {"token", "host", NULL};
-    (void)base_dir;
+    static const char *const keys[] = {"token", "token_file", "host", NULL};
     const cJSON *tr;
     const char *s;
     TRY(get_section(root, "transport", ctx, &tr));
     TRY(tma_json_check_keys(tr, keys, "transport"));
     TRY(tma_json_get_string(tr, "token", "", "transport", &s));
-    TRY(copy_str(job->token, sizeof job->token, s, ctx, "transport.token"));
+    /* A run folder's config shows "(hidden)": that is no token. */
+    if (strcmp(s, TMA_JOB_TOKEN_HIDDEN) != 0) {
+        TRY(copy_str(job->token, sizeof job->token, s, ctx, "transport.token"));
+        job->token_src = s[0] ? TMA_JOB_TOKEN_CONFIG : TMA_JOB_TOKEN_NONE;
+    }
+    TRY(tma_json_get_string(tr, "token_file", "", "transport", &s));
+    if (s[0] && job->token_src == TMA_JOB_TOKEN_CONFIG)
+        BAD("%s: give transport.token or transport.token_file, not both", ctx);
+    if (s[0] && !(job->token_file = resolve_path(base_dir, s)))
+        return TMA_ERR_NOMEM;
     TRY(tma_json_get_string(tr, "host", "auto", "transport", &s));
     if (!*s)
         BAD("%s: transport.host is empty (use \"auto\" or an address of this machine)", ctx);
@@ -615,7 +629,9 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     }
     cJSON *t = cJSON_AddObjectToObject(o, "transport");
     if (job->token[0])
-        cJSON_AddStringToObject(t, "token", job->token);
+        cJSON_AddStringToObject(t, "token", TMA_JOB_TOKEN_HIDDEN);
+    if (job->token_file)
+        cJSON_AddStringToObject(t, "token_file", job->token_file);
     cJSON_AddStringToObject(t, "host", job->host);
     cJSON *dv = cJSON_AddObjectToObject(o, "devices");
     cJSON_AddStringToObject(dv, "evaluator", job->eval_device);
@@ -635,26 +651,95 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     return o;
 }
 
-void tma_job_ensure_token(tma_job_t *job)
+cJSON *tma_job_to_etcd_json(const tma_job_t *job)
+{
+    cJSON *o = tma_job_to_json(job);
+    if (!o || !job->token[0] ||
+        (job->token_src != TMA_JOB_TOKEN_CONFIG && job->token_src != TMA_JOB_TOKEN_GENERATED))
+        return o;
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "transport");
+    cJSON *tok = cJSON_CreateString(job->token);
+    if (!tok || !cJSON_ReplaceItemInObjectCaseSensitive(t, "token", tok)) {
+        cJSON_Delete(tok);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Reads a token file that only its owner (this user) can read. */
+static tma_status_t read_token_file(tma_job_t *job)
+{
+    const char *path = job->token_file;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        tma_log_error(COMP, "transport.token_file %s: cannot open it: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return TMA_ERR_CONFIG;
+    }
+    tma_status_t st = TMA_ERR_CONFIG;
+    char buf[sizeof job->token + 2];
+    ssize_t n = 0;
+    if (!S_ISREG(sb.st_mode)) {
+        tma_log_error(COMP, "transport.token_file %s: not a regular file", path);
+    } else if (sb.st_uid != geteuid() || (sb.st_mode & 077)) {
+        tma_log_error(COMP,
+                      "transport.token_file %s: it must belong to this user and be readable by no one "
+                      "else (chmod 600 %s)",
+                      path, path);
+    } else if ((n = read(fd, buf, sizeof buf - 1)) < 0) {
+        tma_log_error(COMP, "transport.token_file %s: %s", path, strerror(errno));
+    } else {
+        buf[n] = '\0';
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+            buf[--n] = '\0';
+        if (n == 0 || (size_t)n >= sizeof job->token || memchr(buf, '\0', (size_t)n))
+            tma_log_error(COMP, "transport.token_file %s: expected one line of 1 to %zu bytes", path,
+                          sizeof job->token - 1);
+        else {
+            memcpy(job->token, buf, (size_t)n + 1);
+            job->token_src = TMA_JOB_TOKEN_FILE;
+            st = TMA_OK;
+        }
+    }
+    memset(buf, 0, sizeof buf);
+    close(fd);
+    return st;
+}
+
+tma_status_t tma_job_load_token(tma_job_t *job)
 {
     if (job->token[0])
-        return;
+        return TMA_OK;
+    if (job->token_file)
+        return read_token_file(job);
     const char *env = getenv("TMA_JOB_TOKEN");
-    if (env && *env && strlen(env) < sizeof job->token) {
+    if (env && *env) {
+        if (strlen(env) >= sizeof job->token) {
+            tma_log_error(COMP, "TMA_JOB_TOKEN: longer than %zu bytes", sizeof job->token - 1);
+            return TMA_ERR_CONFIG;
+        }
         snprintf(job->token, sizeof job->token, "%s", env);
-        return;
+        job->token_src = TMA_JOB_TOKEN_ENV;
     }
-    unsigned char raw[16] = {0};
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, raw, sizeof raw) != (ssize_t)sizeof raw)
-            memset(raw, 0, sizeof raw);
-        close(fd);
+    return TMA_OK;
+}
+
+tma_status_t tma_job_ensure_token(tma_job_t *job)
+{
+    tma_status_t st = tma_job_load_token(job);
+    if (st != TMA_OK || job->token[0])
+        return st;
+    unsigned char raw[16];
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+        tma_log_error(COMP, "OpenSSL's RAND_bytes gave no random bytes for the job token");
+        return TMA_ERR_UNAVAILABLE;
     }
-    /* Mixed with the clock and pid, so even a failed read gives a fresh token. */
-    uint64_t mix = tma_hash64((uint64_t)getpid() ^ tma_clock_ns());
-    size_t off = 0;
     for (size_t i = 0; i < sizeof raw; i++)
-        off += (size_t)snprintf(job->token + off, sizeof job->token - off, "%02x",
-                                raw[i] ^ (unsigned char)(mix >> (8 * (i % 8))));
+        snprintf(job->token + 2 * i, sizeof job->token - 2 * i, "%02x", raw[i]);
+    memset(raw, 0, sizeof raw);
+    job->token_src = TMA_JOB_TOKEN_GENERATED;
+    return TMA_OK;
 }

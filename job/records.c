@@ -327,3 +327,17 @@ char *tma_stop_rec_encode(uint64_t epoch, const char *reason)
     cJSON_AddStringToObject(o, "reason", reason);
     return print(o);
 }
+
+tma_status_t tma_stop_rec_decode(const char *key, const char *value, size_t len, uint64_t *epoch_p)
+{
+    cJSON *o = parse(key, value, len);
+    if (!o)
+        return TMA_ERR_MALFORMED;
+    int64_t epoch;
+    int bad = get_i64(o, key, "epoch", 1, INT64_MAX, &epoch);
+    cJSON_Delete(o);
+    if (bad)
+        return TMA_ERR_MALFORMED;
+    *epoch_p = (uint64_t)epoch;
+    return TMA_OK;
+}

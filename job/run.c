@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,9 +26,14 @@ char *tma_run_path(const char *run_dir, const char *name)
 
 tma_status_t tma_run_make_dir(const char *dir, char **abs_p)
 {
+    /* A run folder made here is the user's alone: it holds the model
+     * (docs/security.md).  An existing folder keeps its mode. */
+    int existed = tma_file_exists(dir);
     tma_status_t st = tma_mkdir_p(dir);
     if (st != TMA_OK)
         return st;
+    if (!existed && chmod(dir, 0700) != 0)
+        tma_log_warn(COMP, "%s: cannot make it private (chmod 700): %s", dir, strerror(errno));
     /* Absolute, so the roles and the records name it from any directory. */
     char *abs = realpath(dir, NULL);
     if (!abs)

@@ -25,11 +25,23 @@ typedef struct view_state {
     int n_members, cap_members;
     tma_jobview_ready_t *ready;
     int n_ready, cap_ready;
+    /* What etcd holds (raw_*) and what counts (settle(): the leader's
+     * writes only), with the revision of each write so that an ignored one
+     * is logged once. */
+    tma_shard_rec_t *raw_shards;
+    int *raw_present;
+    int64_t *shard_mod, *shard_logged;
     tma_shard_rec_t *shards;
     int *shard_present;
     int n_shards; /* highest index + 1 */
+    int has_agg;
+    int64_t raw_agg_round, agg_mod, agg_logged;
+    uint64_t raw_agg_epoch;
     int64_t agg_round;
     uint64_t agg_epoch;
+    int has_stop;
+    uint64_t stop_epoch;
+    int64_t stop_mod, stop_logged;
     int stop;
     int has_state;
     tma_state_rec_t state;
@@ -70,6 +82,10 @@ static void state_clear(view_state_t *s)
     free(s->config);
     free(s->members);
     ready_free(s->ready, s->n_ready);
+    free(s->raw_shards);
+    free(s->raw_present);
+    free(s->shard_mod);
+    free(s->shard_logged);
     free(s->shards);
     free(s->shard_present);
     memset(s, 0, sizeof *s);
@@ -167,18 +183,74 @@ static void apply_shard(view_state_t *s, const tma_kv_pair_t *p, int del)
     if (k < 0 || k >= (1 << 20))
         return;
     if (k >= s->n_shards) {
-        int cap = s->n_shards;
-        int cap2 = cap;
-        if (grow((void **)&s->shards, &cap, (int)k + 1, sizeof *s->shards) != 0 ||
-            grow((void **)&s->shard_present, &cap2, (int)k + 1, sizeof *s->shard_present) != 0)
+        int c[6] = {s->n_shards, s->n_shards, s->n_shards, s->n_shards, s->n_shards, s->n_shards};
+        if (grow((void **)&s->shards, &c[0], (int)k + 1, sizeof *s->shards) != 0 ||
+            grow((void **)&s->shard_present, &c[1], (int)k + 1, sizeof *s->shard_present) != 0 ||
+            grow((void **)&s->raw_shards, &c[2], (int)k + 1, sizeof *s->raw_shards) != 0 ||
+            grow((void **)&s->raw_present, &c[3], (int)k + 1, sizeof *s->raw_present) != 0 ||
+            grow((void **)&s->shard_mod, &c[4], (int)k + 1, sizeof *s->shard_mod) != 0 ||
+            grow((void **)&s->shard_logged, &c[5], (int)k + 1, sizeof *s->shard_logged) != 0)
             return;
         s->n_shards = (int)k + 1;
     }
-    s->shard_present[k] = 0;
+    s->raw_present[k] = 0;
+    s->shard_mod[k] = p->mod_revision;
     tma_shard_rec_t rec;
     if (!del && tma_shard_rec_decode(p->key, p->value, p->value_len, &rec) == TMA_OK && rec.shard == k) {
-        s->shards[k] = rec;
-        s->shard_present[k] = 1;
+        s->raw_shards[k] = rec;
+        s->raw_present[k] = 1;
+    }
+}
+
+/* The epoch of the leader whose writes count: the coordinator key's, or
+ * with none the one in `state` (0: no leader known). */
+static uint64_t leader_epoch(const view_state_t *s)
+{
+    if (s->has_coord)
+        return s->coord_epoch;
+    return s->has_state ? s->state.epoch : 0;
+}
+
+/* Works out what counts from what etcd holds (view.h: "Control keys count
+ * only from their writer"); logs each ignored write once. */
+static void settle(const char *job, view_state_t *s)
+{
+    uint64_t leader = leader_epoch(s);
+    if (s->has_agg && s->agg_mod != s->agg_logged) {
+        if (s->has_coord && s->raw_agg_epoch == s->coord_epoch) {
+            s->agg_round = s->raw_agg_round;
+            s->agg_epoch = s->raw_agg_epoch;
+        } else if (s->has_coord) {
+            s->agg_logged = s->agg_mod;
+            tma_log_warn(COMP,
+                         "job %s: ignored agg written at revision %lld: epoch %llu is not the coordinator's "
+                         "(%llu); only the leader raises agg",
+                         job, (long long)s->agg_mod, (unsigned long long)s->raw_agg_epoch,
+                         (unsigned long long)s->coord_epoch);
+        }
+    }
+    s->stop = s->has_stop && leader != 0 && s->stop_epoch == leader;
+    if (s->has_stop && !s->stop && leader != 0 && s->stop_mod != s->stop_logged) {
+        s->stop_logged = s->stop_mod;
+        tma_log_warn(COMP,
+                     "job %s: ignored stop written at revision %lld: it does not carry the leader's epoch "
+                     "(%llu); only the leader stops a job",
+                     job, (long long)s->stop_mod, (unsigned long long)leader);
+    }
+    for (int k = 0; k < s->n_shards; k++) {
+        uint64_t e = s->raw_shards[k].epoch;
+        int ok = s->raw_present[k] && e != 0 &&
+                 ((s->has_coord && e == s->coord_epoch) || (s->has_state && e == s->state.epoch));
+        s->shard_present[k] = ok;
+        if (ok)
+            s->shards[k] = s->raw_shards[k];
+        else if (s->raw_present[k] && leader != 0 && s->shard_mod[k] != s->shard_logged[k]) {
+            s->shard_logged[k] = s->shard_mod[k];
+            tma_log_warn(COMP,
+                         "job %s: ignored shards/%d written at revision %lld: epoch %llu is not the "
+                         "leader's (%llu)",
+                         job, k, (long long)s->shard_mod[k], (unsigned long long)e, (unsigned long long)leader);
+        }
     }
 }
 
@@ -202,12 +274,19 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
         int64_t r;
         uint64_t e;
         if (!del && tma_agg_rec_decode(key, p->value, p->value_len, &r, &e) == TMA_OK) {
-            s->agg_round = r;
-            s->agg_epoch = e;
+            s->has_agg = 1;
+            s->raw_agg_round = r;
+            s->raw_agg_epoch = e;
+            s->agg_mod = p->mod_revision;
         }
         break;
     }
-    case TMA_KEY_STOP: s->stop = !del; break;
+    case TMA_KEY_STOP:
+        s->has_stop = !del && tma_stop_rec_decode(key, p->value, p->value_len, &s->stop_epoch) == TMA_OK;
+        if (!del && !s->has_stop)
+            tma_log_warn(COMP, "%s: ignored: not a stop record the leader wrote", key);
+        s->stop_mod = p->mod_revision;
+        break;
     case TMA_KEY_STATE:
         s->has_state = !del && tma_state_rec_decode(key, p->value, p->value_len, &s->state) == TMA_OK;
         break;
@@ -225,6 +304,7 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
 
 static void publish(tma_jobview_t *v)
 {
+    settle(v->job, &v->st);
     v->version++;
     __atomic_add_fetch(&v->agg_seq, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&v->agg_round, v->st.agg_round, __ATOMIC_SEQ_CST);

@@ -74,7 +74,8 @@ static tma_status_t parse_endpoints(tma_kv_t *kv, const char *list)
     for (const char *p = list; *p; p++)
         n += *p == ',';
     kv->endpoints = calloc(n, sizeof(char *));
-    if (!kv->endpoints)
+    kv->ep_sockets = calloc(n, sizeof(char *));
+    if (!kv->endpoints || !kv->ep_sockets)
         return TMA_ERR_NOMEM;
     const char *p = list;
     for (size_t i = 0; i < n; i++) {
@@ -86,12 +87,15 @@ static tma_status_t parse_endpoints(tma_kv_t *kv, const char *list)
         }
         while (len && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '/'))
             len--;
-        size_t scheme = strncmp(p, "http://", 7) == 0 ? 7 : strncmp(p, "https://", 8) == 0 ? 8 : 0;
-        if (len == 0 || scheme == 0 || len <= scheme || len > 1000 ||
-            memchr(p + scheme, '/', len - scheme)) {
+        int is_unix = strncmp(p, "unix://", 7) == 0;
+        size_t scheme = strncmp(p, "http://", 7) == 0 ? 7 : strncmp(p, "https://", 8) == 0 ? 8 : is_unix ? 7 : 0;
+        /* A socket path must be absolute and fit sun_path (108 bytes). */
+        int bad = len == 0 || scheme == 0 || len <= scheme || len > 1000 ||
+                  (is_unix ? p[7] != '/' || len - 7 > 107 : memchr(p + scheme, '/', len - scheme) != NULL);
+        if (bad) {
             tma_log_error(KV_COMP,
                           "endpoints: '%.*s' (entry %zu of '%s') is not a URL like "
-                          "http://HOST:PORT or https://HOST:PORT",
+                          "http://HOST:PORT, https://HOST:PORT or unix:///ABSOLUTE/SOCKET (at most 107 bytes)",
                           (int)TMA_MIN(len, 200), p, i + 1, list);
             return TMA_ERR_CONFIG;
         }
@@ -99,6 +103,8 @@ static tma_status_t parse_endpoints(tma_kv_t *kv, const char *list)
         if (!kv->endpoints[i])
             return TMA_ERR_NOMEM;
         kv->n_endpoints++;
+        if (is_unix && !(kv->ep_sockets[i] = strndup(p + 7, len - 7)))
+            return TMA_ERR_NOMEM;
         p = comma ? comma + 1 : p + len;
     }
     return TMA_OK;
@@ -146,6 +152,19 @@ tma_status_t tma_kv_create(const tma_kv_config_t *cfg, tma_kv_t **kv_p)
     kv->connect_timeout_s = cfg->connect_timeout_s;
 
     tma_status_t st = parse_endpoints(kv, cfg->endpoints);
+    if (st == TMA_OK && cfg->user && *cfg->user && !cfg->allow_plain_password) {
+        for (size_t i = 0; i < kv->n_endpoints; i++) {
+            if (strncmp(kv->endpoints[i], "http://", 7) == 0) {
+                tma_log_error(KV_COMP,
+                              "user '%s': refusing to send the etcd password over plain http to %s: use "
+                              "https:// endpoints (with --etcd-ca) or a unix:// socket, or pass "
+                              "--insecure-etcd to accept it",
+                              cfg->user, kv->endpoints[i]);
+                st = TMA_ERR_CONFIG;
+                break;
+            }
+        }
+    }
     if (st == TMA_OK)
         st = copy_file_opt("ca_file", cfg->ca_file, &kv->ca_file);
     if (st == TMA_OK)
@@ -190,9 +209,13 @@ void tma_kv_destroy(tma_kv_t *kv)
         kv->free_conns = c->next;
         kv_conn_free(c);
     }
-    for (size_t i = 0; i < kv->n_endpoints; i++)
+    for (size_t i = 0; i < kv->n_endpoints; i++) {
         free(kv->endpoints[i]);
+        if (kv->ep_sockets)
+            free(kv->ep_sockets[i]);
+    }
     free(kv->endpoints);
+    free(kv->ep_sockets);
     free(kv->ca_file);
     free(kv->cert_file);
     free(kv->key_file);
@@ -341,9 +364,13 @@ tma_status_t kv_conn_prepare(tma_kv_t *kv, kv_conn_t *c, size_t ep, const char *
                              unsigned flags, uint64_t *gen_p)
 {
     kv_buf_clear(&c->url);
-    if (kv_buf_adds(&c->url, kv->endpoints[ep]) != 0 || kv_buf_adds(&c->url, path) != 0)
+    /* A unix socket carries plain HTTP; the host name is only a placeholder. */
+    const char *sock = kv->ep_sockets[ep];
+    if (kv_buf_adds(&c->url, sock ? "http://localhost" : kv->endpoints[ep]) != 0 ||
+        kv_buf_adds(&c->url, path) != 0)
         return TMA_ERR_NOMEM;
     curl_easy_setopt(c->curl, CURLOPT_URL, c->url.data);
+    curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, sock);
 
     /* Without a token yet the request goes out bare; etcd then asks for one. */
     int want_auth = 0;

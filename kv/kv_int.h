@@ -130,7 +130,8 @@ typedef struct kv_conn {
 typedef struct kv_kept kv_kept_t;
 
 struct tma_kv {
-    char **endpoints;
+    char **endpoints;   /* as given: http://, https:// or unix:///path (for messages) */
+    char **ep_sockets;  /* a unix:// endpoint's socket path, else NULL */
     size_t n_endpoints;
     size_t cur_ep; /* atomic: the endpoint requests try first */
     double request_timeout_s, connect_timeout_s;

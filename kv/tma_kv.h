@@ -55,7 +55,9 @@ typedef struct tma_kv tma_kv_t;
 
 typedef struct tma_kv_config {
     /* Comma-separated client URLs, "http://127.0.0.1:2379,http://10.0.0.2:2379";
-     * https:// URLs use TLS.  Required. */
+     * https:// URLs use TLS; unix:///abs/path is etcd's unix-socket listener
+     * (`--listen-client-urls unix://NAME:0`), reachable only by who may open
+     * the socket file.  Required. */
     const char *endpoints;
     double request_timeout_s; /* whole-call deadline, failover included (default 5) */
     double connect_timeout_s; /* one connection attempt (default 1) */
@@ -64,6 +66,10 @@ typedef struct tma_kv_config {
     const char *key_file;     /* TLS: client private key (PEM) */
     const char *user;         /* authentication: NULL for none */
     const char *password;
+    /* A password is sent only over https:// or a unix socket: with an
+     * http:// endpoint tma_kv_create refuses it (TMA_ERR_CONFIG) unless this
+     * is set (the CLI's --insecure-etcd). */
+    int allow_plain_password;
 } tma_kv_config_t;
 
 /* Fills the defaults above (endpoints NULL). */
@@ -78,7 +84,8 @@ tma_status_t tma_kv_config_from_json(const cJSON *obj, const char *ctx, tma_kv_c
 /* Creates a client.  The configuration is copied.  No request is made:
  * unreachable endpoints or a wrong password show up on the first call.
  * TMA_ERR_CONFIG for a malformed endpoint list, a TLS file that cannot be
- * read, or a user without password. */
+ * read, a user without password, or a password with an http:// endpoint
+ * (see allow_plain_password). */
 tma_status_t tma_kv_create(const tma_kv_config_t *cfg, tma_kv_t **kv_p);
 
 /* Stops every watch still running and the lease keeper (kept leases are

@@ -78,17 +78,6 @@ bad:
     return TMA_ERR_CONFIG;
 }
 
-static int token_equal(const char *a, size_t alen, const char *b, size_t blen)
-{
-    /* Compares every byte whatever the first difference, so the time taken
-     * does not tell a guesser how much of the token was right. */
-    unsigned char diff = (unsigned char)(alen != blen);
-    size_t n = alen < blen ? alen : blen;
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)(a[i] ^ b[i]);
-    return diff == 0;
-}
-
 /* ------------------------------------------------------------------ events and the peer table */
 
 static void open_peer_add_locked(tma_transport_t *t, uint32_t peer)
@@ -129,6 +118,7 @@ static void emit_event(tma_transport_t *t, conn_t *c, tma_transport_event_kind_t
     ev.peer = c->peer;
     snprintf(ev.addr, sizeof ev.addr, "%s", c->addr);
     ev.reason = reason;
+    ev.lease = c->outgoing ? 0 : c->lease;
     if (t->event_cb)
         t->event_cb(t->event_cb_arg, &ev);
     if (kind != TMA_TRANSPORT_EV_CONNECTED) {
@@ -512,43 +502,132 @@ static void conn_start_close(conn_t *c, close_stage_t stage)
 
 /* ------------------------------------------------------------------ hello, ack, bye */
 
+/* The listener answers a hello: a refusal (ack) when it cannot be this
+ * job's, else its challenge.  The hello's sender id, lease and nonce are
+ * kept: the proof must cover exactly them. */
+static void refuse(tma_transport_t *t, conn_t *c, uint64_t job_id, tma_transport_hello_result_t res,
+                   uint32_t sender, const char *why, unsigned char *hdr, unsigned char *payload)
+{
+    memset(payload, 0, ACK_BYTES);
+    payload[0] = (unsigned char)res;
+    /* The ack carries the connector's job id, so that a refused peer of
+     * another job reads the refusal rather than a frame of a foreign job. */
+    control_header(t, TMA_TRANSPORT_FRAME_HELLO_ACK, job_id, payload, ACK_BYTES, hdr);
+    conn_send_ctl(c, hdr, TMA_TRANSPORT_HEADER_BYTES, payload, ACK_BYTES);
+    STAT_ADD(t, peers_refused, 1);
+    tma_log_warn(COMP, "refused member %u connecting from %s: %s", sender, c->addr, why);
+    if (!transport_conn_gone(c))
+        conn_start_close(c, CLOSE_FLUSH2); /* let the refusal reach the peer, then close */
+}
+
 static void on_hello(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f,
                      const void *data, size_t len)
 {
-    const char *job, *token, *why = NULL;
-    size_t jl, tl;
-    tma_transport_hello_result_t res = TMA_TRANSPORT_HELLO_ACCEPTED;
+    const char *why = NULL;
+    tma_transport_hello_t h;
     char name[TMA_TRANSPORT_JOB_MAX + 1];
-    if (tma_transport_hello_decode(data, len, &job, &jl, &token, &tl, &why) != TMA_OK) {
+    tma_transport_hello_result_t res = TMA_TRANSPORT_HELLO_ACCEPTED;
+    if (tma_transport_hello_decode(data, len, &h, &why) != TMA_OK) {
         res = TMA_TRANSPORT_HELLO_MALFORMED;
-    } else if (memcpy(name, job, jl), name[jl] = '\0', tma_transport_job_id(name) != f->job_id) {
+    } else if (memcpy(name, h.job, h.job_len), name[h.job_len] = '\0',
+               tma_transport_job_id(name) != f->job_id) {
         res = TMA_TRANSPORT_HELLO_MALFORMED;
         why = "the job id in its header does not match its job name";
-    } else if (jl != strlen(t->job) || memcmp(job, t->job, jl) != 0) {
+    } else if (h.job_len != strlen(t->job) || memcmp(h.job, t->job, h.job_len) != 0) {
         res = TMA_TRANSPORT_HELLO_WRONG_JOB;
         why = "it belongs to another job";
-    } else if (!token_equal(token, tl, t->token, t->token_len)) {
-        res = TMA_TRANSPORT_HELLO_WRONG_TOKEN;
-        why = "wrong job token";
+    } else if (f->sender == UINT32_MAX) {
+        res = TMA_TRANSPORT_HELLO_MALFORMED;
+        why = "it claims the reserved member id";
     }
-    unsigned char ack[ACK_BYTES] = {0};
-    ack[0] = (unsigned char)res;
-    memcpy(c->ctl_payload, ack, ACK_BYTES);
-    /* The ack carries the connector's job id, so that a refused peer of
-     * another job reads the refusal rather than a frame of a foreign job. */
-    control_header(t, TMA_TRANSPORT_FRAME_HELLO_ACK, f->job_id, c->ctl_payload, ACK_BYTES,
-                   c->ctl_hdr);
-    conn_send_ctl(c, c->ctl_hdr, sizeof c->ctl_hdr, c->ctl_payload, ACK_BYTES);
+    if (res != TMA_TRANSPORT_HELLO_ACCEPTED) {
+        refuse(t, c, f->job_id, res, f->sender, why, c->ctl_hdr, c->ctl_payload);
+        return;
+    }
+    c->peer = f->sender;
+    c->lease = h.lease;
+    memcpy(c->nonce_c, h.nonce, TMA_TRANSPORT_NONCE_BYTES);
+    unsigned char *nonce_s = c->ctl_payload, *mac = c->ctl_payload + TMA_TRANSPORT_NONCE_BYTES;
+    if (transport_nonce(c->nonce_s) != TMA_OK ||
+        tma_transport_hello_mac(t->token, t->token_len, TMA_TRANSPORT_MAC_LISTENER, t->job,
+                                strlen(t->job), c->peer, t->self_id, c->lease, c->nonce_c,
+                                c->nonce_s, mac) != TMA_OK) {
+        transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
+        return;
+    }
+    memcpy(nonce_s, c->nonce_s, TMA_TRANSPORT_NONCE_BYTES);
+    control_header(t, TMA_TRANSPORT_FRAME_CHALLENGE, t->job_id, c->ctl_payload,
+                   TMA_TRANSPORT_CHALLENGE_BYTES, c->ctl_hdr);
+    conn_send_ctl(c, c->ctl_hdr, sizeof c->ctl_hdr, c->ctl_payload, TMA_TRANSPORT_CHALLENGE_BYTES);
+    c->challenged = 1;
+}
+
+/* The listener checks the connector's proof: only a peer holding the job
+ * token can answer this connection's fresh nonce. */
+static void on_proof(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f,
+                     const unsigned char *data)
+{
+    unsigned char want[TMA_TRANSPORT_MAC_BYTES];
+    if (f->sender != c->peer) {
+        transport_conn_flag(c, TMA_ERR_MALFORMED, "proof from another member id than its hello");
+        return;
+    }
+    if (tma_transport_hello_mac(t->token, t->token_len, TMA_TRANSPORT_MAC_CONNECTOR, t->job,
+                                strlen(t->job), c->peer, t->self_id, c->lease, c->nonce_c,
+                                c->nonce_s, want) != TMA_OK) {
+        transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
+        return;
+    }
+    if (!tma_transport_mac_equal(want, data)) {
+        refuse(t, c, t->job_id, TMA_TRANSPORT_HELLO_WRONG_TOKEN, c->peer,
+               "its proof does not match this connection's challenge (a wrong job token, or a "
+               "replayed hello)",
+               c->ctl2_hdr, c->ctl2_payload);
+        return;
+    }
+    memset(c->ctl2_payload, 0, ACK_BYTES);
+    c->ctl2_payload[0] = TMA_TRANSPORT_HELLO_ACCEPTED;
+    control_header(t, TMA_TRANSPORT_FRAME_HELLO_ACK, t->job_id, c->ctl2_payload, ACK_BYTES,
+                   c->ctl2_hdr);
+    conn_send_ctl(c, c->ctl2_hdr, sizeof c->ctl2_hdr, c->ctl2_payload, ACK_BYTES);
     if (transport_conn_gone(c))
         return;
-    c->peer = f->sender;
-    if (res != TMA_TRANSPORT_HELLO_ACCEPTED) {
-        STAT_ADD(t, peers_refused, 1);
-        tma_log_warn(COMP, "refused member %u connecting from %s: %s", f->sender, c->addr, why);
-        conn_start_close(c, CLOSE_FLUSH2); /* let the refusal reach the peer, then close */
+    conn_open(c);
+}
+
+/* The connector checks the listener's MAC (a listener without the token
+ * cannot make it, so no impostor gets our weights) and sends its proof. */
+static void on_challenge(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f,
+                         const unsigned char *data)
+{
+    unsigned char want[TMA_TRANSPORT_MAC_BYTES];
+    const unsigned char *nonce_s = data, *mac = data + TMA_TRANSPORT_NONCE_BYTES;
+    if (tma_transport_hello_mac(t->token, t->token_len, TMA_TRANSPORT_MAC_LISTENER, t->job,
+                                strlen(t->job), t->self_id, f->sender, t->self_lease, c->nonce_c,
+                                nonce_s, want) != TMA_OK) {
+        transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
         return;
     }
-    conn_open(c);
+    /* The proof goes out even when the challenge's MAC is wrong, so that a
+     * listener with another token refuses us and says so in its log; we
+     * then refuse whatever it answers (on_hello_ack).  An HMAC over a nonce
+     * the listener chose tells it nothing about the key. */
+    c->listener_ok = c->replay || tma_transport_mac_equal(want, mac);
+    memcpy(c->nonce_s, nonce_s, TMA_TRANSPORT_NONCE_BYTES);
+    if (c->replay) {
+        memcpy(c->ctl2_payload, t->last_proof, TMA_TRANSPORT_MAC_BYTES);
+    } else if (tma_transport_hello_mac(t->token, t->token_len, TMA_TRANSPORT_MAC_CONNECTOR, t->job,
+                                       strlen(t->job), t->self_id, f->sender, t->self_lease,
+                                       c->nonce_c, c->nonce_s, c->ctl2_payload) != TMA_OK) {
+        transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
+        return;
+    }
+    memcpy(t->last_nonce_c, c->nonce_c, TMA_TRANSPORT_NONCE_BYTES);
+    memcpy(t->last_proof, c->ctl2_payload, TMA_TRANSPORT_MAC_BYTES);
+    control_header(t, TMA_TRANSPORT_FRAME_PROOF, t->job_id, c->ctl2_payload,
+                   TMA_TRANSPORT_PROOF_BYTES, c->ctl2_hdr);
+    conn_send_ctl(c, c->ctl2_hdr, sizeof c->ctl2_hdr, c->ctl2_payload, TMA_TRANSPORT_PROOF_BYTES);
+    c->proved = 1;
 }
 
 static void on_hello_ack(tma_transport_t *t, conn_t *c, const tma_transport_frame_t *f,
@@ -566,12 +645,26 @@ static void on_hello_ack(tma_transport_t *t, conn_t *c, const tma_transport_fram
     if (res != TMA_TRANSPORT_HELLO_ACCEPTED) {
         const char *why = res == TMA_TRANSPORT_HELLO_WRONG_JOB ? "we belong to another job"
                           : res == TMA_TRANSPORT_HELLO_WRONG_TOKEN
-                              ? "wrong job token (check TMA_JOB_TOKEN or the job config)"
+                              ? "our proof did not match (check TMA_JOB_TOKEN or the token file)"
                               : "it found our hello malformed";
         tma_log_error(COMP, "member %u at %s refused our connection: %s", f->sender, c->addr, why);
         transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_PERMISSION);
         return;
     }
+    if (!c->proved) {
+        transport_conn_flag(c, TMA_ERR_MALFORMED, "accepted before any challenge");
+        return;
+    }
+    if (!c->listener_ok) {
+        STAT_ADD(t, peers_refused, 1);
+        tma_log_error(COMP,
+                      "member %u at %s accepted us without proving this job's token (its "
+                      "challenge does not match): not connecting",
+                      f->sender, c->addr);
+        transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_PERMISSION);
+        return;
+    }
+    t->have_last = 1;
     c->peer = f->sender;
     c->waiter = NULL;
     conn_open(c);
@@ -587,10 +680,22 @@ void transport_conn_on_control(tma_transport_t *t, conn_t *c, const tma_transpor
 {
     switch (f->type) {
     case TMA_TRANSPORT_FRAME_HELLO:
-        if (c->outgoing || c->state != CONN_HELLO_WAIT)
+        if (c->outgoing || c->state != CONN_HELLO_WAIT || c->challenged)
             transport_conn_flag(c, TMA_ERR_MALFORMED, "unexpected hello");
         else
             on_hello(t, c, f, data, len);
+        break;
+    case TMA_TRANSPORT_FRAME_PROOF:
+        if (c->outgoing || c->state != CONN_HELLO_WAIT || !c->challenged)
+            transport_conn_flag(c, TMA_ERR_MALFORMED, "unexpected proof");
+        else
+            on_proof(t, c, f, data);
+        break;
+    case TMA_TRANSPORT_FRAME_CHALLENGE:
+        if (!c->outgoing || c->state != CONN_CONNECTING || c->proved)
+            transport_conn_flag(c, TMA_ERR_MALFORMED, "unexpected challenge");
+        else
+            on_challenge(t, c, f, data);
         break;
     case TMA_TRANSPORT_FRAME_HELLO_ACK:
         if (!c->outgoing || c->state != CONN_CONNECTING)
@@ -684,8 +789,17 @@ void transport_do_connect(tma_transport_t *t, cmd_t *cmd)
         transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
         return;
     }
-    size_t len =
-        tma_transport_hello_encode(t->job, t->token, c->ctl_payload, sizeof c->ctl_payload);
+    if (cmd->fault == TMA_TRANSPORT_FAULT_REPLAY_HELLO && t->have_last) {
+        /* What an eavesdropper recorded: the last hello's nonce, and later
+         * its proof (on_challenge). */
+        memcpy(c->nonce_c, t->last_nonce_c, TMA_TRANSPORT_NONCE_BYTES);
+        c->replay = 1;
+    } else if (transport_nonce(c->nonce_c) != TMA_OK) {
+        transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
+        return;
+    }
+    size_t len = tma_transport_hello_encode(t->job, t->self_lease, c->nonce_c, c->ctl_payload,
+                                            sizeof c->ctl_payload);
     control_header(t, TMA_TRANSPORT_FRAME_HELLO, t->job_id, c->ctl_payload, len, c->ctl_hdr);
     size_t hdr_len = sizeof c->ctl_hdr;
     if (cmd->fault == TMA_TRANSPORT_FAULT_PAYLOAD_BYTE)

@@ -27,8 +27,9 @@ enum {
     OFF_CRC = 60,
 };
 
-/* The hello payload: u32 flags, u16 job length, u16 token length, job, token. */
-enum { HELLO_FIXED = 8 };
+/* The hello payload: u32 flags, u16 job length, u16 reserved, u64 lease,
+ * nonce, job. */
+enum { HELLO_FIXED = TMA_TRANSPORT_HELLO_FIXED, HELLO_OFF_LEASE = 8, HELLO_OFF_NONCE = 16 };
 
 static void put16(unsigned char *p, uint16_t v)
 {
@@ -146,8 +147,16 @@ tma_status_t tma_transport_frame_decode(const void *bytes, size_t len, uint64_t 
     f.crc = get32(p + OFF_CRC);
     switch (f.type) {
     case TMA_TRANSPORT_FRAME_HELLO:
-        if (f.length < HELLO_FIXED || f.length > TMA_TRANSPORT_HELLO_MAX)
+        if (f.length < HELLO_FIXED + 1 || f.length > TMA_TRANSPORT_HELLO_MAX)
             why = "bad hello length";
+        break;
+    case TMA_TRANSPORT_FRAME_CHALLENGE:
+        if (f.length != TMA_TRANSPORT_CHALLENGE_BYTES)
+            why = "bad challenge length";
+        break;
+    case TMA_TRANSPORT_FRAME_PROOF:
+        if (f.length != TMA_TRANSPORT_PROOF_BYTES)
+            why = "bad proof length";
         break;
     case TMA_TRANSPORT_FRAME_HELLO_ACK:
         if (f.length != 8)
@@ -209,24 +218,24 @@ tma_status_t tma_transport_frame_verify(const tma_transport_frame_t *f, const vo
     return crc == f->crc ? TMA_OK : TMA_ERR_CHECKSUM;
 }
 
-size_t tma_transport_hello_encode(const char *job, const char *token, unsigned char *out,
-                                  size_t cap)
+size_t tma_transport_hello_encode(const char *job, uint64_t lease,
+                                  const unsigned char nonce[TMA_TRANSPORT_NONCE_BYTES],
+                                  unsigned char *out, size_t cap)
 {
-    size_t jl = job ? strlen(job) : 0, tl = token ? strlen(token) : 0;
-    if (jl == 0 || jl > TMA_TRANSPORT_JOB_MAX || tl == 0 || tl > TMA_TRANSPORT_TOKEN_MAX ||
-        HELLO_FIXED + jl + tl > cap)
+    size_t jl = job ? strlen(job) : 0;
+    if (jl == 0 || jl > TMA_TRANSPORT_JOB_MAX || HELLO_FIXED + jl > cap)
         return 0;
     put32(out, 0);
     put16(out + 4, (uint16_t)jl);
-    put16(out + 6, (uint16_t)tl);
+    put16(out + 6, 0);
+    put64(out + HELLO_OFF_LEASE, lease);
+    memcpy(out + HELLO_OFF_NONCE, nonce, TMA_TRANSPORT_NONCE_BYTES);
     memcpy(out + HELLO_FIXED, job, jl);
-    memcpy(out + HELLO_FIXED + jl, token, tl);
-    return HELLO_FIXED + jl + tl;
+    return HELLO_FIXED + jl;
 }
 
-tma_status_t tma_transport_hello_decode(const void *payload, size_t len, const char **job_p,
-                                        size_t *job_len_p, const char **token_p,
-                                        size_t *token_len_p, const char **why_p)
+tma_status_t tma_transport_hello_decode(const void *payload, size_t len, tma_transport_hello_t *h_p,
+                                        const char **why_p)
 {
     const unsigned char *p = payload;
     const char *why = NULL;
@@ -234,19 +243,19 @@ tma_status_t tma_transport_hello_decode(const void *payload, size_t len, const c
         why = "hello shorter than its fixed part";
     } else if (get32(p) != 0) {
         why = "hello flags are not zero";
+    } else if (get16(p + 6) != 0) {
+        why = "hello reserved field is not zero";
     } else {
-        size_t jl = get16(p + 4), tl = get16(p + 6);
+        size_t jl = get16(p + 4);
         if (jl == 0 || jl > TMA_TRANSPORT_JOB_MAX)
             why = "hello job name length out of range";
-        else if (tl == 0 || tl > TMA_TRANSPORT_TOKEN_MAX)
-            why = "hello token length out of range";
-        else if (HELLO_FIXED + jl + tl != len)
+        else if (HELLO_FIXED + jl != len)
             why = "hello lengths do not add up to its size";
         else {
-            *job_p = (const char *)p + HELLO_FIXED;
-            *job_len_p = jl;
-            *token_p = (const char *)p + HELLO_FIXED + jl;
-            *token_len_p = tl;
+            h_p->job = (const char *)p + HELLO_FIXED;
+            h_p->job_len = jl;
+            h_p->lease = get64(p + HELLO_OFF_LEASE);
+            h_p->nonce = p + HELLO_OFF_NONCE;
             return TMA_OK;
         }
     }
@@ -286,6 +295,7 @@ void transport_frame_damage(unsigned char hdr[TMA_TRANSPORT_HEADER_BYTES],
     case TMA_TRANSPORT_FAULT_NONE:
     case TMA_TRANSPORT_FAULT_PAYLOAD_BYTE:
     case TMA_TRANSPORT_FAULT_DUP_CHUNK:
+    case TMA_TRANSPORT_FAULT_REPLAY_HELLO:
         break;
     }
 }

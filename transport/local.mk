@@ -2,7 +2,7 @@
 # transport_int.h says which file holds which concern.
 lib_LIBRARIES += transport/libtma_transport.a
 transport_libtma_transport_a_SOURCES = transport/transport.c transport/progress.c \
-	transport/conn.c transport/rx.c transport/send.c transport/frame.c transport/reach.c \
+	transport/conn.c transport/rx.c transport/send.c transport/frame.c transport/reach.c transport/auth.c \
 	transport/transport_int.h
 pkginclude_HEADERS += transport/tma_transport.h
 TMA_ALL_LIBS += transport/libtma_transport.a

@@ -148,7 +148,7 @@ static int check_deadlines(tma_transport_t *t)
             continue;
         if (now >= c->deadline) {
             if (c->state == CONN_HELLO_WAIT) {
-                tma_log_warn(COMP, "connection from %s sent no hello within %.1f s: closed",
+                tma_log_warn(COMP, "connection from %s did not finish its hello within %.1f s: closed",
                              c->addr, t->hello_timeout);
                 transport_conn_doom(c, TMA_TRANSPORT_EV_FAILED, TMA_ERR_TIMEOUT);
             } else if (c->state == CONN_CONNECTING) {

@@ -201,6 +201,7 @@ static void node_settle(tma_transport_t *t, node_t *n)
     n->kind = TMA_TRANSPORT_MSG_TENSOR;
     n->peer = c->peer;
     n->conn_uid = c->uid;
+    n->lease = c->outgoing ? 0 : c->lease;
     n->conn = NULL;
     pthread_mutex_lock(&t->lock);
     if (n->post)
@@ -738,6 +739,7 @@ tma_status_t tma_transport_recv(tma_transport_t *t, uint32_t peer, uint32_t tag,
         msg_p->meta.tag = n->frame.tag;
         msg_p->meta.epoch = n->frame.epoch;
         msg_p->meta.round = n->frame.round;
+        msg_p->peer_lease = n->lease;
         msg_p->data = n->data;
         msg_p->count = n->bytes / sizeof(float);
         msg_p->in_place = n->post != NULL;

@@ -9,9 +9,16 @@
  * each a frame of its own, checked as it lands; the sender checksums one
  * chunk while others are on the wire.
  *
- * A connection starts with a hello carrying the job name and the job token
- * (a shared secret); a peer with the wrong job or token is refused, logged,
- * and never shown to the application.  A frame with a bad magic, version,
+ * A connection starts with a challenge and response keyed by the job token
+ * (a shared secret that never travels): the connector's hello names the job,
+ * its member id, its lease and a fresh nonce; the listener answers with a
+ * nonce of its own and an HMAC-SHA256 over both nonces, the job, the ids and
+ * the lease, and the connector answers with its own HMAC over the same.  Each
+ * side checks the other's before the connection counts, so a peer without
+ * the token is refused, a recorded hello replayed later fails (the other
+ * side's nonce is new), and a connection never replaces a live member's
+ * without proving the same key.  Refusals are logged and never shown to the
+ * application.  A frame with a bad magic, version,
  * type, length, job or checksum is dropped with a logged error, and its
  * sender is flagged and disconnected.
  *
@@ -61,7 +68,7 @@ typedef struct tma_transport tma_transport_t;
 /* ------------------------------------------------------------------ frames */
 
 #define TMA_TRANSPORT_MAGIC 0x46414d54u /* the bytes "TMAF" read as a little-endian u32 */
-#define TMA_TRANSPORT_VERSION 1
+#define TMA_TRANSPORT_VERSION 2
 #define TMA_TRANSPORT_HEADER_BYTES 64
 /* A tensor is cut into chunks of this many bytes (the last one shorter), and
  * travels as one or more frames, each carrying one or more whole chunks in a
@@ -73,24 +80,34 @@ typedef struct tma_transport tma_transport_t;
 #define TMA_TRANSPORT_MAX_CHUNKS 65536u
 /* A frame carries at most this many payload bytes (16 chunks). */
 #define TMA_TRANSPORT_FRAME_MAX_BYTES (64u << 20)
-/* The longest job name and token a hello may carry (bytes). */
+/* The longest job name a hello may carry and the longest job token (bytes). */
 #define TMA_TRANSPORT_JOB_MAX 255
 #define TMA_TRANSPORT_TOKEN_MAX 255
+/* The nonces and MACs of the hello (HMAC-SHA256). */
+#define TMA_TRANSPORT_NONCE_BYTES 32
+#define TMA_TRANSPORT_MAC_BYTES 32
+/* The fixed part of a hello: flags, job length, reserved, lease, nonce. */
+#define TMA_TRANSPORT_HELLO_FIXED (16 + TMA_TRANSPORT_NONCE_BYTES)
 /* The payload of a hello is at most this long. */
-#define TMA_TRANSPORT_HELLO_MAX (8 + TMA_TRANSPORT_JOB_MAX + TMA_TRANSPORT_TOKEN_MAX)
+#define TMA_TRANSPORT_HELLO_MAX (TMA_TRANSPORT_HELLO_FIXED + TMA_TRANSPORT_JOB_MAX)
+/* A challenge: the listener's nonce and MAC; a proof: the connector's MAC. */
+#define TMA_TRANSPORT_CHALLENGE_BYTES (TMA_TRANSPORT_NONCE_BYTES + TMA_TRANSPORT_MAC_BYTES)
+#define TMA_TRANSPORT_PROOF_BYTES TMA_TRANSPORT_MAC_BYTES
 
 typedef enum {
-    TMA_TRANSPORT_FRAME_HELLO = 1,     /* connector -> listener: job name and token */
+    TMA_TRANSPORT_FRAME_HELLO = 1,     /* connector -> listener: job, lease, nonce */
     TMA_TRANSPORT_FRAME_HELLO_ACK = 2, /* listener -> connector: accepted or why not */
     TMA_TRANSPORT_FRAME_TENSOR = 3,    /* a float32 tensor (payload length a multiple of 4) */
     TMA_TRANSPORT_FRAME_BYE = 4,       /* the sender is closing the connection cleanly */
+    TMA_TRANSPORT_FRAME_CHALLENGE = 5, /* listener -> connector: its nonce and MAC */
+    TMA_TRANSPORT_FRAME_PROOF = 6,     /* connector -> listener: its MAC */
 } tma_transport_frame_type_t;
 
 /* The answer in a HELLO_ACK. */
 typedef enum {
     TMA_TRANSPORT_HELLO_ACCEPTED = 0,
     TMA_TRANSPORT_HELLO_WRONG_JOB = 1,
-    TMA_TRANSPORT_HELLO_WRONG_TOKEN = 2,
+    TMA_TRANSPORT_HELLO_WRONG_TOKEN = 2, /* the proof did not match: not this job's key */
     TMA_TRANSPORT_HELLO_MALFORMED = 3,
 } tma_transport_hello_result_t;
 
@@ -144,16 +161,46 @@ tma_status_t tma_transport_frame_verify(const tma_transport_frame_t *f, const vo
 /* How many chunks a decoded tensor frame carries (1 for an empty tensor). */
 uint32_t tma_transport_frame_chunks(const tma_transport_frame_t *f);
 
-/* Hello payload: u32 flags (0), u16 job length, u16 token length, job, token.
- * encode writes at most TMA_TRANSPORT_HELLO_MAX bytes to out and returns the
- * length, or 0 when the job or token is too long or empty. */
-size_t tma_transport_hello_encode(const char *job, const char *token, unsigned char *out,
-                                  size_t cap);
-/* Parses a hello payload; *job_p and *token_p point into `payload` (not NUL
- * terminated).  TMA_ERR_MALFORMED with *why_p on any inconsistency. */
-tma_status_t tma_transport_hello_decode(const void *payload, size_t len, const char **job_p,
-                                        size_t *job_len_p, const char **token_p,
-                                        size_t *token_len_p, const char **why_p);
+/* A decoded hello. */
+typedef struct tma_transport_hello {
+    const char *job; /* points into the payload, not NUL-terminated */
+    size_t job_len;
+    uint64_t lease; /* the connector's lease (0: none) */
+    const unsigned char *nonce; /* TMA_TRANSPORT_NONCE_BYTES, into the payload */
+} tma_transport_hello_t;
+
+/* Hello payload: u32 flags (0), u16 job length, u16 reserved (0), u64 lease,
+ * the connector's nonce, the job name.  encode writes at most
+ * TMA_TRANSPORT_HELLO_MAX bytes to out and returns the length, or 0 when the
+ * job is too long or empty. */
+size_t tma_transport_hello_encode(const char *job, uint64_t lease,
+                                  const unsigned char nonce[TMA_TRANSPORT_NONCE_BYTES],
+                                  unsigned char *out, size_t cap);
+/* Parses a hello payload into *h_p (pointers into `payload`).
+ * TMA_ERR_MALFORMED with *why_p on any inconsistency. */
+tma_status_t tma_transport_hello_decode(const void *payload, size_t len, tma_transport_hello_t *h_p,
+                                        const char **why_p);
+
+/* Who computes a hello MAC: the listener (in its challenge) or the
+ * connector (in its proof); the two never equal each other. */
+typedef enum {
+    TMA_TRANSPORT_MAC_LISTENER = 0,
+    TMA_TRANSPORT_MAC_CONNECTOR = 1,
+} tma_transport_mac_role_t;
+
+/* The HMAC-SHA256, keyed by the job token, over the role, the job name, the
+ * connector's and the listener's member ids, the connector's lease and both
+ * nonces (docs/transport.md gives the exact bytes).  OpenSSL's libcrypto
+ * computes it.  TMA_ERR_INVALID for an empty key or job; TMA_ERR_NOMEM when
+ * libcrypto fails.  Pure otherwise. */
+tma_status_t tma_transport_hello_mac(const char *token, size_t token_len, tma_transport_mac_role_t role,
+                                     const char *job, size_t job_len, uint32_t connector,
+                                     uint32_t listener, uint64_t lease,
+                                     const unsigned char nonce_c[TMA_TRANSPORT_NONCE_BYTES],
+                                     const unsigned char nonce_s[TMA_TRANSPORT_NONCE_BYTES],
+                                     unsigned char mac[TMA_TRANSPORT_MAC_BYTES]);
+/* 1 when two MACs are equal, compared in constant time (CRYPTO_memcmp). */
+int tma_transport_mac_equal(const unsigned char *a, const unsigned char *b);
 
 /* ------------------------------------------------------------------ configuration */
 
@@ -179,6 +226,7 @@ typedef struct tma_transport_event {
     uint32_t peer; /* the peer's member id */
     char addr[64]; /* the peer's "host:port" as seen from here */
     tma_status_t reason;
+    uint64_t lease; /* the lease the peer proved in its hello (connections it made to us) */
 } tma_transport_event_t;
 
 /* Runs on the progress thread; `ev` is valid during the call only.  For an
@@ -191,6 +239,7 @@ typedef struct tma_transport_config {
     const char *job;   /* job name (required, 1..255 bytes) */
     const char *token; /* job token; NULL: $TMA_JOB_TOKEN; must end up non-empty */
     uint32_t self_id;  /* this process's member id, sent as "sender" */
+    uint64_t self_lease; /* this member's etcd lease, bound into its hellos (0: none) */
     /* "host:port" to listen on ("0.0.0.0:0" any interface and a free port;
      * "[::1]:7000" for IPv6); NULL: no listener (this side only connects). */
     const char *listen;
@@ -318,6 +367,8 @@ typedef struct tma_transport_msg {
     float *data;               /* TMA_TRANSPORT_MSG_TENSOR: count values */
     size_t count;
     int in_place;                /* 1: data is the buffer given to tma_transport_post */
+    uint64_t peer_lease;         /* TENSOR: the lease its sender proved in the hello of the
+                                    connection it came on (0 on connections we made) */
     tma_transport_event_t event; /* TMA_TRANSPORT_MSG_EVENT: the ended connection */
     void *priv_;                 /* private */
 } tma_transport_msg_t;
@@ -393,6 +444,9 @@ typedef enum {
     TMA_TRANSPORT_FAULT_JOB,          /* another job id in the header */
     TMA_TRANSPORT_FAULT_DUP_CHUNK,    /* the second frame names the first one's chunks (valid
                                          CRC); no effect on a tensor of one frame */
+    TMA_TRANSPORT_FAULT_REPLAY_HELLO, /* the next connect replays the hello and proof of this
+                                         transport's last accepted connect, as an eavesdropper
+                                         who recorded them would */
 } tma_transport_fault_t;
 
 void tma_transport_test_inject(tma_transport_t *t, tma_transport_fault_t fault);

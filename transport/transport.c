@@ -62,6 +62,7 @@ tma_status_t tma_transport_create(const tma_transport_config_t *cfg, tma_transpo
     t->token_len = strlen(t->token);
     t->job_id = tma_transport_job_id(t->job);
     t->self_id = cfg->self_id;
+    t->self_lease = cfg->self_lease;
     t->max_message = cfg->max_message_bytes ? cfg->max_message_bytes : DEFAULT_MAX_MESSAGE;
     t->pool_limit = cfg->pool_bytes ? cfg->pool_bytes : DEFAULT_POOL_BYTES;
     t->hello_timeout = cfg->hello_timeout > 0 ? cfg->hello_timeout : DEFAULT_HELLO_TIMEOUT;
@@ -199,6 +200,8 @@ void tma_transport_destroy(tma_transport_t *t)
     pthread_cond_destroy(&t->check_cond);
     free(t->open_peers);
     free(t->job);
+    if (t->token)
+        memset(t->token, 0, t->token_len);
     free(t->token);
     free(t);
 }

@@ -19,6 +19,7 @@
  *   rx.c         arrivals: receive, assembly, pool, posts, the CRC checker, recv
  *   send.c       the send window and its test-fault hook
  *   frame.c      the wire format (pure functions)
+ *   auth.c       the hello's HMAC, nonces and MAC comparison (libcrypto)
  *
  * Locking: t->lock guards the command queue, the receive queue, the pool,
  * the posts, the open-peer table, the checker's queues and the condition
@@ -90,9 +91,23 @@ typedef struct conn {
     char addr[64];
     double deadline;    /* hello or clean-close deadline; 0 none */
     struct cmd *waiter; /* connect() or disconnect() waiting on this connection */
-    /* Control frames (hello, ack, bye) stay here until UCX is done with them. */
+    /* The handshake (auth.c): both nonces, the lease the connector named,
+     * and where each side is: a connector that sent its proof, a listener
+     * that sent its challenge. */
+    unsigned char nonce_c[TMA_TRANSPORT_NONCE_BYTES];
+    unsigned char nonce_s[TMA_TRANSPORT_NONCE_BYTES];
+    uint64_t lease;
+    int challenged;
+    int proved;
+    int listener_ok; /* the listener's challenge carried the right MAC */
+    int replay; /* test fault: send the recorded proof of the last connect */
+    /* Control frames stay here until UCX is done with them: the first one a
+     * side sends (hello, challenge, or a refusal) in ctl_*, the second (proof
+     * or ack) in ctl2_*. */
     unsigned char ctl_hdr[TMA_TRANSPORT_HEADER_BYTES];
     unsigned char ctl_payload[TMA_TRANSPORT_HELLO_MAX];
+    unsigned char ctl2_hdr[TMA_TRANSPORT_HEADER_BYTES];
+    unsigned char ctl2_payload[TMA_TRANSPORT_CHALLENGE_BYTES];
     unsigned char bye_hdr[TMA_TRANSPORT_HEADER_BYTES];
 } conn_t;
 
@@ -158,6 +173,7 @@ typedef struct node {
     tma_transport_frame_t frame; /* its first chunk's header: tag, epoch, round, total, seq */
     uint32_t peer;
     uint64_t conn_uid;
+    uint64_t lease; /* the lease its sender proved (connections made to us) */
     void *data;
     size_t bytes;
     post_t *post;
@@ -194,6 +210,7 @@ struct tma_transport {
     size_t token_len;
     uint64_t job_id;
     uint32_t self_id;
+    uint64_t self_lease;
     uint64_t max_message;
     uint64_t pool_limit;
     double hello_timeout;
@@ -245,6 +262,11 @@ struct tma_transport {
 
     tma_transport_stats_t st; /* updated with atomics */
     int fault;                /* tma_transport_fault_t for the next frame */
+    /* The hello and proof of the last accepted connect, for the replay test
+     * fault (progress thread only). */
+    unsigned char last_nonce_c[TMA_TRANSPORT_NONCE_BYTES];
+    unsigned char last_proof[TMA_TRANSPORT_MAC_BYTES];
+    int have_last;
     uint32_t next_seq;        /* tensor numbers for the frames' seq field */
 };
 
@@ -252,6 +274,12 @@ struct tma_transport {
 #define STAT_SUB(t, field, v) __atomic_sub_fetch(&(t)->st.field, (v), __ATOMIC_RELAXED)
 
 void transport_conn_doom(conn_t *c, tma_transport_event_kind_t kind, tma_status_t reason);
+
+/* ------------------------------------------------------------------ auth.c */
+
+/* Fills a nonce from OpenSSL's RAND_bytes; TMA_ERR_UNAVAILABLE (logged) when
+ * it cannot. */
+tma_status_t transport_nonce(unsigned char nonce[TMA_TRANSPORT_NONCE_BYTES]);
 
 /* ------------------------------------------------------------------ frame.c */
 

@@ -560,11 +560,18 @@ static tma_status_t join(worker_t *w)
     snprintf(tag, sizeof tag, "worker-%u", w->id);
     tma_log_set_tag(tag);
 
+    st = tma_job_load_token(w->job);
+    if (st != TMA_OK) {
+        tma_member_leave(w->member);
+        w->member = NULL;
+        return st;
+    }
     tma_transport_config_t tc;
     tma_transport_config_init(&tc);
     tc.job = w->job->name;
     tc.token = w->job->token[0] ? w->job->token : NULL;
     tc.self_id = w->id;
+    tc.self_lease = (uint64_t)w->lease;
     st = tma_transport_create(&tc, &w->tr);
     if (st != TMA_OK) {
         tma_member_leave(w->member);

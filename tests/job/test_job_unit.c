@@ -3,9 +3,11 @@
 #include "tma_test.h"
 #include "tma_job.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void test_records(void)
 {
@@ -230,6 +232,80 @@ static void test_jobs(void)
         CHECK_MSG(parse_text(bad[i], &job) == TMA_ERR_CONFIG, "accepted: %s", bad[i]);
 }
 
+/* The token's source decides where it may be written: never in the run
+ * folder's JSON, in etcd only when it was in the config or generated. */
+static const char *json_token(cJSON *o)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "transport"), "token");
+    return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
+static void test_token(void)
+{
+    tma_job_t *job;
+    unsetenv("TMA_JOB_TOKEN");
+    CHECK_OK(parse_text("{\"graph\": \"g\", \"transport\": {\"token\": \"s3cret\"}}", &job));
+    ASSERT_EQ(job->token_src, TMA_JOB_TOKEN_CONFIG);
+    cJSON *run = tma_job_to_json(job), *shared = tma_job_to_etcd_json(job);
+    ASSERT_STR_EQ(json_token(run), "(hidden)");
+    ASSERT_STR_EQ(json_token(shared), "s3cret");
+    /* The run folder's form parses back as "no token". */
+    tma_job_t *again;
+    CHECK_OK(tma_job_parse(run, "again", "/", &again));
+    ASSERT_STR_EQ(again->token, "");
+    ASSERT_EQ(again->token_src, TMA_JOB_TOKEN_NONE);
+    cJSON_Delete(run);
+    cJSON_Delete(shared);
+    tma_job_destroy(job);
+
+    /* From the environment: in neither place. */
+    setenv("TMA_JOB_TOKEN", "from-env", 1);
+    CHECK_OK(tma_job_ensure_token(again));
+    ASSERT_STR_EQ(again->token, "from-env");
+    ASSERT_EQ(again->token_src, TMA_JOB_TOKEN_ENV);
+    shared = tma_job_to_etcd_json(again);
+    ASSERT_STR_EQ(json_token(shared), "(hidden)");
+    cJSON_Delete(shared);
+    tma_job_destroy(again);
+    unsetenv("TMA_JOB_TOKEN");
+
+    /* Generated: 32 hex digits, shared through etcd only. */
+    CHECK_OK(parse_text("{\"graph\": \"g\"}", &job));
+    CHECK_OK(tma_job_ensure_token(job));
+    ASSERT_EQ(strlen(job->token), 32);
+    ASSERT_EQ(job->token_src, TMA_JOB_TOKEN_GENERATED);
+    tma_job_destroy(job);
+
+    /* A token file: read when it is the user's alone, refused otherwise. */
+    char *dir = tma_test_tmpdir("job-token");
+    char *path = tma_path_join(dir, "token");
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("file-token\n", f);
+    fclose(f);
+    char *text = tma_strdup_printf("{\"graph\": \"g\", \"transport\": {\"token_file\": \"%s\"}}", path);
+    chmod(path, 0600);
+    CHECK_OK(parse_text(text, &job));
+    CHECK_OK(tma_job_load_token(job));
+    ASSERT_STR_EQ(job->token, "file-token");
+    ASSERT_EQ(job->token_src, TMA_JOB_TOKEN_FILE);
+    shared = tma_job_to_etcd_json(job);
+    ASSERT_STR_EQ(json_token(shared), "(hidden)");
+    cJSON_Delete(shared);
+    tma_job_destroy(job);
+    chmod(path, 0644);
+    CHECK_OK(parse_text(text, &job));
+    CHECK_STATUS(tma_job_load_token(job), TMA_ERR_CONFIG);
+    ASSERT_STR_EQ(job->token, "");
+    tma_job_destroy(job);
+    CHECK_MSG(parse_text("{\"graph\": \"g\", \"transport\": {\"token\": \"a\", \"token_file\": \"/t\"}}", &job) ==
+                  TMA_ERR_CONFIG,
+              "accepted a token and a token file");
+    free(text);
+    free(path);
+    tma_test_cleanup_dir(dir);
+}
+
 int main(void)
 {
     tma_log_set_level(TMA_LOG_ERROR);
@@ -237,5 +313,6 @@ int main(void)
     test_keys();
     test_variants();
     test_jobs();
+    test_token();
     return tma_test_done();
 }

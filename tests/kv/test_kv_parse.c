@@ -349,7 +349,8 @@ static void test_config(void)
     tma_kv_config_t cfg;
     tma_kv_t *kv = NULL;
     static const char *const bad_endpoints[] = {"", "127.0.0.1:2379", "ftp://h:1", "http://",
-                                                "http://h:1/v3", "http://h:1,,http://h:2"};
+                                                "http://h:1/v3", "http://h:1,,http://h:2",
+                                                "unix://relative.sock", "unix://"};
     for (size_t i = 0; i < TMA_ARRAY_LEN(bad_endpoints); i++) {
         tma_kv_config_init(&cfg);
         cfg.endpoints = bad_endpoints[i];
@@ -363,6 +364,22 @@ static void test_config(void)
     cfg.ca_file = NULL;
     cfg.user = "alice";
     CHECK_STATUS(tma_kv_create(&cfg, &kv), TMA_ERR_CONFIG); /* no password */
+    /* A password over plain http is refused unless allowed; https and unix
+     * sockets carry it. */
+    cfg.password = "pw";
+    CHECK_STATUS(tma_kv_create(&cfg, &kv), TMA_ERR_CONFIG);
+    cfg.endpoints = "https://127.0.0.1:1,http://127.0.0.1:2";
+    CHECK_STATUS(tma_kv_create(&cfg, &kv), TMA_ERR_CONFIG);
+    cfg.allow_plain_password = 1;
+    CHECK_OK(tma_kv_create(&cfg, &kv));
+    tma_kv_destroy(kv);
+    cfg.allow_plain_password = 0;
+    cfg.endpoints = "https://127.0.0.1:1,unix:///run/tma/etcd.sock:0";
+    CHECK_OK(tma_kv_create(&cfg, &kv));
+    CHECK(kv->ep_sockets[0] == NULL && strcmp(kv->ep_sockets[1], "/run/tma/etcd.sock:0") == 0);
+    tma_kv_destroy(kv);
+    cfg.endpoints = "http://127.0.0.1:1";
+    cfg.password = NULL;
     cfg.user = NULL;
     cfg.request_timeout_s = 0;
     CHECK_STATUS(tma_kv_create(&cfg, &kv), TMA_ERR_CONFIG);

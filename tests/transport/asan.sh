@@ -12,7 +12,7 @@ S=$TMA_SRCDIR
 B=$TMA_BUILDDIR
 cflags="-g -O1 -fsanitize=address -fno-omit-frame-pointer -include $B/config.h -D_GNU_SOURCE \
   -I$S/transport -I$S/common -I$S/tests $(pkg-config --cflags libcjson ucx)"
-libs="$(pkg-config --libs ucx libcjson) -lpthread -lm"
+libs="$(pkg-config --libs ucx libcjson libcrypto) -lpthread -lm"
 cd "$TMP_ROOT" || hard "no temporary folder"
 # shellcheck disable=SC2086
 "$CLANG" $cflags -c "$S"/transport/*.c "$S"/common/*.c \

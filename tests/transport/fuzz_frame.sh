@@ -1,6 +1,6 @@
 #!/bin/bash
 # fuzz_frame.sh: builds the libFuzzer target for the transport's frame and
-# hello decoders with clang (-fsanitize=fuzzer,address,undefined) and runs it
+# hello decoders and the hello's MAC check with clang (-fsanitize=fuzzer,address,undefined) and runs it
 # for TMA_FUZZ_SECONDS (default 20) from the seed corpus in
 # tests/fuzz/corpus/transport.  New inputs go to a temporary folder, so the
 # committed corpus is never modified.  A crash, leak or failed invariant
@@ -17,7 +17,8 @@ exe=$TMP_ROOT/fuzz_transport_frame
 "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -include "$B/config.h" -D_GNU_SOURCE -I"$S/transport" -I"$S/common" \
   $(pkg-config --cflags libcjson) \
-  "$S/tests/fuzz/fuzz_transport_frame.c" "$S/transport/frame.c" "$S/common/crc32c.c" \
+  "$S/tests/fuzz/fuzz_transport_frame.c" "$S/transport/frame.c" "$S/transport/auth.c" "$S/common/crc32c.c" \
+  "$S/common/log.c" "$S/common/status.c" $(pkg-config --cflags --libs libcrypto) \
   -o "$exe" -lpthread || fail "building the fuzz target failed"
 
 mkdir -p "$TMP_ROOT/corpus" "$TMP_ROOT/crash"

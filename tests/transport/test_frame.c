@@ -38,7 +38,7 @@ static void test_layout(void)
     unsigned char h[TMA_TRANSPORT_HEADER_BYTES];
     tma_transport_frame_encode(&f, payload, sizeof payload, h);
     ASSERT_EQ(memcmp(h, "TMAF", 4), 0);
-    ASSERT_EQ(h[4], 1);     /* version */
+    ASSERT_EQ(h[4], 2);     /* version */
     ASSERT_EQ(h[5], 0);
     ASSERT_EQ(h[6], 3);     /* type */
     ASSERT_EQ(h[7], 0);
@@ -257,12 +257,15 @@ static void test_bad_headers(void)
         const char *why;
     } ctl[] = {
         {TMA_TRANSPORT_FRAME_HELLO, 4, 0, "hello length"},
+        {TMA_TRANSPORT_FRAME_HELLO, TMA_TRANSPORT_HELLO_FIXED, 0, "hello length"},
+        {TMA_TRANSPORT_FRAME_CHALLENGE, TMA_TRANSPORT_CHALLENGE_BYTES - 1, 0, "challenge length"},
+        {TMA_TRANSPORT_FRAME_PROOF, TMA_TRANSPORT_PROOF_BYTES + 1, 0, "proof length"},
         {TMA_TRANSPORT_FRAME_HELLO, TMA_TRANSPORT_HELLO_MAX + 1, 0, "hello length"},
         {TMA_TRANSPORT_FRAME_HELLO_ACK, 4, 0, "hello-ack length"},
         {TMA_TRANSPORT_FRAME_BYE, 8, 0, "bye length"},
         {TMA_TRANSPORT_FRAME_BYE, 0, 5, "control frame with tensor fields"},
         {0, 0, 0, "type"},
-        {5, 0, 0, "type"},
+        {7, 0, 0, "type"},
     };
     for (size_t i = 0; i < TMA_ARRAY_LEN(ctl); i++) {
         f = tensor_frame(ctl[i].len);
@@ -292,50 +295,96 @@ static void test_bad_headers(void)
 
 static void test_hello(void)
 {
-    unsigned char buf[TMA_TRANSPORT_HELLO_MAX];
-    size_t n = tma_transport_hello_encode("job-a", "tok", buf, sizeof buf);
-    ASSERT_EQ(n, 8 + 5 + 3);
-    const char *job, *tok, *why = NULL;
-    size_t jl, tl;
-    CHECK_OK(tma_transport_hello_decode(buf, n, &job, &jl, &tok, &tl, &why));
-    ASSERT_EQ(jl, 5);
-    ASSERT_EQ(memcmp(job, "job-a", 5), 0);
-    ASSERT_EQ(tl, 3);
-    ASSERT_EQ(memcmp(tok, "tok", 3), 0);
+    unsigned char buf[TMA_TRANSPORT_HELLO_MAX], nonce[TMA_TRANSPORT_NONCE_BYTES];
+    for (int i = 0; i < TMA_TRANSPORT_NONCE_BYTES; i++)
+        nonce[i] = (unsigned char)(0xa0 + i);
+    size_t n = tma_transport_hello_encode("job-a", 0x1122334455667788ull, nonce, buf, sizeof buf);
+    ASSERT_EQ(n, TMA_TRANSPORT_HELLO_FIXED + 5);
+    const char *why = NULL;
+    tma_transport_hello_t h;
+    CHECK_OK(tma_transport_hello_decode(buf, n, &h, &why));
+    ASSERT_EQ(h.job_len, 5);
+    ASSERT_EQ(memcmp(h.job, "job-a", 5), 0);
+    ASSERT_EQ(h.lease, 0x1122334455667788ull);
+    ASSERT_EQ(memcmp(h.nonce, nonce, sizeof nonce), 0);
+    /* The token never travels: the hello holds the job, lease and nonce only. */
+    ASSERT_EQ(buf[8], 0x88);
+    ASSERT_EQ(buf[16], 0xa0);
 
     /* Too long, empty, or no room. */
     char longname[TMA_TRANSPORT_JOB_MAX + 2];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    ASSERT_EQ(tma_transport_hello_encode(longname, "tok", buf, sizeof buf), 0);
-    ASSERT_EQ(tma_transport_hello_encode("job", "", buf, sizeof buf), 0);
-    ASSERT_EQ(tma_transport_hello_encode("", "tok", buf, sizeof buf), 0);
-    ASSERT_EQ(tma_transport_hello_encode("job", "tok", buf, 10), 0);
+    ASSERT_EQ(tma_transport_hello_encode(longname, 0, nonce, buf, sizeof buf), 0);
+    ASSERT_EQ(tma_transport_hello_encode("", 0, nonce, buf, sizeof buf), 0);
+    ASSERT_EQ(tma_transport_hello_encode("job", 0, nonce, buf, 10), 0);
     longname[TMA_TRANSPORT_JOB_MAX] = '\0';
-    ASSERT_EQ(tma_transport_hello_encode(longname, longname, buf, sizeof buf),
-              TMA_TRANSPORT_HELLO_MAX);
+    ASSERT_EQ(tma_transport_hello_encode(longname, 0, nonce, buf, sizeof buf), TMA_TRANSPORT_HELLO_MAX);
 
     /* Every truncation, and inconsistent lengths, are refused. */
-    n = tma_transport_hello_encode("job-a", "tok", buf, sizeof buf);
+    n = tma_transport_hello_encode("job-a", 9, nonce, buf, sizeof buf);
     for (size_t l = 0; l < n; l++)
-        ASSERT_EQ(tma_transport_hello_decode(buf, l, &job, &jl, &tok, &tl, &why),
-                  TMA_ERR_MALFORMED);
-    ASSERT_EQ(tma_transport_hello_decode(buf, n + 1, &job, &jl, &tok, &tl, &why),
-              TMA_ERR_MALFORMED);
+        ASSERT_EQ(tma_transport_hello_decode(buf, l, &h, &why), TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(buf, n + 1, &h, &why), TMA_ERR_MALFORMED);
     unsigned char bad[sizeof buf];
     memcpy(bad, buf, n);
     bad[4] = 0; /* job length 0 */
-    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &h, &why), TMA_ERR_MALFORMED);
     memcpy(bad, buf, n);
-    bad[6] = 0; /* token length 0 */
-    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
+    bad[6] = 1; /* reserved */
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &h, &why), TMA_ERR_MALFORMED);
+    CHECK(why && strstr(why, "reserved"));
     memcpy(bad, buf, n);
     le32(bad, 1); /* flags */
-    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &h, &why), TMA_ERR_MALFORMED);
     CHECK(why && strstr(why, "flags"));
     memcpy(bad, buf, n);
     bad[5] = 0xff; /* job length 0xff05 */
-    ASSERT_EQ(tma_transport_hello_decode(bad, n, &job, &jl, &tok, &tl, &why), TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_transport_hello_decode(bad, n, &h, &why), TMA_ERR_MALFORMED);
+}
+
+/* The hello MAC: a known answer computed outside tma (Python's hmac over the
+ * bytes docs/transport.md lists), and every input changes it. */
+static void test_hello_mac(void)
+{
+    unsigned char nc[TMA_TRANSPORT_NONCE_BYTES], ns[TMA_TRANSPORT_NONCE_BYTES];
+    unsigned char mac[TMA_TRANSPORT_MAC_BYTES], other[TMA_TRANSPORT_MAC_BYTES];
+    for (int i = 0; i < TMA_TRANSPORT_NONCE_BYTES; i++) {
+        nc[i] = (unsigned char)i;
+        ns[i] = (unsigned char)(32 + i);
+    }
+    const uint64_t lease = 0x1122334455667788ull;
+    CHECK_OK(tma_transport_hello_mac("tok", 3, TMA_TRANSPORT_MAC_CONNECTOR, "job-a", 5, 7, 0, lease, nc,
+                                     ns, mac));
+    static const unsigned char want[TMA_TRANSPORT_MAC_BYTES] = {
+        0x93, 0x97, 0x20, 0x58, 0x04, 0x81, 0x31, 0x8c, 0x90, 0xb6, 0x45, 0x71, 0xac, 0x56, 0xe2, 0x69,
+        0x8a, 0x0f, 0x28, 0x77, 0x25, 0x96, 0x90, 0x8c, 0xe9, 0xff, 0x98, 0x63, 0x8b, 0xcd, 0xc5, 0xca};
+    CHECK(tma_transport_mac_equal(mac, want));
+    /* The listener's MAC over the same inputs differs (a challenge is never a proof). */
+    CHECK_OK(tma_transport_hello_mac("tok", 3, TMA_TRANSPORT_MAC_LISTENER, "job-a", 5, 7, 0, lease, nc,
+                                     ns, other));
+    CHECK(!tma_transport_mac_equal(mac, other));
+    /* Another key, member id, lease or nonce gives another MAC. */
+    CHECK_OK(tma_transport_hello_mac("tol", 3, TMA_TRANSPORT_MAC_CONNECTOR, "job-a", 5, 7, 0, lease, nc,
+                                     ns, other));
+    CHECK(!tma_transport_mac_equal(mac, other));
+    CHECK_OK(tma_transport_hello_mac("tok", 3, TMA_TRANSPORT_MAC_CONNECTOR, "job-a", 5, 8, 0, lease, nc,
+                                     ns, other));
+    CHECK(!tma_transport_mac_equal(mac, other));
+    CHECK_OK(tma_transport_hello_mac("tok", 3, TMA_TRANSPORT_MAC_CONNECTOR, "job-a", 5, 7, 0, lease + 1,
+                                     nc, ns, other));
+    CHECK(!tma_transport_mac_equal(mac, other));
+    ns[31] ^= 1;
+    CHECK_OK(tma_transport_hello_mac("tok", 3, TMA_TRANSPORT_MAC_CONNECTOR, "job-a", 5, 7, 0, lease, nc,
+                                     ns, other));
+    CHECK(!tma_transport_mac_equal(mac, other));
+    /* No key, no job. */
+    CHECK_STATUS(tma_transport_hello_mac("", 0, TMA_TRANSPORT_MAC_CONNECTOR, "job-a", 5, 7, 0, lease,
+                                         nc, ns, other),
+                 TMA_ERR_INVALID);
+    CHECK_STATUS(tma_transport_hello_mac("tok", 3, TMA_TRANSPORT_MAC_CONNECTOR, "", 0, 7, 0, lease, nc,
+                                         ns, other),
+                 TMA_ERR_INVALID);
 }
 
 int main(void)
@@ -344,6 +393,7 @@ int main(void)
     test_roundtrip();
     test_bad_headers();
     test_hello();
+    test_hello_mac();
     ASSERT_STR_EQ(tma_transport_event_str(TMA_TRANSPORT_EV_FLAGGED), "flagged");
     return tma_test_done();
 }

@@ -290,6 +290,66 @@ static void test_refused(void)
 
 /* Every damaged frame is dropped, its sender flagged and disconnected, and
  * the receiver goes on serving others. */
+/* A member is authenticated, not only the job: a recorded hello and proof
+ * replayed on a new connection fail (the listener's nonce is new), a
+ * listener without the token is refused by the connector, and the live
+ * member's connection survives both.  The lease a member proved reaches
+ * the application with its connected event. */
+static uint64_t proved_lease;
+static void lease_cb(void *arg, const tma_transport_event_t *ev)
+{
+    (void)arg;
+    if (ev->kind == TMA_TRANSPORT_EV_CONNECTED)
+        __atomic_store_n(&proved_lease, ev->lease, __ATOMIC_RELAXED);
+}
+
+static void test_member_auth(void)
+{
+    tma_transport_config_t cfg;
+    peer_config(&cfg, 0, "127.0.0.1:0");
+    cfg.event_cb = lease_cb;
+    tma_transport_t *srv;
+    CHECK_OK(tma_transport_create(&cfg, &srv));
+    peer_config(&cfg, 9, NULL);
+    cfg.self_lease = 0x7777000012345678ull;
+    tma_transport_t *w;
+    CHECK_OK(tma_transport_create(&cfg, &w));
+    CHECK_OK(tma_transport_connect(w, tma_transport_address(srv), 10, NULL));
+    CHECK_OK(tma_transport_wait_peer(srv, 9, 5));
+    ASSERT_EQ(__atomic_load_n(&proved_lease, __ATOMIC_RELAXED), 0x7777000012345678ull);
+
+    /* The eavesdropper's replay of that hello and proof, as member 9. */
+    tma_transport_test_inject(w, TMA_TRANSPORT_FAULT_REPLAY_HELLO);
+    CHECK_STATUS(tma_transport_connect(w, tma_transport_address(srv), 10, NULL), TMA_ERR_PERMISSION);
+    tma_transport_stats_t s;
+    tma_transport_stats(srv, &s);
+    ASSERT_EQ(s.peers_refused, 1);
+    ASSERT_EQ(s.connections, 1);
+    /* The live connection of member 9 was not replaced: it still carries tensors. */
+    float x[16];
+    fill(x, 16, 3);
+    tma_transport_meta_t m = {1, 1, 1};
+    tma_transport_msg_t msg;
+    CHECK_OK(tma_transport_send(w, 0, &m, x, 16, HOST, 10));
+    CHECK_OK(tma_transport_recv(srv, 9, ANYT, 10, &msg));
+    ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+    ASSERT_EQ(msg.peer_lease, 0x7777000012345678ull);
+    tma_transport_msg_release(srv, &msg);
+
+    /* A listener with another token: the connector refuses it, and it
+     * refuses the connector's proof. */
+    tma_transport_t *fake = make(0, "127.0.0.1:0", NULL, "not-the-token");
+    tma_transport_t *w2 = make(10, NULL, NULL, NULL);
+    CHECK_STATUS(tma_transport_connect(w2, tma_transport_address(fake), 10, NULL), TMA_ERR_PERMISSION);
+    tma_transport_stats(fake, &s);
+    ASSERT_EQ(s.peers_refused, 1);
+    ASSERT_EQ(s.connections, 0);
+    tma_transport_destroy(w2);
+    tma_transport_destroy(fake);
+    tma_transport_destroy(w);
+    tma_transport_destroy(srv);
+}
+
 static void test_bad_frames(void)
 {
     tma_transport_t *srv = make(0, "127.0.0.1:0", NULL, NULL);
@@ -640,6 +700,7 @@ int main(void)
     test_config_errors();
     test_roundtrip();
     test_refused();
+    test_member_auth();
     test_bad_frames();
     test_backpressure_and_posts();
     test_interleaved();

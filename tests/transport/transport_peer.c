@@ -7,6 +7,9 @@
  *   stream  sends tensors of --count floats to its peer, round after round
  *   send1   sends one tensor (after the --fault test hook, if given), then
  *           waits for its connection to end
+ *   replay  after its connect (the recording an eavesdropper would make),
+ *           replays that hello and proof to --replay-to and exits: 0 when
+ *           that listener refused it ("REPLAY-REFUSED"), 4 when it got in
  * It reports on stdout, one line each: "ADDR host:port" (when listening),
  * "PEER n" (when connected), "READY", "EVENT kind peer reason", "SENT n" and
  * "RXACTIVE" (the first time a tensor is seen arriving).
@@ -41,7 +44,8 @@ static const struct {
 static void usage(void)
 {
     fprintf(stderr, "usage: transport_peer --job J --id N [--token T] [--listen ADDR] "
-                    "[--connect ADDR] [--mode echo|sink|stream|send1] [--count N] [--fault F]\n");
+                    "[--connect ADDR] [--mode echo|sink|stream|send1|replay] [--count N] [--fault F] "
+                    "[--replay-to ADDR]\n");
     exit(2);
 }
 
@@ -57,7 +61,7 @@ static int stdin_closed(void)
 int main(int argc, char **argv)
 {
     const char *job = NULL, *token = NULL, *listen = NULL, *connect_to = NULL, *mode = "echo";
-    const char *fault_name = NULL;
+    const char *fault_name = NULL, *replay_to = NULL;
     int64_t id = -1, count = 1024;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -75,6 +79,8 @@ int main(int argc, char **argv)
             mode = v;
         else if (!strcmp(a, "--fault"))
             fault_name = v;
+        else if (!strcmp(a, "--replay-to"))
+            replay_to = v;
         else if (!strcmp(a, "--id")) {
             if (tma_parse_i64(v, &id) != 0)
                 usage();
@@ -86,7 +92,8 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (!job || id < 0 || (!listen && !connect_to))
+    if (!job || id < 0 || (!listen && !connect_to) || ((strcmp(mode, "replay") == 0) != (replay_to != NULL)) ||
+        (replay_to && !connect_to))
         usage();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1)
@@ -120,6 +127,13 @@ int main(int argc, char **argv)
             return 3;
         }
         printf("PEER %u\n", peer);
+    }
+    if (replay_to) {
+        tma_transport_test_inject(t, TMA_TRANSPORT_FAULT_REPLAY_HELLO);
+        tma_status_t st = tma_transport_connect(t, replay_to, 10, NULL);
+        printf(st == TMA_OK ? "REPLAY-ACCEPTED\n" : "REPLAY-REFUSED %d\n", st);
+        tma_transport_destroy(t);
+        return st == TMA_OK ? 4 : 0;
     }
     printf("READY\n");
 
