@@ -53,6 +53,25 @@ static tma_status_t load_config_etcd(coord_t *c)
     return st;
 }
 
+/* A config file with no token (none in it, no token file, no $TMA_JOB_TOKEN)
+ * for a job that etcd already holds, as when a coordinator is restarted with
+ * the command that started it: the job's token is the one its workers
+ * already use, the one in etcd, not a new one. */
+static tma_status_t adopt_token(coord_t *c)
+{
+    tma_status_t st = tma_job_load_token(c->job);
+    if (st != TMA_OK || c->job->token[0])
+        return st;
+    tma_job_t *prev = NULL;
+    if (tma_jobview_wait_config(c->view, 0.0, NULL, &prev) == TMA_OK && prev->token[0]) {
+        memcpy(c->job->token, prev->token, sizeof c->job->token);
+        c->job->token_src = prev->token_src;
+        tma_log_info(COMP, "job %s: using the job token stored with its config in etcd", c->jobname);
+    }
+    tma_job_destroy(prev);
+    return TMA_OK;
+}
+
 /* --fresh: removes a finished job's keys of the same name. */
 static tma_status_t remove_old_keys(coord_t *c)
 {
@@ -94,6 +113,8 @@ tma_status_t coord_open_job(coord_t *c)
         goto fail;
     /* Without a file the config comes from etcd (a standby, or a resumed job). */
     if (!c->job && (st = load_config_etcd(c)) != TMA_OK)
+        goto fail;
+    if ((st = adopt_token(c)) != TMA_OK)
         goto fail;
     snprintf(c->job->name, sizeof c->job->name, "%s", c->jobname);
     c->vd = c->job->vd;

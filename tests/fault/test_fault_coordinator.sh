@@ -2,8 +2,9 @@
 # test_fault_coordinator.sh (scenario 6): the coordinator is SIGKILLed.
 # (a) A standby (tma coordinator --standby) takes over when the leader's lease
 #     lapses and resumes from the last completed round.
-# (b) A coordinator killed inside a round (crash=aggregate) is restarted
-#     (tma coordinator --job NAME, config from etcd) and resumes.
+# (b) A coordinator killed inside a round (crash=aggregate) is restarted with
+#     the command that started it (--config FILE, no token in it: the job's
+#     token is the one in etcd, or every worker would be refused) and resumes.
 # Both: workers keep training meanwhile and reconnect; the job finishes with
 # a valid result; metrics.jsonl keeps every round exactly once.
 source "$TMA_SRCDIR/tests/lib.sh"
@@ -43,9 +44,11 @@ first=$COORD_PID
 for i in 0 1 2; do start_worker b-w$i.log --job cb --name w$i; done
 wait_exit "$first" 60 >/dev/null
 grep -q "injected crash at aggregate in round 3" b-coord.log || { dump_logs b-coord.log; fail "(b) no injected crash"; }
-start_coordinator b-coord2.log --job cb
+start_coordinator b-coord2.log --config b.json --run-dir b-run
 finish_job b-coord2.log b-w0.log b-w1.log b-w2.log
 grep -q "took over job cb at round 2" b-coord2.log || { dump_logs b-coord2.log; fail "(b) did not resume from round 2"; }
 check_run b-run >/dev/null || { dump_logs b-coord2.log; fail "(b) run folder invalid"; }
 rounds_check b-run "len(R) > 6 and R[3]['epoch'] != R[2]['epoch']" "(b) round 3 was not redone by the new coordinator" || fail "(b)"
+rounds_check b-run "len(R[-1]['workers']) == 3" "(b) the workers did not train under the restarted coordinator" || fail "(b)"
+if grep -q "a wrong job token" b-coord2.log; then dump_logs b-coord2.log; fail "(b) the restarted coordinator refused the workers"; fi
 echo "(a) the standby took over at round $took; (b) a restarted coordinator redid round 3 and finished"

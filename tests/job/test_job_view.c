@@ -71,12 +71,16 @@ static void test_control_keys(void)
     ASSERT_EQ(tma_jobview_stopped(view), 0);
 
     /* agg: the leader's counts, another epoch's does not (the last good one stands). */
+    uint64_t agg_epoch = 0;
     put(TMA_KEY_AGG, -1, tma_agg_rec_encode(2, epoch), NULL);
     settle();
-    ASSERT_EQ(tma_jobview_agg_round(view), 2);
+    ASSERT_EQ(tma_jobview_agg(view, &agg_epoch), 2);
+    ASSERT_EQ(agg_epoch, epoch);
     put(TMA_KEY_AGG, -1, tma_agg_rec_encode(9, epoch + 3), NULL);
     settle();
-    ASSERT_EQ(tma_jobview_agg_round(view), 2);
+    /* The round and its epoch stay the accepted pair: workers key rounds by both. */
+    ASSERT_EQ(tma_jobview_agg(view, &agg_epoch), 2);
+    ASSERT_EQ(agg_epoch, epoch);
 
     /* shards/<k>: a record of another epoch names no owner. */
     tma_shard_rec_t r = {0, 4, epoch + 1, 0};
