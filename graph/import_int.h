@@ -1,0 +1,47 @@
+/*
+ * import_int.h: what the layout readers of `tma import` share (import.c,
+ * import_npz.c): the data a reader collects before the graph is built, and
+ * the helpers that add a feature or a label to it.  Private to graph/.
+ */
+#ifndef TMA_IMPORT_INT_H
+#define TMA_IMPORT_INT_H
+
+#include "graph_int.h"
+
+/* What a layout reader collects before the graph is built. */
+typedef struct src_data {
+    int64_t nodes;          /* declared node count, or -1 */
+    char *nodes_from;       /* the file that declared it */
+    int64_t max_id;         /* the largest node id seen, or -1 */
+    tma_edge_list_t edges;
+    int edge_fields;        /* 2 ('u v') or 3 ('u v w'), from the first edge line; 0 before */
+    int64_t edge_fields_line;
+    int edge_header;        /* the edge file's header line was skipped */
+    /* sparse features: (node, column, value) triples */
+    int64_t *fnode;
+    int32_t *fcol;
+    float *fval;
+    int64_t fcount, fcap;
+    /* dense features: one row per node, in node order */
+    float *dense;
+    int64_t dense_rows, dense_cap;
+    int32_t fdim;           /* input feature dimension, 0 without features */
+    int fdim_declared;
+    /* labels, -1 where not given */
+    int32_t *labels;
+    int64_t labels_cap;
+    int32_t classes;
+    char *labels_from;
+    char *ogb_root;         /* an OGB layout: the dataset folder that may hold split/ */
+} src_data_t;
+
+/* Appends one sparse feature (node, column, value). */
+tma_status_t src_push_feature(src_data_t *s, int64_t node, int64_t col, float val);
+/* Records node's label; a node labelled twice differently is an error
+ * (logged naming tr's file and line, or `where` when tr is NULL). */
+tma_status_t src_set_label(src_data_t *s, const tma_text_reader_t *tr, const char *where, int64_t node,
+                           int64_t label);
+/* Reads a .npz file in any of the layouts import_npz.c knows. */
+tma_status_t src_read_npz(src_data_t *s, const char *path);
+
+#endif
