@@ -121,7 +121,11 @@ grep -rlF "$TOKEN" run2 && fail "the token is written in the run folder"
 grep -q '"token":[[:space:]]*"(hidden)"' run2/job.json || fail "run2/job.json does not show the token as (hidden)"
 
 # The same result as the undisturbed run.
-cmp run1/checkpoint.tmaw run2/checkpoint.tmaw || fail "the attacked run's final weights differ from the undisturbed run's"
+# The final checkpoint: the newest round's (its name carries the epoch, which differs).
+last_checkpoint() { ls "$1"/checkpoint-r*.tmaw | sort | tail -n 1; }
+[ -n "$(last_checkpoint run1)" ] || fail "no checkpoint in run1"
+cmp "$(last_checkpoint run1)" "$(last_checkpoint run2)" ||
+  fail "the attacked run's final weights differ from the undisturbed run's"
 [ "$(json run1/result.json 'd["test_mrr"]')" = "$(json run2/result.json 'd["test_mrr"]')" ] ||
   fail "the attacked run's test MRR differs"
 echo "security: run folder, environment, etcd and transport closed to another user; forged stop ignored; same result"
