@@ -189,6 +189,16 @@ reach() {
 }
 round_or_end() { has_round "$(run_of "$1")" "$2" || job_done "$1"; }
 show() { echo "--- job $1:" >&2; tail -n 60 "$(out_of "$1")" >&2; scontrol show job "$1" >&2; }
+# no_procs JOB: no process of JOB is left on this node (no task or batch
+# script with its SLURM_JOB_ID, no slurmstepd of its steps).
+no_procs() {
+  local f
+  pgrep -f "slurmstepd: \[$1\." >/dev/null && return 1
+  for f in /proc/[0-9]*/environ; do
+    { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && return 1
+  done
+  return 0
+}
 # worker_pid JOB PROCID: the tma worker process of task PROCID of job JOB.
 worker_pid() {
   local f p
@@ -254,7 +264,11 @@ grep -q "coordinator: suspended after round" "$(out_of "$C")" || { show "$C"; fa
 [ ! -f "$(run_of "$C")/result.json" ] || fail "C: a suspended job wrote a result"
 compgen -G "$(run_of "$C")/checkpoint-r*-e*.tmaw" > /dev/null || fail "C: no checkpoint after suspending"
 suspended_at=$(sed -n 's/.*coordinator: suspended after round \([0-9]*\).*/\1/p' "$(out_of "$C")" | head -n 1)
-# Slurm holds a requeued job back for a while (BeginTime); let it go now.
+# Slurm holds a requeued job back for a while (BeginTime), long after its
+# first run has ended on the node; let it go now, but only once nothing of
+# that first run is left (its batch script and slurmstepd), as the hold
+# would have ensured.
+wait_for 60 no_procs "$C" || fail "job C's first run left processes behind"
 scontrol update JobId="$C" StartTime=now || fail "scontrol update StartTime"
 note "C: suspended after round $suspended_at and requeued"
 
