@@ -74,7 +74,9 @@ stop_etcd() {
   etcd_pid=
 }
 if [ -z "${TMA_ETCD_ENDPOINTS:-}" ]; then
-  host=$(hostname -I 2>/dev/null | awk '{print $1}')
+  # The node's first IPv4 address (hostname -I may list an IPv6 one first,
+  # which a URL would need in brackets); loopback on a node without one.
+  host=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -m 1 -E '^[0-9]+(\.[0-9]+){3}$')
   host=${host:-127.0.0.1}
   # A port from the job id, the next pair when it is taken.  The data lives
   # in the run folder so that a requeued job finds its state again.
