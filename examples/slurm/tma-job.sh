@@ -78,10 +78,27 @@ if [ -z "${TMA_ETCD_ENDPOINTS:-}" ]; then
   # which a URL would need in brackets); loopback on a node without one.
   host=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -m 1 -E '^[0-9]+(\.[0-9]+){3}$')
   host=${host:-127.0.0.1}
-  # A port from the job id, the next pair when it is taken.  The data lives
-  # in the run folder so that a requeued job finds its state again.
+  # A port from the job id, the next pair when it is taken: a port something
+  # else listens on (another job's etcd on a shared node) is skipped before
+  # etcd starts, as probing it afterwards would reach the other program.
+  # The data lives in the run folder so that a requeued job finds its state
+  # again.
+  listening() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+  # owns PID PORT: PID itself listens on TCP port PORT (its socket's inode,
+  # from /proc/net/tcp, is among its open files): started, and not beaten
+  # to the port by another program between the check above and its bind.
+  owns() {
+    local hex inode
+    hex=$(printf '%04X' "$2")
+    for inode in $(awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p {print $10}' \
+                     /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+      ls -l "/proc/$1/fd" 2>/dev/null | grep -qF "socket:[$inode]" && return 0
+    done
+    return 1
+  }
   for try in 0 1 2 3 4 5 6 7; do
     port=$((20000 + (SLURM_JOB_ID * 2 + try * 2) % 40000))
+    if listening "$host" "$port" || listening 127.0.0.1 $((port + 1)); then continue; fi
     url=http://$host:$port
     etcd --name tma --data-dir "$run/etcd" \
       --listen-client-urls "$url" --advertise-client-urls "$url" \
@@ -89,12 +106,14 @@ if [ -z "${TMA_ETCD_ENDPOINTS:-}" ]; then
       --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
       --initial-cluster "tma=http://127.0.0.1:$((port + 1))" >>"$run/etcd.log" 2>&1 &
     etcd_pid=$!
-    for _ in $(seq 100); do
+    up=0
+    for _ in $(seq 300); do
       kill -0 "$etcd_pid" 2>/dev/null || break
-      (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null && break
+      owns "$etcd_pid" "$port" && listening "$host" "$port" && { up=1; break; }
       sleep 0.1
     done
-    if kill -0 "$etcd_pid" 2>/dev/null; then break; fi
+    (( up )) && kill -0 "$etcd_pid" 2>/dev/null && break
+    kill -TERM "$etcd_pid" 2>/dev/null
     wait "$etcd_pid" 2>/dev/null
     etcd_pid=
   done

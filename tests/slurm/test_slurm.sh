@@ -189,25 +189,36 @@ reach() {
 }
 round_or_end() { has_round "$(run_of "$1")" "$2" || job_done "$1"; }
 show() { echo "--- job $1:" >&2; tail -n 60 "$(out_of "$1")" >&2; scontrol show job "$1" >&2; }
+# The processes of a job of THIS test's cluster: another Slurm test may run
+# on the same machine at the same time (another checkout's make check), its
+# job ids the same small numbers.  Job processes carry $MARK (sbatch
+# --export=ALL); the step daemons carry this cluster's SLURM_CONF.
+# env_of PID: the environment of PID, a variable a line.
+env_of() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null; }
 # no_procs JOB: no process of JOB is left on this node (no task or batch
 # script with its SLURM_JOB_ID, no slurmstepd of its steps).
 no_procs() {
-  local f
-  pgrep -f "slurmstepd: \[$1\." >/dev/null && return 1
-  for f in /proc/[0-9]*/environ; do
-    { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && return 1
+  local f p env
+  for f in /proc/[0-9]*/cmdline; do
+    p=${f#/proc/}; p=${p%/cmdline}
+    env=$(env_of "$p")
+    if grep -qxF "$MARK" <<<"$env"; then
+      grep -qx "SLURM_JOB_ID=$1" <<<"$env" && return 1
+    elif grep -qxF "SLURM_CONF=$SLURM_CONF" <<<"$env"; then
+      { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q "^slurmstepd: \[$1\." && return 1
+    fi
   done
   return 0
 }
 # worker_pid JOB PROCID: the tma worker process of task PROCID of job JOB.
 worker_pid() {
-  local f p
+  local f p env
   for f in /proc/[0-9]*/cmdline; do
     p=${f#/proc/}; p=${p%/cmdline}
     { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q "^$TMA worker " || continue
-    local env
-    env=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null)
-    grep -qx "SLURM_JOB_ID=$1" <<<"$env" && grep -qx "SLURM_PROCID=$2" <<<"$env" && { echo "$p"; return 0; }
+    env=$(env_of "$p")
+    grep -qxF "$MARK" <<<"$env" && grep -qx "SLURM_JOB_ID=$1" <<<"$env" && grep -qx "SLURM_PROCID=$2" <<<"$env" &&
+      { echo "$p"; return 0; }
   done
   return 1
 }
