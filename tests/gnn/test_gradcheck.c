@@ -286,18 +286,7 @@ static void check_rgcn(void)
         ip[i + 1] = (int32_t)ne;
     }
     CHECK_OK(gnn_rgcn_norm(nd, ip, rel, nr, cnt, w));
-    int64_t q = 0;
-    for (int64_t j = 0; j < ns; j++) {
-        tp[j] = (int32_t)q;
-        for (int64_t i = 0; i < nd; i++)
-            for (int32_t e = ip[i]; e < ip[i + 1]; e++)
-                if (ix[e] == j) {
-                    ti[q] = (int32_t)i;
-                    tw[q] = w[e];
-                    trel[q++] = rel[e];
-                }
-    }
-    tp[ns] = (int32_t)q;
+    gnn_test_transpose(nd, ns, ip, ix, w, rel, tp, ti, tw, trel);
     /* The mean: a row's weights of one relation sum to 1. */
     for (int64_t i = 0; i < nd; i++)
         for (int r = 0; r < nr; r++) {

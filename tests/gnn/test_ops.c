@@ -8,6 +8,7 @@
  */
 #include "tma_test.h"
 #include "gnn_backend.h"
+#include "gnn_testutil.h"
 
 #include <math.h>
 #include <string.h>
@@ -371,12 +372,11 @@ static void test_hetero(void)
             CHECK_OK(tma_gnn_tensor_download(&bp.ix.r, ix));
         for (int64_t e = 0; e < ne; e++)
             rel[e] = (int32_t)tma_rng_below(&rng, (uint64_t)nr);
-        int64_t q = 0; /* mk_block's transposed order: by source, then destination row */
-        for (int64_t j = 0; j < ns; j++)
-            for (int64_t i = 0; i < nd; i++)
-                for (int32_t e = ip[i]; e < ip[i + 1]; e++)
-                    if (ix[e] == j)
-                        trel[q++] = rel[e];
+        /* mk_block's transposed order: by source, then destination row */
+        int32_t *tptr = malloc((size_t)(ns + 1) * 4), *tdst = malloc((size_t)(ne + 1) * 4);
+        gnn_test_transpose(nd, ns, ip, ix, NULL, rel, tptr, tdst, NULL, trel);
+        free(tptr);
+        free(tdst);
         pair_t R_ = mk(TMA_GNN_I32, ne, 1, rel), TR = mk(TMA_GNN_I32, ne, 1, trel);
         pair_t T = mkf(ns, nb * d, 1), A = mkf(nr, nb, 1), Y = mk(TMA_GNN_F32, nd, d, NULL);
         cur_op = "rgcn_aggregate";
