@@ -440,6 +440,97 @@ tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p)
     TIMED(scores->backend, GNN_OP_MRR_SUM, 0, scores->backend->ops->mrr_sum(scores->backend, scores, sum_p));
 }
 
+/* ------------------------------------------------------------------ heterogeneous ops */
+
+tma_status_t tma_gnn_op_rgcn_aggregate(const tma_gnn_block_t *blk, const tensor_t *rel, const tensor_t *T,
+                                       const tensor_t *coef, tensor_t *Y)
+{
+    REQUIRE("rgcn_aggregate", block_ok(blk) && IS(rel, TMA_GNN_I32) && tma_gnn_tensor_numel(rel) >= blk->num_edges);
+    REQUIRE("rgcn_aggregate", IS(T, TMA_GNN_F32) && IS(coef, TMA_GNN_F32) && IS(Y, TMA_GNN_F32));
+    REQUIRE("rgcn_aggregate", coef->rows >= 1 && coef->cols >= 1 &&
+                                  tma_gnn_tensor_numel(coef) <= TMA_GNN_RGCN_MAX_COEF);
+    REQUIRE("rgcn_aggregate", T->rows >= blk->num_src && T->cols == coef->cols * Y->cols && Y->rows == blk->num_dst);
+    if (!Y->backend->ops->rgcn_aggregate)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(Y->backend, GNN_OP_RGCN_AGG, 2.0 * (double)blk->num_edges * (double)T->cols,
+          Y->backend->ops->rgcn_aggregate(Y->backend, blk, rel, T, coef, Y));
+}
+
+tma_status_t tma_gnn_op_rgcn_aggregate_bwd(const tma_gnn_block_t *blk, const tensor_t *rel, const tensor_t *t_rel,
+                                           const tensor_t *dY, const tensor_t *T, const tensor_t *coef, tensor_t *dT,
+                                           tensor_t *dcoef)
+{
+    REQUIRE("rgcn_aggregate_bwd",
+            block_ok(blk) && IS(rel, TMA_GNN_I32) && tma_gnn_tensor_numel(rel) >= blk->num_edges);
+    REQUIRE("rgcn_aggregate_bwd", !blk->has_transpose || (t_rel && IS(t_rel, TMA_GNN_I32) &&
+                                                          tma_gnn_tensor_numel(t_rel) >= blk->num_edges));
+    REQUIRE("rgcn_aggregate_bwd", IS(dY, TMA_GNN_F32) && IS(T, TMA_GNN_F32) && IS(coef, TMA_GNN_F32) &&
+                                      IS(dT, TMA_GNN_F32) && IS(dcoef, TMA_GNN_F32));
+    REQUIRE("rgcn_aggregate_bwd", coef->rows >= 1 && coef->cols >= 1 &&
+                                      tma_gnn_tensor_numel(coef) <= TMA_GNN_RGCN_MAX_COEF &&
+                                      dcoef->rows == coef->rows && dcoef->cols == coef->cols);
+    REQUIRE("rgcn_aggregate_bwd", dY->rows == blk->num_dst && T->rows >= blk->num_src &&
+                                      T->cols == coef->cols * dY->cols && dT->rows == blk->num_src &&
+                                      dT->cols == T->cols);
+    if (!dT->backend->ops->rgcn_aggregate_bwd)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(dT->backend, GNN_OP_RGCN_AGG_BWD, 4.0 * (double)blk->num_edges * (double)T->cols,
+          dT->backend->ops->rgcn_aggregate_bwd(dT->backend, blk, rel, t_rel, dY, T, coef, dT, dcoef));
+}
+
+static int pairs_ok(const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, int64_t np)
+{
+    return IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32) && IS(rel, TMA_GNN_I32) && tma_gnn_tensor_numel(hi) == np &&
+           tma_gnn_tensor_numel(ti) == np && tma_gnn_tensor_numel(rel) == np;
+}
+
+tma_status_t tma_gnn_op_distmult(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, const tensor_t *rel,
+                                 const tensor_t *Wr, tensor_t *score)
+{
+    REQUIRE("distmult", pairs_ok(hi, ti, rel, score->rows) && score->cols == 1);
+    REQUIRE("distmult", IS(H, TMA_GNN_F32) && IS(Wr, TMA_GNN_F32) && IS(score, TMA_GNN_F32) && Wr->cols == H->cols &&
+                            Wr->rows >= 1);
+    if (!score->backend->ops->distmult)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(score->backend, GNN_OP_DISTMULT, 3.0 * (double)score->rows * (double)H->cols,
+          score->backend->ops->distmult(score->backend, H, hi, ti, rel, Wr, score));
+}
+
+tma_status_t tma_gnn_op_distmult_bwd(const tensor_t *dscore, const tensor_t *H, const tensor_t *hi,
+                                     const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr, tensor_t *dH,
+                                     tensor_t *dWr)
+{
+    REQUIRE("distmult_bwd", pairs_ok(hi, ti, rel, dscore->rows) && dscore->cols == 1);
+    REQUIRE("distmult_bwd", IS(H, TMA_GNN_F32) && IS(Wr, TMA_GNN_F32) && IS(dH, TMA_GNN_F32) &&
+                                IS(dWr, TMA_GNN_F32) && Wr->cols == H->cols && Wr->rows >= 1);
+    REQUIRE("distmult_bwd", dH->rows == H->rows && dH->cols == H->cols && dWr->rows == Wr->rows &&
+                                dWr->cols == Wr->cols);
+    if (!dH->backend->ops->distmult_bwd)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(dH->backend, GNN_OP_DISTMULT_BWD, 6.0 * (double)dscore->rows * (double)H->cols,
+          dH->backend->ops->distmult_bwd(dH->backend, dscore, H, hi, ti, rel, Wr, dH, dWr));
+}
+
+tma_status_t tma_gnn_op_rows_gather(const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+{
+    REQUIRE("rows_gather", IS(idx, TMA_GNN_I32) && tma_gnn_tensor_numel(idx) == Y->rows && X->cols == Y->cols);
+    REQUIRE("rows_gather", IS(X, TMA_GNN_F32) && IS(Y, TMA_GNN_F32) && X->data != Y->data);
+    if (!Y->backend->ops->rows_gather)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(Y->backend, GNN_OP_ROWS_GATHER, 0, Y->backend->ops->rows_gather(Y->backend, X, idx, Y));
+}
+
+tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+{
+    REQUIRE("rows_scatter", IS(idx, TMA_GNN_I32) && tma_gnn_tensor_numel(idx) == X->rows && X->cols == Y->cols);
+    REQUIRE("rows_scatter", IS(X, TMA_GNN_F32) && IS(Y, TMA_GNN_F32) && X->data != Y->data);
+    if (!Y->backend->ops->rows_scatter)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(Y->backend, GNN_OP_ROWS_SCATTER, 0, Y->backend->ops->rows_scatter(Y->backend, X, idx, Y));
+}
+
+/* ------------------------------------------------------------------ features */
+
 tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
                                  unsigned flags, tma_gnn_feat_t **f_p)
 {

@@ -155,6 +155,38 @@ typedef struct tma_gnn_ops {
      * 1 / rank, rank = 1 + #{j >= 1 : !(s[j] < s[0])} (ties and NaN count
      * against the positive). */
     tma_status_t (*mrr_sum)(tma_gnn_backend_t *b, const tensor_t *scores, double *sum_p);
+
+    /* Heterogeneous models (docs/model.md, "Heterogeneous ops").  Relation
+     * ids are i32 in [0, R); the caller guarantees the range. */
+    /* RGCN with basis decomposition, after the projection T = H V of the
+     * block's source rows onto the B bases side by side (T: num_src x B*d,
+     * basis b in columns [b*d, (b+1)*d)), coef a: R x B, rel: i32
+     * [num_edges] in CSR order.  Y (num_dst x d, overwritten):
+     *   Y[v, j] = sum_{e in row v} w[e] sum_b a[rel[e], b] T[src(e), b*d + j]
+     * The block's weights carry the normalisation (tma_gnn_rgcn_norm). */
+    tma_status_t (*rgcn_aggregate)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *rel,
+                                   const tensor_t *T, const tensor_t *coef, tensor_t *Y);
+    /* Its backward (both outputs overwritten):
+     *   dT[u, b*d + j] = sum_{e: src(e) = u} w[e] a[rel[e], b] dY[dst(e), j]
+     *   dcoef[r, b]    = sum_{e: rel[e] = r} w[e] sum_j dY[dst(e), j] T[src(e), b*d + j]
+     * t_rel (i32 [num_edges], the relation of each transposed edge) is read
+     * only when blk->has_transpose. */
+    tma_status_t (*rgcn_aggregate_bwd)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *rel,
+                                       const tensor_t *t_rel, const tensor_t *dY, const tensor_t *T,
+                                       const tensor_t *coef, tensor_t *dT, tensor_t *dcoef);
+    /* DistMult: score[p] = sum_k H[hi[p], k] Wr[rel[p], k] H[ti[p], k]
+     * (score: np x 1; Wr: R x d, one diagonal per relation). */
+    tma_status_t (*distmult)(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
+                             const tensor_t *rel, const tensor_t *Wr, tensor_t *score);
+    /* Its backward: dH (H's shape) and dWr (Wr's shape), both overwritten. */
+    tma_status_t (*distmult_bwd)(tma_gnn_backend_t *b, const tensor_t *dscore, const tensor_t *H, const tensor_t *hi,
+                                 const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr, tensor_t *dH,
+                                 tensor_t *dWr);
+    /* Y[i, :] = X[idx[i], :] (idx: i32, Y->rows of them) */
+    tma_status_t (*rows_gather)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y);
+    /* Y[idx[i], :] = X[i, :] (idx: i32, X->rows of them, distinct); the
+     * rows of Y that idx does not name keep their values. */
+    tma_status_t (*rows_scatter)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y);
 } tma_gnn_ops_t;
 
 /* Ops counted in a backend's statistics (tma_gnn_backend_op_stats), with
@@ -185,7 +217,13 @@ typedef struct tma_gnn_ops {
     X(BIAS_PRELU, "bias_prelu")                                                                    \
     X(LN_PRELU_FWD, "ln_prelu_fwd")                                                                \
     X(LN_PRELU_BWD, "ln_prelu_bwd")                                                                \
-    X(MRR_SUM, "mrr_sum")
+    X(MRR_SUM, "mrr_sum")                                                                          \
+    X(RGCN_AGG, "rgcn_aggregate")                                                                  \
+    X(RGCN_AGG_BWD, "rgcn_aggregate_bwd")                                                          \
+    X(DISTMULT, "distmult")                                                                        \
+    X(DISTMULT_BWD, "distmult_bwd")                                                                \
+    X(ROWS_GATHER, "rows_gather")                                                                  \
+    X(ROWS_SCATTER, "rows_scatter")
 
 typedef enum {
 #define GNN_OP_ENUM_(id, name) GNN_OP_##id,
@@ -258,6 +296,23 @@ tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids,
                                          tensor_t *dW);
 tma_status_t tma_gnn_op_feat_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, const tma_gnn_block_t *blk,
                                        tensor_t *out);
+
+/* Heterogeneous ops (see the table above for what each computes).  rgcn:
+ * at most TMA_GNN_RGCN_MAX_COEF coefficients (R x B), so the CPU backend's
+ * deterministic reduction of dcoef fits its scratch. */
+#define TMA_GNN_RGCN_MAX_COEF 4096
+tma_status_t tma_gnn_op_rgcn_aggregate(const tma_gnn_block_t *blk, const tensor_t *rel, const tensor_t *T,
+                                       const tensor_t *coef, tensor_t *Y);
+tma_status_t tma_gnn_op_rgcn_aggregate_bwd(const tma_gnn_block_t *blk, const tensor_t *rel, const tensor_t *t_rel,
+                                           const tensor_t *dY, const tensor_t *T, const tensor_t *coef, tensor_t *dT,
+                                           tensor_t *dcoef);
+tma_status_t tma_gnn_op_distmult(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, const tensor_t *rel,
+                                 const tensor_t *Wr, tensor_t *score);
+tma_status_t tma_gnn_op_distmult_bwd(const tensor_t *dscore, const tensor_t *H, const tensor_t *hi,
+                                     const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr, tensor_t *dH,
+                                     tensor_t *dWr);
+tma_status_t tma_gnn_op_rows_gather(const tensor_t *X, const tensor_t *idx, tensor_t *Y);
+tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, tensor_t *Y);
 
 /* A backend's features: creation through its ops table. */
 tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,

@@ -66,6 +66,76 @@ tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z,
 tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
                                  const tensor_t *hi, const tensor_t *ti, tensor_t *E, tensor_t *D);
 
+/* ------------------------------------------------------------------ heterogeneous layers (hetero.c) */
+
+/*
+ * The mean over each relation's neighbours as block weights: for the CSR
+ * rows (indptr over num_dst rows, rel the relation of each edge, in
+ * [0, num_rels)) w[e] = 1 / #{e' in row(e) : rel[e'] = rel[e]}.  `count`
+ * is scratch of num_rels ints (no allocation: the sampler calls this per
+ * step).  Works for a sampled block (the mean over the sampled neighbours)
+ * and a full one alike.  TMA_ERR_INVALID for a relation out of range.
+ */
+tma_status_t gnn_rgcn_norm(int64_t num_dst, const int32_t *indptr, const int32_t *rel, int num_rels,
+                           int32_t *count, float *weights_p);
+/*
+ * A stable counting sort of the positions 0..n-1 by types[i] in
+ * [0, num_types): order_p[offsets_p[t] .. offsets_p[t+1]) lists the
+ * positions of type t in increasing order (offsets_p: num_types + 1
+ * entries).  TMA_ERR_INVALID for a type out of range.
+ */
+tma_status_t gnn_type_partition(const int32_t *types, int64_t n, int num_types, int32_t *order_p,
+                                int64_t *offsets_p);
+
+/* An RGCN layer's parameters (or gradients), in -> out with B bases and R
+ * relations: V [in x B*out] (the bases side by side: V_b is columns
+ * [b*out, (b+1)*out)), coef [R x B], W_self [in x out], b [1 x out]. */
+typedef struct gnn_rgcn_params {
+    tensor_t V, coef, W_self, b;
+} gnn_rgcn_params_t;
+
+/*
+ * Z = H[0:num_dst] W_self + sum_e w[e] H[src(e)] W_rel(e) + b with
+ * W_r = sum_b coef[r, b] V_b, computed as T = H[0:num_src] V (one sgemm;
+ * T: num_src x B*out, kept for backward), then tma_gnn_op_rgcn_aggregate.
+ * The destination rows are the first num_dst rows of H (the sampler's
+ * order).  The block's weights must be gnn_rgcn_norm's for the mean.
+ */
+tma_status_t gnn_rgcn_forward(const gnn_rgcn_params_t *P, const tma_gnn_block_t *blk, const tensor_t *rel,
+                              const tensor_t *H, tensor_t *T, tensor_t *Z);
+/*
+ * Backward from dZ: every gradient in G (overwritten), and dH (num_src x
+ * in, overwritten; NULL skips it) = dT V^T plus dZ W_self^T on the first
+ * num_dst rows.  dT is scratch of T's shape; t_rel as for the op.
+ */
+tma_status_t gnn_rgcn_backward(const gnn_rgcn_params_t *P, const tma_gnn_block_t *blk, const tensor_t *rel,
+                               const tensor_t *t_rel, const tensor_t *H, const tensor_t *T, const tensor_t *dZ,
+                               tensor_t *dT, gnn_rgcn_params_t *G, tensor_t *dH);
+
+/*
+ * The per-node-type input projection of a batch of n nodes: node i of type
+ * t gets out[i] = X_t[id(i)] W[t] + bias[t], where X_t (feats[t]) has its
+ * own width.  order (i32 [n], on the backend) and offsets (host,
+ * num_types + 1) come from gnn_type_partition of the nodes' types; ids
+ * (i64 [n], on the backend) is the row in its type's feature table of the
+ * node at each sorted position: ids[k] = id(order[k]).
+ */
+typedef struct gnn_type_proj {
+    int num_types;
+    tma_gnn_feat_t *const *feats;
+    const int64_t *offsets;
+    const tensor_t *order, *ids;
+} gnn_type_proj_t;
+
+/* out (n x d) from W[t] (dim_t x d) and bias[t] (1 x d); S is n x d scratch
+ * (the rows sorted by type).  Every row of out is written. */
+tma_status_t gnn_type_project_forward(const gnn_type_proj_t *tp, const tensor_t *W, const tensor_t *bias,
+                                      tensor_t *S, tensor_t *out);
+/* dW[t] and dbias[t] (overwritten; zero for a type with no node in the
+ * batch) from dOut; dS is n x d scratch.  Features take no gradient. */
+tma_status_t gnn_type_project_backward(const gnn_type_proj_t *tp, const tensor_t *dOut, tensor_t *dS, tensor_t *dW,
+                                       tensor_t *dbias);
+
 /* ------------------------------------------------------------------ trainer hooks (tests) */
 
 /* The last batch a trainer sampled (host view, valid until the next step):

@@ -573,6 +573,65 @@ static tma_status_t cuda_mrr_sum(tma_gnn_backend_t *b, const tensor_t *scores, d
     return fetch_result(b, sum_p);
 }
 
+/* ------------------------------------------------------------------ heterogeneous ops */
+
+static tma_status_t cuda_rgcn_aggregate(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *rel,
+                                        const tensor_t *T, const tensor_t *coef, tensor_t *Y)
+{
+    ENTER(b);
+    CU(cuk_rgcn_agg(S(b)->stream, CI32(&blk->indptr), CI32(&blk->indices), CF(&blk->weights), CI32(rel), CF(coef),
+                    coef->cols, CF(T), blk->num_dst, Y->cols, F(Y)));
+    return TMA_OK;
+}
+
+/* dT through the transposed block (each row written once) when the block
+ * has it, else by a scatter with atomics; dcoef with atomics. */
+static tma_status_t cuda_rgcn_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *rel,
+                                            const tensor_t *t_rel, const tensor_t *dY, const tensor_t *T,
+                                            const tensor_t *coef, tensor_t *dT, tensor_t *dcoef)
+{
+    ENTER(b);
+    const int tr = blk->has_transpose;
+    CU(cuk_rgcn_agg_bwd(S(b)->stream, CI32(&blk->indptr), CI32(&blk->indices), CF(&blk->weights), CI32(rel),
+                        tr ? CI32(&blk->t_indptr) : NULL, tr ? CI32(&blk->t_indices) : NULL,
+                        tr ? CF(&blk->t_weights) : NULL, tr ? CI32(t_rel) : NULL, CF(coef), coef->cols,
+                        tma_gnn_tensor_numel(coef), CF(dY), CF(T), blk->num_dst, blk->num_src, dY->cols, F(dT),
+                        F(dcoef)));
+    return TMA_OK;
+}
+
+static tma_status_t cuda_distmult(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
+                                  const tensor_t *rel, const tensor_t *Wr, tensor_t *score)
+{
+    ENTER(b);
+    CU(cuk_distmult(S(b)->stream, CF(H), CI32(hi), CI32(ti), CI32(rel), CF(Wr), score->rows, H->cols, F(score)));
+    return TMA_OK;
+}
+
+static tma_status_t cuda_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dscore, const tensor_t *H,
+                                      const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr,
+                                      tensor_t *dH, tensor_t *dWr)
+{
+    ENTER(b);
+    CU(cuk_distmult_bwd(S(b)->stream, CF(dscore), CF(H), CI32(hi), CI32(ti), CI32(rel), CF(Wr), dscore->rows,
+                        H->cols, F(dH), dH->rows, F(dWr), dWr->rows));
+    return TMA_OK;
+}
+
+static tma_status_t cuda_rows_gather(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+{
+    ENTER(b);
+    CU(cuk_rows_copy(S(b)->stream, CF(X), CI32(idx), NULL, Y->rows, Y->cols, F(Y)));
+    return TMA_OK;
+}
+
+static tma_status_t cuda_rows_scatter(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+{
+    ENTER(b);
+    CU(cuk_rows_copy(S(b)->stream, CF(X), NULL, CI32(idx), X->rows, X->cols, F(Y)));
+    return TMA_OK;
+}
+
 /* ------------------------------------------------------------------ features */
 
 /* Features in device memory: dense (num_nodes x dim) with a buffer for rows
@@ -817,4 +876,10 @@ const tma_gnn_ops_t tma_gnn_cuda_ops = {
     .host_free = cuda_host_free,
     .wait = cuda_wait,
     .mrr_sum = cuda_mrr_sum,
+    .rgcn_aggregate = cuda_rgcn_aggregate,
+    .rgcn_aggregate_bwd = cuda_rgcn_aggregate_bwd,
+    .distmult = cuda_distmult,
+    .distmult_bwd = cuda_distmult_bwd,
+    .rows_gather = cuda_rows_gather,
+    .rows_scatter = cuda_rows_scatter,
 };

@@ -95,4 +95,25 @@ cudaError_t cuk_csr_aggregate(cudaStream_t s, const int64_t *rowptr, const int32
                               const int64_t *ids, const int32_t *ip, const int32_t *ix, const float *w, int64_t rows,
                               int64_t dim, float *out);
 
+/* Heterogeneous ops (gnn_backend.h says what each computes). */
+/* Y (rows x d) = the RGCN aggregation of T (B = nb slices of d columns a row). */
+cudaError_t cuk_rgcn_agg(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const int32_t *rel,
+                         const float *a, int64_t nb, const float *T, int64_t rows, int64_t d, float *Y);
+/* dT (through the transposed block when tp is not NULL, else by scatter
+ * with atomics) and dcoef (nc = R x B <= 4096 floats: a block's shared
+ * partials, added with atomics). */
+cudaError_t cuk_rgcn_agg_bwd(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const int32_t *rel,
+                             const int32_t *tp, const int32_t *ti, const float *tw, const int32_t *trel,
+                             const float *a, int64_t nb, int64_t nc, const float *dY, const float *T, int64_t n_dst,
+                             int64_t n_src, int64_t d, float *dT, float *dcoef);
+cudaError_t cuk_distmult(cudaStream_t s, const float *H, const int32_t *hi, const int32_t *ti, const int32_t *rel,
+                         const float *Wr, int64_t np, int64_t d, float *score);
+/* dH (n_h rows) and dWr (n_r rows), zeroed first, with atomics. */
+cudaError_t cuk_distmult_bwd(cudaStream_t s, const float *ds, const float *H, const int32_t *hi, const int32_t *ti,
+                             const int32_t *rel, const float *Wr, int64_t np, int64_t d, float *dH, int64_t n_h,
+                             float *dWr, int64_t n_r);
+/* Y[didx[i]] = X[sidx[i]] for i < n (a NULL index is the identity). */
+cudaError_t cuk_rows_copy(cudaStream_t s, const float *X, const int32_t *sidx, const int32_t *didx, int64_t n,
+                          int64_t d, float *Y);
+
 #endif

@@ -14,9 +14,10 @@
  * Determinism: reductions sum fixed ranges in a fixed order, so results
  * depend only on the shapes, never on timing.  The scatters (the
  * transposed product without the transposed block, pair_mul_bwd, the
- * gradient of CSR features) add with atomics and may differ in the last
- * bits from run to run; the trainer takes the gather path (it samples the
- * transposed blocks).
+ * gradient of CSR features; of the heterogeneous ops, the RGCN dT without
+ * the transposed block, the RGCN dcoef and DistMult's backward) add with
+ * atomics and may differ in the last bits from run to run; the trainer
+ * takes the gather path (it samples the transposed blocks).
  */
 #include "cuda_int.h"
 
@@ -731,5 +732,239 @@ cudaError_t cuk_csr_aggregate(cudaStream_t s, const int64_t *rowptr, const int32
     if (rows <= 0 || dim <= 0)
         return cudaSuccess;
     k_csr_aggregate<<<grid_rows(rows), CUK_THREADS, 0, s>>>(rowptr, col, val, ids, ip, ix, w, rows, dim, out);
+    return launched();
+}
+
+/* ------------------------------------------------------------------ heterogeneous ops */
+
+/* A lane's share of a CUK_TILE-column tile in registers: columns lane +
+ * 32 v (v < 8) of the tile, those below `rem` (the columns left in the row
+ * from the tile's start). */
+__device__ __forceinline__ void tile_zero(float acc[8])
+{
+#pragma unroll
+    for (int v = 0; v < 8; v++)
+        acc[v] = 0.0f;
+}
+
+__device__ __forceinline__ void tile_axpy(float acc[8], float c, const float *x, int lane, int64_t rem)
+{
+#pragma unroll
+    for (int v = 0; v < 8; v++)
+        if (lane + 32 * v < rem)
+            acc[v] += c * x[lane + 32 * v];
+}
+
+__device__ __forceinline__ void tile_store(float *y, const float acc[8], int lane, int64_t rem)
+{
+#pragma unroll
+    for (int v = 0; v < 8; v++)
+        if (lane + 32 * v < rem)
+            y[lane + 32 * v] = acc[v];
+}
+
+/* RGCN aggregation after the basis projection: one warp a destination row,
+ * per tile a lane keeps 8 columns in registers while the row's edges go by
+ * in order, each adding its B basis slices of T scaled by w[e] a[rel[e], b]. */
+__global__ void k_rgcn_agg(const int32_t *ip, const int32_t *ix, const float *w, const int32_t *rel, const float *a,
+                           int64_t nb, const float *T, int64_t rows, int64_t d, float *Y)
+{
+    const int64_t tc = nb * d;
+    WARP_ROWS(i, rows)
+    {
+        for (int64_t j0 = 0; j0 < d; j0 += CUK_TILE) {
+            float acc[8];
+            tile_zero(acc);
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+                const float *tu = T + (int64_t)ix[e] * tc + j0, *ar = a + (int64_t)rel[e] * nb;
+                for (int64_t q = 0; q < nb; q++)
+                    tile_axpy(acc, w[e] * ar[q], tu + q * d, lane, d - j0);
+            }
+            tile_store(Y + i * d + j0, acc, lane, d - j0);
+        }
+    }
+}
+
+cudaError_t cuk_rgcn_agg(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const int32_t *rel,
+                         const float *a, int64_t nb, const float *T, int64_t rows, int64_t d, float *Y)
+{
+    if (rows <= 0 || d <= 0)
+        return cudaSuccess;
+    k_rgcn_agg<<<grid_rows(rows), CUK_THREADS, 0, s>>>(ip, ix, w, rel, a, nb, T, rows, d, Y);
+    return launched();
+}
+
+/* dT through the transposed block: one warp a source row u, which owns its
+ * B slices: dT[u, b*d + j] = sum over u's edges of w a[rel, b] dY[dst, j]. */
+__global__ void k_rgcn_gather(const int32_t *tp, const int32_t *ti, const float *tw, const int32_t *trel,
+                              const float *a, int64_t nb, const float *dY, int64_t rows, int64_t d, float *dT)
+{
+    const int64_t tc = nb * d;
+    WARP_ROWS(u, rows)
+    {
+        for (int64_t q = 0; q < nb; q++)
+            for (int64_t j0 = 0; j0 < d; j0 += CUK_TILE) {
+                float acc[8];
+                tile_zero(acc);
+                for (int32_t e = tp[u]; e < tp[u + 1]; e++)
+                    tile_axpy(acc, tw[e] * a[(int64_t)trel[e] * nb + q], dY + (int64_t)ti[e] * d + j0, lane, d - j0);
+                tile_store(dT + u * tc + q * d + j0, acc, lane, d - j0);
+            }
+    }
+}
+
+/* dT by scatter (no transposed block): one warp a destination row, adding
+ * with atomics. */
+__global__ void k_rgcn_scatter(const int32_t *ip, const int32_t *ix, const float *w, const int32_t *rel,
+                               const float *a, int64_t nb, const float *dY, int64_t rows, int64_t d, float *dT)
+{
+    const int64_t tc = nb * d;
+    WARP_ROWS(i, rows)
+    {
+        const float *g = dY + i * d;
+        for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+            float *du = dT + (int64_t)ix[e] * tc;
+            const float *ar = a + (int64_t)rel[e] * nb;
+            for (int64_t q = 0; q < nb; q++) {
+                const float c = w[e] * ar[q];
+                for (int64_t j = lane; j < d; j += 32)
+                    atomicAdd(du + q * d + j, c * g[j]);
+            }
+        }
+    }
+}
+
+/* dcoef: one warp a destination row; each edge's B dot products reduce
+ * across the warp into the block's shared copy of dcoef (nc <=
+ * TMA_GNN_RGCN_MAX_COEF floats), which each block then adds to the
+ * output: global atomics per block, not per edge. */
+__global__ void k_rgcn_dcoef(const int32_t *ip, const int32_t *ix, const float *w, const int32_t *rel, int64_t nb,
+                             const float *dY, const float *T, int64_t rows, int64_t d, int64_t nc, float *dcoef)
+{
+    extern __shared__ float sh[];
+    for (int64_t k = threadIdx.x; k < nc; k += blockDim.x)
+        sh[k] = 0.0f;
+    __syncthreads();
+    const int64_t tc = nb * d;
+    WARP_ROWS(i, rows)
+    {
+        const float *g = dY + i * d;
+        for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+            const float *tu = T + (int64_t)ix[e] * tc;
+            for (int64_t q = 0; q < nb; q++) {
+                float dot = 0.0f;
+                for (int64_t j = lane; j < d; j += 32)
+                    dot += g[j] * tu[q * d + j];
+                dot = warp_sum(dot);
+                if (lane == 0)
+                    atomicAdd(sh + (int64_t)rel[e] * nb + q, w[e] * dot);
+            }
+        }
+    }
+    __syncthreads();
+    for (int64_t k = threadIdx.x; k < nc; k += blockDim.x)
+        if (sh[k] != 0.0f)
+            atomicAdd(dcoef + k, sh[k]);
+}
+
+cudaError_t cuk_rgcn_agg_bwd(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const int32_t *rel,
+                             const int32_t *tp, const int32_t *ti, const float *tw, const int32_t *trel,
+                             const float *a, int64_t nb, int64_t nc, const float *dY, const float *T, int64_t n_dst,
+                             int64_t n_src, int64_t d, float *dT, float *dcoef)
+{
+    cudaError_t e = cudaMemsetAsync(dcoef, 0, (size_t)nc * sizeof(float), s);
+    if (e != cudaSuccess || d <= 0)
+        return e;
+    if (tp) {
+        if (n_src > 0)
+            k_rgcn_gather<<<grid_rows(n_src), CUK_THREADS, 0, s>>>(tp, ti, tw, trel, a, nb, dY, n_src, d, dT);
+    } else {
+        if (n_src > 0)
+            e = cudaMemsetAsync(dT, 0, (size_t)(n_src * nb * d) * sizeof(float), s);
+        if (e != cudaSuccess)
+            return e;
+        if (n_dst > 0)
+            k_rgcn_scatter<<<grid_rows(n_dst), CUK_THREADS, 0, s>>>(ip, ix, w, rel, a, nb, dY, n_dst, d, dT);
+    }
+    if ((e = launched()) != cudaSuccess || n_dst <= 0)
+        return e;
+    k_rgcn_dcoef<<<grid_rows(n_dst), CUK_THREADS, (size_t)nc * sizeof(float), s>>>(ip, ix, w, rel, nb, dY, T, n_dst,
+                                                                                    d, nc, dcoef);
+    return launched();
+}
+
+/* DistMult: one warp a pair, the score reduced across the warp. */
+__global__ void k_distmult(const float *H, const int32_t *hi, const int32_t *ti, const int32_t *rel, const float *Wr,
+                           int64_t np, int64_t d, float *score)
+{
+    WARP_ROWS(p, np)
+    {
+        const float *hu = H + (int64_t)hi[p] * d, *hv = H + (int64_t)ti[p] * d, *wr = Wr + (int64_t)rel[p] * d;
+        float acc = 0.0f;
+        for (int64_t j = lane; j < d; j += 32)
+            acc += hu[j] * wr[j] * hv[j];
+        acc = warp_sum(acc);
+        if (lane == 0)
+            score[p] = acc;
+    }
+}
+
+cudaError_t cuk_distmult(cudaStream_t s, const float *H, const int32_t *hi, const int32_t *ti, const int32_t *rel,
+                         const float *Wr, int64_t np, int64_t d, float *score)
+{
+    if (np <= 0)
+        return cudaSuccess;
+    k_distmult<<<grid_rows(np), CUK_THREADS, 0, s>>>(H, hi, ti, rel, Wr, np, d, score);
+    return launched();
+}
+
+__global__ void k_distmult_bwd(const float *ds, const float *H, const int32_t *hi, const int32_t *ti,
+                               const int32_t *rel, const float *Wr, int64_t np, int64_t d, float *dH, float *dWr)
+{
+    WARP_ROWS(p, np)
+    {
+        const int64_t u = hi[p], v = ti[p], r = rel[p];
+        const float g = ds[p];
+        const float *hu = H + u * d, *hv = H + v * d, *wr = Wr + r * d;
+        for (int64_t j = lane; j < d; j += 32) {
+            atomicAdd(dH + u * d + j, g * wr[j] * hv[j]);
+            atomicAdd(dH + v * d + j, g * wr[j] * hu[j]);
+            atomicAdd(dWr + r * d + j, g * hu[j] * hv[j]);
+        }
+    }
+}
+
+cudaError_t cuk_distmult_bwd(cudaStream_t s, const float *ds, const float *H, const int32_t *hi, const int32_t *ti,
+                             const int32_t *rel, const float *Wr, int64_t np, int64_t d, float *dH, int64_t n_h,
+                             float *dWr, int64_t n_r)
+{
+    cudaError_t e = cudaMemsetAsync(dH, 0, (size_t)(n_h * d) * sizeof(float), s);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(dWr, 0, (size_t)(n_r * d) * sizeof(float), s);
+    if (e != cudaSuccess || np <= 0 || d <= 0)
+        return e;
+    k_distmult_bwd<<<grid_rows(np), CUK_THREADS, 0, s>>>(ds, H, hi, ti, rel, Wr, np, d, dH, dWr);
+    return launched();
+}
+
+/* Y[dst(i)] = X[src(i)], src(i) = sidx[i] (or i when sidx is NULL), dst
+ * likewise: the row gather and scatter by type. */
+__global__ void k_rows_copy(const float *X, const int32_t *sidx, const int32_t *didx, int64_t n, int64_t d, float *Y)
+{
+    WARP_ROWS(i, n)
+    {
+        const float *x = X + (sidx ? (int64_t)sidx[i] : i) * d;
+        float *y = Y + (didx ? (int64_t)didx[i] : i) * d;
+        for (int64_t j = lane; j < d; j += 32)
+            y[j] = x[j];
+    }
+}
+
+cudaError_t cuk_rows_copy(cudaStream_t s, const float *X, const int32_t *sidx, const int32_t *didx, int64_t n,
+                          int64_t d, float *Y)
+{
+    if (n <= 0 || d <= 0)
+        return cudaSuccess;
+    k_rows_copy<<<grid_rows(n), CUK_THREADS, 0, s>>>(X, sidx, didx, n, d, Y);
     return launched();
 }

@@ -416,6 +416,124 @@ static tma_status_t ref_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
     return TMA_OK;
 }
 
+/* ------------------------------------------------------------------ heterogeneous ops */
+
+static tma_status_t ref_rgcn_aggregate(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *rel,
+                                       const tensor_t *T, const tensor_t *coef, tensor_t *Y)
+{
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices), *r = CI32(rel);
+    const float *w = CF(&blk->weights);
+    int64_t d = Y->cols, nb = coef->cols, tc = T->cols;
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        for (int64_t j = 0; j < d; j++) {
+            double s = 0;
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++)
+                for (int64_t q = 0; q < nb; q++)
+                    s += (double)w[e] * CF(coef)[(int64_t)r[e] * nb + q] * CF(T)[(int64_t)ix[e] * tc + q * d + j];
+            F(Y)[i * d + j] = (float)s;
+        }
+    }
+    return TMA_OK;
+}
+
+/* The reference reads only the CSR order (rel), never the transpose. */
+static tma_status_t ref_rgcn_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *rel,
+                                           const tensor_t *t_rel, const tensor_t *dY, const tensor_t *T,
+                                           const tensor_t *coef, tensor_t *dT, tensor_t *dcoef)
+{
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices), *r = CI32(rel);
+    const float *w = CF(&blk->weights);
+    int64_t d = dY->cols, nb = coef->cols, tc = T->cols, n = tma_gnn_tensor_numel(dT), nc = tma_gnn_tensor_numel(coef);
+    double *acc = calloc((size_t)(n ? n : 1), sizeof *acc), *ac = calloc((size_t)nc, sizeof *ac);
+    if (!acc || !ac) {
+        free(acc);
+        free(ac);
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+            int64_t u = ix[e], re = r[e];
+            for (int64_t q = 0; q < nb; q++) {
+                double a = CF(coef)[re * nb + q], dot = 0;
+                for (int64_t j = 0; j < d; j++) {
+                    double g = CF(dY)[i * d + j];
+                    acc[u * tc + q * d + j] += (double)w[e] * a * g;
+                    dot += g * CF(T)[u * tc + q * d + j];
+                }
+                ac[re * nb + q] += (double)w[e] * dot;
+            }
+        }
+    }
+    for (int64_t q = 0; q < n; q++)
+        F(dT)[q] = (float)acc[q];
+    for (int64_t q = 0; q < nc; q++)
+        F(dcoef)[q] = (float)ac[q];
+    free(acc);
+    free(ac);
+    return TMA_OK;
+}
+
+static tma_status_t ref_distmult(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
+                                 const tensor_t *rel, const tensor_t *Wr, tensor_t *score)
+{
+    int64_t d = H->cols;
+    for (int64_t p = 0; p < score->rows; p++) {
+        const float *hu = CF(H) + (int64_t)CI32(hi)[p] * d, *hv = CF(H) + (int64_t)CI32(ti)[p] * d;
+        const float *wr = CF(Wr) + (int64_t)CI32(rel)[p] * d;
+        double s = 0;
+        for (int64_t j = 0; j < d; j++)
+            s += (double)hu[j] * wr[j] * hv[j];
+        F(score)[p] = (float)s;
+    }
+    return TMA_OK;
+}
+
+static tma_status_t ref_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dscore, const tensor_t *H,
+                                     const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr,
+                                     tensor_t *dH, tensor_t *dWr)
+{
+    int64_t d = H->cols, nh = tma_gnn_tensor_numel(dH), nw = tma_gnn_tensor_numel(dWr);
+    double *ah = calloc((size_t)(nh ? nh : 1), sizeof *ah), *aw = calloc((size_t)nw, sizeof *aw);
+    if (!ah || !aw) {
+        free(ah);
+        free(aw);
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t p = 0; p < dscore->rows; p++) {
+        int64_t u = CI32(hi)[p], v = CI32(ti)[p], r = CI32(rel)[p];
+        double g = CF(dscore)[p];
+        for (int64_t j = 0; j < d; j++) {
+            double hu = CF(H)[u * d + j], hv = CF(H)[v * d + j], wr = CF(Wr)[r * d + j];
+            ah[u * d + j] += g * wr * hv;
+            ah[v * d + j] += g * wr * hu;
+            aw[r * d + j] += g * hu * hv;
+        }
+    }
+    for (int64_t q = 0; q < nh; q++)
+        F(dH)[q] = (float)ah[q];
+    for (int64_t q = 0; q < nw; q++)
+        F(dWr)[q] = (float)aw[q];
+    free(ah);
+    free(aw);
+    return TMA_OK;
+}
+
+static tma_status_t ref_rows_gather(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+{
+    for (int64_t i = 0; i < Y->rows; i++)
+        for (int64_t j = 0; j < Y->cols; j++)
+            F(Y)[i * Y->cols + j] = CF(X)[(int64_t)CI32(idx)[i] * X->cols + j];
+    return TMA_OK;
+}
+
+static tma_status_t ref_rows_scatter(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+{
+    for (int64_t i = 0; i < X->rows; i++)
+        for (int64_t j = 0; j < X->cols; j++)
+            F(Y)[(int64_t)CI32(idx)[i] * Y->cols + j] = CF(X)[i * X->cols + j];
+    return TMA_OK;
+}
+
 const tma_gnn_ops_t tma_gnn_ref_ops = {
     .name = "ref",
     .host_addressable = 1,
@@ -450,4 +568,10 @@ const tma_gnn_ops_t tma_gnn_ref_ops = {
     .feat_matmul_grad = ref_feat_matmul_grad,
     .feat_aggregate = ref_feat_aggregate,
     .mrr_sum = ref_mrr_sum,
+    .rgcn_aggregate = ref_rgcn_aggregate,
+    .rgcn_aggregate_bwd = ref_rgcn_aggregate_bwd,
+    .distmult = ref_distmult,
+    .distmult_bwd = ref_distmult_bwd,
+    .rows_gather = ref_rows_gather,
+    .rows_scatter = ref_rows_scatter,
 };

@@ -194,3 +194,36 @@ tma_graph_t *gnn_test_graph(const gnn_test_graph_opts_t *o)
         die("the generated graph is invalid");
     return g;
 }
+
+void gnn_test_transpose(int64_t n_dst, int64_t n_src, const int32_t *ip, const int32_t *ix, const float *w,
+                        const int32_t *rel, int32_t *tp, int32_t *ti, float *tw, int32_t *trel)
+{
+    int64_t q = 0;
+    for (int64_t j = 0; j < n_src; j++) {
+        tp[j] = (int32_t)q;
+        for (int64_t i = 0; i < n_dst; i++)
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+                if (ix[e] != j)
+                    continue;
+                ti[q] = (int32_t)i;
+                if (w)
+                    tw[q] = w[e];
+                if (rel)
+                    trel[q] = rel[e];
+                q++;
+            }
+    }
+    tp[n_src] = (int32_t)q;
+}
+
+void gnn_test_dump(const char *dir, const char *name, const void *data, size_t bytes)
+{
+    char *path = tma_path_join(dir, name);
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    if (!f || (bytes && fwrite(data, 1, bytes, f) != bytes)) {
+        fprintf(stderr, "cannot write %s\n", path ? path : name);
+        exit(99);
+    }
+    fclose(f);
+    free(path);
+}

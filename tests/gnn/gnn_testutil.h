@@ -27,4 +27,13 @@ void gnn_test_graph_defaults(gnn_test_graph_opts_t *o);
 /* Builds the graph (exits the test on failure). */
 tma_graph_t *gnn_test_graph(const gnn_test_graph_opts_t *o);
 
+/* The transpose of a block's CSR (n_dst rows into n_src sources), grouped by
+ * source, each source's edges in destination-row order: tp [n_src + 1],
+ * ti (destination rows), and where given the edges' weights w into tw and
+ * relation ids rel into trel (NULL skips either). */
+void gnn_test_transpose(int64_t n_dst, int64_t n_src, const int32_t *ip, const int32_t *ix, const float *w,
+                        const int32_t *rel, int32_t *tp, int32_t *ti, float *tw, int32_t *trel);
+/* Writes bytes to DIR/NAME (exits 99 when it cannot). */
+void gnn_test_dump(const char *dir, const char *name, const void *data, size_t bytes);
+
 #endif

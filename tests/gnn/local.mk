@@ -18,6 +18,12 @@ dist_check_SCRIPTS += tests/gnn/test_parity.sh
 EXTRA_DIST += tests/gnn/parity_torch.py
 TESTS += tests/gnn/test_parity.sh
 
+check_PROGRAMS += tests/gnn/hetero_dump
+tests_gnn_hetero_dump_LDADD = $(TMA_GNN_TEST_LDADD)
+dist_check_SCRIPTS += tests/gnn/test_hetero_parity.sh
+EXTRA_DIST += tests/gnn/hetero_torch.py
+TESTS += tests/gnn/test_hetero_parity.sh
+
 check_PROGRAMS += tests/gnn/test_gradcheck
 tests_gnn_test_gradcheck_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_gradcheck

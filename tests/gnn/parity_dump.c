@@ -18,17 +18,7 @@
 
 static const char *outdir;
 
-static void dump(const char *name, const void *data, size_t bytes)
-{
-    char *path = tma_path_join(outdir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || (bytes && fwrite(data, 1, bytes, f) != bytes)) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(99);
-    }
-    fclose(f);
-    free(path);
-}
+static void dump(const char *name, const void *data, size_t bytes) { gnn_test_dump(outdir, name, data, bytes); }
 
 int main(int argc, char **argv)
 {

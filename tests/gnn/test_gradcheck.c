@@ -208,6 +208,295 @@ static void check_aggregation(void)
     }
 }
 
+/* ------------------------------------------------------------------ RGCN (bases) */
+
+typedef struct rgcn_ctx {
+    var_t *H, *V, *A, *Ws, *b, *R;
+    const int32_t *ip, *ix, *rel;
+    const float *w;
+    int64_t nd, in, out, nb;
+} rgcn_ctx_t;
+
+/* The definition, in float64: W_r = sum_b a[r, b] V_b formed explicitly,
+ * z_v = h_v W_self + sum_e w[e] h_src(e) W_rel(e) + b. */
+static double rgcn_loss(void *c)
+{
+    rgcn_ctx_t *g = c;
+    double s = 0;
+    for (int64_t i = 0; i < g->nd; i++)
+        for (int64_t j = 0; j < g->out; j++) {
+            double z = g->b->d[j];
+            for (int64_t k = 0; k < g->in; k++)
+                z += g->H->d[i * g->in + k] * g->Ws->d[k * g->out + j];
+            for (int32_t e = g->ip[i]; e < g->ip[i + 1]; e++)
+                for (int64_t k = 0; k < g->in; k++) {
+                    double wr = 0;
+                    for (int64_t q = 0; q < g->nb; q++)
+                        wr += g->A->d[g->rel[e] * g->nb + q] * g->V->d[k * g->nb * g->out + q * g->out + j];
+                    z += (double)g->w[e] * g->H->d[g->ix[e] * g->in + k] * wr;
+                }
+            s += g->R->d[i * g->out + j] * z;
+        }
+    return s;
+}
+
+static tensor_t upload_i32(const int32_t *x, int64_t n)
+{
+    tensor_t t;
+    CHECK_OK(tma_gnn_tensor_alloc(B, TMA_GNN_I32, n ? n : 1, &t));
+    t = tma_gnn_tensor_shape(&t, n, 1);
+    if (n)
+        CHECK_OK(tma_gnn_tensor_upload(&t, x));
+    return t;
+}
+
+static tensor_t upload_f32(const float *x, int64_t n)
+{
+    tensor_t t;
+    CHECK_OK(tma_gnn_tensor_alloc(B, TMA_GNN_F32, n ? n : 1, &t));
+    t = tma_gnn_tensor_shape(&t, n, 1);
+    if (n)
+        CHECK_OK(tma_gnn_tensor_upload(&t, x));
+    return t;
+}
+
+static void free_tensor(tensor_t *t)
+{
+    t->capacity = t->capacity ? t->capacity : 1;
+    tma_gnn_tensor_free(t);
+}
+
+/* An RGCN layer through gnn_rgcn_forward/backward (the gradients of H, the
+ * bases, the coefficients, the self weight and the bias), with the mean
+ * weights of gnn_rgcn_norm, with and without the transposed block. */
+static void check_rgcn(void)
+{
+    const int64_t nd = 7, ns = 16, in = 5, out = 4, nb = 3;
+    const int nr = 4;
+    int32_t ip[8], ix[64], rel[64], cnt[4], tp[17], ti[64], trel[64];
+    float w[64], tw[64];
+    int64_t ne = 0;
+    ip[0] = 0;
+    for (int64_t i = 0; i < nd; i++) {
+        int64_t k = (int64_t)tma_rng_below(&rng, 7);
+        for (int64_t q = 0; q < k; q++) {
+            ix[ne] = (int32_t)tma_rng_below(&rng, ns);
+            rel[ne++] = (int32_t)tma_rng_below(&rng, nr);
+        }
+        ip[i + 1] = (int32_t)ne;
+    }
+    CHECK_OK(gnn_rgcn_norm(nd, ip, rel, nr, cnt, w));
+    gnn_test_transpose(nd, ns, ip, ix, w, rel, tp, ti, tw, trel);
+    /* The mean: a row's weights of one relation sum to 1. */
+    for (int64_t i = 0; i < nd; i++)
+        for (int r = 0; r < nr; r++) {
+            double sw = 0;
+            int any = 0;
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++)
+                if (rel[e] == r) {
+                    sw += w[e];
+                    any = 1;
+                }
+            if (any)
+                CHECK_NEAR(sw, 1.0, 1e-6);
+        }
+    tensor_t tip = upload_i32(ip, nd + 1), tix = upload_i32(ix, ne), trl = upload_i32(rel, ne);
+    tensor_t ttp = upload_i32(tp, ns + 1), tti = upload_i32(ti, ne), ttr = upload_i32(trel, ne);
+    tensor_t tww = upload_f32(w, ne), ttw = upload_f32(tw, ne);
+    for (int tr = 0; tr < 2; tr++) {
+        tma_gnn_block_t blk = {nd, ns, ne, tip, tix, tww, tr, ttp, tti, ttw};
+        var_t H = var_new(ns, in, -1, 1, 0), V = var_new(in, nb * out, -1, 1, 0), A = var_new(nr, nb, -1, 1, 0);
+        var_t Ws = var_new(in, out, -1, 1, 0), b = var_new(1, out, -1, 1, 0), R = var_new(nd, out, -1, 1, 0);
+        var_t T = var_out(ns, nb * out), dT = var_out(ns, nb * out), Z = var_out(nd, out), dH = var_out(ns, in);
+        var_t dV = var_out(in, nb * out), dA = var_out(nr, nb), dWs = var_out(in, out), db = var_out(1, out);
+        gnn_rgcn_params_t P = {V.t, A.t, Ws.t, b.t}, G = {dV.t, dA.t, dWs.t, db.t};
+        rgcn_ctx_t c = {&H, &V, &A, &Ws, &b, &R, ip, ix, rel, w, nd, in, out, nb};
+        CHECK_OK(gnn_rgcn_forward(&P, &blk, &trl, &H.t, &T.t, &Z.t));
+        var_get(&Z);
+        double ls = 0;
+        for (int64_t i = 0; i < nd * out; i++)
+            ls += R.d[i] * Z.f[i];
+        CHECK_NEAR(ls, rgcn_loss(&c), 1e-5 * fabs(ls) + 1e-6);
+        CHECK_OK(gnn_rgcn_backward(&P, &blk, &trl, &ttr, &H.t, &T.t, &R.t, &dT.t, &G, &dH.t));
+        fd_check("rgcn dH", H.d, H.n, var_get(&dH), rgcn_loss, &c);
+        fd_check("rgcn dV (bases)", V.d, V.n, var_get(&dV), rgcn_loss, &c);
+        fd_check("rgcn dcoef", A.d, A.n, var_get(&dA), rgcn_loss, &c);
+        fd_check("rgcn dW_self", Ws.d, Ws.n, var_get(&dWs), rgcn_loss, &c);
+        fd_check("rgcn db", b.d, b.n, var_get(&db), rgcn_loss, &c);
+        var_t *all[] = {&H, &V, &A, &Ws, &b, &R, &T, &dT, &Z, &dH, &dV, &dA, &dWs, &db};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+            var_free(all[i]);
+    }
+    tensor_t *ts[] = {&tip, &tix, &trl, &ttp, &tti, &ttr, &tww, &ttw};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
+        free_tensor(ts[i]);
+    /* A relation out of range is refused. */
+    rel[0] = nr;
+    if (ne)
+        CHECK_STATUS(gnn_rgcn_norm(nd, ip, rel, nr, cnt, w), TMA_ERR_INVALID);
+}
+
+/* ------------------------------------------------------------------ DistMult */
+
+typedef struct dm_ctx {
+    var_t *H, *Wr, *R;
+    const int32_t *hi, *ti, *rel;
+    int64_t np, d;
+} dm_ctx_t;
+
+static double dm_loss(void *c)
+{
+    dm_ctx_t *m = c;
+    double s = 0;
+    for (int64_t p = 0; p < m->np; p++) {
+        double sc = 0;
+        for (int64_t j = 0; j < m->d; j++)
+            sc += m->H->d[m->hi[p] * m->d + j] * m->Wr->d[m->rel[p] * m->d + j] * m->H->d[m->ti[p] * m->d + j];
+        s += m->R->d[p] * sc;
+    }
+    return s;
+}
+
+static void check_distmult(void)
+{
+    const int64_t n = 9, d = 6, np = 14, nr = 3;
+    int32_t hi[14], ti[14], rel[14];
+    for (int64_t p = 0; p < np; p++) {
+        hi[p] = (int32_t)tma_rng_below(&rng, n);
+        ti[p] = p % 4 == 0 ? hi[p] : (int32_t)tma_rng_below(&rng, n);
+        rel[p] = (int32_t)tma_rng_below(&rng, nr);
+    }
+    tensor_t thi = upload_i32(hi, np), tti = upload_i32(ti, np), trl = upload_i32(rel, np);
+    var_t H = var_new(n, d, -1, 1, 0), Wr = var_new(nr, d, -1, 1, 0), R = var_new(np, 1, -1, 1, 0);
+    var_t S = var_out(np, 1), dH = var_out(n, d), dWr = var_out(nr, d);
+    dm_ctx_t c = {&H, &Wr, &R, hi, ti, rel, np, d};
+    CHECK_OK(tma_gnn_op_distmult(&H.t, &thi, &tti, &trl, &Wr.t, &S.t));
+    var_get(&S);
+    double ls = 0;
+    for (int64_t p = 0; p < np; p++)
+        ls += R.d[p] * S.f[p];
+    CHECK_NEAR(ls, dm_loss(&c), 1e-5 * fabs(ls) + 1e-6);
+    CHECK_OK(tma_gnn_op_distmult_bwd(&R.t, &H.t, &thi, &tti, &trl, &Wr.t, &dH.t, &dWr.t));
+    fd_check("distmult dH", H.d, H.n, var_get(&dH), dm_loss, &c);
+    fd_check("distmult dWr", Wr.d, Wr.n, var_get(&dWr), dm_loss, &c);
+    var_t *all[] = {&H, &Wr, &R, &S, &dH, &dWr};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+        var_free(all[i]);
+    free_tensor(&thi);
+    free_tensor(&tti);
+    free_tensor(&trl);
+}
+
+/* ------------------------------------------------------------------ per-type input projection */
+
+#define NTYPES 3
+
+typedef struct tp_ctx {
+    const float *X[NTYPES];
+    const int32_t *types;
+    const int64_t *local;
+    int64_t dims[NTYPES];
+    var_t *W[NTYPES], *b[NTYPES], *R;
+    int64_t n, d;
+} tp_ctx_t;
+
+static double tp_loss(void *c)
+{
+    tp_ctx_t *g = c;
+    double s = 0;
+    for (int64_t i = 0; i < g->n; i++) {
+        int t = g->types[i];
+        for (int64_t j = 0; j < g->d; j++) {
+            double y = g->b[t]->d[j];
+            for (int64_t k = 0; k < g->dims[t]; k++)
+                y += (double)g->X[t][g->local[i] * g->dims[t] + k] * g->W[t]->d[k * g->d + j];
+            s += g->R->d[i * g->d + j] * y;
+        }
+    }
+    return s;
+}
+
+/* Three node types of widths 4, 7 and 1 (the last absent from the batch:
+ * its gradients must be zero), through gnn_type_project_*; the output's
+ * rows must come back in the batch's order. */
+static void check_type_projection(void)
+{
+    const int64_t n = 11, d = 5, N = 8, dims[NTYPES] = {4, 7, 1};
+    tp_ctx_t c = {.n = n, .d = d};
+    tma_gnn_feat_t *feats[NTYPES];
+    float *X[NTYPES];
+    var_t W[NTYPES], b[NTYPES], dW[NTYPES], db[NTYPES];
+    tensor_t Wt[NTYPES], bt[NTYPES], dWt[NTYPES], dbt[NTYPES];
+    for (int t = 0; t < NTYPES; t++) {
+        X[t] = malloc((size_t)(N * dims[t]) * 4);
+        for (int64_t i = 0; i < N * dims[t]; i++)
+            X[t][i] = (float)(2 * tma_rng_uniform(&rng) - 1);
+        CHECK_OK(tma_gnn_feat_create(B, X[t], N, dims[t], TMA_GNN_FEAT_DENSE, &feats[t]));
+        W[t] = var_new(dims[t], d, -1, 1, 0);
+        b[t] = var_new(1, d, -1, 1, 0);
+        dW[t] = var_new(dims[t], d, 7, 7, 0); /* poisoned: must be overwritten */
+        db[t] = var_new(1, d, 7, 7, 0);
+        Wt[t] = W[t].t;
+        bt[t] = b[t].t;
+        dWt[t] = dW[t].t;
+        dbt[t] = db[t].t;
+        c.X[t] = X[t];
+        c.dims[t] = dims[t];
+        c.W[t] = &W[t];
+        c.b[t] = &b[t];
+    }
+    int32_t types[11], order[11];
+    int64_t local[11], offsets[NTYPES + 1], sorted_ids[11];
+    for (int64_t i = 0; i < n; i++) {
+        types[i] = (int32_t)tma_rng_below(&rng, 2);
+        local[i] = (int64_t)tma_rng_below(&rng, N);
+    }
+    CHECK_OK(gnn_type_partition(types, n, NTYPES, order, offsets));
+    ASSERT_EQ(offsets[NTYPES], n);
+    ASSERT_EQ(offsets[2], offsets[3]);
+    for (int64_t k = 0; k < n; k++)
+        sorted_ids[k] = local[order[k]];
+    c.types = types;
+    c.local = local;
+    tensor_t tord = upload_i32(order, n), tids;
+    CHECK_OK(tma_gnn_tensor_alloc(B, TMA_GNN_I64, n, &tids));
+    CHECK_OK(tma_gnn_tensor_upload(&tids, sorted_ids));
+    var_t R = var_new(n, d, -1, 1, 0), S = var_out(n, d), out = var_out(n, d), dS = var_out(n, d);
+    c.R = &R;
+    gnn_type_proj_t tp = {NTYPES, feats, offsets, &tord, &tids};
+    CHECK_OK(gnn_type_project_forward(&tp, Wt, bt, &S.t, &out.t));
+    var_get(&out);
+    double ls = 0;
+    for (int64_t i = 0; i < n * d; i++)
+        ls += R.d[i] * out.f[i];
+    CHECK_NEAR(ls, tp_loss(&c), 1e-5 * fabs(ls) + 1e-6);
+    CHECK_OK(gnn_type_project_backward(&tp, &R.t, &dS.t, dWt, dbt));
+    const char *names[NTYPES][2] = {{"type 0 dW", "type 0 db"}, {"type 1 dW", "type 1 db"},
+                                    {"type 2 (absent) dW", "type 2 (absent) db"}};
+    for (int t = 0; t < NTYPES; t++) {
+        fd_check(names[t][0], W[t].d, W[t].n, var_get(&dW[t]), tp_loss, &c);
+        fd_check(names[t][1], b[t].d, b[t].n, var_get(&db[t]), tp_loss, &c);
+    }
+    for (int64_t i = 0; i < dims[2] * d; i++)
+        CHECK(dW[2].f[i] == 0.0f);
+    int32_t bad[2] = {0, NTYPES};
+    CHECK_STATUS(gnn_type_partition(bad, 2, NTYPES, order, offsets), TMA_ERR_INVALID);
+    for (int t = 0; t < NTYPES; t++) {
+        var_free(&W[t]);
+        var_free(&b[t]);
+        var_free(&dW[t]);
+        var_free(&db[t]);
+        tma_gnn_feat_destroy(B, feats[t]);
+        free(X[t]);
+    }
+    var_free(&R);
+    var_free(&S);
+    var_free(&out);
+    var_free(&dS);
+    free_tensor(&tord);
+    tma_gnn_tensor_free(&tids);
+}
+
 /* ------------------------------------------------------------------ feature projection */
 
 typedef struct feat_ctx {
@@ -558,6 +847,9 @@ int main(void)
     check_ln_prelu();
     check_pair_mul();
     check_bce();
+    check_rgcn();
+    check_distmult();
+    check_type_projection();
     tma_gnn_backend_destroy(B);
     for (int enc = 0; enc < 3; enc++)
         for (int sparse = 0; sparse < 2; sparse++)

@@ -8,6 +8,7 @@
  */
 #include "tma_test.h"
 #include "gnn_backend.h"
+#include "gnn_testutil.h"
 
 #include <math.h>
 #include <string.h>
@@ -351,6 +352,108 @@ static void test_sparse(void)
     }
 }
 
+/* Heterogeneous ops: the RGCN aggregation and its backward (scatter and
+ * gather through the transpose, whose relation ids follow mk_block's
+ * transposed order), DistMult (with self pairs and repeated relations), and
+ * the row gather and scatter of the per-type projection. */
+static void test_hetero(void)
+{
+    /* n_dst, n_src, max degree, out width, relations, bases */
+    const int64_t shapes[][6] = {{1, 1, 1, 1, 1, 1},      {20, 50, 6, 16, 3, 2},  {300, 900, 12, 64, 5, 4},
+                                 {40, 40, 3, 37, 2, 3},   {64, 100, 5, 130, 8, 1}, {7, 30, 20, 5, 64, 64}};
+    for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
+        int64_t nd = shapes[s][0], ns = shapes[s][1], d = shapes[s][3], nr = shapes[s][4], nb = shapes[s][5];
+        blk_pair_t bp = mk_block(nd, ns, (int)shapes[s][2]);
+        int64_t ne = bp.b.num_edges;
+        int32_t *ip = malloc((size_t)(nd + 1) * 4), *ix = malloc((size_t)(ne + 1) * 4);
+        int32_t *rel = malloc((size_t)(ne + 1) * 4), *trel = malloc((size_t)(ne + 1) * 4);
+        CHECK_OK(tma_gnn_tensor_download(&bp.ip.r, ip));
+        if (ne)
+            CHECK_OK(tma_gnn_tensor_download(&bp.ix.r, ix));
+        for (int64_t e = 0; e < ne; e++)
+            rel[e] = (int32_t)tma_rng_below(&rng, (uint64_t)nr);
+        /* mk_block's transposed order: by source, then destination row */
+        int32_t *tptr = malloc((size_t)(ns + 1) * 4), *tdst = malloc((size_t)(ne + 1) * 4);
+        gnn_test_transpose(nd, ns, ip, ix, NULL, rel, tptr, tdst, NULL, trel);
+        free(tptr);
+        free(tdst);
+        pair_t R_ = mk(TMA_GNN_I32, ne, 1, rel), TR = mk(TMA_GNN_I32, ne, 1, trel);
+        pair_t T = mkf(ns, nb * d, 1), A = mkf(nr, nb, 1), Y = mk(TMA_GNN_F32, nd, d, NULL);
+        cur_op = "rgcn_aggregate";
+        CHECK_OK(tma_gnn_op_rgcn_aggregate(&bp.b, &R_.b, &T.b, &A.b, &Y.b));
+        CHECK_OK(tma_gnn_op_rgcn_aggregate(&bp.r, &R_.r, &T.r, &A.r, &Y.r));
+        agree("Y", &Y);
+        cur_op = "rgcn_aggregate_bwd";
+        pair_t dY = mkf(nd, d, 1), dT = mk(TMA_GNN_F32, ns, nb * d, NULL), dA = mk(TMA_GNN_F32, nr, nb, NULL);
+        CHECK_OK(tma_gnn_op_rgcn_aggregate_bwd(&bp.b, &R_.b, &TR.b, &dY.b, &T.b, &A.b, &dT.b, &dA.b));
+        CHECK_OK(tma_gnn_op_rgcn_aggregate_bwd(&bp.r, &R_.r, &TR.r, &dY.r, &T.r, &A.r, &dT.r, &dA.r));
+        agree("dT (scatter)", &dT);
+        agree("dcoef", &dA);
+        pair_t dT2 = mk(TMA_GNN_F32, ns, nb * d, NULL), dA2 = mk(TMA_GNN_F32, nr, nb, NULL);
+        bp.b.has_transpose = 1;
+        CHECK_OK(tma_gnn_op_rgcn_aggregate_bwd(&bp.b, &R_.b, &TR.b, &dY.b, &T.b, &A.b, &dT2.b, &dA2.b));
+        CHECK_OK(tma_gnn_op_rgcn_aggregate_bwd(&bp.r, &R_.r, &TR.r, &dY.r, &T.r, &A.r, &dT2.r, &dA2.r));
+        agree("dT (gather by source)", &dT2);
+        agree("dcoef (with transpose)", &dA2);
+        bp.b.has_transpose = 0;
+        /* A T whose width is not B x d is refused. */
+        CHECK_STATUS(tma_gnn_op_rgcn_aggregate(&bp.b, &R_.b, &dY.b, &A.b, &Y.b),
+                     nb == 1 && ns == nd ? TMA_OK : TMA_ERR_INTERNAL);
+
+        cur_op = "distmult";
+        int64_t np = nd * 3;
+        int32_t *hi = malloc((size_t)np * 4), *ti = malloc((size_t)np * 4), *pr = malloc((size_t)np * 4);
+        for (int64_t p = 0; p < np; p++) {
+            hi[p] = (int32_t)tma_rng_below(&rng, (uint64_t)ns);
+            ti[p] = p % 5 == 0 ? hi[p] : (int32_t)tma_rng_below(&rng, (uint64_t)ns); /* some self pairs */
+            pr[p] = (int32_t)tma_rng_below(&rng, (uint64_t)nr);
+        }
+        pair_t H = mkf(ns, d, 1), Wr = mkf(nr, d, 1), HI = mk(TMA_GNN_I32, np, 1, hi), TI = mk(TMA_GNN_I32, np, 1, ti);
+        pair_t PR = mk(TMA_GNN_I32, np, 1, pr), sc = mk(TMA_GNN_F32, np, 1, NULL);
+        CHECK_OK(tma_gnn_op_distmult(&H.b, &HI.b, &TI.b, &PR.b, &Wr.b, &sc.b));
+        CHECK_OK(tma_gnn_op_distmult(&H.r, &HI.r, &TI.r, &PR.r, &Wr.r, &sc.r));
+        agree("score", &sc);
+        cur_op = "distmult_bwd";
+        pair_t ds = mkf(np, 1, 1), dH = mk(TMA_GNN_F32, ns, d, NULL), dWr = mk(TMA_GNN_F32, nr, d, NULL);
+        CHECK_OK(tma_gnn_op_distmult_bwd(&ds.b, &H.b, &HI.b, &TI.b, &PR.b, &Wr.b, &dH.b, &dWr.b));
+        CHECK_OK(tma_gnn_op_distmult_bwd(&ds.r, &H.r, &HI.r, &TI.r, &PR.r, &Wr.r, &dH.r, &dWr.r));
+        agree("dH", &dH);
+        agree("dWr", &dWr);
+
+        cur_op = "rows_gather/rows_scatter";
+        int64_t *perm = malloc((size_t)ns * 8);
+        int32_t *idx = malloc((size_t)ns * 4);
+        for (int64_t i = 0; i < ns; i++)
+            perm[i] = i;
+        tma_rng_shuffle_i64(&rng, perm, ns);
+        for (int64_t i = 0; i < ns; i++)
+            idx[i] = (int32_t)perm[i];
+        int64_t ng = ns / 2 + 1; /* a gather of some rows, a scatter into some */
+        pair_t IX = mk(TMA_GNN_I32, ng, 1, idx), G = mk(TMA_GNN_F32, ng, d, NULL);
+        CHECK_OK(tma_gnn_op_rows_gather(&H.b, &IX.b, &G.b));
+        CHECK_OK(tma_gnn_op_rows_gather(&H.r, &IX.r, &G.r));
+        agree("gathered", &G);
+        pair_t Sd = mkf(ns, d, 1);
+        CHECK_OK(tma_gnn_op_rows_scatter(&G.b, &IX.b, &Sd.b));
+        CHECK_OK(tma_gnn_op_rows_scatter(&G.r, &IX.r, &Sd.r));
+        agree("scattered (other rows kept)", &Sd);
+        free(perm);
+        free(idx);
+        free(hi);
+        free(ti);
+        free(pr);
+        free(ip);
+        free(ix);
+        free(rel);
+        free(trel);
+        pair_t *all[] = {&R_, &TR, &T, &A, &Y, &dY, &dT, &dA, &dT2, &dA2, &H, &Wr, &HI, &TI, &PR, &sc, &ds, &dH, &dWr,
+                         &IX, &G, &Sd};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+            pfree(all[i]);
+        free_block(&bp);
+    }
+}
+
 /* MRR scoring against fixed negatives (an optional op: the evaluator ranks
  * on the host where a backend lacks it), with planted ties. */
 static void test_mrr(void)
@@ -510,6 +613,7 @@ int main(void)
             test_loss_adam();
             test_mrr();
             test_features();
+            test_hetero();
             tma_gnn_backend_destroy(B);
         }
     }

@@ -14,6 +14,7 @@ check_PROGRAMS += tests/gpu/test_cuda_step
 tests_gpu_test_cuda_step_LDADD = $(TMA_GPU_TEST_LDADD)
 TESTS += tests/gpu/test_cuda_step
 
-dist_check_SCRIPTS += tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_roles.sh
-TESTS += tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_roles.sh
+dist_check_SCRIPTS += tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_roles.sh \
+	tests/gpu/test_cuda_hetero.sh
+TESTS += tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_roles.sh tests/gpu/test_cuda_hetero.sh
 EXTRA_DIST += tests/gpu/run.sh
