@@ -21,7 +21,14 @@ PEER=$TMA_BUILDDIR/tests/transport/transport_peer
 [ -x "$PEER" ] || hard "$PEER is not built"
 
 EVE=tmaeve$$
-useradd -M -s /usr/sbin/nologin "$EVE" || hard "useradd $EVE failed"
+# useradd fails while another process holds /etc/passwd's lock (another
+# test creating its user at the same moment): try again for a while.
+made=0
+for _ in $(seq 20); do
+  useradd -M -s /usr/sbin/nologin "$EVE" 2>"$TMP_ROOT/useradd.err" && { made=1; break; }
+  sleep 0.5
+done
+(( made )) || { cat "$TMP_ROOT/useradd.err" >&2; hard "useradd $EVE failed"; }
 trap 'userdel "$EVE" 2>/dev/null; _tma_cleanup' EXIT
 as_eve() { runuser -u "$EVE" -- "$@"; }
 
