@@ -144,7 +144,9 @@ int cli_cmd_import(int argc, char **argv)
         "'node feature value', labels.txt 'node label', meta.txt), an OGB dataset folder or its raw/ "
         "(edge.csv.gz, num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz), or a .npz, stored or "
         "compressed: gnn-benchmark's arrays (adj_indptr, adj_indices, adj_shape, attr_*, labels), "
-        "scipy.sparse.save_npz's, or PyG-style edge_index [2, E], x, y. Self-loops and duplicate edges are dropped and counted; "
+        "scipy.sparse.save_npz's, or PyG-style edge_index [2, E], x, y; or a typed dataset: MovieLens 100K as GroupLens "
+        "ships it (u.data, u.user, u.item, u.genre, u.occupation) or a folder with node_types.txt ('node type_name') and "
+        "edges.txt ('u v relation_name'), each relation stored with its inverse. Self-loops and duplicate edges are dropped and counted; "
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
         "fixed negative tails. An OGB dataset with an official split (split/NAME/{train,valid,test}.pt) keeps "
         "it and its negatives as they are (read by tma-ogb-split, which needs PyTorch). See docs/graphs.md.",
