@@ -220,6 +220,9 @@ cJSON *cli_build_report_json(const char *path, uint64_t graph_id, int64_t nodes,
                              const struct tma_graph_build_report *r);
 /* Prints the builder's counts, one "  key value" line each. */
 void cli_print_build_report(const struct tma_graph_build_report *r);
+/* The node types and relations of a typed graph, one line each (tma import, tma gen). */
+struct tma_graph;
+void cli_print_types(const struct tma_graph *g);
 int cli_cmd_train(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
 int cli_cmd_export(int argc, char **argv);

@@ -47,6 +47,8 @@ static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, co
         printf("  %-22s %d classes\n", "labels", r->num_classes);
     if (r->homophily >= 0)
         printf("  %-22s %.4f\n", "homophily", r->homophily);
+    if (tma_graph_is_typed(g))
+        cli_print_types(g);
     printf("  %-22s %.3f (generate %.3f, adjacency %.3f, split %.3f, negatives %.3f, write %.3f)\n", "seconds",
            r->seconds + tw, r->seconds_generate, r->build.seconds_adjacency, r->build.seconds_split,
            r->build.seconds_negatives, tw);
@@ -56,7 +58,7 @@ static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, co
 static int gen_sbm(int argc, char **argv)
 {
     const char *out = NULL;
-    int64_t nodes = 10000, classes = 4, feat_dim = 32;
+    int64_t nodes = 10000, classes = 4, feat_dim = 32, node_types = 0, relations = 0;
     double avg_degree = 10, homophily = 0.9, noise = 1.0;
     cli_graph_flags_t f = {.negatives = TMA_GRAPH_DEFAULT_NEGATIVES};
     const cli_opt_t opts[] = {
@@ -69,6 +71,11 @@ static int gen_sbm(int argc, char **argv)
         {"feat-dim", 0, CLI_INT, &feat_dim, "F", "feature dimension (default 32)", NULL},
         {"noise", 0, CLI_DOUBLE, &noise, "S",
          "feature noise: features = class centroid ~ N(0,I) + S * N(0,I) (default 1.0)", NULL},
+        {"node-types", 0, CLI_INT, &node_types, "T",
+         "a typed graph: node v is of type v mod T, type t keeps max(1, F - t) feature columns (default: untyped)",
+         NULL},
+        {"relations", 0, CLI_INT, &relations, "R",
+         "with --node-types: each edge gets a uniform relation of R, stored with its inverse", NULL},
         CLI_GRAPH_SPLIT_OPTS(f),
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
@@ -96,14 +103,21 @@ static int gen_sbm(int argc, char **argv)
         return cli_usage_error(spec.cmd, "--feat-dim: expected a dimension in [1, 1048576], got %" PRId64, feat_dim);
     if (!(noise >= 0))
         return cli_usage_error(spec.cmd, "--noise: expected a number >= 0, got %g", noise);
+    if (node_types < 0 || node_types > TMA_GRAPH_MAX_NODE_TYPES || node_types > nodes)
+        return cli_usage_error(spec.cmd, "--node-types: expected a count in [1, min(nodes, %d)], got %" PRId64,
+                               TMA_GRAPH_MAX_NODE_TYPES, node_types);
+    if (relations < 0 || relations > TMA_GRAPH_MAX_RELATIONS || (node_types > 0) != (relations > 0))
+        return cli_usage_error(spec.cmd, "--relations: expected a count in [1, %d], given together with "
+                               "--node-types, got %" PRId64, TMA_GRAPH_MAX_RELATIONS, relations);
     tma_graph_build_opts_t b;
     int rc = cli_graph_build_flags(spec.cmd, &f, &b);
     if (rc != CLI_EXIT_OK)
         return rc;
     tma_gen_sbm_opts_t o = {nodes, (int32_t)classes, avg_degree, homophily, (int32_t)feat_dim, noise, b.seed};
+    tma_gen_typed_opts_t to = {(int32_t)node_types, (int32_t)relations};
     tma_graph_t *g;
     tma_gen_report_t r;
-    tma_status_t st = tma_graph_gen_sbm(&o, &b, &g, &r);
+    tma_status_t st = tma_graph_gen_sbm_typed(&o, node_types > 0 ? &to : NULL, &b, &g, &r);
     if (st != TMA_OK) {
         fprintf(stderr, "tma gen sbm: %s; nothing was written\n", tma_status_str(st));
         return CLI_EXIT_RUNTIME;

@@ -96,6 +96,27 @@ void cli_print_build_report(const tma_graph_build_report_t *r)
     printf("  %-22s %d\n", "negatives per edge", r->negatives);
 }
 
+void cli_print_types(const tma_graph_t *g)
+{
+    int64_t *cnt = calloc((size_t)g->num_node_types + (size_t)g->num_relations, sizeof *cnt);
+    if (!cnt)
+        return;
+    for (int64_t v = 0; v < g->num_nodes; v++)
+        cnt[g->node_type[v]]++;
+    for (int64_t e = 0; e < 2 * g->num_train_edges; e++)
+        if (g->edge_rel[e] < g->num_relations)
+            cnt[g->num_node_types + g->edge_rel[e]]++;
+    char name[256];
+    for (int32_t t = 0; t < g->num_node_types; t++)
+        printf("  %-22s %s: %" PRId64 " nodes, %d features\n", t ? "" : "node types",
+               tma_graph_node_type_name(g, t, name, sizeof name), cnt[t], g->type_feat_dim[t]);
+    for (int32_t r = 0; r < g->num_relations; r++)
+        printf("  %-22s %s: %" PRId64 " train edges, with its inverse (ids %d and %d)\n", r ? "" : "relations",
+               tma_graph_relation_name(g, r, name, sizeof name), cnt[g->num_node_types + r], r,
+               r + g->num_relations);
+    free(cnt);
+}
+
 int cli_cmd_import(int argc, char **argv)
 {
     const char *out = NULL;
@@ -123,7 +144,9 @@ int cli_cmd_import(int argc, char **argv)
         "'node feature value', labels.txt 'node label', meta.txt), an OGB dataset folder or its raw/ "
         "(edge.csv.gz, num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz), or a .npz, stored or "
         "compressed: gnn-benchmark's arrays (adj_indptr, adj_indices, adj_shape, attr_*, labels), "
-        "scipy.sparse.save_npz's, or PyG-style edge_index [2, E], x, y. Self-loops and duplicate edges are dropped and counted; "
+        "scipy.sparse.save_npz's, or PyG-style edge_index [2, E], x, y; or a typed dataset: MovieLens 100K as GroupLens "
+        "ships it (u.data, u.user, u.item, u.genre, u.occupation) or a folder with node_types.txt ('node type_name') and "
+        "edges.txt ('u v relation_name'), each relation stored with its inverse. Self-loops and duplicate edges are dropped and counted; "
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
         "fixed negative tails. An OGB dataset with an official split (split/NAME/{train,valid,test}.pt) keeps "
         "it and its negatives as they are (read by tma-ogb-split, which needs PyTorch). See docs/graphs.md.",
@@ -171,6 +194,10 @@ int cli_cmd_import(int argc, char **argv)
             cJSON_AddStringToObject(j, "features", tma_feat_source_str(r.features));
             cJSON_AddNumberToObject(j, "input_feature_dim", r.input_feature_dim);
             cJSON_AddNumberToObject(j, "classes", r.num_classes);
+            if (tma_graph_is_typed(g)) {
+                cJSON_AddNumberToObject(j, "num_node_types", r.num_node_types);
+                cJSON_AddNumberToObject(j, "num_relations", r.num_relations);
+            }
             cJSON_AddNumberToObject(j, "seconds", r.seconds + tw);
         }
         tma_graph_destroy(g);
@@ -195,6 +222,8 @@ int cli_cmd_import(int argc, char **argv)
         printf("  %-22s %d classes\n", "labels", r.num_classes);
     else
         printf("  %-22s none\n", "labels");
+    if (tma_graph_is_typed(g))
+        cli_print_types(g);
     printf("  %-22s %.3f (read %.3f, adjacency %.3f, split %.3f, negatives %.3f, write %.3f)\n", "seconds",
            r.seconds + tw, r.seconds_read, r.build.seconds_adjacency, r.build.seconds_split,
            r.build.seconds_negatives, tw);

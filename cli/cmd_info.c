@@ -4,6 +4,28 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* A typed graph's node_types or relations array, one line an entry:
+ * "node_type  user  943 nodes, 24 features" or
+ * "relation   rating1  (ids 0 / 5)  5000 train edges". */
+static void print_types(const cJSON *arr)
+{
+    int types = strcmp(arr->string, "node_types") == 0;
+    int i = 0;
+    for (const cJSON *x = arr->child; x; x = x->next, i++) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(x, "name");
+        const char *nm = cJSON_IsString(name) ? name->valuestring : "?";
+        if (types)
+            printf("%-22s %d %s: %.0f nodes, %.0f features\n", "node_type", i, nm,
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "nodes")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "feature_dim")));
+        else
+            printf("%-22s %d %s: %.0f train edges (inverse id %.0f)\n", "relation", i, nm,
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "train_edges")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "inverse_id")));
+    }
+}
 
 int cli_cmd_info(int argc, char **argv)
 {
@@ -31,7 +53,9 @@ int cli_cmd_info(int argc, char **argv)
         cli_print_json(info);
     } else {
         for (cJSON *it = info->child; it; it = it->next) {
-            if (cJSON_IsString(it))
+            if (cJSON_IsArray(it))
+                print_types(it);
+            else if (cJSON_IsString(it))
                 printf("%-22s %s\n", it->string, it->valuestring);
             else if (cJSON_IsBool(it))
                 printf("%-22s %s\n", it->string, cJSON_IsTrue(it) ? "yes" : "no");

@@ -44,12 +44,38 @@ tma_status_t tma_edge_list_reserve(tma_edge_list_t *el, int64_t cap)
         return TMA_ERR_NOMEM;
     }
     el->pairs = p;
+    if (el->rels) {
+        int32_t *r = realloc(el->rels, (size_t)cap * sizeof *r);
+        if (!r) {
+            tma_log_error(COMP, "out of memory growing an edge list to %" PRId64 " edges", cap);
+            return TMA_ERR_NOMEM;
+        }
+        el->rels = r;
+    }
     el->cap = cap;
+    return TMA_OK;
+}
+
+tma_status_t tma_edge_list_push_rel(tma_edge_list_t *el, int64_t u, int64_t v, int32_t r)
+{
+    if (!el->rels) {
+        /* The first typed edge: the list becomes typed, with room for its capacity. */
+        el->rels = malloc((size_t)(el->cap > 0 ? el->cap : 1) * sizeof *el->rels);
+        if (!el->rels) {
+            tma_log_error(COMP, "out of memory for an edge list's relations");
+            return TMA_ERR_NOMEM;
+        }
+    }
+    tma_status_t st = tma_edge_list_push(el, u, v);
+    if (st != TMA_OK)
+        return st;
+    el->rels[el->count - 1] = r;
     return TMA_OK;
 }
 
 void tma_edge_list_free(tma_edge_list_t *el)
 {
+    free(el->rels);
     free(el->pairs);
     memset(el, 0, sizeof *el);
 }
@@ -152,6 +178,20 @@ void tma_sort_i64(int64_t *a, int64_t n)
 
 /* ------------------------------------------------------------------ adjacency */
 
+/* Both builders' last step: the counts of the cleaning and the arrays in g
+ * (indptr[n] entries were kept of `entries` scattered). */
+static void adjacency_done(tma_graph_t *g, tma_graph_build_report_t *rep, int64_t m_in, int64_t loops,
+                           int64_t entries, int64_t *indptr, int64_t *indices)
+{
+    const int64_t out = indptr[g->num_nodes];
+    rep->input_edges = m_in;
+    rep->self_loops = loops;
+    rep->duplicates = (entries - out) / 2;
+    rep->edges = out / 2;
+    g->indptr = indptr;
+    g->indices = indices;
+}
+
 /* Builds the cleaned full adjacency into g->indptr / g->indices (owned by
  * g) and frees the pairs as soon as they are scattered. */
 static tma_status_t build_adjacency(tma_graph_t *g, tma_edge_list_t *el, tma_graph_build_report_t *rep)
@@ -227,13 +267,101 @@ static tma_status_t build_adjacency(tma_graph_t *g, tma_edge_list_t *el, tma_gra
     }
     indptr[n] = out;
     free(cursor);
+    adjacency_done(g, rep, m_in, loops, entries, indptr, indices);
+    return TMA_OK;
+}
 
-    rep->input_edges = m_in;
-    rep->self_loops = loops;
-    rep->duplicates = (entries - out) / 2;
-    rep->edges = out / 2;
-    g->indptr = indptr;
-    g->indices = indices;
+/* The typed adjacency: as build_adjacency, but each entry is scattered as
+ * the key (neighbour << REL_BITS | c), c the pair's relation id seen from
+ * its lower end (r for u -> v with u < v, else r + R), the same in both
+ * rows; sorting a row then keeps, for a pair given twice, the one with the
+ * smallest c in both rows, so the rows stay each other's inverse.  The id
+ * stored in a row is c from the lower end and inverse(c) from the upper.
+ * Sequential: typed graphs here are small (MovieLens, tests). */
+#define REL_BITS 21
+static tma_status_t build_adjacency_typed(tma_graph_t *g, tma_edge_list_t *el, tma_graph_build_report_t *rep)
+{
+    const int64_t n = g->num_nodes, m_in = el->count;
+    const int32_t R = g->num_relations;
+    if (R < 1 || R > TMA_GRAPH_MAX_RELATIONS || n >= ((int64_t)1 << (62 - REL_BITS))) {
+        tma_log_error(COMP, "a typed graph needs 1 to %d relations and fewer than 2^%d nodes", TMA_GRAPH_MAX_RELATIONS,
+                      62 - REL_BITS);
+        return TMA_ERR_INVALID;
+    }
+    const int64_t *pairs = el->pairs;
+    const int32_t *rels = el->rels;
+    int64_t *indptr = tma_graph_alloc(g, ((size_t)n + 1) * sizeof(int64_t));
+    if (!indptr)
+        return TMA_ERR_NOMEM;
+    memset(indptr, 0, ((size_t)n + 1) * sizeof(int64_t));
+    int64_t loops = 0;
+    for (int64_t i = 0; i < m_in; i++) {
+        int64_t u = pairs[2 * i], v = pairs[2 * i + 1];
+        if (u < 0 || u >= n || v < 0 || v >= n) {
+            tma_log_error(COMP, "edge %" PRId64 " (%" PRId64 ", %" PRId64 ") names a node outside [0, %" PRId64 ")",
+                          i, u, v, n);
+            return TMA_ERR_RANGE;
+        }
+        if (rels[i] < 0 || rels[i] >= R) {
+            tma_log_error(COMP, "edge %" PRId64 " (%" PRId64 ", %" PRId64 ") has relation %d, outside [0, %d)", i,
+                          u, v, rels[i], R);
+            return TMA_ERR_RANGE;
+        }
+        if (u == v) {
+            loops++;
+        } else {
+            indptr[u + 1]++;
+            indptr[v + 1]++;
+        }
+    }
+    for (int64_t v = 0; v < n; v++)
+        indptr[v + 1] += indptr[v];
+    const int64_t entries = indptr[n];
+    int64_t *indices = tma_graph_alloc(g, (size_t)(entries ? entries : 1) * sizeof(int64_t));
+    int32_t *erel = tma_graph_alloc(g, (size_t)(entries ? entries : 1) * sizeof(int32_t));
+    int64_t *cursor = malloc(((size_t)n + 1) * sizeof(int64_t));
+    if (!indices || !erel || !cursor) {
+        free(cursor);
+        if (!cursor)
+            tma_log_error(COMP, "out of memory (%" PRId64 " nodes)", n);
+        return TMA_ERR_NOMEM;
+    }
+    memcpy(cursor, indptr, ((size_t)n + 1) * sizeof(int64_t));
+    for (int64_t i = 0; i < m_in; i++) {
+        int64_t u = pairs[2 * i], v = pairs[2 * i + 1];
+        if (u == v)
+            continue;
+        int64_t c = u < v ? rels[i] : rels[i] + R;
+        indices[cursor[u]++] = v << REL_BITS | c;
+        indices[cursor[v]++] = u << REL_BITS | c;
+    }
+    tma_edge_list_free(el);
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t v = 0; v < n; v++) {
+        int64_t *row = indices + indptr[v];
+        int64_t d = indptr[v + 1] - indptr[v], k = 0;
+        tma_sort_i64(row, d);
+        for (int64_t e = 0; e < d; e++)
+            if (k == 0 || (row[e] >> REL_BITS) != (row[k - 1] >> REL_BITS))
+                row[k++] = row[e];
+        cursor[v] = k;
+    }
+    int64_t out = 0;
+    for (int64_t v = 0; v < n; v++) {
+        int64_t a = indptr[v], k = cursor[v];
+        indptr[v] = out;
+        for (int64_t e = 0; e < k; e++) {
+            int64_t key = indices[a + e], w = key >> REL_BITS;
+            int32_t c = (int32_t)(key & (((int64_t)1 << REL_BITS) - 1));
+            indices[out + e] = w;
+            erel[out + e] = v < w ? c : (c < R ? c + R : c - R);
+        }
+        out += k;
+    }
+    indptr[n] = out;
+    free(cursor);
+    adjacency_done(g, rep, m_in, loops, entries, indptr, indices);
+    g->edge_rel = erel;
     return TMA_OK;
 }
 
@@ -317,7 +445,7 @@ static int64_t upper_start(const tma_graph_t *g, int64_t v)
 
 /* Draws the evaluation edges: rank r counts the undirected edges (u < v) in
  * row-major order; each chosen edge gets a random orientation. */
-static tma_status_t draw_split(tma_graph_t *g, int64_t nv, int64_t nt, uint64_t seed, int64_t *eval)
+static tma_status_t draw_split(tma_graph_t *g, int64_t nv, int64_t nt, uint64_t seed, int64_t *eval, int32_t *erel)
 {
     const int64_t n = g->num_nodes, k = nv + nt;
     int64_t *upre = malloc(((size_t)n + 1) * sizeof(int64_t));
@@ -351,8 +479,15 @@ static tma_status_t draw_split(tma_graph_t *g, int64_t nv, int64_t nt, uint64_t 
             else
                 hi = mid;
         }
-        int64_t u = lo, v = g->indices[upper_start(g, u) + (r - upre[u])];
-        if (tma_rng_next(&rng) & 1) {
+        int64_t u = lo, pos = upper_start(g, u) + (r - upre[u]), v = g->indices[pos];
+        int flip = (int)(tma_rng_next(&rng) & 1);
+        if (erel) {
+            /* Typed: the edge in its forward direction, with its forward id. */
+            int32_t c = g->edge_rel[pos];
+            flip = c >= g->num_relations;
+            erel[i] = flip ? c - g->num_relations : c;
+        }
+        if (flip) {
             int64_t t = u;
             u = v;
             v = t;
@@ -415,6 +550,46 @@ static int draw_negatives(const tma_graph_t *g, int64_t u, int32_t k, tma_rng_t 
     return 0;
 }
 
+/* Typed: K tails for head u of node type t: uniform over the nodes of type
+ * t (members[0..size), ascending) that are neither u nor a neighbour of u
+ * in the full graph.  -1 when none qualifies, -2 out of memory. */
+static int draw_negatives_typed(const tma_graph_t *g, int64_t u, const int64_t *members, int64_t size, int32_t k,
+                                tma_rng_t *rng, int64_t *out)
+{
+    const int64_t *row = g->indices + g->indptr[u];
+    const int64_t deg = g->indptr[u + 1] - g->indptr[u];
+    const int32_t t = size > 0 ? g->node_type[members[0]] : -1;
+    int64_t excluded = g->node_type[u] == t;
+    for (int64_t e = 0; e < deg; e++)
+        excluded += g->node_type[row[e]] == t;
+    const int64_t cand = size - excluded;
+    if (cand <= 0)
+        return -1;
+    if (cand * 4 >= size) {
+        for (int32_t j = 0; j < k;) {
+            int64_t x = members[tma_rng_below(rng, (uint64_t)size)];
+            if (x != u && !tma_graph_has_edge(g, u, x))
+                out[j++] = x;
+        }
+        return 0;
+    }
+    /* Few qualify: list them (both lists are sorted) and pick among them. */
+    int64_t *list = malloc((size_t)cand * sizeof *list), c = 0, e = 0;
+    if (!list)
+        return -2;
+    for (int64_t i = 0; i < size; i++) {
+        int64_t x = members[i];
+        while (e < deg && row[e] < x)
+            e++;
+        if (x != u && !(e < deg && row[e] == x))
+            list[c++] = x;
+    }
+    for (int32_t j = 0; j < k; j++)
+        out[j] = list[tma_rng_below(rng, (uint64_t)c)];
+    free(list);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ removal */
 
 static int64_t row_find(const tma_graph_t *g, int64_t u, int64_t v)
@@ -454,12 +629,17 @@ static tma_status_t remove_edges(tma_graph_t *g, const int64_t *eval, int64_t k)
     free(pos);
     const int64_t n = g->num_nodes;
     int64_t out = 0;
+    int32_t *erel = (int32_t *)g->edge_rel;
     for (int64_t v = 0; v < n; v++) {
         int64_t a = indptr[v], b = indptr[v + 1];
         indptr[v] = out;
-        for (int64_t e = a; e < b; e++)
-            if (indices[e] >= 0)
+        for (int64_t e = a; e < b; e++) {
+            if (indices[e] >= 0) {
+                if (erel)
+                    erel[out] = erel[e];
                 indices[out++] = indices[e];
+            }
+        }
     }
     indptr[n] = out;
     return TMA_OK;
@@ -484,7 +664,13 @@ tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_grap
         tma_edge_list_free(el);
         return TMA_ERR_INVALID;
     }
-    st = build_adjacency(g, el, &rep);
+    const int typed = el->rels != NULL;
+    if (typed && (!g->node_type || !g->type_feat_dim || g->num_node_types < 1)) {
+        tma_log_error(COMP, "a typed edge list needs the graph's node types and per-type feature widths");
+        tma_edge_list_free(el);
+        return TMA_ERR_INVALID;
+    }
+    st = typed ? build_adjacency_typed(g, el, &rep) : build_adjacency(g, el, &rep);
     tma_edge_list_free(el);
     if (st != TMA_OK)
         return st;
@@ -511,20 +697,75 @@ tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_grap
     const int32_t K = o->negatives;
     int64_t *eval = tma_graph_alloc(g, (size_t)(nv + nt > 0 ? nv + nt : 1) * 2 * sizeof(int64_t));
     int64_t *neg = tma_graph_alloc(g, (size_t)((nv + nt) * K > 0 ? (nv + nt) * K : 1) * sizeof(int64_t));
-    if (!eval || !neg)
+    int32_t *erel = typed ? tma_graph_alloc(g, (size_t)(nv + nt > 0 ? nv + nt : 1) * sizeof(int32_t)) : NULL;
+    if (!eval || !neg || (typed && !erel))
         return TMA_ERR_NOMEM;
-    st = draw_split(g, nv, nt, o->seed, eval);
+    st = draw_split(g, nv, nt, o->seed, eval, erel);
     if (st != TMA_OK)
         return st;
     double t2 = tma_clock_now();
 
     int64_t bad = -1;
+    if (typed) {
+        /* Each type's nodes, ascending, for drawing tails of the tail's type. */
+        const int32_t T = g->num_node_types;
+        int64_t *tstart = calloc((size_t)T + 1, sizeof *tstart), *members = malloc((size_t)g->num_nodes * sizeof *members);
+        int64_t *cur = malloc(((size_t)T + 1) * sizeof *cur);
+        if (!tstart || !members || !cur) {
+            free(tstart);
+            free(members);
+            free(cur);
+            tma_log_error(COMP, "out of memory grouping %" PRId64 " nodes by type", g->num_nodes);
+            return TMA_ERR_NOMEM;
+        }
+        for (int64_t v = 0; v < g->num_nodes; v++) {
+            if (g->node_type[v] < 0 || g->node_type[v] >= T) {
+                tma_log_error(COMP, "node %" PRId64 " has type %d, outside [0, %d)", v, g->node_type[v], T);
+                free(tstart);
+                free(members);
+                free(cur);
+                return TMA_ERR_RANGE;
+            }
+            tstart[g->node_type[v] + 1]++;
+        }
+        for (int32_t t = 0; t < T; t++)
+            tstart[t + 1] += tstart[t];
+        memcpy(cur, tstart, ((size_t)T + 1) * sizeof *cur);
+        for (int64_t v = 0; v < g->num_nodes; v++)
+            members[cur[g->node_type[v]]++] = v;
+        free(cur);
+        int oom = 0;
+#pragma omp parallel for schedule(dynamic, 8) reduction(max : bad) reduction(| : oom)
+        for (int64_t i = 0; i < nv + nt; i++) {
+            tma_rng_t rng;
+            tma_rng_seed(&rng, o->seed ^ SALT_NEG, (uint64_t)i);
+            int32_t t = g->node_type[eval[2 * i + 1]];
+            int rc = draw_negatives_typed(g, eval[2 * i], members + tstart[t], tstart[t + 1] - tstart[t], K, &rng,
+                                          neg + i * K);
+            if (rc == -1)
+                bad = i > bad ? i : bad;
+            oom |= rc == -2;
+        }
+        free(tstart);
+        free(members);
+        if (oom) {
+            tma_log_error(COMP, "out of memory drawing typed negatives");
+            return TMA_ERR_NOMEM;
+        }
+        if (bad >= 0 && K > 0) {
+            tma_log_error(COMP, "node %" PRId64 " is adjacent to every node of type %d: no negative tail exists for it",
+                          eval[2 * bad], g->node_type[eval[2 * bad + 1]]);
+            return TMA_ERR_INVALID;
+        }
+        bad = -1;
+    } else {
 #pragma omp parallel for schedule(dynamic, 8) reduction(max : bad)
-    for (int64_t i = 0; i < nv + nt; i++) {
-        tma_rng_t rng;
-        tma_rng_seed(&rng, o->seed ^ SALT_NEG, (uint64_t)i);
-        if (draw_negatives(g, eval[2 * i], K, &rng, neg + i * K) != 0)
-            bad = i > bad ? i : bad;
+        for (int64_t i = 0; i < nv + nt; i++) {
+            tma_rng_t rng;
+            tma_rng_seed(&rng, o->seed ^ SALT_NEG, (uint64_t)i);
+            if (draw_negatives(g, eval[2 * i], K, &rng, neg + i * K) != 0)
+                bad = i > bad ? i : bad;
+        }
     }
     if (bad >= 0 && K > 0) {
         tma_log_error(COMP, "node %" PRId64 " is adjacent to every other node: no negative tail exists for it",
@@ -546,6 +787,10 @@ tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_grap
     g->val_neg = neg;
     g->test_neg = neg + nv * K;
     g->split_seed = o->seed;
+    if (typed) {
+        g->val_rel = erel;
+        g->test_rel = erel + nv;
+    }
 
     rep.train_edges = g->num_train_edges;
     rep.val_edges = nv;

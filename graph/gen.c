@@ -21,6 +21,7 @@
 #define SALT_LABELS 0x6c6162656cull
 #define SALT_CENTROID 0x63656e74ull
 #define SALT_NOISE 0x6e6f697365ull
+#define SALT_REL 0x72656c6174ull
 
 /* Fills el with `m` edges, each from draw(ctx, rng, &u, &v), in parallel
  * blocks with one stream each. */
@@ -101,8 +102,45 @@ static void sbm_edge(const void *ctx, tma_rng_t *rng, int64_t *u_p, int64_t *v_p
     *v_p = v;
 }
 
+/* The typed SBM's additions: node v of type v mod T, type t with
+ * max(1, F - t) real feature columns (the rest zeroed), each edge a seeded
+ * uniform relation (a hash of its index, so any thread count agrees). */
+static tma_status_t sbm_types(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *to, tma_graph_t *g,
+                              float *feat, tma_edge_list_t *el)
+{
+    const int64_t n = g->num_nodes;
+    const int32_t T = to->node_types, R = to->relations, F = o->feat_dim;
+    int32_t *type = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
+    int32_t *width = tma_graph_alloc(g, (size_t)T * sizeof(int32_t));
+    el->rels = malloc((size_t)(el->cap > 0 ? el->cap : 1) * sizeof *el->rels);
+    if (!type || !width || !el->rels) {
+        tma_log_error(COMP, "out of memory for a typed SBM");
+        return TMA_ERR_NOMEM;
+    }
+    for (int32_t t = 0; t < T; t++)
+        width[t] = F - t > 1 ? F - t : 1;
+    for (int64_t v = 0; v < n; v++) {
+        type[v] = (int32_t)(v % T);
+        for (int32_t j = width[type[v]]; j < F; j++)
+            feat[v * F + j] = 0.0f;
+    }
+    for (int64_t i = 0; i < el->count; i++)
+        el->rels[i] = (int32_t)(tma_hash64((o->seed ^ SALT_REL) + (uint64_t)i) % (uint64_t)R);
+    g->num_node_types = T;
+    g->num_relations = R;
+    g->node_type = type;
+    g->type_feat_dim = width;
+    return TMA_OK;
+}
+
 tma_status_t tma_graph_gen_sbm(const tma_gen_sbm_opts_t *o, const tma_graph_build_opts_t *b, tma_graph_t **g_p,
                                tma_gen_report_t *rep_p)
+{
+    return tma_graph_gen_sbm_typed(o, NULL, b, g_p, rep_p);
+}
+
+tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *to,
+                                     const tma_graph_build_opts_t *b, tma_graph_t **g_p, tma_gen_report_t *rep_p)
 {
     tma_gen_report_t rep;
     memset(&rep, 0, sizeof rep);
@@ -117,6 +155,12 @@ tma_status_t tma_graph_gen_sbm(const tma_gen_sbm_opts_t *o, const tma_graph_buil
     }
     if (!(o->homophily >= 0 && o->homophily <= 1) || (o->classes == 1 && o->homophily < 1)) {
         tma_log_error(COMP, "--homophily must be in [0, 1] (and 1 with a single class), got %g", o->homophily);
+        return TMA_ERR_INVALID;
+    }
+    if (to && (to->node_types < 1 || to->node_types > TMA_GRAPH_MAX_NODE_TYPES || to->node_types > o->nodes ||
+               to->relations < 1 || to->relations > TMA_GRAPH_MAX_RELATIONS)) {
+        tma_log_error(COMP, "--node-types must be in [1, min(nodes, %d)] and --relations in [1, %d], got %d and %d",
+                      TMA_GRAPH_MAX_NODE_TYPES, TMA_GRAPH_MAX_RELATIONS, to->node_types, to->relations);
         return TMA_ERR_INVALID;
     }
     if (!(o->avg_degree > 0) || o->avg_degree * (double)o->nodes / 2 > 4e12 || !(o->noise >= 0) ||
@@ -182,6 +226,8 @@ tma_status_t tma_graph_gen_sbm(const tma_gen_sbm_opts_t *o, const tma_graph_buil
     sbm_ctx_t ctx = {n, k, o->homophily, label, cstart, members};
     int64_t m = llround(o->avg_degree * (double)n / 2);
     if ((st = draw_edges(&el, m, o->seed, sbm_edge, &ctx)) != TMA_OK)
+        goto done;
+    if (to && (st = sbm_types(o, to, g, feat, &el)) != TMA_OK)
         goto done;
     st = finish(g, &el, b, t0, &rep);
 done:

@@ -902,7 +902,27 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
     s.max_id = -1;
     tma_graph_t *g = NULL;
     char *split_dir = NULL;
-    tma_status_t st = read_source(&s, src, &rep.layout);
+    tma_status_t st;
+    if (tma_dir_exists(src) && (tma_import_is_movielens(src) || tma_import_is_typed_text(src))) {
+        /* The typed layouts read and build in one go. */
+        int ml = tma_import_is_movielens(src);
+        rep.layout = ml ? "movielens" : "typed";
+        if (o->split_name) {
+            tma_log_error(COMP, "%s: --split names an OGB split, but this is a %s dataset", src, rep.layout);
+            return TMA_ERR_INVALID;
+        }
+        if ((st = tma_graph_create(&g)) != TMA_OK)
+            return st;
+        st = ml ? tma_import_movielens(src, o, g, &rep) : tma_import_typed_text(src, o, g, &rep);
+        if (st != TMA_OK) {
+            tma_graph_destroy(g);
+            return st;
+        }
+        double built = rep.build.seconds_adjacency + rep.build.seconds_split + rep.build.seconds_negatives;
+        rep.seconds_read = tma_clock_now() - t0 - built;
+        goto typed_done;
+    }
+    st = read_source(&s, src, &rep.layout);
     if (st != TMA_OK)
         goto fail;
     if (s.ogb_root && !o->resplit) {
@@ -938,7 +958,10 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
         goto fail;
     src_free(&s);
     free(split_dir);
+typed_done:
     rep.nodes = g->num_nodes;
+    rep.num_node_types = g->num_node_types;
+    rep.num_relations = g->num_relations;
     rep.feature_dim = g->feature_dim;
     rep.num_classes = g->num_classes;
     rep.seconds = tma_clock_now() - t0;

@@ -44,4 +44,16 @@ tma_status_t src_set_label(src_data_t *s, const tma_text_reader_t *tr, const cha
 /* Reads a .npz file in any of the layouts import_npz.c knows. */
 tma_status_t src_read_npz(src_data_t *s, const char *path);
 
+/* The typed layouts (import_typed.c).  The is_* tests say whether a folder
+ * holds one (MovieLens: u.data, u.user and u.item; the generic typed text
+ * layout: node_types.txt).  The readers fill the typed graph `g` (fresh
+ * from tma_graph_create) and build it with o->build; rep gets the build
+ * report and the feature source. */
+int tma_import_is_movielens(const char *dir);
+int tma_import_is_typed_text(const char *dir);
+tma_status_t tma_import_movielens(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
+                                  tma_graph_import_report_t *rep);
+tma_status_t tma_import_typed_text(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
+                                   tma_graph_import_report_t *rep);
+
 #endif

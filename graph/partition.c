@@ -243,6 +243,7 @@ typedef struct shard_bufs {
     int64_t *indptr, *indices, *gids;
     float *features;
     int32_t *labels;
+    int32_t *node_type, *edge_rel; /* typed graphs only */
 } shard_bufs_t;
 
 static void bufs_free(shard_bufs_t *b)
@@ -252,6 +253,8 @@ static void bufs_free(shard_bufs_t *b)
     tma_free_aligned(b->gids);
     tma_free_aligned(b->features);
     tma_free_aligned(b->labels);
+    tma_free_aligned(b->node_type);
+    tma_free_aligned(b->edge_rel);
 }
 
 typedef struct layout {
@@ -333,9 +336,14 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
         /* Local ids follow global order, so each row stays sorted. */
         for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
             int64_t w = src[e];
-            if (part[w] == s)
+            if (part[w] == s) {
+                if (b->edge_rel)
+                    b->edge_rel[out] = g->edge_rel[e];
                 dst[out++] = local[w];
+            }
         }
+        if (b->node_type)
+            b->node_type[i] = g->node_type[v];
         b->gids[i] = v;
         if (D > 0)
             memcpy(b->features + i * D, g->features + v * D, (size_t)D * sizeof(float));
@@ -385,6 +393,16 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
     sg->num_shards = S;
     sg->split_seed = g->split_seed;
     sg->graph_id = g->graph_id;
+    if (tma_graph_is_typed(g)) {
+        /* Types ride along; the partition itself never looked at them. */
+        sg->num_node_types = g->num_node_types;
+        sg->num_relations = g->num_relations;
+        sg->node_type = b->node_type;
+        sg->edge_rel = b->edge_rel;
+        sg->type_feat_dim = g->type_feat_dim;
+        sg->names = g->names;
+        sg->names_bytes = g->names_bytes;
+    }
     st = tma_graph_write(sg, path);
     tma_graph_destroy(sg); /* the buffers are ours, not the shell's */
     r->seconds_write += tma_clock_now() - t0;
@@ -553,7 +571,12 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
     b.gids = tma_alloc_aligned((size_t)max_ns * sizeof(int64_t));
     b.features = tma_alloc_aligned((size_t)max_ns * (size_t)D * sizeof(float));
     b.labels = tma_alloc_aligned((size_t)max_ns * sizeof(int32_t));
-    if (!b.indptr || !b.indices || !b.gids || !b.features || !b.labels) {
+    if (tma_graph_is_typed(g)) {
+        b.node_type = tma_alloc_aligned((size_t)(max_ns > 0 ? max_ns : 1) * sizeof(int32_t));
+        b.edge_rel = tma_alloc_aligned((size_t)(max_entries > 0 ? max_entries : 1) * sizeof(int32_t));
+    }
+    if (!b.indptr || !b.indices || !b.gids || !b.features || !b.labels ||
+        (tma_graph_is_typed(g) && (!b.node_type || !b.edge_rel))) {
         tma_log_error(COMP, "out of memory for a shard of %" PRId64 " nodes", max_ns);
         st = TMA_ERR_NOMEM;
         goto done;

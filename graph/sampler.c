@@ -64,6 +64,13 @@ static inline float self_weight(tma_graph_norm_t norm, double scale, double di)
     return norm == TMA_GRAPH_NORM_GCN ? (float)(1.0 / di) : (float)scale;
 }
 
+/* The relation id of the message along CSR entry e (row v -> neighbour u):
+ * it travels u -> v, the inverse of the entry's id; 0 when untyped. */
+static inline int32_t message_rel(const tma_graph_t *g, int64_t e)
+{
+    return g->edge_rel ? tma_graph_rel_inverse(g, g->edge_rel[e]) : 0;
+}
+
 /* ------------------------------------------------------------------ excluded edges */
 
 static inline uint64_t pair_hash(int64_t a, int64_t b)
@@ -337,6 +344,8 @@ static void sample_hop(tma_graph_sampler_t *s, int hop, uint64_t rng_seed, tma_g
         if (self) {
             s->pick_node[e] = -1;
             blk->weights[e] = self_weight(s->o.norm, scale, di);
+            if (blk->rel)
+                blk->rel[e] = TMA_GRAPH_REL_SELF;
             e++;
         }
         const int64_t *pick = NULL;
@@ -353,6 +362,8 @@ static void sample_hop(tma_graph_sampler_t *s, int hop, uint64_t rng_seed, tma_g
             int64_t u = row[p];
             s->pick_node[e] = u;
             blk->weights[e] = edge_weight(g, s->o.norm, scale, di, u);
+            if (blk->rel)
+                blk->rel[e] = message_rel(g, g->indptr[v] + p);
             e++;
         }
     }
@@ -382,6 +393,8 @@ static void transpose_block(tma_graph_block_t *blk)
             int32_t q = tp[blk->indices[e]]++;
             blk->t_indices[q] = (int32_t)i;
             blk->t_weights[q] = blk->weights[e];
+            if (blk->rel && blk->t_rel)
+                blk->t_rel[q] = blk->rel[e];
         }
     }
     /* tp[j] now holds the end of source j; shift back to starts. */
@@ -430,6 +443,9 @@ tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *see
     if (s->o.transpose)
         for (int l = 0; l < s->o.num_layers; l++)
             transpose_block(&out->blocks[l]);
+    if (out->node_type)
+        for (int64_t i = 0; i < out->num_nodes; i++)
+            out->node_type[i] = tma_graph_node_type(g, out->nodes[i]);
 
     /* Leave the bookkeeping clean for the next call. */
     for (int64_t i = 0; i < out->num_nodes; i++)
@@ -469,11 +485,15 @@ tma_status_t tma_graph_block_full(const tma_graph_t *g, tma_graph_norm_t norm, i
         if (self_loops) {
             out->indices[e] = (int32_t)v;
             out->weights[e] = self_weight(norm, scale, di);
+            if (out->rel)
+                out->rel[e] = TMA_GRAPH_REL_SELF;
             e++;
         }
         for (int64_t p = 0; p < deg; p++) {
             out->indices[e] = (int32_t)row[p];
             out->weights[e] = edge_weight(g, norm, scale, di, row[p]);
+            if (out->rel)
+                out->rel[e] = message_rel(g, g->indptr[v] + p);
             e++;
         }
         out->indptr[v - r0 + 1] = (int32_t)e;

@@ -24,7 +24,17 @@
 extern "C" {
 #endif
 
-#define TMA_TMAG_VERSION 1
+/* The newest .tmag version this tma writes and reads.  Version 1 files
+ * (untyped graphs) are still read, and an untyped graph is still written as
+ * version 1; version 2 adds node types and relations (docs/formats.md). */
+#define TMA_TMAG_VERSION 2
+#define TMA_TMAG_VERSION_UNTYPED 1
+
+/* Limits of typed graphs. */
+#define TMA_GRAPH_MAX_NODE_TYPES (1 << 16)
+#define TMA_GRAPH_MAX_RELATIONS (1 << 19) /* base relations; relation ids go to twice this */
+/* The relation id of a block's self-loop entry (it has no relation). */
+#define TMA_GRAPH_REL_SELF (-1)
 
 typedef enum {
     TMA_GRAPH_FULL = 0,  /* a whole graph with its split */
@@ -70,6 +80,37 @@ typedef struct tma_graph {
     /* Identifies a full graph's content; a shard carries its parent's id. */
     uint64_t graph_id;
 
+    /*
+     * Types (version 2 files).  An untyped graph has num_node_types = 1,
+     * num_relations = 1 and every typed array NULL: every node is of type 0
+     * and every entry of relation id 0.
+     *
+     * A typed graph (node_type != NULL) has num_relations R base relations
+     * and relation ids in [0, 2R): id r < R is relation r in its stored
+     * direction (u -> v), id r + R its inverse (v -> u); so every
+     * undirected training edge is stored as u -> v with id r in u's row and
+     * as v -> u with id r + R in v's row (tma_graph_rel_inverse).
+     */
+    int32_t num_node_types;       /* >= 1 */
+    int32_t num_relations;        /* R >= 1: base relations (without inverses) */
+    const int32_t *node_type;     /* [num_nodes] in [0, num_node_types), or NULL */
+    /* [2 * num_train_edges], aligned with indices: entry e of row u (to
+     * v = indices[e]) is the directed edge u -> v of relation id edge_rel[e]. */
+    const int32_t *edge_rel;
+    /* The real feature width of each node type: a node of type t has its
+     * features in columns [0, type_feat_dim[t]) and zeros up to feature_dim
+     * (per-type widths zero-padded into one width).  [num_node_types]. */
+    const int32_t *type_feat_dim;
+    /* Each evaluation edge's relation id: val_edges[i] = (u, v) is u -> v of
+     * id val_rel[i] (a forward id < R for tma's own split).  Its negatives
+     * are nodes of node_type[v]. */
+    const int32_t *val_rel;  /* [num_val] */
+    const int32_t *test_rel; /* [num_test] */
+    /* The names: num_node_types node type names, then num_relations relation
+     * names, each NUL-terminated, back to back (names_bytes in all); or NULL. */
+    const char *names;
+    int64_t names_bytes;
+
     struct tma_graph_store *store;
 } tma_graph_t;
 
@@ -113,6 +154,31 @@ static inline int64_t tma_graph_degree(const tma_graph_t *g, int64_t v)
 /* 1 when u-v is a training edge (binary search in u's sorted row). */
 int tma_graph_has_edge(const tma_graph_t *g, int64_t u, int64_t v);
 
+/* 1 for a typed (version 2) graph. */
+static inline int tma_graph_is_typed(const tma_graph_t *g)
+{
+    return g->node_type != NULL;
+}
+/* The number of relation ids an entry can carry: 2R for a typed graph
+ * (forward and inverse), 1 for an untyped one (every entry is id 0). */
+static inline int32_t tma_graph_num_rel_ids(const tma_graph_t *g)
+{
+    return g->node_type ? 2 * g->num_relations : 1;
+}
+/* The inverse of relation id r (typed graphs). */
+static inline int32_t tma_graph_rel_inverse(const tma_graph_t *g, int32_t r)
+{
+    return r < g->num_relations ? r + g->num_relations : r - g->num_relations;
+}
+static inline int32_t tma_graph_node_type(const tma_graph_t *g, int64_t v)
+{
+    return g->node_type ? g->node_type[v] : 0;
+}
+/* The name of node type t, or of base relation r, written into buf (the
+ * stored name, else "type<t>" / "rel<r>"); returns buf. */
+const char *tma_graph_node_type_name(const tma_graph_t *g, int32_t t, char *buf, size_t size);
+const char *tma_graph_relation_name(const tma_graph_t *g, int32_t r, char *buf, size_t size);
+
 /* Summary for `tma info --json`: nodes, edges, feature_dim, train_edges,
  * val_edges, test_edges, has_labels, num_classes, negatives, kind, degree
  * statistics, graph_id (hex).  Caller owns the object. */
@@ -137,6 +203,9 @@ cJSON *tma_graph_info_json(const tma_graph_t *g);
 typedef struct tma_edge_list {
     int64_t *pairs; /* [2 * cap] */
     int64_t count, cap;
+    /* [cap]: each edge's base relation (u -> v), for a typed graph; NULL
+     * for an untyped list.  Filled by tma_edge_list_push_rel. */
+    int32_t *rels;
 } tma_edge_list_t;
 
 /* Makes room for `cap` edges in all; TMA_ERR_NOMEM (logged) on failure. */
@@ -156,6 +225,10 @@ static inline tma_status_t tma_edge_list_push(tma_edge_list_t *el, int64_t u, in
     el->count++;
     return TMA_OK;
 }
+
+/* Appends edge u -> v of base relation r to a typed list (one that is
+ * empty or was filled only by this function). */
+tma_status_t tma_edge_list_push_rel(tma_edge_list_t *el, int64_t u, int64_t v, int32_t r);
 
 /* How the builder splits and draws negatives. */
 typedef struct tma_graph_build_opts {
@@ -193,6 +266,15 @@ typedef struct tma_graph_build_report {
  * (head, tail), and removed from the training graph.  Each gets
  * o->negatives tails drawn uniformly (with replacement) from the nodes that
  * are neither the head nor a neighbour of it in the FULL graph.
+ *
+ * Typed graphs: when el->rels is set, g must also carry num_node_types,
+ * node_type, num_relations (R, every rels[i] in [0, R)) and type_feat_dim
+ * (names optional).  Each edge u -> v of relation r becomes id r in u's row
+ * and r + R in v's row.  A pair given twice (in any direction, with any
+ * relation) keeps the relation whose id seen from its lower end is the
+ * smallest, and counts as a duplicate.  Evaluation edges are kept in their
+ * forward direction (u -> v, id r < R) and their negatives are drawn from
+ * the nodes of v's type only (neither u nor a neighbour of u).
  *
  * Consumes `el`: its storage is freed on return, success or not.
  * Deterministic for o->seed whatever the OpenMP thread count.
@@ -234,7 +316,7 @@ typedef struct tma_graph_import_opts {
 void tma_graph_import_opts_init(tma_graph_import_opts_t *o);
 
 typedef struct tma_graph_import_report {
-    const char *layout; /* "edge-list", "ogb", "npz" (constant strings) */
+    const char *layout; /* "edge-list", "ogb", "npz", "movielens", "typed" (constant strings) */
     char split_from[512]; /* the given split's folder ("" when tma drew the split) */
     int64_t split_train_edges; /* the training edges the given split lists */
     int64_t nodes;
@@ -242,6 +324,7 @@ typedef struct tma_graph_import_report {
     int32_t feature_dim;
     tma_feat_source_t features;
     int32_t num_classes; /* 0 without labels */
+    int32_t num_node_types, num_relations; /* 1 and 1 for an untyped graph */
     tma_graph_build_report_t build;
     double seconds_read; /* parsing the input */
     double seconds;      /* the whole import, without writing */
@@ -298,6 +381,15 @@ typedef struct tma_gen_sbm_opts {
     uint64_t seed;
 } tma_gen_sbm_opts_t;
 
+/* The typed SBM's additions (tma_graph_gen_sbm_typed): node v is of type
+ * v mod node_types, each edge gets a seeded uniform relation in
+ * [0, relations) (stored with its inverse), and type t keeps
+ * max(1, feat_dim - t) real feature columns (zeros after). */
+typedef struct tma_gen_typed_opts {
+    int32_t node_types; /* 1 .. TMA_GRAPH_MAX_NODE_TYPES, at most the nodes */
+    int32_t relations;  /* 1 .. TMA_GRAPH_MAX_RELATIONS */
+} tma_gen_typed_opts_t;
+
 /* R-MAT (Chakrabarti et al.) with a = 0.57, b = c = 0.19, d = 0.05 over
  * 2^scale ids (endpoints >= nodes are redrawn); random features (the same
  * default as an import without features). */
@@ -325,6 +417,10 @@ typedef struct tma_gen_report {
  * (logged, naming the option). */
 tma_status_t tma_graph_gen_sbm(const tma_gen_sbm_opts_t *o, const tma_graph_build_opts_t *b,
                                tma_graph_t **g_p, tma_gen_report_t *rep_p);
+/* The typed SBM: as tma_graph_gen_sbm plus the types of `t` (NULL: the
+ * untyped SBM, exactly tma_graph_gen_sbm). */
+tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *t,
+                                     const tma_graph_build_opts_t *b, tma_graph_t **g_p, tma_gen_report_t *rep_p);
 tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b,
                                 tma_graph_t **g_p, tma_gen_report_t *rep_p);
 
@@ -472,6 +568,13 @@ typedef struct tma_graph_block {
     int32_t *indptr;  /* [num_dst + 1], indptr[0] = 0 */
     int32_t *indices; /* [num_edges] local source ids */
     float *weights;   /* [num_edges] */
+    /* Optional ([num_edges], filled when the caller provides it): the
+     * relation id of the message each edge carries, source -> destination
+     * (the inverse of the id stored in the destination's CSR row), in
+     * [0, tma_graph_num_rel_ids(g)); 0 on an untyped graph;
+     * TMA_GRAPH_REL_SELF on a self-loop. */
+    int32_t *rel;
+    int32_t *t_rel; /* [num_edges], option transpose: rel in t_indices order */
     /* The same edges grouped by source (option transpose; else unused):
      * source j's edges are t_indices[t_indptr[j] .. t_indptr[j + 1]), each a
      * destination row, in increasing row order, with its weight. */
@@ -487,6 +590,9 @@ typedef struct tma_graph_sample {
     int64_t num_nodes;   /* == blocks[0].num_src */
     int64_t num_seeds;   /* distinct seeds == blocks[L-1].num_dst */
     int32_t *seed_local; /* [number of seeds asked for]: each one's local id */
+    /* Optional ([num_nodes], filled when the caller provides it): each
+     * sampled node's type (0 on an untyped graph). */
+    int32_t *node_type;
 } tma_graph_sample_t;
 
 typedef struct tma_graph_sampler_opts {
@@ -524,7 +630,9 @@ void tma_graph_sampler_bounds(const tma_graph_sampler_t *s, tma_graph_sample_bou
  * nodes, seed_local, and each block's indptr, indices and weights (and
  * t_indptr, t_indices, t_weights with option transpose); the counts are
  * filled in.  TMA_ERR_RANGE for an id out of range or too many
- * seeds or exclusions.
+ * seeds or exclusions.  Typed graphs: each block's rel (and t_rel) and
+ * out->node_type are filled when the caller sets them (same sizes as
+ * indices and nodes); left NULL, nothing else changes.
  */
 tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *seeds, int64_t n_seeds,
                                       const int64_t *excluded, int64_t n_excluded, uint64_t rng_seed,
@@ -535,7 +643,8 @@ tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *see
  * layer-wise inference: source ids are node ids of g (so num_src is
  * g->num_nodes and ids must fit int32), weights as for the sampler with
  * every neighbour taken.  out->indptr needs r1 - r0 + 1 entries, indices and
- * weights tma_graph_block_full_edges(g, r0, r1, self_loops) entries.
+ * weights tma_graph_block_full_edges(g, r0, r1, self_loops) entries, and
+ * so does out->rel when it is set (the relation ids, as for the sampler).
  */
 int64_t tma_graph_block_full_edges(const tma_graph_t *g, int64_t r0, int64_t r1, int self_loops);
 tma_status_t tma_graph_block_full(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, int64_t r0,

@@ -33,7 +33,16 @@ enum {
     SEC_VAL_NEG = 7,
     SEC_TEST_NEG = 8,
     SEC_GLOBAL_IDS = 9,
+    /* Version 2: types. */
+    SEC_NODE_TYPES = 10,
+    SEC_EDGE_RELS = 11,
+    SEC_VAL_RELS = 12,
+    SEC_TEST_RELS = 13,
+    SEC_TYPE_FEAT_DIM = 14,
+    SEC_NAMES = 15,
 };
+
+#define TMAG_MAX_NAMES_BYTES (64u << 20)
 
 typedef struct tmag_section {
     uint32_t id;
@@ -67,7 +76,9 @@ typedef struct tmag_header {
     uint64_t split_seed;
     uint64_t graph_id;
     uint64_t file_bytes; /* the whole file's size: a shorter file is truncated */
-    uint64_t reserved[7];
+    uint32_t num_node_types; /* version 2 (0 in version 1) */
+    uint32_t num_relations;  /* version 2: base relations (0 in version 1) */
+    uint64_t reserved[6];
     tmag_section_t sections[TMAG_MAX_SECTIONS];
 } tmag_header_t;
 
@@ -92,6 +103,8 @@ tma_status_t tma_graph_create(tma_graph_t **g_p)
         free(g);
         return TMA_ERR_NOMEM;
     }
+    g->num_node_types = 1;
+    g->num_relations = 1;
     *g_p = g;
     return TMA_OK;
 }
@@ -150,6 +163,84 @@ int tma_graph_has_edge(const tma_graph_t *g, int64_t u, int64_t v)
     return 0;
 }
 
+/* The i-th name of the names blob, or NULL. */
+static const char *nth_name(const tma_graph_t *g, int64_t i)
+{
+    if (!g->names)
+        return NULL;
+    int64_t off = 0;
+    for (int64_t k = 0; off < g->names_bytes; k++) {
+        const char *p = g->names + off;
+        size_t len = strnlen(p, (size_t)(g->names_bytes - off));
+        if (k == i)
+            return off + (int64_t)len < g->names_bytes ? p : NULL;
+        off += (int64_t)len + 1;
+    }
+    return NULL;
+}
+
+const char *tma_graph_node_type_name(const tma_graph_t *g, int32_t t, char *buf, size_t size)
+{
+    const char *p = t >= 0 && t < g->num_node_types ? nth_name(g, t) : NULL;
+    if (p)
+        snprintf(buf, size, "%s", p);
+    else
+        snprintf(buf, size, "type%d", t);
+    return buf;
+}
+
+const char *tma_graph_relation_name(const tma_graph_t *g, int32_t r, char *buf, size_t size)
+{
+    const char *p = r >= 0 && r < g->num_relations ? nth_name(g, (int64_t)g->num_node_types + r) : NULL;
+    if (p)
+        snprintf(buf, size, "%s", p);
+    else
+        snprintf(buf, size, "rel%d", r);
+    return buf;
+}
+
+/* The types and relations of a typed graph for `tma info`: per node type
+ * its name, nodes and real feature width; per base relation its name and
+ * training edges (each counted once, in its forward direction). */
+static void info_types(const tma_graph_t *g, cJSON *o)
+{
+    const int32_t T = g->num_node_types, R = g->num_relations;
+    int64_t *cnt = calloc((size_t)T + (size_t)R, sizeof *cnt);
+    cJSON *types = cJSON_CreateArray(), *rels = cJSON_CreateArray();
+    if (!cnt || !types || !rels) {
+        free(cnt);
+        cJSON_Delete(types);
+        cJSON_Delete(rels);
+        return;
+    }
+    for (int64_t v = 0; v < g->num_nodes; v++)
+        cnt[g->node_type[v]]++;
+    for (int64_t e = 0; e < 2 * g->num_train_edges; e++)
+        if (g->edge_rel[e] < R)
+            cnt[T + g->edge_rel[e]]++;
+    char name[256];
+    for (int32_t t = 0; t < T; t++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", tma_graph_node_type_name(g, t, name, sizeof name));
+        cJSON_AddNumberToObject(x, "nodes", (double)cnt[t]);
+        cJSON_AddNumberToObject(x, "feature_dim", g->type_feat_dim[t]);
+        cJSON_AddItemToArray(types, x);
+    }
+    for (int32_t r = 0; r < R; r++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", tma_graph_relation_name(g, r, name, sizeof name));
+        cJSON_AddNumberToObject(x, "id", r);
+        cJSON_AddNumberToObject(x, "inverse_id", r + R);
+        cJSON_AddNumberToObject(x, "train_edges", (double)cnt[T + r]);
+        cJSON_AddItemToArray(rels, x);
+    }
+    free(cnt);
+    cJSON_AddNumberToObject(o, "num_node_types", T);
+    cJSON_AddNumberToObject(o, "num_relations", R);
+    cJSON_AddItemToObject(o, "node_types", types);
+    cJSON_AddItemToObject(o, "relations", rels);
+}
+
 cJSON *tma_graph_info_json(const tma_graph_t *g)
 {
     cJSON *o = cJSON_CreateObject();
@@ -185,6 +276,8 @@ cJSON *tma_graph_info_json(const tma_graph_t *g)
         cJSON_AddNumberToObject(o, "shard_index", g->shard_index);
         cJSON_AddNumberToObject(o, "num_shards", g->num_shards);
     }
+    if (tma_graph_is_typed(g))
+        info_types(g, o);
     return o;
 }
 
@@ -219,6 +312,23 @@ static tma_status_t check_negatives(const tma_graph_t *g, const char *what, cons
                 bad = i > bad ? i : bad;
         }
     }
+    if (bad < 0 && g->node_type) {
+        /* Typed: every negative is of the positive tail's type. */
+        int64_t badt = -1;
+#pragma omp parallel for schedule(static) reduction(max : badt)
+        for (int64_t i = 0; i < n; i++) {
+            int32_t want = g->node_type[edges[2 * i + 1]];
+            for (int64_t j = 0; j < k; j++)
+                if (g->node_type[neg[i * k + j]] != want)
+                    badt = i > badt ? i : badt;
+        }
+        if (badt >= 0) {
+            tma_log_error(COMP, "%s: %s negatives of edge %" PRId64 " include a node whose type is not the "
+                                "tail's (node type %d)",
+                          what, name, badt, g->node_type[edges[2 * badt + 1]]);
+            return TMA_ERR_FORMAT;
+        }
+    }
     if (bad >= 0) {
         tma_log_error(COMP, "%s: %s negatives of edge %" PRId64 " include %s", what, name, bad,
                       g->given_split ? "an out-of-range node" : "an out-of-range node, the head itself, or a neighbour");
@@ -227,14 +337,15 @@ static tma_status_t check_negatives(const tma_graph_t *g, const char *what, cons
     return TMA_OK;
 }
 
-/* Whether every entry v -> w has its w -> v.  Rows are sorted and free of
- * duplicates (checked before), so the adjacency is symmetric exactly when the
- * multiset of pairs {min, max} seen from the lower end equals the one seen
- * from the upper end: compare their counts and sums of a 64-bit hash of each
- * pair.  One streaming, parallel pass instead of a binary search per entry
- * (45 s instead of 1 s on 100M edges); an asymmetric graph passes only on a
- * 2^-64 hash collision. */
-static int symmetric(const tma_graph_t *g)
+/* Whether every entry v -> w has its w -> v (and, with_rel, of the inverse
+ * relation id).  Rows are sorted and free of duplicates (checked before),
+ * so the adjacency is symmetric exactly when the multiset of pairs
+ * {min, max} seen from the lower end equals the one seen from the upper end:
+ * compare their counts and sums of a 64-bit hash of each pair (with the
+ * relation id as seen from the lower end).  One streaming, parallel pass
+ * instead of a binary search per entry (45 s instead of 1 s on 100M edges);
+ * an asymmetric graph passes only on a 2^-64 hash collision. */
+static int symmetric(const tma_graph_t *g, int with_rel)
 {
     uint64_t up = 0, down = 0;
     int64_t nup = 0, ndown = 0;
@@ -244,6 +355,8 @@ static int symmetric(const tma_graph_t *g)
             int64_t w = g->indices[e];
             uint64_t lo = (uint64_t)(w < v ? w : v), hi = (uint64_t)(w < v ? v : w);
             uint64_t h = tma_hash64(tma_hash64(lo) + hi);
+            if (with_rel)
+                h = tma_hash64(h + (uint64_t)(w > v ? g->edge_rel[e] : tma_graph_rel_inverse(g, g->edge_rel[e])));
             if (w > v) {
                 up += h;
                 nup++;
@@ -254,6 +367,130 @@ static int symmetric(const tma_graph_t *g)
         }
     }
     return up == down && nup == ndown;
+}
+
+/* The relation id of entry u -> w, or -1 when there is none. */
+static int32_t entry_rel(const tma_graph_t *g, int64_t u, int64_t w)
+{
+    int64_t lo = g->indptr[u], hi = g->indptr[u + 1];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (g->indices[mid] == w)
+            return g->edge_rel[mid];
+        if (g->indices[mid] < w)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static tma_status_t check_rel_ids(const char *what, const char *name, const int32_t *r, int64_t n, int32_t ids)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (r[i] < 0 || r[i] >= ids) {
+            tma_log_error(COMP, "%s: %s relation id %d at index %" PRId64 " is outside [0, %d)", what, name, r[i],
+                          i, ids);
+            return TMA_ERR_FORMAT;
+        }
+    }
+    return TMA_OK;
+}
+
+/* The invariants of a typed graph's fields (version 2); untyped graphs must
+ * have none of them. */
+static tma_status_t validate_types(const tma_graph_t *g, const char *what)
+{
+    const int64_t n = g->num_nodes;
+    const int32_t T = g->num_node_types, R = g->num_relations;
+    if (T < 1 || T > TMA_GRAPH_MAX_NODE_TYPES || R < 1 || R > TMA_GRAPH_MAX_RELATIONS) {
+        tma_log_error(COMP, "%s: num_node_types %d or num_relations %d is outside [1, %d] / [1, %d]", what, T, R,
+                      TMA_GRAPH_MAX_NODE_TYPES, TMA_GRAPH_MAX_RELATIONS);
+        return TMA_ERR_FORMAT;
+    }
+    if (!g->node_type) {
+        if (T != 1 || R != 1 || g->edge_rel || g->val_rel || g->test_rel || g->type_feat_dim || g->names) {
+            tma_log_error(COMP, "%s: an untyped graph (no node types) has %d node types, %d relations or typed "
+                                "arrays",
+                          what, T, R);
+            return TMA_ERR_FORMAT;
+        }
+        return TMA_OK;
+    }
+    if ((g->num_train_edges > 0 && !g->edge_rel) || (g->num_val > 0 && !g->val_rel) ||
+        (g->num_test > 0 && !g->test_rel) || !g->type_feat_dim) {
+        tma_log_error(COMP, "%s: a typed graph without its relation ids or per-type feature widths", what);
+        return TMA_ERR_FORMAT;
+    }
+    for (int64_t v = 0; v < n; v++) {
+        if (g->node_type[v] < 0 || g->node_type[v] >= T) {
+            tma_log_error(COMP, "%s: node_type of node %" PRId64 " is %d, outside [0, %d)", what, v, g->node_type[v],
+                          T);
+            return TMA_ERR_FORMAT;
+        }
+    }
+    for (int32_t t = 0; t < T; t++) {
+        if (g->type_feat_dim[t] < 0 || g->type_feat_dim[t] > g->feature_dim) {
+            tma_log_error(COMP, "%s: type_feat_dim of node type %d is %d, outside [0, feature_dim %d]", what, t,
+                          g->type_feat_dim[t], g->feature_dim);
+            return TMA_ERR_FORMAT;
+        }
+    }
+    int64_t pad = -1;
+    const int32_t D = g->feature_dim;
+#pragma omp parallel for schedule(static) reduction(max : pad)
+    for (int64_t v = 0; v < n; v++)
+        for (int32_t j = g->type_feat_dim[g->node_type[v]]; j < D; j++)
+            if (g->features[v * D + j] != 0.0f) {
+                pad = v > pad ? v : pad;
+                break;
+            }
+    if (pad >= 0) {
+        tma_log_error(COMP, "%s: features of node %" PRId64 " (type %d) are not zero beyond its type's width %d",
+                      what, pad, g->node_type[pad], g->type_feat_dim[g->node_type[pad]]);
+        return TMA_ERR_FORMAT;
+    }
+    tma_status_t st;
+    if ((st = check_rel_ids(what, "edge_rel", g->edge_rel, 2 * g->num_train_edges, 2 * R)) != TMA_OK ||
+        (st = check_rel_ids(what, "validation", g->val_rel, g->num_val, 2 * R)) != TMA_OK ||
+        (st = check_rel_ids(what, "test", g->test_rel, g->num_test, 2 * R)) != TMA_OK)
+        return st;
+    if (g->num_train_edges > 0 && !symmetric(g, 1)) {
+        /* Name the first entry whose reverse entry is missing or not its inverse. */
+        for (int64_t v = 0; v < n; v++)
+            for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+                int32_t back = entry_rel(g, g->indices[e], v);
+                if (back != tma_graph_rel_inverse(g, g->edge_rel[e])) {
+                    tma_log_error(COMP, "%s: edge_rel: entry %" PRId64 " -> %" PRId64 " has relation id %d but "
+                                        "%" PRId64 " -> %" PRId64 " has %d, not its inverse %d",
+                                  what, v, g->indices[e], g->edge_rel[e], g->indices[e], v, back,
+                                  tma_graph_rel_inverse(g, g->edge_rel[e]));
+                    return TMA_ERR_FORMAT;
+                }
+            }
+        tma_log_error(COMP, "%s: edge_rel: relation ids are not stored with their inverses", what);
+        return TMA_ERR_FORMAT;
+    }
+    if (g->names) {
+        int64_t count = 0, len = 0;
+        for (int64_t i = 0; i < g->names_bytes; i++) {
+            if (g->names[i] == '\0') {
+                if (len == 0)
+                    break;
+                count++;
+                len = 0;
+            } else {
+                len++;
+            }
+        }
+        if (len != 0 || count != (int64_t)T + R || g->names_bytes <= 0) {
+            tma_log_error(COMP, "%s: the names section does not hold %d non-empty NUL-terminated names "
+                                "(%d node types + %d relations)",
+                          what, T + R, T, R);
+            return TMA_ERR_FORMAT;
+        }
+    }
+    return TMA_OK;
 }
 
 /* The invariants every graph holds; `full` adds the O(m log d) symmetry check
@@ -301,7 +538,7 @@ static tma_status_t validate(const tma_graph_t *g, const char *what, int full)
                       what, bad_row);
         return TMA_ERR_FORMAT;
     }
-    if (full && !symmetric(g)) {
+    if (full && !symmetric(g, 0)) {
         /* Only now the exact (random-access) scan, to name the node. */
         int64_t asym = -1;
 #pragma omp parallel for schedule(dynamic, 4096) reduction(max : asym)
@@ -332,6 +569,8 @@ static tma_status_t validate(const tma_graph_t *g, const char *what, int full)
         }
     }
     tma_status_t st;
+    if ((st = validate_types(g, what)) != TMA_OK)
+        return st;
     if ((st = check_pairs(what, "validation", g->val_edges, g->num_val, n)) != TMA_OK ||
         (st = check_pairs(what, "test", g->test_edges, g->num_test, n)) != TMA_OK)
         return st;
@@ -408,6 +647,15 @@ static int collect_sections(const tma_graph_t *g, sec_src_t *s)
     s[n++] = (sec_src_t){SEC_TEST_NEG, 8, g->test_neg, (uint64_t)g->num_test * (uint64_t)g->num_negatives};
     if (g->kind == TMA_GRAPH_SHARD)
         s[n++] = (sec_src_t){SEC_GLOBAL_IDS, 8, g->global_ids, (uint64_t)g->num_nodes};
+    if (g->node_type) {
+        s[n++] = (sec_src_t){SEC_NODE_TYPES, 4, g->node_type, (uint64_t)g->num_nodes};
+        s[n++] = (sec_src_t){SEC_EDGE_RELS, 4, g->edge_rel, 2 * (uint64_t)g->num_train_edges};
+        s[n++] = (sec_src_t){SEC_VAL_RELS, 4, g->val_rel, (uint64_t)g->num_val};
+        s[n++] = (sec_src_t){SEC_TEST_RELS, 4, g->test_rel, (uint64_t)g->num_test};
+        s[n++] = (sec_src_t){SEC_TYPE_FEAT_DIM, 4, g->type_feat_dim, (uint64_t)g->num_node_types};
+        if (g->names)
+            s[n++] = (sec_src_t){SEC_NAMES, 1, g->names, (uint64_t)g->names_bytes};
+    }
     return n;
 }
 
@@ -471,7 +719,12 @@ tma_status_t tma_graph_write(tma_graph_t *g, const char *path)
     tmag_header_t h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, TMAG_MAGIC, 8);
-    h.version = TMA_TMAG_VERSION;
+    /* An untyped graph stays a version 1 file, byte for byte as before. */
+    h.version = g->node_type ? TMA_TMAG_VERSION : TMA_TMAG_VERSION_UNTYPED;
+    if (g->node_type) {
+        h.num_node_types = (uint32_t)g->num_node_types;
+        h.num_relations = (uint32_t)g->num_relations;
+    }
     h.header_bytes = TMAG_HEADER_BYTES;
     h.kind = (uint32_t)g->kind;
     h.flags = (g->labels ? TMAG_FLAG_LABELS : 0u) | (g->given_split ? TMAG_FLAG_GIVEN_SPLIT : 0u);
@@ -592,9 +845,9 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
         st = TMA_ERR_FORMAT;
         goto fail;
     }
-    if (h.version != TMA_TMAG_VERSION) {
-        tma_log_error(COMP, "%s: .tmag version %u, this tma reads version %d; re-import the graph", path,
-                      h.version, TMA_TMAG_VERSION);
+    if (h.version != TMA_TMAG_VERSION && h.version != TMA_TMAG_VERSION_UNTYPED) {
+        tma_log_error(COMP, "%s: .tmag version %u, this tma reads versions %d to %d; re-import the graph", path,
+                      h.version, TMA_TMAG_VERSION_UNTYPED, TMA_TMAG_VERSION);
         st = TMA_ERR_MISMATCH;
         goto fail;
     }
@@ -612,6 +865,16 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
         h.num_negatives > (1u << 20) || h.num_classes > (1u << 24) || h.kind > 1 ||
         h.num_shards > (1u << 24)) {
         tma_log_error(COMP, "%s: header counts are out of range", path);
+        st = TMA_ERR_FORMAT;
+        goto fail;
+    }
+    if ((h.version == TMA_TMAG_VERSION_UNTYPED && (h.num_node_types != 0 || h.num_relations != 0)) ||
+        (h.version == TMA_TMAG_VERSION && (h.num_node_types < 1 || h.num_node_types > TMA_GRAPH_MAX_NODE_TYPES ||
+                                           h.num_relations < 1 || h.num_relations > TMA_GRAPH_MAX_RELATIONS))) {
+        tma_log_error(COMP, "%s: header: num_node_types %u and num_relations %u are out of range for version %u "
+                            "(version 1: both 0; version 2: 1 to %d and 1 to %d)",
+                      path, h.num_node_types, h.num_relations, h.version, TMA_GRAPH_MAX_NODE_TYPES,
+                      TMA_GRAPH_MAX_RELATIONS);
         st = TMA_ERR_FORMAT;
         goto fail;
     }
@@ -655,6 +918,34 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     BIND(SEC_VAL_NEG, "validation negative", 8, h.num_val * h.num_negatives, 1, val_neg, const int64_t *);
     BIND(SEC_TEST_NEG, "test negative", 8, h.num_test * h.num_negatives, 1, test_neg, const int64_t *);
     BIND(SEC_GLOBAL_IDS, "global id", 8, n, h.kind == TMA_GRAPH_SHARD, global_ids, const int64_t *);
+    if (h.version == TMA_TMAG_VERSION) {
+        g->num_node_types = (int32_t)h.num_node_types;
+        g->num_relations = (int32_t)h.num_relations;
+        BIND(SEC_NODE_TYPES, "node type", 4, n, 1, node_type, const int32_t *);
+        BIND(SEC_EDGE_RELS, "edge relation", 4, 2 * h.num_train_edges, 1, edge_rel, const int32_t *);
+        BIND(SEC_VAL_RELS, "validation relation", 4, h.num_val, 1, val_rel, const int32_t *);
+        BIND(SEC_TEST_RELS, "test relation", 4, h.num_test, 1, test_rel, const int32_t *);
+        BIND(SEC_TYPE_FEAT_DIM, "type feature width", 4, h.num_node_types, 1, type_feat_dim, const int32_t *);
+        const tmag_section_t *ns = find_section(&h, SEC_NAMES);
+        if (ns && (ns->count == 0 || ns->count > TMAG_MAX_NAMES_BYTES)) {
+            tma_log_error(COMP, "%s: the names section holds %" PRIu64 " bytes, expected 1 to %u", path, ns->count,
+                          TMAG_MAX_NAMES_BYTES);
+            st = TMA_ERR_FORMAT;
+            goto fail;
+        }
+        BIND(SEC_NAMES, "names", 1, ns ? ns->count : 0, 0, names, const char *);
+        g->names_bytes = g->names ? (int64_t)ns->count : 0;
+        if (n == 0) {
+            /* An empty typed shard: still typed, with nothing to point at. */
+            static const int32_t no_types[1];
+            g->node_type = no_types;
+        }
+        if (n > 0 && !g->node_type) {
+            tma_log_error(COMP, "%s: a version %u file without its node type section", path, h.version);
+            st = TMA_ERR_FORMAT;
+            goto fail;
+        }
+    }
 #undef BIND
     if (!g->indptr) {
         tma_log_error(COMP, "%s: the row pointer section is missing", path);

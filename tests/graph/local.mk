@@ -1,15 +1,16 @@
 check_PROGRAMS += tests/graph/test_tmag
 tests_graph_test_tmag_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/graph/test_tmag
-check_PROGRAMS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition
+check_PROGRAMS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition tests/graph/test_typed
+tests_graph_test_typed_LDADD = $(TMA_TEST_LDADD)
 tests_graph_test_import_LDADD = $(TMA_TEST_LDADD)
 tests_graph_test_gen_LDADD = $(TMA_TEST_LDADD)
 tests_graph_test_partition_LDADD = $(TMA_TEST_LDADD)
-TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition
+TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition tests/graph/test_typed
 dist_check_SCRIPTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \
-	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh
+	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh tests/graph/test_typed_cli.sh
 TESTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \
-	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh
+	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh tests/graph/test_typed_cli.sh
 EXTRA_DIST += tests/graph/bad tests/graph/data tests/graph/make_formats.py tests/fuzz/fuzz_graph_input.c \
 	tests/fuzz/corpus/graph tests/graph/ogb_fixture.py
 
