@@ -647,6 +647,82 @@ static tma_status_t remove_edges(tma_graph_t *g, const int64_t *eval, int64_t k)
 
 /* ------------------------------------------------------------------ the builder */
 
+/* The K fixed negative tails of each of the n evaluation edges (untyped):
+ * nodes that are neither the head nor a neighbour of it. */
+static tma_status_t draw_all_negatives(const tma_graph_t *g, const int64_t *eval, int64_t n, int32_t K,
+                                       uint64_t seed, int64_t *neg)
+{
+    int64_t bad = -1;
+#pragma omp parallel for schedule(dynamic, 8) reduction(max : bad)
+    for (int64_t i = 0; i < n; i++) {
+        tma_rng_t rng;
+        tma_rng_seed(&rng, seed ^ SALT_NEG, (uint64_t)i);
+        if (draw_negatives(g, eval[2 * i], K, &rng, neg + i * K) != 0)
+            bad = i > bad ? i : bad;
+    }
+    if (bad >= 0 && K > 0) {
+        tma_log_error(COMP, "node %" PRId64 " is adjacent to every other node: no negative tail exists for it",
+                      eval[2 * bad]);
+        return TMA_ERR_INVALID;
+    }
+    return TMA_OK;
+}
+
+/* The same on a typed graph: tails of the positive tail's node type only. */
+static tma_status_t draw_all_negatives_typed(const tma_graph_t *g, const int64_t *eval, int64_t n, int32_t K,
+                                             uint64_t seed, int64_t *neg)
+{
+    /* Each type's nodes, ascending, for drawing tails of the tail's type. */
+    const int32_t T = g->num_node_types;
+    int64_t *tstart = calloc((size_t)T + 1, sizeof *tstart), *members = malloc((size_t)g->num_nodes * sizeof *members);
+    int64_t *cur = malloc(((size_t)T + 1) * sizeof *cur);
+    tma_status_t st = TMA_OK;
+    if (!tstart || !members || !cur) {
+        tma_log_error(COMP, "out of memory grouping %" PRId64 " nodes by type", g->num_nodes);
+        st = TMA_ERR_NOMEM;
+        goto out;
+    }
+    for (int64_t v = 0; v < g->num_nodes; v++) {
+        if (g->node_type[v] < 0 || g->node_type[v] >= T) {
+            tma_log_error(COMP, "node %" PRId64 " has type %d, outside [0, %d)", v, g->node_type[v], T);
+            st = TMA_ERR_RANGE;
+            goto out;
+        }
+        tstart[g->node_type[v] + 1]++;
+    }
+    for (int32_t t = 0; t < T; t++)
+        tstart[t + 1] += tstart[t];
+    memcpy(cur, tstart, ((size_t)T + 1) * sizeof *cur);
+    for (int64_t v = 0; v < g->num_nodes; v++)
+        members[cur[g->node_type[v]]++] = v;
+    int64_t bad = -1;
+    int oom = 0;
+#pragma omp parallel for schedule(dynamic, 8) reduction(max : bad) reduction(| : oom)
+    for (int64_t i = 0; i < n; i++) {
+        tma_rng_t rng;
+        tma_rng_seed(&rng, seed ^ SALT_NEG, (uint64_t)i);
+        int32_t t = g->node_type[eval[2 * i + 1]];
+        int rc = draw_negatives_typed(g, eval[2 * i], members + tstart[t], tstart[t + 1] - tstart[t], K, &rng,
+                                      neg + i * K);
+        if (rc == -1)
+            bad = i > bad ? i : bad;
+        oom |= rc == -2;
+    }
+    if (oom) {
+        tma_log_error(COMP, "out of memory drawing typed negatives");
+        st = TMA_ERR_NOMEM;
+    } else if (bad >= 0 && K > 0) {
+        tma_log_error(COMP, "node %" PRId64 " is adjacent to every node of type %d: no negative tail exists for it",
+                      eval[2 * bad], g->node_type[eval[2 * bad + 1]]);
+        st = TMA_ERR_INVALID;
+    }
+out:
+    free(tstart);
+    free(members);
+    free(cur);
+    return st;
+}
+
 tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_graph_build_opts_t *o,
                              tma_graph_build_report_t *rep_p)
 {
@@ -705,73 +781,10 @@ tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_grap
         return st;
     double t2 = tma_clock_now();
 
-    int64_t bad = -1;
-    if (typed) {
-        /* Each type's nodes, ascending, for drawing tails of the tail's type. */
-        const int32_t T = g->num_node_types;
-        int64_t *tstart = calloc((size_t)T + 1, sizeof *tstart), *members = malloc((size_t)g->num_nodes * sizeof *members);
-        int64_t *cur = malloc(((size_t)T + 1) * sizeof *cur);
-        if (!tstart || !members || !cur) {
-            free(tstart);
-            free(members);
-            free(cur);
-            tma_log_error(COMP, "out of memory grouping %" PRId64 " nodes by type", g->num_nodes);
-            return TMA_ERR_NOMEM;
-        }
-        for (int64_t v = 0; v < g->num_nodes; v++) {
-            if (g->node_type[v] < 0 || g->node_type[v] >= T) {
-                tma_log_error(COMP, "node %" PRId64 " has type %d, outside [0, %d)", v, g->node_type[v], T);
-                free(tstart);
-                free(members);
-                free(cur);
-                return TMA_ERR_RANGE;
-            }
-            tstart[g->node_type[v] + 1]++;
-        }
-        for (int32_t t = 0; t < T; t++)
-            tstart[t + 1] += tstart[t];
-        memcpy(cur, tstart, ((size_t)T + 1) * sizeof *cur);
-        for (int64_t v = 0; v < g->num_nodes; v++)
-            members[cur[g->node_type[v]]++] = v;
-        free(cur);
-        int oom = 0;
-#pragma omp parallel for schedule(dynamic, 8) reduction(max : bad) reduction(| : oom)
-        for (int64_t i = 0; i < nv + nt; i++) {
-            tma_rng_t rng;
-            tma_rng_seed(&rng, o->seed ^ SALT_NEG, (uint64_t)i);
-            int32_t t = g->node_type[eval[2 * i + 1]];
-            int rc = draw_negatives_typed(g, eval[2 * i], members + tstart[t], tstart[t + 1] - tstart[t], K, &rng,
-                                          neg + i * K);
-            if (rc == -1)
-                bad = i > bad ? i : bad;
-            oom |= rc == -2;
-        }
-        free(tstart);
-        free(members);
-        if (oom) {
-            tma_log_error(COMP, "out of memory drawing typed negatives");
-            return TMA_ERR_NOMEM;
-        }
-        if (bad >= 0 && K > 0) {
-            tma_log_error(COMP, "node %" PRId64 " is adjacent to every node of type %d: no negative tail exists for it",
-                          eval[2 * bad], g->node_type[eval[2 * bad + 1]]);
-            return TMA_ERR_INVALID;
-        }
-        bad = -1;
-    } else {
-#pragma omp parallel for schedule(dynamic, 8) reduction(max : bad)
-        for (int64_t i = 0; i < nv + nt; i++) {
-            tma_rng_t rng;
-            tma_rng_seed(&rng, o->seed ^ SALT_NEG, (uint64_t)i);
-            if (draw_negatives(g, eval[2 * i], K, &rng, neg + i * K) != 0)
-                bad = i > bad ? i : bad;
-        }
-    }
-    if (bad >= 0 && K > 0) {
-        tma_log_error(COMP, "node %" PRId64 " is adjacent to every other node: no negative tail exists for it",
-                      eval[2 * bad]);
-        return TMA_ERR_INVALID;
-    }
+    st = typed ? draw_all_negatives_typed(g, eval, nv + nt, K, o->seed, neg)
+               : draw_all_negatives(g, eval, nv + nt, K, o->seed, neg);
+    if (st != TMA_OK)
+        return st;
     double t3 = tma_clock_now();
 
     if ((st = remove_edges(g, eval, nv + nt)) != TMA_OK)

@@ -471,6 +471,35 @@ static tma_status_t write_json(const tma_graph_t *g, const char *graph_path, con
     return st;
 }
 
+/* Buffers for the largest shard of the layout (reused shard after shard). */
+static tma_status_t bufs_alloc(const tma_graph_t *g, const layout_t *l, int32_t S, shard_bufs_t *b)
+{
+    const int32_t D = g->feature_dim;
+    int64_t max_ns = 0, max_entries = 0;
+    for (int32_t s = 0; s < S; s++) {
+        int64_t ns = l->start[s + 1] - l->start[s], ent = 0;
+        for (int64_t i = l->start[s]; i < l->start[s + 1]; i++)
+            ent += l->sdeg[l->order[i]];
+        max_ns = TMA_MAX(max_ns, ns);
+        max_entries = TMA_MAX(max_entries, ent);
+    }
+    b->indptr = tma_alloc_aligned(((size_t)max_ns + 1) * sizeof(int64_t));
+    b->indices = tma_alloc_aligned((size_t)max_entries * sizeof(int64_t));
+    b->gids = tma_alloc_aligned((size_t)max_ns * sizeof(int64_t));
+    b->features = tma_alloc_aligned((size_t)max_ns * (size_t)D * sizeof(float));
+    b->labels = tma_alloc_aligned((size_t)max_ns * sizeof(int32_t));
+    if (tma_graph_is_typed(g)) {
+        b->node_type = tma_alloc_aligned((size_t)(max_ns > 0 ? max_ns : 1) * sizeof(int32_t));
+        b->edge_rel = tma_alloc_aligned((size_t)(max_entries > 0 ? max_entries : 1) * sizeof(int32_t));
+    }
+    if (!b->indptr || !b->indices || !b->gids || !b->features || !b->labels ||
+        (tma_graph_is_typed(g) && (!b->node_type || !b->edge_rel))) {
+        tma_log_error(COMP, "out of memory for a shard of %" PRId64 " nodes", max_ns);
+        return TMA_ERR_NOMEM;
+    }
+    return TMA_OK;
+}
+
 tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, const tma_partition_opts_t *o,
                                const char *dir, tma_partition_result_t **res_p)
 {
@@ -558,29 +587,8 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
     for (int32_t c = 0; c < g->num_classes; c++)
         gdist[c] /= (double)n;
 
-    int64_t max_ns = 0, max_entries = 0;
-    for (int32_t s = 0; s < S; s++) {
-        int64_t ns = l.start[s + 1] - l.start[s], ent = 0;
-        for (int64_t i = l.start[s]; i < l.start[s + 1]; i++)
-            ent += l.sdeg[l.order[i]];
-        max_ns = TMA_MAX(max_ns, ns);
-        max_entries = TMA_MAX(max_entries, ent);
-    }
-    b.indptr = tma_alloc_aligned(((size_t)max_ns + 1) * sizeof(int64_t));
-    b.indices = tma_alloc_aligned((size_t)max_entries * sizeof(int64_t));
-    b.gids = tma_alloc_aligned((size_t)max_ns * sizeof(int64_t));
-    b.features = tma_alloc_aligned((size_t)max_ns * (size_t)D * sizeof(float));
-    b.labels = tma_alloc_aligned((size_t)max_ns * sizeof(int32_t));
-    if (tma_graph_is_typed(g)) {
-        b.node_type = tma_alloc_aligned((size_t)(max_ns > 0 ? max_ns : 1) * sizeof(int32_t));
-        b.edge_rel = tma_alloc_aligned((size_t)(max_entries > 0 ? max_entries : 1) * sizeof(int32_t));
-    }
-    if (!b.indptr || !b.indices || !b.gids || !b.features || !b.labels ||
-        (tma_graph_is_typed(g) && (!b.node_type || !b.edge_rel))) {
-        tma_log_error(COMP, "out of memory for a shard of %" PRId64 " nodes", max_ns);
-        st = TMA_ERR_NOMEM;
+    if ((st = bufs_alloc(g, &l, S, &b)) != TMA_OK)
         goto done;
-    }
     int64_t kept = 0;
     double tv_sum = 0, fd_sum = 0;
     int32_t nonempty = 0;
