@@ -185,6 +185,14 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(o, "threads", tma_gnn_backend_threads(be));
     cJSON_AddNumberToObject(o, "setup_seconds", t_load);
     cJSON_AddNumberToObject(o, "steps", (double)done);
+    /* The model's parameters without the block's alignment padding, as the other sides count them. */
+    tma_gnn_layout_t layout;
+    int64_t params = 0;
+    if (tma_gnn_layout_build(rc, &layout) != TMA_OK)
+        return 1;
+    for (int i = 0; i < layout.count; i++)
+        params += layout.params[i].rows * layout.params[i].cols;
+    cJSON_AddNumberToObject(o, "params", (double)params);
     cJSON_AddNumberToObject(o, "mean_loss", loss_sum * per);
     cJSON_AddNumberToObject(o, "edges_per_second", (double)done * rc->batch_size / elapsed);
     cJSON_AddNumberToObject(o, "step_ms", elapsed * per * 1e3);

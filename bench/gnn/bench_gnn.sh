@@ -1,19 +1,23 @@
 #!/bin/bash
-# bench_gnn.sh: tma's GNN engine against the PyTorch implementation (bench/gnn/torch_gnn.py),
-# side by side, on facebook-pages and a 2M-edge SBM: training throughput (positive edges
+# bench_gnn.sh: tma's GNN engine against its peers, side by side, on facebook-pages and a
+# 2M-edge SBM: the PyTorch implementation written for it (bench/gnn/torch_gnn.py, "torch") and
+# the same model written as a DGL user writes it (bench/gnn/dgl_gnn.py, "dgl": DGL's sampler
+# and layers, in the venv bench/gnn/dgl_env.sh makes).  Training throughput (positive edges
 # a second, sampling included), evaluation time (full-neighbourhood inference + MRR on
 # the validation edges), peak RSS, and for tma the time by op against the sgemm rate.
-# The same model, sampler, fan-outs, batch size and thread count on both sides; each
-# side runs REPEATS times, alternating, and the best run of each counts (other jobs on
-# a shared machine only ever slow a run down); before each run the script waits (up to
-# QUIET_WAIT seconds) for the machine to be idle.  The ratios come last:
-#   train_speedup_vs_torch: X    eval_speedup_vs_torch: Y    (the smallest over the runs)
-# (wall clock; the same ratios in CPU time, all threads, are printed just before them).
+# The same model, fan-outs, batch size and thread count on every side; each side runs
+# REPEATS times, alternating, and the best run of each counts (other jobs on a shared
+# machine only ever slow a run down); before each run the script waits (up to QUIET_WAIT
+# seconds) for the machine to be idle.  The ratios come last, for each peer P:
+#   train_speedup_vs_P: X    eval_speedup_vs_P: Y    infer_speedup_vs_P: Z
+# (the smallest over the runs; wall clock; the same training and evaluation ratios in CPU
+# time, all threads, are printed just before them).
 #
 # Usage: bench/gnn/bench_gnn.sh [WORKDIR]     (from a build folder, after `make bench`)
-# Environment: TMA_DATASETS (default ../shared/datasets), THREADS (2), SECONDS_PER_RUN (30),
-#   REPEATS (3), ENCODERS ("gcn sage"), BATCH (1024), TORCH_PYTHON (/usr/bin/python3), GRAPHS
-#   ("facebook sbm2m"), QUIET_WAIT (120).
+# Environment: TMA_DATASETS (default ../shared/datasets), THREADS (2), SECONDS_PER_RUN (20),
+#   REPEATS (3), ENCODERS ("gcn sage"), BATCH (1024), PEERS ("torch dgl"), TORCH_PYTHON
+#   (/usr/bin/python3), TMA_DGL_VENV (~/.cache/tma/dgl-venv, made by dgl_env.sh; the dgl side
+#   is skipped when it is missing), GRAPHS ("facebook sbm2m"), QUIET_WAIT (120).
 set -euo pipefail
 BUILD=$(pwd)
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,12 +30,28 @@ QUIET_WAIT=${QUIET_WAIT:-120}
 ENCODERS=${ENCODERS:-"gcn sage"}
 BATCH=${BATCH:-1024}
 PY=${TORCH_PYTHON:-/usr/bin/python3}
+DGL_PY=${TMA_DGL_VENV:-$HOME/.cache/tma/dgl-venv}/bin/python
+PEERS=${PEERS:-"torch dgl"}
 GRAPHS=${GRAPHS:-"facebook sbm2m"}
 TMA=$BUILD/tma
 BENCH=$BUILD/bench/gnn/bench_gnn
 [ -x "$BENCH" ] || { echo "bench_gnn.sh: build it first: make bench" >&2; exit 2; }
 mkdir -p "$WORK"
-# Both sides: passive OpenMP waiting (see docs/model.md, Threads); OpenBLAS as configured.
+peers=()
+for p in $PEERS; do
+  case $p in
+    torch) peers+=(torch) ;;
+    dgl)
+      if [ -x "$DGL_PY" ] && "$DGL_PY" -c 'import dgl, torch' 2>/dev/null; then
+        peers+=(dgl)
+      else
+        echo "bench_gnn.sh: skipping the dgl side: no working DGL in $DGL_PY;" \
+             "make it with $SRC/bench/gnn/dgl_env.sh (several GiB from PyPI)" >&2
+      fi ;;
+    *) echo "bench_gnn.sh: unknown peer '$p' in PEERS (torch, dgl)" >&2; exit 2 ;;
+  esac
+done
+# Every side: passive OpenMP waiting (see docs/model.md, Threads); OpenBLAS as configured.
 export OMP_WAIT_POLICY=passive
 
 graph_file() {
@@ -64,7 +84,10 @@ wait_quiet() {
 
 echo "# machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/Mem:/ {print $2}') GiB;" \
      "OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0-pthread 2>/dev/null || echo '?');" \
-     "torch $("$PY" -c 'import torch; print(torch.__version__)')"
+     "torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?');" \
+     "DGL $("$DGL_PY" -c 'import dgl, torch; print(dgl.__version__, "on torch", torch.__version__)' 2>/dev/null ||
+           echo 'absent')"
+echo "# peers: ${peers[*]:-none}"
 echo "# settings: encoders $ENCODERS, batch $BATCH, fanouts 25,10, hidden 256, threads $THREADS," \
      "${SECONDS_PER_RUN}s a run, best of $REPEATS; load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=()
@@ -75,18 +98,23 @@ for name in $GRAPHS; do
       wait_quiet
       "$BENCH" "$G" --encoder "$enc" --batch "$BATCH" --threads "$THREADS" --seconds "$SECONDS_PER_RUN" \
         > "$WORK/$name-$enc.tma.$r.json"
-      wait_quiet
-      "$PY" "$SRC/bench/gnn/torch_gnn.py" "$G" --encoder "$enc" --batch "$BATCH" --threads "$THREADS" \
-        --seconds "$SECONDS_PER_RUN" 2>/dev/null > "$WORK/$name-$enc.torch.$r.json"
+      for p in "${peers[@]}"; do
+        wait_quiet
+        case $p in torch) py=$PY ;; dgl) py=$DGL_PY ;; esac
+        "$py" "$SRC/bench/gnn/${p}_gnn.py" "$G" --encoder "$enc" --batch "$BATCH" --threads "$THREADS" \
+          --seconds "$SECONDS_PER_RUN" 2> "$WORK/$name-$enc.$p.$r.err" > "$WORK/$name-$enc.$p.$r.json" ||
+          { echo "bench_gnn.sh: the $p side failed on $name $enc; see $WORK/$name-$enc.$p.$r.err" >&2; exit 1; }
+      done
     done
     results+=("$name-$enc")
   done
 done
 
-echo "# runs that started on a busy machine (no idle moment within ${QUIET_WAIT}s): $busy_waited of $((2 * REPEATS * ${#results[@]}))"
-"$PY" - "$WORK" "$REPEATS" "${results[@]}" <<'PY'
+echo "# runs that started on a busy machine (no idle moment within ${QUIET_WAIT}s): $busy_waited of" \
+     "$(((1 + ${#peers[@]}) * REPEATS * ${#results[@]}))"
+python3 - "$WORK" "$REPEATS" "${peers[*]}" "${results[@]}" <<'PY'
 import json, sys
-work, reps, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+work, reps, peers, names = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 def load(name, impl):
     runs = [json.load(open(f"{work}/{name}.{impl}.{r}.json")) for r in range(1, reps + 1)]
     best = max(runs, key=lambda d: d["edges_per_second"])
@@ -96,27 +124,42 @@ def load(name, impl):
     best["eval_infer_seconds"] = min(d["eval_infer_seconds"] for d in runs)
     best["eval_score_seconds"] = min(d["eval_score_seconds"] for d in runs)
     best["peak_rss_mb"] = max(d["peak_rss_mb"] for d in runs)
+    best.setdefault("compute_ms", best["step_ms"] - best["sample_ms"])  # tma reports the parts
     return best
-train, evals, train_cpu, evals_cpu = [], [], [], []
+worst = {p: {k: float("inf") for k in ("train", "eval", "infer", "train_cpu", "eval_cpu")} for p in peers}
 for name in names:
-    t, p = load(name, "tma"), load(name, "torch")
-    tr, er = t["edges_per_second"] / p["edges_per_second"], p["eval_seconds"] / t["eval_seconds"]
-    tc_r, ec_r = p["cpu_ms_per_step"] / t["cpu_ms_per_step"], p["eval_cpu_seconds"] / t["eval_cpu_seconds"]
-    train.append(tr); evals.append(er); train_cpu.append(tc_r); evals_cpu.append(ec_r)
+    t = load(name, "tma")
+    sides = [("tma", t)] + [(p, load(name, p)) for p in peers]
+    def row(label, key, fmt, ratio=None, stat=None):
+        """One line: each side's key, then for each peer how many times tma is faster, from a
+        rate (ratio "rate") or a time ("time"); stat names the worst-case ratio it feeds."""
+        line = f"{label:24}" + "".join(format(d.get(key, float("nan")), fmt) for _, d in sides)
+        for p, d in sides[1:]:
+            if ratio:
+                r = t[key] / d[key] if ratio == "rate" else d[key] / t[key]
+                line += f"{r:8.2f}"
+                if stat:
+                    worst[p][stat] = min(worst[p][stat], r)
+        print(line)
     print(f"\n## {name} ({t['graph']}), {t['encoder']}, batch {t['batch_size']}, {t['threads']} threads")
-    print(f"{'':24}{'tma':>12}{'torch':>12}{'ratio':>8}")
-    print(f"{'train edges/s':24}{t['edges_per_second']:12.0f}{p['edges_per_second']:12.0f}{tr:8.2f}")
-    print(f"{'  step ms':24}{t['step_ms']:12.1f}{p['step_ms']:12.1f}")
-    print(f"{'  of which sampling ms':24}{t['sample_ms']:12.1f}{p['sample_ms']:12.1f}")
-    tc = t['step_ms'] - t['sample_ms']
-    print(f"{'  of which compute ms':24}{tc:12.1f}{p['compute_ms']:12.1f}{p['compute_ms'] / tc:8.2f}")
-    print(f"{'  CPU ms a step':24}{t['cpu_ms_per_step']:12.1f}{p['cpu_ms_per_step']:12.1f}{tc_r:8.2f}")
-    print(f"{'eval s (infer + MRR)':24}{t['eval_seconds']:12.2f}{p['eval_seconds']:12.2f}{er:8.2f}")
-    print(f"{'  eval CPU s':24}{t['eval_cpu_seconds']:12.2f}{p['eval_cpu_seconds']:12.2f}{ec_r:8.2f}")
-    print(f"{'  inference s':24}{t['eval_infer_seconds']:12.2f}{p['eval_infer_seconds']:12.2f}")
-    print(f"{'  scoring s':24}{t['eval_score_seconds']:12.2f}{p['eval_score_seconds']:12.2f}")
-    print(f"{'val MRR (after the run)':24}{t['val_mrr']:12.4f}{p['val_mrr']:12.4f}")
-    print(f"{'peak RSS MB':24}{t['peak_rss_mb']:12.0f}{p['peak_rss_mb']:12.0f}")
+    print(f"{'':24}" + "".join(f"{s:>12}" for s, _ in sides) + "".join(f"{'x ' + p:>8}" for p in peers))
+    row("train edges/s", "edges_per_second", "12.0f", "rate", "train")
+    row("  step ms", "step_ms", "12.1f")
+    row("  of which sampling ms", "sample_ms", "12.1f")
+    row("  of which compute ms", "compute_ms", "12.1f", "time")
+    row("  CPU ms a step", "cpu_ms_per_step", "12.1f", "time", "train_cpu")
+    row("eval s (infer + MRR)", "eval_seconds", "12.2f", "time", "eval")
+    row("  eval CPU s", "eval_cpu_seconds", "12.2f", "time", "eval_cpu")
+    row("  inference s", "eval_infer_seconds", "12.2f", "time", "infer")
+    row("  scoring s", "eval_score_seconds", "12.2f", "time")
+    row("val MRR (after the run)", "val_mrr", "12.4f")
+    row("parameters", "params", "12.0f")
+    row("peak RSS MB", "peak_rss_mb", "12.0f")
+    if len({d.get("params") for _, d in sides}) > 1:
+        print("NOTE: the sides' parameter counts differ: they do not train the same model")
+    for p, d in sides[1:]:
+        if "sampled_nodes" in d:
+            print(f"{p} sampled per step: {d['sampled_nodes']:.0f} nodes, {d['sampled_edges']:.0f} edges")
     print(f"tma sampled per step: {t['sampled_nodes']:.0f} nodes, {t['sampled_edges']:.0f} edges")
     print(f"tma dense products: {t['gemm_gflop_per_step']:.2f} GFLOP a step; at the sgemm rate measured here "
           f"({t['sgemm_rate_gflops']:.0f} GFLOP/s) {t['gemm_ideal_ms_per_step']:.1f} ms, measured "
@@ -127,8 +170,11 @@ for name in names:
     print(f"tma evaluation: {t['eval_gemm_gflop']:.0f} GFLOP of dense products in {t['eval_gemm_seconds']:.2f} s "
           f"of {t['eval_seconds']:.2f} s")
 print()
-print(f"train_speedup_vs_torch_cpu_time: {min(train_cpu):.2f}")
-print(f"eval_speedup_vs_torch_cpu_time: {min(evals_cpu):.2f}")
-print(f"train_speedup_vs_torch: {min(train):.2f}")
-print(f"eval_speedup_vs_torch: {min(evals):.2f}")
+for p in peers:
+    print(f"train_speedup_vs_{p}_cpu_time: {worst[p]['train_cpu']:.2f}")
+    print(f"eval_speedup_vs_{p}_cpu_time: {worst[p]['eval_cpu']:.2f}")
+for p in peers:
+    print(f"train_speedup_vs_{p}: {worst[p]['train']:.2f}")
+    print(f"eval_speedup_vs_{p}: {worst[p]['eval']:.2f}")
+    print(f"infer_speedup_vs_{p}: {worst[p]['infer']:.2f}")
 PY

@@ -23,7 +23,6 @@ does.  Reads the .tmag file directly (docs/formats.md).
 
 Prints one JSON object like bench_gnn.
 """
-import argparse
 import json
 import resource
 import sys
@@ -33,10 +32,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import gnn_args
+
 # ---------------------------------------------------------------- .tmag
 
 
 def read_tmag(path):
+    """The sections of a .tmag file as numpy arrays over a memory map (dgl_gnn.py uses it too)."""
     raw = np.memmap(path, dtype=np.uint8, mode="r")
     hdr = raw[:4096].tobytes()
     if hdr[:8] != b"TMAGRAPH":
@@ -267,6 +269,14 @@ def evaluate(model, feats, g, Afull, batch_edges):
         Z = model.layer0(feats, all_ids, n, Afull) if l == 0 else model.layer(l, H, n, Afull)
         H = model.act(l, Z) if l < model.L - 1 else Z
     t1 = time.perf_counter()
+    mrr = val_mrr(model.decode, H, g, batch_edges)
+    return mrr, t1 - t0, time.perf_counter() - t1
+
+
+@torch.no_grad()
+def val_mrr(decode, H, g, batch_edges):
+    """MRR of every validation edge against its fixed negatives, ties counted against the
+    positive; decode maps the rows r_u * r_v to one score each (dgl_gnn.py uses it too)."""
     edges, negs = g["val_edges"].reshape(-1, 2), g["val_neg"].reshape(len(g["val_edges"]) // 2, -1)
     K = negs.shape[1]
     rr = 0.0
@@ -275,10 +285,10 @@ def evaluate(model, feats, g, Afull, batch_edges):
         ng = torch.from_numpy(negs[e0 : e0 + batch_edges])
         heads = e[:, :1].expand(-1, K + 1).reshape(-1)
         tails = torch.cat([e[:, 1:], ng], dim=1).reshape(-1)
-        s = model.decode(H[heads] * H[tails]).reshape(-1, K + 1)
+        s = decode(H[heads] * H[tails]).reshape(-1, K + 1)
         ranks = 1 + (s[:, 1:] >= s[:, :1]).sum(dim=1)
         rr += (1.0 / ranks.double()).sum().item()
-    return rr / len(edges), t1 - t0, time.perf_counter() - t1
+    return rr / len(edges)
 
 
 def full_operator(g, enc):
@@ -295,31 +305,34 @@ def full_operator(g, enc):
     return block_tensor(r, c, w.astype(np.float32), n, n)
 
 
+def backward_and_step(model, opt, loss, clip):
+    """Backward, clipping by global norm (clip > 0), one optimiser step (dgl_gnn.py uses it too)."""
+    opt.zero_grad()
+    loss.backward()
+    if clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    opt.step()
+
+
+def timed_steps(step, a, slots):
+    """a.warmup untimed steps, then a.steps steps or a.seconds of them.  step(times) runs one,
+    returns its loss and adds its timings into times (slots numbers).  Returns the steps timed,
+    their mean loss, their wall and CPU seconds, and the times (dgl_gnn.py uses it too)."""
+    for _ in range(a.warmup):
+        step([0.0] * slots)
+    times = [0.0] * slots
+    done, loss_sum, start, cpu0 = 0, 0.0, time.perf_counter(), time.process_time()
+    while (done < a.steps) if a.steps else (time.perf_counter() - start < a.seconds):
+        loss_sum += step(times)
+        done += 1
+    return done, loss_sum / done, time.perf_counter() - start, time.process_time() - cpu0, times
+
+
 # ---------------------------------------------------------------- main
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("graph")
-    ap.add_argument("--encoder", default="sage", choices=["gcn", "sage", "mlp"])
-    ap.add_argument("--batch", type=int, default=1024)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--decoder-layers", type=int, default=2)
-    ap.add_argument("--decoder-hidden", type=int, default=256)
-    ap.add_argument("--fanouts", default="25,10")
-    ap.add_argument("--lr", type=float, default=0.001)
-    ap.add_argument("--clip", type=float, default=1.0)
-    ap.add_argument("--steps", type=int, default=0)
-    ap.add_argument("--seconds", type=float, default=0)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--eval-batch-edges", type=int, default=32)
-    ap.add_argument("--no-eval", action="store_true")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    if not a.steps and a.seconds <= 0:
-        a.seconds = 20
+    a = gnn_args.parse(__doc__.split("\n")[0], ["gcn", "sage", "mlp"])
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     rng = np.random.default_rng(a.seed)
@@ -355,30 +368,17 @@ def main():
         head = torch.cat([sl[:B], sl[:B]])
         tail = sl[B:]
         loss = F.binary_cross_entropy_with_logits(model.decode(H[head] * H[tail]), labels)
-        opt.zero_grad()
-        loss.backward()
-        if a.clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
-        opt.step()
+        backward_and_step(model, opt, loss, a.clip)
         t2 = time.perf_counter()
         times[0] += t1 - t0
         times[1] += t2 - t1
         return loss.item()
 
-    scratch = [0.0, 0.0]
-    for _ in range(a.warmup):
-        step(scratch)
-    times = [0.0, 0.0]
-    done, loss_sum, start, cpu0 = 0, 0.0, time.perf_counter(), time.process_time()
-    while (done < a.steps) if a.steps else (time.perf_counter() - start < a.seconds):
-        loss_sum += step(times)
-        done += 1
-    elapsed = time.perf_counter() - start
-    cpu_train = time.process_time() - cpu0
+    done, mean_loss, elapsed, cpu_train, times = timed_steps(step, a, 2)
     out = {"impl": "torch", "torch": torch.__version__, "graph": a.graph, "encoder": a.encoder,
            "batch_size": B, "threads": torch.get_num_threads(), "setup_seconds": t_setup,
            "features": "sparse (embedding_bag)" if feats.sparse else "dense", "steps": done,
-           "mean_loss": loss_sum / done, "edges_per_second": done * B / elapsed, "step_ms": elapsed / done * 1e3,
+           "params": sum(p.numel() for p in model.parameters()), "mean_loss": mean_loss, "edges_per_second": done * B / elapsed, "step_ms": elapsed / done * 1e3,
            "cpu_ms_per_step": cpu_train / done * 1e3,
            "sample_ms": times[0] / done * 1e3, "compute_ms": times[1] / done * 1e3}
     if not a.no_eval:
