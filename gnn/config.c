@@ -117,6 +117,15 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: model.bases = %d is out of range [1, %d]", ctx, cfg->bases, TMA_GNN_MAX_BASES);
     if (cfg->num_rel_ids < 0 || cfg->num_rel_ids > 2 * TMA_GRAPH_MAX_RELATIONS)
         BAD("%s: model.relations = %d is out of range [0, %d]", ctx, cfg->num_rel_ids, 2 * TMA_GRAPH_MAX_RELATIONS);
+    if (cfg->num_node_types < 0 || cfg->num_node_types == 1 || cfg->num_node_types > TMA_GNN_MAX_TYPES)
+        BAD("%s: model.type_dims has %d entries: none, or 2 to %d node types", ctx, cfg->num_node_types,
+            TMA_GNN_MAX_TYPES);
+    for (int t = 0; t < cfg->num_node_types; t++)
+        if (cfg->type_dims[t] < 1 || (cfg->feature_dim > 0 && cfg->type_dims[t] > cfg->feature_dim))
+            BAD("%s: model.type_dims[%d] = %d is out of range [1, feature_dim %lld]", ctx, t, cfg->type_dims[t],
+                (long long)cfg->feature_dim);
+    if (cfg->num_node_types > 0 && cfg->encoder != TMA_GNN_ENCODER_RGCN)
+        BAD("%s: model.type_dims is for the rgcn encoder (gcn, sage and mlp ignore node types)", ctx);
     if (cfg->encoder == TMA_GNN_ENCODER_RGCN && (int64_t)cfg->num_rel_ids * cfg->bases > TMA_GNN_RGCN_MAX_COEF)
         BAD("%s: model.relations x model.bases = %d x %d is more than %d RGCN coefficients (use fewer bases)", ctx,
             cfg->num_rel_ids, cfg->bases, TMA_GNN_RGCN_MAX_COEF);
@@ -204,6 +213,30 @@ static tma_status_t parse_fanouts(const cJSON *train, const char *ctx, int layer
     return TMA_OK;
 }
 
+/* model.type_dims: each node type's feature width. */
+static tma_status_t parse_type_dims(const cJSON *model, const char *mctx, tma_gnn_config_t *cfg)
+{
+    const cJSON *a = model ? cJSON_GetObjectItemCaseSensitive(model, "type_dims") : NULL;
+    if (!a)
+        return TMA_OK;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > TMA_GNN_MAX_TYPES) {
+        tma_log_error(COMP, "%s.type_dims must be an array of at most %d feature widths, one a node type", mctx,
+                      TMA_GNN_MAX_TYPES);
+        return TMA_ERR_CONFIG;
+    }
+    int i = 0;
+    for (const cJSON *it = a->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 1 ||
+            it->valuedouble > (1 << 24)) {
+            tma_log_error(COMP, "%s.type_dims[%d] must be a positive integer (a feature width)", mctx, i);
+            return TMA_ERR_CONFIG;
+        }
+        cfg->type_dims[i] = (int)it->valuedouble;
+    }
+    cfg->num_node_types = i;
+    return TMA_OK;
+}
+
 /* eval.ties and eval.hits. */
 static tma_status_t parse_ranking(const cJSON *eval, const char *ectx, tma_gnn_config_t *cfg)
 {
@@ -272,8 +305,9 @@ static tma_status_t parse_name(const cJSON *obj, const char *key, const char *de
 tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train, const cJSON *eval,
                                           const char *ctx, tma_gnn_config_t *cfg_p)
 {
-    static const char *const model_keys[] = {"encoder", "layers", "hidden", "decoder_layers", "decoder_hidden",
-                                             "feature_dim", "decoder", "bases", "relations", NULL};
+    static const char *const model_keys[] = {"encoder",     "layers",  "hidden", "decoder_layers", "decoder_hidden",
+                                             "feature_dim", "decoder", "bases",  "relations",      "type_dims",
+                                             NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed",
                                              "beta1", "beta2", "eps", "device", NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits", NULL};
@@ -317,7 +351,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_get_int(train, "seed", 0, 0, INT64_MAX, tctx, &i64)))
         return st;
     cfg.seed = (uint64_t)i64;
-    if ((st = parse_fanouts(train, ctx, cfg.layers, &cfg)) != TMA_OK)
+    if ((st = parse_fanouts(train, ctx, cfg.layers, &cfg)) != TMA_OK ||
+        (st = parse_type_dims(model, mctx, &cfg)) != TMA_OK)
         return st;
     if ((st = get_intv(eval, "batch_edges", cfg.eval_batch_edges, 1, 65536, ectx, &cfg.eval_batch_edges)) ||
         (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
@@ -380,6 +415,8 @@ cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg)
         if (cfg->encoder == TMA_GNN_ENCODER_RGCN)
             cJSON_AddNumberToObject(m, "bases", cfg->bases);
         cJSON_AddNumberToObject(m, "relations", cfg->num_rel_ids);
+        if (cfg->num_node_types > 0)
+            cJSON_AddItemToObject(m, "type_dims", cJSON_CreateIntArray(cfg->type_dims, cfg->num_node_types));
     }
     return m;
 }
@@ -443,12 +480,35 @@ tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g)
                       cfg->num_rel_ids, nr, g->num_relations);
         return TMA_ERR_MISMATCH;
     }
+    /* RGCN on several node types: the per-type input projection. */
+    int types = cfg->encoder == TMA_GNN_ENCODER_RGCN && tma_graph_is_typed(g) && g->num_node_types > 1
+                    ? g->num_node_types
+                    : 0;
+    if (types > TMA_GNN_MAX_TYPES) {
+        tma_log_error(COMP, "the graph has %d node types; the rgcn encoder's per-type input projection supports at "
+                      "most %d", types, TMA_GNN_MAX_TYPES);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    if (cfg->num_node_types == 0) {
+        cfg->num_node_types = types;
+        for (int t = 0; t < types; t++)
+            cfg->type_dims[t] = g->type_feat_dim[t];
+    } else {
+        int same = cfg->num_node_types == types;
+        for (int t = 0; same && t < types; t++)
+            same = cfg->type_dims[t] == g->type_feat_dim[t];
+        if (!same) {
+            tma_log_error(COMP, "model.type_dims (%d node types) does not match the graph's %d node types and "
+                          "their feature widths", cfg->num_node_types, types);
+            return TMA_ERR_MISMATCH;
+        }
+    }
     return tma_gnn_config_validate(cfg, "model config");
 }
 
 uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
 {
-    char s[384];
+    char s[640];
     int n = snprintf(s, sizeof s, "tma-model-v1 encoder=%s layers=%d hidden=%d decoder_layers=%d "
                      "decoder_hidden=%d feature_dim=%lld norm=layernorm act=prelu",
                      tma_gnn_encoder_name(cfg->encoder), cfg->layers, cfg->hidden, cfg->decoder_layers,
@@ -458,6 +518,8 @@ uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
         n += snprintf(s + n, sizeof s - (size_t)n, " decoder=%s bases=%d relations=%d",
                       tma_gnn_decoder_name(cfg->decoder), cfg->encoder == TMA_GNN_ENCODER_RGCN ? cfg->bases : 0,
                       cfg->num_rel_ids);
+    for (int t = 0; t < cfg->num_node_types; t++)
+        n += snprintf(s + n, sizeof s - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
     /* FNV-1a, then a final mix. */
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < n; i++) {
@@ -500,6 +562,14 @@ tma_status_t tma_gnn_layout_build(const tma_gnn_config_t *cfg, tma_gnn_layout_t 
     memset(&lay, 0, sizeof lay);
     char name[32];
     int64_t in = cfg->feature_dim;
+    for (int t = 0; t < cfg->num_node_types; t++) {
+        snprintf(name, sizeof name, "in.%d.weight", t);
+        st = add_param(&lay, name, cfg->type_dims[t], cfg->hidden);
+        snprintf(name, sizeof name, "in.%d.bias", t);
+        if (st || (st = add_param(&lay, name, 1, cfg->hidden)))
+            return st;
+        in = cfg->hidden;
+    }
     for (int l = 0; l < cfg->layers; l++) {
         int64_t out = cfg->hidden;
         if (cfg->encoder == TMA_GNN_ENCODER_RGCN) {

@@ -40,6 +40,10 @@ struct tma_gnn_evaluator {
     tensor_t c_indptr, c_indices, c_weights, A, Z, mean, rstd;
     tensor_t c_rel, T;     /* RGCN: the chunk's relation ids; a layer's projection onto its bases (N rows) */
     int32_t *norm_count;   /* RGCN: gnn_rgcn_norm's scratch */
+    /* The per-type input projection of every node: tables, order, rows. */
+    gnn_type_feats_t tf;
+    tensor_t order, tids;
+    int64_t offsets[TMA_GNN_MAX_TYPES + 1];
     tma_graph_block_t hb; /* host view of the chunk block */
     void *staging[4];
 
@@ -62,7 +66,7 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
         return;
     tensor_t *ts[] = {&ev->params,  &ev->emb[0], &ev->emb[1], &ev->ids,  &ev->c_indptr, &ev->c_indices,
                       &ev->c_weights, &ev->A,    &ev->Z,      &ev->mean, &ev->rstd,     &ev->hi,
-                      &ev->ti,      &ev->dec[0], &ev->dec[1], &ev->c_rel, &ev->T, &ev->prel};
+                      &ev->ti,      &ev->dec[0], &ev->dec[1], &ev->c_rel, &ev->T, &ev->prel, &ev->order, &ev->tids};
     for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
         tma_gnn_tensor_free(ts[i]);
     if (ev->b) {
@@ -72,6 +76,7 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
         tma_gnn_backend_host_free(ev->b, ev->h_hi);
         tma_gnn_backend_host_free(ev->b, ev->h_ti);
         tma_gnn_feat_destroy(ev->b, ev->feat);
+        gnn_type_feats_destroy(ev->b, &ev->tf);
     }
     tma_free_aligned(ev->h_logits);
     free(ev->norm_count);
@@ -85,6 +90,31 @@ static void *host_array(tma_gnn_evaluator_t *ev, tensor_t *t, int slot)
         return t->data;
     ev->staging[slot] = tma_gnn_backend_host_alloc(ev->b, (size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
     return ev->staging[slot];
+}
+
+/* The per-type input projection: every node's type order and table row, once. */
+static tma_status_t type_projection_setup(tma_gnn_evaluator_t *ev)
+{
+    const tma_graph_t *g = ev->g;
+    const int64_t N = g->num_nodes;
+    tma_status_t st;
+    if (!tma_graph_is_typed(g) || g->num_node_types != ev->cfg.num_node_types) {
+        tma_log_error(COMP, "the graph's node types differ from the model's (%d)", ev->cfg.num_node_types);
+        return TMA_ERR_MISMATCH;
+    }
+    if ((st = gnn_type_feats_create(ev->b, &ev->cfg, g, &ev->tf)) ||
+        (st = alloc_t(ev->b, TMA_GNN_I32, N, &ev->order)) || (st = alloc_t(ev->b, TMA_GNN_I64, N, &ev->tids)))
+        return st;
+    int32_t *order = malloc((size_t)N * sizeof *order);
+    int64_t *ids = malloc((size_t)N * sizeof *ids);
+    st = order && ids ? gnn_type_feats_order(&ev->tf, NULL, g->node_type, N, order, ev->offsets, ids) : TMA_ERR_NOMEM;
+    ev->order = tma_gnn_tensor_shape(&ev->order, N, 1);
+    ev->tids = tma_gnn_tensor_shape(&ev->tids, N, 1);
+    st = st ? st : tma_gnn_tensor_upload(&ev->order, order);
+    st = st ? st : tma_gnn_tensor_upload(&ev->tids, ids);
+    free(order);
+    free(ids);
+    return st;
 }
 
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
@@ -164,6 +194,8 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
             goto fail;
         }
     }
+    if (ev->cfg.num_node_types > 0 && (st = type_projection_setup(ev)) != TMA_OK)
+        goto fail;
 
     /* Scoring chunks. */
     ev->pairs = (int64_t)ev->cfg.eval_batch_edges * (1 + TMA_MAX(g->num_negatives, 0));
@@ -234,7 +266,14 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
     for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
         out = tma_gnn_tensor_shape(&ev->emb[l & 1], N, H);
         gnn_src_t src = {0};
-        if (l == 0) {
+        if (l == 0 && cfg->num_node_types > 0) {
+            /* Layer 0 writes emb[0]: emb[1] holds the projected input, T its scratch until layer 0's projection. */
+            gnn_type_proj_t tp = {cfg->num_node_types, ev->tf.feats, ev->offsets, &ev->order, &ev->tids};
+            tensor_t S = tma_gnn_tensor_shape(&ev->T, N, H);
+            in = tma_gnn_tensor_shape(&ev->emb[1], N, H);
+            st = gnn_type_project_forward(&tp, ev->P.in_W, ev->P.in_b, &S, &in);
+            src.H = &in;
+        } else if (l == 0) {
             src.feat = ev->feat;
             src.ids = &ev->ids;
         } else {
@@ -244,7 +283,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         tensor_t T;
         if (rgcn) {
             T = tma_gnn_tensor_shape(&ev->T, N, (int64_t)cfg->bases * H);
-            st = gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
+            st = st ? st : gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
         } else if (pf) {
             /* Layer 0 only, so the other table is free to hold the projection. */
             T = tma_gnn_tensor_shape(&ev->emb[1], N, H);

@@ -27,6 +27,7 @@ typedef struct gnn_params {
     gnn_enc_params_t enc[TMA_GNN_MAX_LAYERS];
     gnn_dec_params_t dec[GNN_MAX_DECODER_LAYERS];
     tensor_t rel_diag; /* DistMult: relations x hidden */
+    tensor_t in_W[TMA_GNN_MAX_TYPES], in_b[TMA_GNN_MAX_TYPES]; /* the per-type input projection */
 } gnn_params_t;
 
 /* Binds views of `block` (a tensor of layout->total floats) by the layout's names. */
@@ -147,6 +148,28 @@ tma_status_t gnn_type_project_forward(const gnn_type_proj_t *tp, const tensor_t 
  * batch) from dOut; dS is n x d scratch.  Features take no gradient. */
 tma_status_t gnn_type_project_backward(const gnn_type_proj_t *tp, const tensor_t *dOut, tensor_t *dS, tensor_t *dW,
                                        tensor_t *dbias);
+
+/*
+ * A graph's features split by node type for the per-type input projection
+ * (cfg->num_node_types > 0): type t's table holds its nodes' first
+ * cfg->type_dims[t] feature columns, in node order; row[v] is node v's row
+ * in its type's table.
+ */
+typedef struct gnn_type_feats {
+    int num_types;
+    tma_gnn_feat_t *feats[TMA_GNN_MAX_TYPES];
+    float *host[TMA_GNN_MAX_TYPES]; /* the tables (a backend may keep pointing at them) */
+    int64_t *row;                   /* [num_nodes] */
+} gnn_type_feats_t;
+
+tma_status_t gnn_type_feats_create(tma_gnn_backend_t *b, const tma_gnn_config_t *cfg, const tma_graph_t *g,
+                                   gnn_type_feats_t *tf_p);
+/* Accepts a zeroed (never created) one. */
+void gnn_type_feats_destroy(tma_gnn_backend_t *b, gnn_type_feats_t *tf);
+/* For the n nodes `nodes` of types `types`: gnn_type_partition into
+ * order_p/offsets_p, and ids_p[k] = row of node nodes[order_p[k]]. */
+tma_status_t gnn_type_feats_order(const gnn_type_feats_t *tf, const int64_t *nodes, const int32_t *types,
+                                  int64_t n, int32_t *order_p, int64_t *offsets_p, int64_t *ids_p);
 
 /* ------------------------------------------------------------------ trainer hooks (tests) */
 

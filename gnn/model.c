@@ -37,6 +37,12 @@ tma_status_t gnn_params_bind(const tma_gnn_config_t *cfg, const tma_gnn_layout_t
     memset(&p, 0, sizeof p);
     char name[32];
     tma_status_t st = TMA_OK;
+    for (int t = 0; t < cfg->num_node_types && st == TMA_OK; t++) {
+        snprintf(name, sizeof name, "in.%d.weight", t);
+        st = find_param(lay, block, name, &p.in_W[t]);
+        snprintf(name, sizeof name, "in.%d.bias", t);
+        st = st ? st : find_param(lay, block, name, &p.in_b[t]);
+    }
     for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
         gnn_enc_params_t *e = &p.enc[l];
         if (cfg->encoder == TMA_GNN_ENCODER_RGCN) {

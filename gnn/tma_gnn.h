@@ -135,6 +135,7 @@ typedef enum {
 #define TMA_GNN_MAX_HIDDEN 4096
 #define TMA_GNN_MAX_HITS 8 /* entries of eval.hits */
 #define TMA_GNN_MAX_BASES 64
+#define TMA_GNN_MAX_TYPES 16 /* node types of the per-type input projection */
 
 /* How the MRR and Hits@K rank a positive that ties with negatives.  With g
  * negatives scoring above the positive and e scoring equal to it:
@@ -152,7 +153,7 @@ typedef enum {
  *   {"model": {"encoder": "gcn"|"sage"|"mlp"|"rgcn", "layers": 2, "hidden": 256,
  *              "decoder": "mlp"|"distmult", "decoder_layers": 2,
  *              "decoder_hidden": 256, "feature_dim": D, "bases": 4,
- *              "relations": 2R},
+ *              "relations": 2R, "type_dims": [d_0, ...]},
  *    "train": {"batch_size": 1024, "fanouts": [25, 10], "lr": 0.001,
  *              "clip": 1.0, "threads": 0, "seed": 0, "beta1": 0.9,
  *              "beta2": 0.999, "eps": 1e-8, "device": "cpu"},
@@ -168,6 +169,8 @@ typedef enum {
  * number of relation ids, 2R on a typed graph, 1 on an untyped one) for a
  * model that uses relations (rgcn or distmult; tma_gnn_config_relational).
  * bases (default 4) is an RGCN key; relations x bases is at most 4096.
+ * type_dims (rgcn on a graph with 2..TMA_GNN_MAX_TYPES node types) is also
+ * filled in from the graph: each node type's feature width.
  */
 typedef struct tma_gnn_config {
     /* model: these define the parameter layout and the config hash */
@@ -180,6 +183,12 @@ typedef struct tma_gnn_config {
     tma_gnn_decoder_t decoder;
     int bases;           /* RGCN bases (encoder rgcn), 1..TMA_GNN_MAX_BASES */
     int num_rel_ids;     /* model.relations: relation ids (rgcn, distmult); 0 = from the graph */
+    /* model.type_dims: an rgcn model on a graph with several node types
+     * projects type t's features (its first type_dims[t] columns) to
+     * `hidden` with its own Linear before the first layer.  num_node_types
+     * 0: no projection (set from the graph when resolved). */
+    int num_node_types;
+    int type_dims[TMA_GNN_MAX_TYPES];
     /* training */
     int batch_size;                   /* positive edges per step */
     int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
@@ -246,7 +255,10 @@ tma_status_t tma_gnn_ties_parse(const char *name, tma_gnn_ties_t *t_p);
  * "dec.<k>.bias", "dec.<k>.prelu".  RGCN layers have "enc.<l>.bases"
  * [in x bases*hidden], "enc.<l>.coef" [relations x bases] and
  * "enc.<l>.weight_self" [in x hidden] instead of "enc.<l>.weight"; the
- * DistMult decoder is one tensor, "dec.relation" [relations x hidden].
+ * DistMult decoder is one tensor, "dec.relation" [relations x hidden].  The
+ * per-type input projection comes first: "in.<t>.weight" [type_dims[t] x
+ * hidden] and "in.<t>.bias" for each node type t; layer 0's input is then
+ * hidden wide.
  */
 typedef struct tma_gnn_param_info {
     char name[32];
@@ -254,7 +266,7 @@ typedef struct tma_gnn_param_info {
     int64_t offset;     /* in floats from the start of the block */
 } tma_gnn_param_info_t;
 
-#define TMA_GNN_MAX_PARAMS (TMA_GNN_MAX_LAYERS * 7 + 3 * 16)
+#define TMA_GNN_MAX_PARAMS (TMA_GNN_MAX_LAYERS * 7 + 3 * 16 + 2 * TMA_GNN_MAX_TYPES)
 
 typedef struct tma_gnn_layout {
     int count;

@@ -30,6 +30,7 @@ typedef struct gnn_slot {
      * type_nodes[type_off[t] .. type_off[t + 1])), for negatives of the
      * tail's type.  NULL on an untyped graph. */
     int64_t *type_nodes, *type_off;
+    gnn_type_feats_t tf; /* the per-type input projection's feature tables */
 } gnn_slot_t;
 
 typedef struct gnn_layer_buf {
@@ -42,6 +43,7 @@ struct tma_gnn_trainer {
     tma_gnn_backend_t *b;
     int L, K, B, mlp;
     int rgcn, distmult; /* the RGCN encoder; the DistMult decoder */
+    int proj;           /* the per-type input projection (cfg.num_node_types > 0) */
 
     tensor_t params, grads, adam_m, adam_v;
     gnn_params_t P, G;
@@ -65,7 +67,10 @@ struct tma_gnn_trainer {
     int32_t *h_head, *h_tail; /* [2B] */
     int32_t *h_rel;           /* [2B]: each pair's relation id (DistMult) */
     int32_t *norm_count;      /* gnn_rgcn_norm's scratch: one int a relation id */
-    void *staging[7 * TMA_GNN_MAX_LAYERS + 4];
+    int32_t *h_order;         /* the projection: the sample's positions sorted by node type */
+    int64_t *h_ids;           /* ... and each one's row in its type's feature table */
+    int64_t h_offsets[TMA_GNN_MAX_TYPES + 1];
+    void *staging[7 * TMA_GNN_MAX_LAYERS + 8];
     int nstaging;
 
     /* the batch on the device */
@@ -80,6 +85,7 @@ struct tma_gnn_trainer {
     tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
     tensor_t g_src, g_dst, g_a, g_dec[2];
     tensor_t g_T; /* RGCN: dT, the gradient of a layer's projection onto its bases */
+    tensor_t order, tids, X0, S, dX0; /* the projection: order, ids, its output, scratch, gradient */
 
     tma_gnn_timing_t timing;
 };
@@ -106,6 +112,9 @@ static void free_batch_buffers(tma_gnn_trainer_t *tr)
     tma_gnn_tensor_free(&tr->g_dst);
     tma_gnn_tensor_free(&tr->g_a);
     tma_gnn_tensor_free(&tr->g_T);
+    tensor_t *pt[] = {&tr->order, &tr->tids, &tr->X0, &tr->S, &tr->dX0};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(pt); i++)
+        tma_gnn_tensor_free(pt[i]);
     for (int i = 0; i < tr->nstaging; i++)
         tma_gnn_backend_host_free(tr->b, tr->staging[i]);
     tr->nstaging = 0;
@@ -211,6 +220,12 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         return st;
     if (tr->rgcn && (st = alloc_t(tr, TMA_GNN_F32, max_t, &tr->g_T)))
         return st;
+    if (tr->proj && ((st = alloc_t(tr, TMA_GNN_I32, tr->cap_nodes, &tr->order)) ||
+                     (st = alloc_t(tr, TMA_GNN_I64, tr->cap_nodes, &tr->tids)) ||
+                     (st = alloc_t(tr, TMA_GNN_F32, tr->cap_nodes * H, &tr->X0)) ||
+                     (st = alloc_t(tr, TMA_GNN_F32, tr->cap_nodes * H, &tr->S)) ||
+                     (st = alloc_t(tr, TMA_GNN_F32, tr->cap_nodes * H, &tr->dX0))))
+        return st;
 
     /* Host views of the sample. */
     memset(&tr->sample, 0, sizeof tr->sample);
@@ -220,6 +235,16 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         tr->staging[tr->nstaging++] = tr->sample.seed_local;
     if (!tr->sample.nodes || !tr->sample.seed_local)
         return TMA_ERR_NOMEM;
+    if (tr->proj) {
+        /* The sampler fills each node's type; the projection sorts by it on the host. */
+        tr->sample.node_type = tma_gnn_backend_host_alloc(tr->b, (size_t)tr->cap_nodes * sizeof(int32_t));
+        if (tr->sample.node_type)
+            tr->staging[tr->nstaging++] = tr->sample.node_type;
+        tr->h_order = host_array(tr, &tr->order);
+        tr->h_ids = host_array(tr, &tr->tids);
+        if (!tr->sample.node_type || !tr->h_order || !tr->h_ids)
+            return TMA_ERR_NOMEM;
+    }
     for (int l = 0; l < L && !tr->mlp; l++) {
         tma_graph_block_t *hb = &tr->sample.blocks[l];
         hb->indptr = host_array(tr, &tr->indptr[l]);
@@ -287,6 +312,7 @@ static void free_slots(tma_gnn_trainer_t *tr)
         tma_gnn_feat_destroy(tr->b, tr->slots[i].feat);
         free(tr->slots[i].type_nodes);
         free(tr->slots[i].type_off);
+        gnn_type_feats_destroy(tr->b, &tr->slots[i].tf);
     }
     free(tr->slots);
     tr->slots = NULL;
@@ -369,6 +395,17 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
         }
         if (tma_graph_is_typed(g) && (st = index_types(g, s)) != TMA_OK)
             return st;
+        if (tr->proj) {
+            int same = tma_graph_is_typed(g) && g->num_node_types == tr->cfg.num_node_types;
+            for (int t = 0; same && t < g->num_node_types; t++)
+                same = g->type_feat_dim[t] == tr->cfg.type_dims[t];
+            if (!same) {
+                tma_log_error(COMP, "graph %d's node types or their feature widths differ from the model's", i);
+                return TMA_ERR_MISMATCH;
+            }
+            if ((st = gnn_type_feats_create(tr->b, &tr->cfg, g, &s->tf)) != TMA_OK)
+                return st;
+        }
     }
     if (tr->total_weight == 0) {
         tma_log_error(COMP, "none of the %d graph(s) has a training edge", n);
@@ -436,6 +473,7 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
     tr->mlp = tr->cfg.encoder == TMA_GNN_ENCODER_MLP;
     tr->rgcn = tr->cfg.encoder == TMA_GNN_ENCODER_RGCN;
     tr->distmult = tr->cfg.decoder == TMA_GNN_DECODER_DISTMULT;
+    tr->proj = tr->cfg.num_node_types > 0;
     tma_rng_seed(&tr->rng, tr->cfg.seed, 0x747261696e6572ull);
     if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK)
         goto fail;
@@ -568,6 +606,14 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
         tr->h_tail[p] = tr->sample.seed_local[B + p];
     }
     const tma_graph_sample_t *sm = &tr->sample;
+    if (tr->proj) {
+        st = gnn_type_feats_order(&s->tf, sm->nodes, sm->node_type, sm->num_nodes, tr->h_order, tr->h_offsets,
+                                  tr->h_ids);
+        st = st ? st : upload_prefix(&tr->order, tr->h_order, sm->num_nodes);
+        st = st ? st : upload_prefix(&tr->tids, tr->h_ids, sm->num_nodes);
+        if (st != TMA_OK)
+            return st;
+    }
     st = upload_prefix(&tr->nodes, sm->nodes, sm->num_nodes);
     st = st ? st : upload_prefix(&tr->hi, tr->h_head, 2 * (int64_t)B);
     st = st ? st : upload_prefix(&tr->ti, tr->h_tail, 2 * (int64_t)B);
@@ -626,6 +672,15 @@ static void layer_rows(const tma_gnn_trainer_t *tr, int l, int64_t *n_dst_p, int
 
 /* ------------------------------------------------------------------ forward and backward */
 
+/* The per-type input projection of the batch's n nodes (views into order and ids). */
+static gnn_type_proj_t type_proj(const tma_gnn_trainer_t *tr, int64_t n, tensor_t *order, tensor_t *ids)
+{
+    *order = tma_gnn_tensor_shape(&tr->order, n, 1);
+    *ids = tma_gnn_tensor_shape(&tr->tids, n, 1);
+    gnn_type_proj_t tp = {tr->cfg.num_node_types, tr->slots[tr->last_slot].tf.feats, tr->h_offsets, order, ids};
+    return tp;
+}
+
 static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
 {
     const gnn_slot_t *s = &tr->slots[tr->last_slot];
@@ -639,7 +694,14 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
         layer_rows(tr, l, &n_dst, &n_src);
         gnn_layer_buf_t *lb = &tr->lb[l];
         gnn_src_t src = {0};
-        if (l == 0) {
+        if (l == 0 && tr->proj) {
+            /* Each node type through its own Linear: layer 0 reads that. */
+            tensor_t order, tids, S = tma_gnn_tensor_shape(&tr->S, n_src, H);
+            gnn_type_proj_t tp = type_proj(tr, n_src, &order, &tids);
+            Hprev = tma_gnn_tensor_shape(&tr->X0, n_src, H);
+            st = gnn_type_project_forward(&tp, tr->P.in_W, tr->P.in_b, &S, &Hprev);
+            src.H = &Hprev;
+        } else if (l == 0) {
             src.feat = s->feat;
             src.ids = &ids;
         } else {
@@ -652,7 +714,7 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
             rel = tma_gnn_tensor_shape(&tr->rel[l], tr->blk[l].num_edges, 1);
         if (pf) {
             T = tma_gnn_tensor_shape(&lb->T, n_src, tr->rgcn ? (int64_t)cfg->bases * H : H);
-            st = gnn_layer_project(cfg, &tr->P, l, &src, n_src, &T);
+            st = st ? st : gnn_layer_project(cfg, &tr->P, l, &src, n_src, &T);
         } else if (!tr->mlp) {
             A = tma_gnn_tensor_shape(&lb->A, n_dst, l == 0 ? Fd : H);
         }
@@ -736,10 +798,14 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
         const int pf = gnn_layer_project_first(cfg, l, &s->fi);
         tensor_t ids_src = tma_gnn_tensor_view(&all_ids, 0, n_src, 1);
         tensor_t ids_dst = tma_gnn_tensor_view(&all_ids, 0, n_dst, 1);
-        tensor_t Hin; /* the layer's input rows (l > 0) */
+        tensor_t Hin; /* the layer's input rows (l > 0, or the projection's output) */
+        const int dense_in = l > 0 || tr->proj;
         if (l > 0)
             Hin = tma_gnn_tensor_shape(&tr->lb[l - 1].H, n_src, H);
-        tensor_t dH = tma_gnn_tensor_shape(&tr->g_src, l > 0 ? n_src : 0, H);
+        else if (tr->proj)
+            Hin = tma_gnn_tensor_shape(&tr->X0, n_src, H);
+        tensor_t dH = l == 0 && tr->proj ? tma_gnn_tensor_shape(&tr->dX0, n_src, H)
+                                         : tma_gnn_tensor_shape(&tr->g_src, l > 0 ? n_src : 0, H);
 
         st = tma_gnn_op_colsum(&dZ, &gw->b);
         if (st != TMA_OK)
@@ -752,7 +818,7 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
             tensor_t dT = tma_gnn_tensor_shape(&tr->g_T, n_src, BH);
             tensor_t rel = tma_gnn_tensor_shape(&tr->rel[l], blk->num_edges, 1);
             st = tma_gnn_op_rgcn_aggregate_bwd(blk, &rel, NULL, &dZ, &T, &w->coef, &dT, &gw->coef);
-            if (st == TMA_OK && l == 0) {
+            if (st == TMA_OK && !dense_in) {
                 st = tma_gnn_op_feat_matmul_grad(s->feat, &ids_src, &dT, &gw->V);
                 st = st ? st : tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W_self);
             } else if (st == TMA_OK) {
@@ -796,6 +862,11 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
                     st = st ? st : tma_gnn_op_matmul(&dZ, 0, &w->W_self, 1, 1.0f, 1.0f, &dHself);
                 }
             }
+        }
+        if (st == TMA_OK && l == 0 && tr->proj) {
+            tensor_t order, tids, dS = tma_gnn_tensor_shape(&tr->S, n_src, H);
+            gnn_type_proj_t tp = type_proj(tr, n_src, &order, &tids);
+            st = gnn_type_project_backward(&tp, &dH, &dS, tr->G.in_W, tr->G.in_b);
         }
         if (st != TMA_OK || l == 0)
             break;

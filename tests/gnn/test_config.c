@@ -101,7 +101,31 @@ static void check_hetero(void)
     b.num_rel_ids = 0;
     ASSERT_EQ(tma_gnn_param_count(&b), -1);
 
+    /* The per-type input projection: type_dims come first in the layout, layer 0 reads hidden. */
+    b = c;
+    b.num_node_types = 2;
+    b.type_dims[0] = 4;
+    b.type_dims[1] = 5;
+    CHECK_OK(tma_gnn_layout_build(&b, &lay));
+    ASSERT_STR_EQ(lay.params[0].name, "in.0.weight");
+    ASSERT_EQ(lay.params[0].rows * 100 + lay.params[0].cols, 4 * 100 + 8);
+    ASSERT_STR_EQ(lay.params[2].name, "in.1.weight");
+    ASSERT_EQ(lay.params[2].rows, 5);
+    ASSERT_STR_EQ(lay.params[4].name, "enc.0.bases");
+    ASSERT_EQ(lay.params[4].rows, 8);
+    ASSERT_NE(tma_gnn_config_hash(&b), tma_gnn_config_hash(&c));
+    m = tma_gnn_config_model_json(&b);
+    CHECK_OK(tma_gnn_config_from_sections(m, NULL, NULL, "model section", &back));
+    ASSERT_EQ(back.num_node_types, 2);
+    ASSERT_EQ(back.type_dims[1], 5);
+    ASSERT_EQ(tma_gnn_config_hash(&back), tma_gnn_config_hash(&b));
+    cJSON_Delete(m);
+
     refused("{\"model\": {\"encoder\": \"rgcm\"}}", "encoder");
+    refused("{\"model\": {\"encoder\": \"gcn\", \"type_dims\": [3, 4]}}", "type_dims");
+    refused("{\"model\": {\"encoder\": \"rgcn\", \"type_dims\": [3]}}", "type_dims");
+    refused("{\"model\": {\"encoder\": \"rgcn\", \"type_dims\": [3, 0]}}", "type_dims");
+    refused("{\"model\": {\"encoder\": \"rgcn\", \"type_dims\": [3, 9], \"feature_dim\": 8}}", "type_dims");
     refused("{\"model\": {\"decoder\": \"transe\"}}", "decoder");
     refused("{\"model\": {\"decoder\": 1}}", "decoder");
     refused("{\"model\": {\"bases\": 0}}", "bases");

@@ -35,6 +35,8 @@ assert 0 < res["test_mrr"] <= 1 and math.isfinite(res["test_mrr"]), res
 assert res["steps"] == 20 and res["encoder"] == enc, res
 assert cfg["encoder"] == enc and cfg["decoder"] == dec and cfg["relations"] == 10, cfg
 assert ("bases" in cfg) == (enc == "rgcn"), cfg
+# RGCN projects each node type (user: 8 features, movie: 20) to the hidden width first.
+assert cfg.get("type_dims") == ([8, 20] if enc == "rgcn" else None), cfg
 PY
   # The typed SBM: learning, and the same seed gives the same result.
   for r in a b; do

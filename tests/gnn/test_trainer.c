@@ -86,6 +86,11 @@ static void check_determinism(tma_graph_t *g, tma_gnn_config_t c)
     if (tma_graph_is_typed(g)) {
         /* The relation ids are recorded from the graph; negatives are of the positive tail's type. */
         ASSERT_EQ(tma_gnn_trainer_config(a)->num_rel_ids, 2 * g->num_relations);
+        /* RGCN projects each node type's own features first. */
+        const tma_gnn_config_t *rc = tma_gnn_trainer_config(a);
+        ASSERT_EQ(rc->num_node_types, c.encoder == TMA_GNN_ENCODER_RGCN ? g->num_node_types : 0);
+        for (int t = 0; t < rc->num_node_types; t++)
+            ASSERT_EQ(rc->type_dims[t], g->type_feat_dim[t]);
         gnn_batch_view_t v;
         gnn_trainer_last_batch(a, &v);
         int wrong = 0;
