@@ -32,6 +32,11 @@ int cli_model_open(const char *cmd, const char *graph, const char *weights, int6
                 (long long)m->cfg.feature_dim, graph, m->g->feature_dim);
         return CLI_EXIT_USAGE;
     }
+    if (tma_gnn_config_relational(&m->cfg) && m->cfg.num_rel_ids != tma_graph_num_rel_ids(m->g)) {
+        fprintf(stderr, "tma %s: %s was trained with %d relation ids but %s has %d\n", cmd, weights,
+                m->cfg.num_rel_ids, graph, tma_graph_num_rel_ids(m->g));
+        return CLI_EXIT_USAGE;
+    }
     return tma_gnn_evaluator_create(&m->cfg, m->g, &m->ev) == TMA_OK ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
 }
 

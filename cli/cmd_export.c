@@ -174,6 +174,13 @@ int cli_cmd_export(int argc, char **argv)
         rc = CLI_EXIT_RUNTIME;
     if (rc == CLI_EXIT_OK)
         rc = cli_model_open("export", graph, weights, threads, device, 0, NULL, &m);
+    if (rc == CLI_EXIT_OK && tma_gnn_config_relational(&m.cfg)) {
+        /* Their tensors (RGCN bases and coefficients, DistMult's relation
+         * diagonals) have no PyTorch names here yet. */
+        fprintf(stderr, "tma export: %s: export does not support rgcn/distmult yet (a %s encoder with a %s decoder)\n",
+                weights, tma_gnn_encoder_name(m.cfg.encoder), tma_gnn_decoder_name(m.cfg.decoder));
+        rc = CLI_EXIT_USAGE;
+    }
     int64_t nodes = 0, dim = 0;
     tma_status_t st = TMA_OK;
     if (rc == CLI_EXIT_OK && (st = export_files(out, &m, &nodes, &dim)) != TMA_OK) {

@@ -142,7 +142,7 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         {"eval-every-seconds", 0, CLI_DOUBLE, &f->eval_every, "E",
          "validate every E seconds of training (default: a tenth of --seconds, or 30)", &f->seen_eval},
         {"output", 'o', CLI_STR, &f->out, "RUN", "run folder to create (required)", NULL},
-        {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage or mlp", NULL},
+        {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage, mlp or rgcn", NULL},
         {"threads", 0, CLI_INT, &f->threads, "N", "override train.threads (0: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &f->device, "DEV",
          "cpu, cuda or cuda:N: override train.device and eval.device (sampling stays on the CPU)", NULL},
@@ -197,13 +197,13 @@ static int train_config(const train_flags_t *f, tma_gnn_config_t *cfg)
     }
     if (f->encoder) {
         int found = 0;
-        for (int e = TMA_GNN_ENCODER_GCN; e <= TMA_GNN_ENCODER_MLP; e++)
+        for (int e = TMA_GNN_ENCODER_GCN; e <= TMA_GNN_ENCODER_RGCN; e++)
             if (strcmp(f->encoder, tma_gnn_encoder_name((tma_gnn_encoder_t)e)) == 0) {
                 cfg->encoder = (tma_gnn_encoder_t)e;
                 found = 1;
             }
         if (!found)
-            return cli_usage_error("train", "--encoder: expected gcn, sage or mlp, got '%s'", f->encoder);
+            return cli_usage_error("train", "--encoder: expected gcn, sage, mlp or rgcn, got '%s'", f->encoder);
     }
     if (f->threads >= 0)
         cfg->threads = (int)TMA_MIN(f->threads, 1 << 20);

@@ -3,7 +3,7 @@
  * validation, the model hash) and the parameter layout and initialisation
  * that follow from it.
  */
-#include "tma_gnn.h"
+#include "gnn_backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,11 +15,23 @@
 /* Decoder depth limit (its layers share the parameter table with the encoder's). */
 #define MAX_DECODER_LAYERS 16
 
-static const char *const encoder_names[] = {"gcn", "sage", "mlp"};
+static const char *const encoder_names[] = {"gcn", "sage", "mlp", "rgcn"};
 
 const char *tma_gnn_encoder_name(tma_gnn_encoder_t e)
 {
     return (unsigned)e < TMA_ARRAY_LEN(encoder_names) ? encoder_names[e] : "?";
+}
+
+static const char *const decoder_names[] = {"mlp", "distmult"};
+
+const char *tma_gnn_decoder_name(tma_gnn_decoder_t d)
+{
+    return (unsigned)d < TMA_ARRAY_LEN(decoder_names) ? decoder_names[d] : "?";
+}
+
+int tma_gnn_config_relational(const tma_gnn_config_t *cfg)
+{
+    return cfg->encoder == TMA_GNN_ENCODER_RGCN || cfg->decoder == TMA_GNN_DECODER_DISTMULT;
 }
 
 static const char *const ties_names[] = {"pessimistic", "mean"};
@@ -55,6 +67,9 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->decoder_layers = 2;
     cfg->decoder_hidden = 256;
     cfg->feature_dim = 0;
+    cfg->decoder = TMA_GNN_DECODER_MLP;
+    cfg->bases = TMA_GNN_DEFAULT_BASES;
+    cfg->num_rel_ids = 0;
     cfg->batch_size = 1024;
     default_fanouts(cfg);
     cfg->lr = 0.001;
@@ -95,7 +110,25 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         return TMA_ERR_CONFIG;                                                                     \
     } while (0)
     if ((unsigned)cfg->encoder >= TMA_ARRAY_LEN(encoder_names))
-        BAD("%s: model.encoder must be gcn, sage or mlp", ctx);
+        BAD("%s: model.encoder must be gcn, sage, mlp or rgcn", ctx);
+    if ((unsigned)cfg->decoder >= TMA_ARRAY_LEN(decoder_names))
+        BAD("%s: model.decoder must be mlp or distmult", ctx);
+    if (cfg->bases < 1 || cfg->bases > TMA_GNN_MAX_BASES)
+        BAD("%s: model.bases = %d is out of range [1, %d]", ctx, cfg->bases, TMA_GNN_MAX_BASES);
+    if (cfg->num_rel_ids < 0 || cfg->num_rel_ids > 2 * TMA_GRAPH_MAX_RELATIONS)
+        BAD("%s: model.relations = %d is out of range [0, %d]", ctx, cfg->num_rel_ids, 2 * TMA_GRAPH_MAX_RELATIONS);
+    if (cfg->num_node_types < 0 || cfg->num_node_types == 1 || cfg->num_node_types > TMA_GNN_MAX_TYPES)
+        BAD("%s: model.type_dims has %d entries: none, or 2 to %d node types", ctx, cfg->num_node_types,
+            TMA_GNN_MAX_TYPES);
+    for (int t = 0; t < cfg->num_node_types; t++)
+        if (cfg->type_dims[t] < 1 || (cfg->feature_dim > 0 && cfg->type_dims[t] > cfg->feature_dim))
+            BAD("%s: model.type_dims[%d] = %d is out of range [1, feature_dim %lld]", ctx, t, cfg->type_dims[t],
+                (long long)cfg->feature_dim);
+    if (cfg->num_node_types > 0 && cfg->encoder != TMA_GNN_ENCODER_RGCN)
+        BAD("%s: model.type_dims is for the rgcn encoder (gcn, sage and mlp ignore node types)", ctx);
+    if (cfg->encoder == TMA_GNN_ENCODER_RGCN && (int64_t)cfg->num_rel_ids * cfg->bases > TMA_GNN_RGCN_MAX_COEF)
+        BAD("%s: model.relations x model.bases = %d x %d is more than %d RGCN coefficients (use fewer bases)", ctx,
+            cfg->num_rel_ids, cfg->bases, TMA_GNN_RGCN_MAX_COEF);
     if (cfg->layers < 1 || cfg->layers > TMA_GNN_MAX_LAYERS)
         BAD("%s: model.layers = %d is out of range [1, %d]", ctx, cfg->layers, TMA_GNN_MAX_LAYERS);
     if (cfg->hidden < 1 || cfg->hidden > TMA_GNN_MAX_HIDDEN)
@@ -180,6 +213,30 @@ static tma_status_t parse_fanouts(const cJSON *train, const char *ctx, int layer
     return TMA_OK;
 }
 
+/* model.type_dims: each node type's feature width. */
+static tma_status_t parse_type_dims(const cJSON *model, const char *mctx, tma_gnn_config_t *cfg)
+{
+    const cJSON *a = model ? cJSON_GetObjectItemCaseSensitive(model, "type_dims") : NULL;
+    if (!a)
+        return TMA_OK;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > TMA_GNN_MAX_TYPES) {
+        tma_log_error(COMP, "%s.type_dims must be an array of at most %d feature widths, one a node type", mctx,
+                      TMA_GNN_MAX_TYPES);
+        return TMA_ERR_CONFIG;
+    }
+    int i = 0;
+    for (const cJSON *it = a->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 1 ||
+            it->valuedouble > (1 << 24)) {
+            tma_log_error(COMP, "%s.type_dims[%d] must be a positive integer (a feature width)", mctx, i);
+            return TMA_ERR_CONFIG;
+        }
+        cfg->type_dims[i] = (int)it->valuedouble;
+    }
+    cfg->num_node_types = i;
+    return TMA_OK;
+}
+
 /* eval.ties and eval.hits. */
 static tma_status_t parse_ranking(const cJSON *eval, const char *ectx, tma_gnn_config_t *cfg)
 {
@@ -227,11 +284,30 @@ static tma_status_t copy_device(const char *dev, const char *ctx, char out[32])
     return TMA_OK;
 }
 
+/* A string key that must be one of `names`: its index, or the error naming the key. */
+static tma_status_t parse_name(const cJSON *obj, const char *key, const char *def, const char *const *names,
+                               size_t n, const char *what, const char *choices, const char *ctx, int *index_p)
+{
+    const char *v;
+    tma_status_t st = tma_json_get_string(obj, key, def, ctx, &v);
+    if (st != TMA_OK)
+        return st;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(v, names[i]) == 0) {
+            *index_p = (int)i;
+            return TMA_OK;
+        }
+    }
+    tma_log_error(COMP, "%s.%s: \"%s\" is not %s (%s)", ctx, key, v, what, choices);
+    return TMA_ERR_CONFIG;
+}
+
 tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train, const cJSON *eval,
                                           const char *ctx, tma_gnn_config_t *cfg_p)
 {
-    static const char *const model_keys[] = {"encoder", "layers", "hidden", "decoder_layers",
-                                             "decoder_hidden", "feature_dim", NULL};
+    static const char *const model_keys[] = {"encoder",     "layers",  "hidden", "decoder_layers", "decoder_hidden",
+                                             "feature_dim", "decoder", "bases",  "relations",      "type_dims",
+                                             NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed",
                                              "beta1", "beta2", "eps", "device", NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits", NULL};
@@ -247,27 +323,23 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_check_keys(eval, eval_keys, ectx)) != TMA_OK)
         return st;
 
-    const char *enc;
-    if ((st = tma_json_get_string(model, "encoder", "gcn", mctx, &enc)) != TMA_OK)
+    int enc, dec;
+    if ((st = parse_name(model, "encoder", "gcn", encoder_names, TMA_ARRAY_LEN(encoder_names), "an encoder",
+                         "gcn, sage, mlp or rgcn", mctx, &enc)) != TMA_OK ||
+        (st = parse_name(model, "decoder", "mlp", decoder_names, TMA_ARRAY_LEN(decoder_names), "a decoder",
+                         "mlp or distmult", mctx, &dec)) != TMA_OK)
         return st;
-    int found = 0;
-    for (size_t i = 0; i < TMA_ARRAY_LEN(encoder_names); i++) {
-        if (strcmp(enc, encoder_names[i]) == 0) {
-            cfg.encoder = (tma_gnn_encoder_t)i;
-            found = 1;
-        }
-    }
-    if (!found) {
-        tma_log_error(COMP, "%s.encoder: \"%s\" is not an encoder (gcn, sage or mlp)", mctx, enc);
-        return TMA_ERR_CONFIG;
-    }
+    cfg.encoder = (tma_gnn_encoder_t)enc;
+    cfg.decoder = (tma_gnn_decoder_t)dec;
     int64_t i64;
     if ((st = get_intv(model, "layers", cfg.layers, 1, TMA_GNN_MAX_LAYERS, mctx, &cfg.layers)) ||
         (st = get_intv(model, "hidden", cfg.hidden, 1, TMA_GNN_MAX_HIDDEN, mctx, &cfg.hidden)) ||
         (st = get_intv(model, "decoder_layers", cfg.decoder_layers, 1, MAX_DECODER_LAYERS, mctx,
                        &cfg.decoder_layers)) ||
         (st = get_intv(model, "decoder_hidden", cfg.decoder_hidden, 1, 65536, mctx, &cfg.decoder_hidden)) ||
-        (st = tma_json_get_int(model, "feature_dim", 0, 0, 1 << 24, mctx, &cfg.feature_dim)))
+        (st = tma_json_get_int(model, "feature_dim", 0, 0, 1 << 24, mctx, &cfg.feature_dim)) ||
+        (st = get_intv(model, "bases", cfg.bases, 1, TMA_GNN_MAX_BASES, mctx, &cfg.bases)) ||
+        (st = get_intv(model, "relations", 0, 0, 2 * TMA_GRAPH_MAX_RELATIONS, mctx, &cfg.num_rel_ids)))
         return st;
     if ((st = get_intv(train, "batch_size", cfg.batch_size, 1, 1 << 24, tctx, &cfg.batch_size)) ||
         (st = tma_json_get_double(train, "lr", cfg.lr, 1e-12, 10, tctx, &cfg.lr)) ||
@@ -279,7 +351,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_get_int(train, "seed", 0, 0, INT64_MAX, tctx, &i64)))
         return st;
     cfg.seed = (uint64_t)i64;
-    if ((st = parse_fanouts(train, ctx, cfg.layers, &cfg)) != TMA_OK)
+    if ((st = parse_fanouts(train, ctx, cfg.layers, &cfg)) != TMA_OK ||
+        (st = parse_type_dims(model, mctx, &cfg)) != TMA_OK)
         return st;
     if ((st = get_intv(eval, "batch_edges", cfg.eval_batch_edges, 1, 65536, ectx, &cfg.eval_batch_edges)) ||
         (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
@@ -335,6 +408,16 @@ cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(m, "decoder_layers", cfg->decoder_layers);
     cJSON_AddNumberToObject(m, "decoder_hidden", cfg->decoder_hidden);
     cJSON_AddNumberToObject(m, "feature_dim", (double)cfg->feature_dim);
+    /* Only relational models name the new keys, so the model section (and
+     * the weight files that record it) of every other model is unchanged. */
+    if (tma_gnn_config_relational(cfg)) {
+        cJSON_AddStringToObject(m, "decoder", tma_gnn_decoder_name(cfg->decoder));
+        if (cfg->encoder == TMA_GNN_ENCODER_RGCN)
+            cJSON_AddNumberToObject(m, "bases", cfg->bases);
+        cJSON_AddNumberToObject(m, "relations", cfg->num_rel_ids);
+        if (cfg->num_node_types > 0)
+            cJSON_AddItemToObject(m, "type_dims", cJSON_CreateIntArray(cfg->type_dims, cfg->num_node_types));
+    }
     return m;
 }
 
@@ -387,16 +470,56 @@ tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g)
                       (long long)cfg->feature_dim, g->feature_dim);
         return TMA_ERR_MISMATCH;
     }
-    return TMA_OK;
+    if (!tma_gnn_config_relational(cfg))
+        return TMA_OK;
+    int32_t nr = tma_graph_num_rel_ids(g);
+    if (cfg->num_rel_ids == 0) {
+        cfg->num_rel_ids = nr;
+    } else if (cfg->num_rel_ids != nr) {
+        tma_log_error(COMP, "model.relations is %d but the graph has %d relation ids (2 x %d relations)",
+                      cfg->num_rel_ids, nr, g->num_relations);
+        return TMA_ERR_MISMATCH;
+    }
+    /* RGCN on several node types: the per-type input projection. */
+    int types = cfg->encoder == TMA_GNN_ENCODER_RGCN && tma_graph_is_typed(g) && g->num_node_types > 1
+                    ? g->num_node_types
+                    : 0;
+    if (types > TMA_GNN_MAX_TYPES) {
+        tma_log_error(COMP, "the graph has %d node types; the rgcn encoder's per-type input projection supports at "
+                      "most %d", types, TMA_GNN_MAX_TYPES);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    if (cfg->num_node_types == 0) {
+        cfg->num_node_types = types;
+        for (int t = 0; t < types; t++)
+            cfg->type_dims[t] = g->type_feat_dim[t];
+    } else {
+        int same = cfg->num_node_types == types;
+        for (int t = 0; same && t < types; t++)
+            same = cfg->type_dims[t] == g->type_feat_dim[t];
+        if (!same) {
+            tma_log_error(COMP, "model.type_dims (%d node types) does not match the graph's %d node types and "
+                          "their feature widths", cfg->num_node_types, types);
+            return TMA_ERR_MISMATCH;
+        }
+    }
+    return tma_gnn_config_validate(cfg, "model config");
 }
 
 uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
 {
-    char s[256];
+    char s[640];
     int n = snprintf(s, sizeof s, "tma-model-v1 encoder=%s layers=%d hidden=%d decoder_layers=%d "
                      "decoder_hidden=%d feature_dim=%lld norm=layernorm act=prelu",
                      tma_gnn_encoder_name(cfg->encoder), cfg->layers, cfg->hidden, cfg->decoder_layers,
                      cfg->decoder_hidden, (long long)cfg->feature_dim);
+    /* Relational models extend the text; the others keep their hash. */
+    if (tma_gnn_config_relational(cfg))
+        n += snprintf(s + n, sizeof s - (size_t)n, " decoder=%s bases=%d relations=%d",
+                      tma_gnn_decoder_name(cfg->decoder), cfg->encoder == TMA_GNN_ENCODER_RGCN ? cfg->bases : 0,
+                      cfg->num_rel_ids);
+    for (int t = 0; t < cfg->num_node_types; t++)
+        n += snprintf(s + n, sizeof s - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
     /* FNV-1a, then a final mix. */
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < n; i++) {
@@ -430,13 +553,33 @@ tma_status_t tma_gnn_layout_build(const tma_gnn_config_t *cfg, tma_gnn_layout_t 
         tma_log_error(COMP, "the parameter layout needs model.feature_dim (resolve the config against a graph)");
         return TMA_ERR_CONFIG;
     }
+    if (tma_gnn_config_relational(cfg) && cfg->num_rel_ids < 1) {
+        tma_log_error(COMP, "the parameter layout of an rgcn or distmult model needs model.relations (resolve the "
+                      "config against a graph)");
+        return TMA_ERR_CONFIG;
+    }
     tma_gnn_layout_t lay;
     memset(&lay, 0, sizeof lay);
     char name[32];
     int64_t in = cfg->feature_dim;
+    for (int t = 0; t < cfg->num_node_types; t++) {
+        snprintf(name, sizeof name, "in.%d.weight", t);
+        st = add_param(&lay, name, cfg->type_dims[t], cfg->hidden);
+        snprintf(name, sizeof name, "in.%d.bias", t);
+        if (st || (st = add_param(&lay, name, 1, cfg->hidden)))
+            return st;
+        in = cfg->hidden;
+    }
     for (int l = 0; l < cfg->layers; l++) {
         int64_t out = cfg->hidden;
-        if (cfg->encoder == TMA_GNN_ENCODER_SAGE) {
+        if (cfg->encoder == TMA_GNN_ENCODER_RGCN) {
+            snprintf(name, sizeof name, "enc.%d.bases", l);
+            st = add_param(&lay, name, in, (int64_t)cfg->bases * out);
+            snprintf(name, sizeof name, "enc.%d.coef", l);
+            st = st ? st : add_param(&lay, name, cfg->num_rel_ids, cfg->bases);
+            snprintf(name, sizeof name, "enc.%d.weight_self", l);
+            st = st ? st : add_param(&lay, name, in, out);
+        } else if (cfg->encoder == TMA_GNN_ENCODER_SAGE) {
             snprintf(name, sizeof name, "enc.%d.weight_self", l);
             st = add_param(&lay, name, in, out);
             snprintf(name, sizeof name, "enc.%d.weight_neigh", l);
@@ -458,6 +601,11 @@ tma_status_t tma_gnn_layout_build(const tma_gnn_config_t *cfg, tma_gnn_layout_t 
         if (st)
             return st;
         in = out;
+    }
+    if (cfg->decoder == TMA_GNN_DECODER_DISTMULT) {
+        if ((st = add_param(&lay, "dec.relation", cfg->num_rel_ids, in)) == TMA_OK)
+            *layout_p = lay;
+        return st;
     }
     for (int k = 0; k < cfg->decoder_layers; k++) {
         int64_t out = k == cfg->decoder_layers - 1 ? 1 : cfg->decoder_hidden;
@@ -504,6 +652,18 @@ tma_status_t tma_gnn_params_init(const tma_gnn_config_t *cfg, uint64_t seed, flo
         int64_t n = p->rows * p->cols;
         if (ends_with(p->name, ".prelu")) {
             dst[0] = 0.25f;
+        } else if (strcmp(p->name, "dec.relation") == 0) {
+            /* DistMult starts as the plain dot product r_u . r_v for every relation. */
+            for (int64_t j = 0; j < n; j++)
+                dst[j] = 1.0f;
+        } else if (ends_with(p->name, ".bases") || ends_with(p->name, ".coef")) {
+            tma_rng_t rng;
+            tma_rng_seed(&rng, seed, 0x676e6e00u + (uint64_t)i);
+            /* V: Glorot over one basis [in x out]; coef: Glorot over [R x B]. */
+            int64_t fan = ends_with(p->name, ".bases") ? p->rows + p->cols / cfg->bases : p->rows + p->cols;
+            double bound = sqrt(6.0 / (double)fan);
+            for (int64_t j = 0; j < n; j++)
+                dst[j] = (float)((2.0 * tma_rng_uniform(&rng) - 1.0) * bound);
         } else if (ends_with(p->name, ".ln_weight")) {
             for (int64_t j = 0; j < n; j++)
                 dst[j] = 1.0f;

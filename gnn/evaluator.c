@@ -38,12 +38,18 @@ struct tma_gnn_evaluator {
 
     int64_t chunk_rows, chunk_edges;
     tensor_t c_indptr, c_indices, c_weights, A, Z, mean, rstd;
+    tensor_t c_rel, T;     /* RGCN: the chunk's relation ids; a layer's projection onto its bases (N rows) */
+    int32_t *norm_count;   /* RGCN: gnn_rgcn_norm's scratch */
+    /* The per-type input projection of every node: tables, order, rows. */
+    gnn_type_feats_t tf;
+    tensor_t order, tids;
+    int64_t offsets[TMA_GNN_MAX_TYPES + 1];
     tma_graph_block_t hb; /* host view of the chunk block */
-    void *staging[3];
+    void *staging[4];
 
     int64_t pairs; /* per scoring chunk */
-    tensor_t hi, ti, dec[2];
-    int32_t *h_hi, *h_ti;
+    tensor_t hi, ti, prel, dec[2];
+    int32_t *h_hi, *h_ti, *h_rel;
     float *h_logits;
 
     double last_infer_s, last_score_s;
@@ -60,17 +66,20 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
         return;
     tensor_t *ts[] = {&ev->params,  &ev->emb[0], &ev->emb[1], &ev->ids,  &ev->c_indptr, &ev->c_indices,
                       &ev->c_weights, &ev->A,    &ev->Z,      &ev->mean, &ev->rstd,     &ev->hi,
-                      &ev->ti,      &ev->dec[0], &ev->dec[1]};
+                      &ev->ti,      &ev->dec[0], &ev->dec[1], &ev->c_rel, &ev->T, &ev->prel, &ev->order, &ev->tids};
     for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
         tma_gnn_tensor_free(ts[i]);
     if (ev->b) {
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             tma_gnn_backend_host_free(ev->b, ev->staging[i]);
+        tma_gnn_backend_host_free(ev->b, ev->h_rel);
         tma_gnn_backend_host_free(ev->b, ev->h_hi);
         tma_gnn_backend_host_free(ev->b, ev->h_ti);
         tma_gnn_feat_destroy(ev->b, ev->feat);
+        gnn_type_feats_destroy(ev->b, &ev->tf);
     }
     tma_free_aligned(ev->h_logits);
+    free(ev->norm_count);
     tma_gnn_backend_destroy(ev->b);
     free(ev);
 }
@@ -81,6 +90,31 @@ static void *host_array(tma_gnn_evaluator_t *ev, tensor_t *t, int slot)
         return t->data;
     ev->staging[slot] = tma_gnn_backend_host_alloc(ev->b, (size_t)t->capacity * tma_gnn_dtype_size(t->dtype));
     return ev->staging[slot];
+}
+
+/* The per-type input projection: every node's type order and table row, once. */
+static tma_status_t type_projection_setup(tma_gnn_evaluator_t *ev)
+{
+    const tma_graph_t *g = ev->g;
+    const int64_t N = g->num_nodes;
+    tma_status_t st;
+    if (!tma_graph_is_typed(g) || g->num_node_types != ev->cfg.num_node_types) {
+        tma_log_error(COMP, "the graph's node types differ from the model's (%d)", ev->cfg.num_node_types);
+        return TMA_ERR_MISMATCH;
+    }
+    if ((st = gnn_type_feats_create(ev->b, &ev->cfg, g, &ev->tf)) ||
+        (st = alloc_t(ev->b, TMA_GNN_I32, N, &ev->order)) || (st = alloc_t(ev->b, TMA_GNN_I64, N, &ev->tids)))
+        return st;
+    int32_t *order = malloc((size_t)N * sizeof *order);
+    int64_t *ids = malloc((size_t)N * sizeof *ids);
+    st = order && ids ? gnn_type_feats_order(&ev->tf, NULL, g->node_type, N, order, ev->offsets, ids) : TMA_ERR_NOMEM;
+    ev->order = tma_gnn_tensor_shape(&ev->order, N, 1);
+    ev->tids = tma_gnn_tensor_shape(&ev->tids, N, 1);
+    st = st ? st : tma_gnn_tensor_upload(&ev->order, order);
+    st = st ? st : tma_gnn_tensor_upload(&ev->tids, ids);
+    free(order);
+    free(ids);
+    return st;
 }
 
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
@@ -148,12 +182,34 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     ev->hb.indptr = host_array(ev, &ev->c_indptr, 0);
     ev->hb.indices = host_array(ev, &ev->c_indices, 1);
     ev->hb.weights = host_array(ev, &ev->c_weights, 2);
+    if (ev->cfg.encoder == TMA_GNN_ENCODER_RGCN) {
+        /* The projection of every node onto the bases, once a layer; the chunks aggregate from it. */
+        if ((st = alloc_t(b, TMA_GNN_I32, ev->chunk_edges, &ev->c_rel)) ||
+            (st = alloc_t(b, TMA_GNN_F32, N * ev->cfg.bases * H, &ev->T)))
+            goto fail;
+        ev->hb.rel = host_array(ev, &ev->c_rel, 3);
+        ev->norm_count = calloc((size_t)ev->cfg.num_rel_ids, sizeof *ev->norm_count);
+        if (!ev->hb.rel || !ev->norm_count) {
+            st = TMA_ERR_NOMEM;
+            goto fail;
+        }
+    }
+    if (ev->cfg.num_node_types > 0 && (st = type_projection_setup(ev)) != TMA_OK)
+        goto fail;
 
     /* Scoring chunks. */
     ev->pairs = (int64_t)ev->cfg.eval_batch_edges * (1 + TMA_MAX(g->num_negatives, 0));
     int64_t widest = H;
-    for (int k = 0; k < ev->cfg.decoder_layers; k++)
+    for (int k = 0; k < ev->cfg.decoder_layers && ev->cfg.decoder == TMA_GNN_DECODER_MLP; k++)
         widest = TMA_MAX(widest, ev->P.dec[k].W.cols);
+    if (ev->cfg.decoder == TMA_GNN_DECODER_DISTMULT) {
+        if ((st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->prel)))
+            goto fail;
+        if (!(ev->h_rel = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t)))) {
+            st = TMA_ERR_NOMEM;
+            goto fail;
+        }
+    }
     if ((st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->hi)) || (st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->ti)) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[0])) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[1])))
@@ -203,13 +259,21 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
     const tma_graph_t *g = ev->g;
     const int64_t N = g->num_nodes, H = cfg->hidden, Fd = cfg->feature_dim;
     const int mlp = cfg->encoder == TMA_GNN_ENCODER_MLP, gcn = cfg->encoder == TMA_GNN_ENCODER_GCN;
+    const int rgcn = cfg->encoder == TMA_GNN_ENCODER_RGCN;
     const tma_graph_norm_t norm = gcn ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
     tma_status_t st = TMA_OK;
     tensor_t in, out;
     for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
         out = tma_gnn_tensor_shape(&ev->emb[l & 1], N, H);
         gnn_src_t src = {0};
-        if (l == 0) {
+        if (l == 0 && cfg->num_node_types > 0) {
+            /* Layer 0 writes emb[0]: emb[1] holds the projected input, T its scratch until layer 0's projection. */
+            gnn_type_proj_t tp = {cfg->num_node_types, ev->tf.feats, ev->offsets, &ev->order, &ev->tids};
+            tensor_t S = tma_gnn_tensor_shape(&ev->T, N, H);
+            in = tma_gnn_tensor_shape(&ev->emb[1], N, H);
+            st = gnn_type_project_forward(&tp, ev->P.in_W, ev->P.in_b, &S, &in);
+            src.H = &in;
+        } else if (l == 0) {
             src.feat = ev->feat;
             src.ids = &ev->ids;
         } else {
@@ -217,7 +281,10 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         }
         const int pf = gnn_layer_project_first(cfg, l, &ev->fi);
         tensor_t T;
-        if (pf) {
+        if (rgcn) {
+            T = tma_gnn_tensor_shape(&ev->T, N, (int64_t)cfg->bases * H);
+            st = st ? st : gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
+        } else if (pf) {
             /* Layer 0 only, so the other table is free to hold the projection. */
             T = tma_gnn_tensor_shape(&ev->emb[1], N, H);
             st = gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
@@ -225,11 +292,16 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         for (int64_t r0 = 0; r0 < N && st == TMA_OK;) {
             int64_t r1 = chunk_end(ev, r0, gcn), n = r1 - r0;
             tma_gnn_block_t blk;
+            tensor_t rel;
             memset(&blk, 0, sizeof blk);
             if (!mlp) {
                 /* The staging arrays are rewritten: the device must be done with the last chunk's. */
                 st = tma_gnn_backend_wait(ev->b);
                 st = st ? st : tma_graph_block_full(g, norm, gcn, r0, r1, &ev->hb);
+                /* RGCN: the mean over each relation's neighbours. */
+                if (st == TMA_OK && rgcn)
+                    st = gnn_rgcn_norm(ev->hb.num_dst, ev->hb.indptr, ev->hb.rel, cfg->num_rel_ids, ev->norm_count,
+                                       ev->hb.weights);
                 if (st)
                     break;
                 blk.num_dst = ev->hb.num_dst;
@@ -241,6 +313,10 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
                 st = tma_gnn_tensor_upload(&blk.indptr, ev->hb.indptr);
                 st = st ? st : tma_gnn_tensor_upload(&blk.indices, ev->hb.indices);
                 st = st ? st : tma_gnn_tensor_upload(&blk.weights, ev->hb.weights);
+                if (rgcn) {
+                    rel = tma_gnn_tensor_shape(&ev->c_rel, blk.num_edges, 1);
+                    st = st ? st : tma_gnn_tensor_upload(&rel, ev->hb.rel);
+                }
             }
             tensor_t A;
             if (!pf && !mlp)
@@ -250,7 +326,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             tensor_t Z = last ? Yout : tma_gnn_tensor_shape(&ev->Z, n, H);
             st = st ? st
                     : gnn_layer_combine(cfg, &ev->P, l, mlp ? NULL : &blk, &src, r0, pf ? &T : NULL,
-                                        pf || mlp ? NULL : &A, &Z);
+                                        rgcn ? &rel : NULL, pf || mlp ? NULL : &A, &Z);
             if (st == TMA_OK && !last) {
                 tensor_t mean = tma_gnn_tensor_shape(&ev->mean, n, 1), rstd = tma_gnn_tensor_shape(&ev->rstd, n, 1);
                 st = gnn_layer_activate(&ev->P, l, &Z, &mean, &rstd, &Yout);
@@ -323,6 +399,8 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
     int64_t n = split == TMA_GNN_SPLIT_TEST ? g->num_test : g->num_val;
     const int64_t *edges = split == TMA_GNN_SPLIT_TEST ? g->test_edges : g->val_edges;
     const int64_t *negs = split == TMA_GNN_SPLIT_TEST ? g->test_neg : g->val_neg;
+    const int32_t *erel = split == TMA_GNN_SPLIT_TEST ? g->test_rel : g->val_rel;
+    const int distmult = ev->cfg.decoder == TMA_GNN_DECODER_DISTMULT;
     const char *name = split == TMA_GNN_SPLIT_TEST ? "test" : "validation";
     if (n <= 0 || !edges) {
         tma_log_error(COMP, "the graph has no %s edges to evaluate", name);
@@ -357,26 +435,36 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
                 hh[1 + j] = (int32_t)u;
                 tt[1 + j] = (int32_t)negs[(e0 + i) * K + j];
             }
+            /* DistMult: the edge's relation scores it and its negatives alike. */
+            for (int64_t j = 0; distmult && j < per; j++)
+                ev->h_rel[i * per + j] = erel ? erel[e0 + i] : 0;
         }
-        tensor_t hi = tma_gnn_tensor_shape(&ev->hi, P, 1), ti = tma_gnn_tensor_shape(&ev->ti, P, 1);
+        tensor_t hi = tma_gnn_tensor_shape(&ev->hi, P, 1), ti = tma_gnn_tensor_shape(&ev->ti, P, 1), rel;
         st = tma_gnn_tensor_upload(&hi, ev->h_hi);
         st = st ? st : tma_gnn_tensor_upload(&ti, ev->h_ti);
+        if (distmult) {
+            rel = tma_gnn_tensor_shape(&ev->prel, P, 1);
+            st = st ? st : tma_gnn_tensor_upload(&rel, ev->h_rel);
+        }
         /* Two buffers in turn: E[k] in one, D[k] (then PReLU in place: E[k+1]) in the other. */
         tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
-        for (int k = 0; k < ev->cfg.decoder_layers; k++) {
+        const int depth = gnn_decoder_depth(&ev->cfg);
+        if (distmult)
+            D[0] = tma_gnn_tensor_shape(&ev->dec[1], P, 1);
+        for (int k = 0; k < depth && !distmult; k++) {
             E[k] = tma_gnn_tensor_shape(&ev->dec[k & 1], P, ev->P.dec[k].W.rows);
             D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
         }
-        st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, E, D);
+        st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, distmult ? &rel : NULL, E, D);
         if (st == TMA_OK && on_device) {
-            tensor_t S = tma_gnn_tensor_shape(&D[ev->cfg.decoder_layers - 1], ce, per);
+            tensor_t S = tma_gnn_tensor_shape(&D[depth - 1], ce, per);
             double part = 0;
             st = tma_gnn_op_mrr_sum(&S, &part);
             m.sum_rr_pessimistic += part;
             m.edges += ce;
             continue;
         }
-        st = st ? st : tma_gnn_tensor_download(&D[ev->cfg.decoder_layers - 1], ev->h_logits);
+        st = st ? st : tma_gnn_tensor_download(&D[depth - 1], ev->h_logits);
         if (st == TMA_OK && scores)
             memcpy(scores + e0 * per, ev->h_logits, (size_t)P * sizeof *scores);
         if (st == TMA_OK)

@@ -16,6 +16,7 @@
  * encoder layer, PReLU of the last decoder layer). */
 typedef struct gnn_enc_params {
     tensor_t W, W_self, W_neigh, b, ln_w, ln_b, prelu;
+    tensor_t V, coef; /* RGCN: the bases side by side and their coefficients (W_self: the self-connection) */
 } gnn_enc_params_t;
 
 typedef struct gnn_dec_params {
@@ -25,6 +26,8 @@ typedef struct gnn_dec_params {
 typedef struct gnn_params {
     gnn_enc_params_t enc[TMA_GNN_MAX_LAYERS];
     gnn_dec_params_t dec[GNN_MAX_DECODER_LAYERS];
+    tensor_t rel_diag; /* DistMult: relations x hidden */
+    tensor_t in_W[TMA_GNN_MAX_TYPES], in_b[TMA_GNN_MAX_TYPES]; /* the per-type input projection */
 } gnn_params_t;
 
 /* Binds views of `block` (a tensor of layout->total floats) by the layout's names. */
@@ -40,9 +43,10 @@ typedef struct gnn_src {
 } gnn_src_t;
 
 /* 1 when layer l multiplies by its weight before aggregating (layer 0 of
- * GCN/SAGE on sparse features); otherwise it aggregates first. */
+ * GCN/SAGE on sparse features, and every RGCN layer, whose projection is
+ * onto all bases: T is n x bases*hidden); otherwise it aggregates first. */
 int gnn_layer_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_feat_info_t *fi);
-/* T = src[0:n] W (W_neigh for SAGE): the projection of project-first layers. */
+/* T = src[0:n] W (W_neigh for SAGE, V for RGCN): the projection of project-first layers. */
 tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, const gnn_src_t *src,
                                int64_t n, tensor_t *T);
 /*
@@ -50,11 +54,12 @@ tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *
  * blk is NULL for the MLP.  The destination rows' own source rows (SAGE and
  * MLP self terms) are src rows [self0, self0 + Z->rows).  T is the
  * projection (project-first) or NULL; A receives the aggregated input
- * (aggregate-first, kept for backward).
+ * (aggregate-first, kept for backward).  rel (i32, the block's edges'
+ * relation ids) is read by RGCN only.
  */
 tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
                                const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, const tensor_t *T,
-                               tensor_t *A, tensor_t *Z);
+                               const tensor_t *rel, tensor_t *A, tensor_t *Z);
 /* H = PReLU(LayerNorm(Z)), keeping the LayerNorm's mean and rstd (H may be Z). */
 tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *mean, tensor_t *rstd,
                                 tensor_t *H);
@@ -62,9 +67,17 @@ tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z,
  * The decoder on pairs (hi[p], ti[p]) of rows of R: E[0] = R[hi] ⊙ R[ti];
  * D[k] = E[k] W_k + b_k; E[k+1] = PReLU(D[k]); the logits are D[K-1].
  * E[k+1] may be the same tensor as D[k] when D[k] is not needed later.
+ * DistMult instead writes the logits into D[0] (np x 1) from R, the pairs
+ * and rel (i32, each pair's relation id); E is unused.
  */
 tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
-                                 const tensor_t *hi, const tensor_t *ti, tensor_t *E, tensor_t *D);
+                                 const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E,
+                                 tensor_t *D);
+/* The decoder's layer count as the buffers see it: 1 for DistMult. */
+static inline int gnn_decoder_depth(const tma_gnn_config_t *cfg)
+{
+    return cfg->decoder == TMA_GNN_DECODER_DISTMULT ? 1 : cfg->decoder_layers;
+}
 
 /* ------------------------------------------------------------------ heterogeneous layers (hetero.c) */
 
@@ -135,6 +148,28 @@ tma_status_t gnn_type_project_forward(const gnn_type_proj_t *tp, const tensor_t 
  * batch) from dOut; dS is n x d scratch.  Features take no gradient. */
 tma_status_t gnn_type_project_backward(const gnn_type_proj_t *tp, const tensor_t *dOut, tensor_t *dS, tensor_t *dW,
                                        tensor_t *dbias);
+
+/*
+ * A graph's features split by node type for the per-type input projection
+ * (cfg->num_node_types > 0): type t's table holds its nodes' first
+ * cfg->type_dims[t] feature columns, in node order; row[v] is node v's row
+ * in its type's table.
+ */
+typedef struct gnn_type_feats {
+    int num_types;
+    tma_gnn_feat_t *feats[TMA_GNN_MAX_TYPES];
+    float *host[TMA_GNN_MAX_TYPES]; /* the tables (a backend may keep pointing at them) */
+    int64_t *row;                   /* [num_nodes] */
+} gnn_type_feats_t;
+
+tma_status_t gnn_type_feats_create(tma_gnn_backend_t *b, const tma_gnn_config_t *cfg, const tma_graph_t *g,
+                                   gnn_type_feats_t *tf_p);
+/* Accepts a zeroed (never created) one. */
+void gnn_type_feats_destroy(tma_gnn_backend_t *b, gnn_type_feats_t *tf);
+/* For the n nodes `nodes` of types `types`: gnn_type_partition into
+ * order_p/offsets_p, and ids_p[k] = row of node nodes[order_p[k]]. */
+tma_status_t gnn_type_feats_order(const gnn_type_feats_t *tf, const int64_t *nodes, const int32_t *types,
+                                  int64_t n, int32_t *order_p, int64_t *offsets_p, int64_t *ids_p);
 
 /* ------------------------------------------------------------------ trainer hooks (tests) */
 

@@ -5,11 +5,13 @@
  * scatter and gather by type), and the host helpers their inputs need (the
  * per-(node, relation) mean weights of a block, the partition of a node
  * list by type).  DistMult is one op each way (tma_gnn_op_distmult*), so it
- * needs nothing here.  docs/model.md, "Heterogeneous ops", gives the
- * formulas; nothing here is wired into the model config yet.
+ * needs nothing here; and the per-type feature tables the projection reads.
+ * docs/model.md, "Heterogeneous ops", gives the formulas and how the
+ * trainer and evaluator use them.
  */
 #include "gnn_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ host helpers */
@@ -141,5 +143,57 @@ tma_status_t gnn_type_project_backward(const gnn_type_proj_t *tp, const tensor_t
         if (st == TMA_OK)
             st = tma_gnn_op_colsum(&dSt, &dbias[t]);
     }
+    return st;
+}
+
+/* ------------------------------------------------------------------ per-type feature tables */
+
+tma_status_t gnn_type_feats_create(tma_gnn_backend_t *b, const tma_gnn_config_t *cfg, const tma_graph_t *g,
+                                   gnn_type_feats_t *tf_p)
+{
+    gnn_type_feats_t tf;
+    memset(&tf, 0, sizeof tf);
+    tf.num_types = cfg->num_node_types;
+    tma_status_t st = TMA_OK;
+    int64_t count[TMA_GNN_MAX_TYPES] = {0};
+    if (!(tf.row = malloc((size_t)TMA_MAX(g->num_nodes, 1) * sizeof *tf.row)))
+        st = TMA_ERR_NOMEM;
+    for (int64_t v = 0; v < g->num_nodes && st == TMA_OK; v++)
+        tf.row[v] = count[g->node_type[v]]++;
+    for (int t = 0; t < tf.num_types && st == TMA_OK; t++) {
+        const int64_t d = cfg->type_dims[t], n = TMA_MAX(count[t], 1);
+        if (!(tf.host[t] = calloc((size_t)(n * d), sizeof(float)))) {
+            st = TMA_ERR_NOMEM;
+            break;
+        }
+        for (int64_t v = 0; v < g->num_nodes; v++)
+            if (g->node_type[v] == t)
+                memcpy(tf.host[t] + tf.row[v] * d, g->features + v * (int64_t)g->feature_dim, (size_t)d * 4);
+        st = tma_gnn_feat_create(b, tf.host[t], n, d, 0, &tf.feats[t]);
+    }
+    if (st != TMA_OK) {
+        gnn_type_feats_destroy(b, &tf);
+        return st;
+    }
+    *tf_p = tf;
+    return TMA_OK;
+}
+
+void gnn_type_feats_destroy(tma_gnn_backend_t *b, gnn_type_feats_t *tf)
+{
+    for (int t = 0; t < TMA_GNN_MAX_TYPES; t++) {
+        tma_gnn_feat_destroy(b, tf->feats[t]);
+        free(tf->host[t]);
+    }
+    free(tf->row);
+    memset(tf, 0, sizeof *tf);
+}
+
+tma_status_t gnn_type_feats_order(const gnn_type_feats_t *tf, const int64_t *nodes, const int32_t *types,
+                                  int64_t n, int32_t *order_p, int64_t *offsets_p, int64_t *ids_p)
+{
+    tma_status_t st = gnn_type_partition(types, n, tf->num_types, order_p, offsets_p);
+    for (int64_t k = 0; k < n && st == TMA_OK; k++)
+        ids_p[k] = tf->row[nodes ? nodes[order_p[k]] : order_p[k]];
     return st;
 }

@@ -37,9 +37,22 @@ tma_status_t gnn_params_bind(const tma_gnn_config_t *cfg, const tma_gnn_layout_t
     memset(&p, 0, sizeof p);
     char name[32];
     tma_status_t st = TMA_OK;
+    for (int t = 0; t < cfg->num_node_types && st == TMA_OK; t++) {
+        snprintf(name, sizeof name, "in.%d.weight", t);
+        st = find_param(lay, block, name, &p.in_W[t]);
+        snprintf(name, sizeof name, "in.%d.bias", t);
+        st = st ? st : find_param(lay, block, name, &p.in_b[t]);
+    }
     for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
         gnn_enc_params_t *e = &p.enc[l];
-        if (cfg->encoder == TMA_GNN_ENCODER_SAGE) {
+        if (cfg->encoder == TMA_GNN_ENCODER_RGCN) {
+            snprintf(name, sizeof name, "enc.%d.bases", l);
+            st = find_param(lay, block, name, &e->V);
+            snprintf(name, sizeof name, "enc.%d.coef", l);
+            st = st ? st : find_param(lay, block, name, &e->coef);
+            snprintf(name, sizeof name, "enc.%d.weight_self", l);
+            st = st ? st : find_param(lay, block, name, &e->W_self);
+        } else if (cfg->encoder == TMA_GNN_ENCODER_SAGE) {
             snprintf(name, sizeof name, "enc.%d.weight_self", l);
             st = find_param(lay, block, name, &e->W_self);
             snprintf(name, sizeof name, "enc.%d.weight_neigh", l);
@@ -59,7 +72,9 @@ tma_status_t gnn_params_bind(const tma_gnn_config_t *cfg, const tma_gnn_layout_t
             st = st ? st : find_param(lay, block, name, &e->prelu);
         }
     }
-    for (int k = 0; k < cfg->decoder_layers && st == TMA_OK; k++) {
+    if (st == TMA_OK && cfg->decoder == TMA_GNN_DECODER_DISTMULT)
+        st = find_param(lay, block, "dec.relation", &p.rel_diag);
+    for (int k = 0; k < cfg->decoder_layers && st == TMA_OK && cfg->decoder == TMA_GNN_DECODER_MLP; k++) {
         gnn_dec_params_t *d = &p.dec[k];
         snprintf(name, sizeof name, "dec.%d.weight", k);
         st = find_param(lay, block, name, &d->W);
@@ -77,6 +92,8 @@ tma_status_t gnn_params_bind(const tma_gnn_config_t *cfg, const tma_gnn_layout_t
 
 int gnn_layer_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_feat_info_t *fi)
 {
+    if (cfg->encoder == TMA_GNN_ENCODER_RGCN)
+        return 1;
     return cfg->encoder != TMA_GNN_ENCODER_MLP && l == 0 && fi && fi->sparse;
 }
 
@@ -103,14 +120,16 @@ tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *
                                int64_t n, tensor_t *T)
 {
     const gnn_enc_params_t *e = &P->enc[l];
-    const tensor_t *W = cfg->encoder == TMA_GNN_ENCODER_SAGE ? &e->W_neigh : &e->W;
+    const tensor_t *W = cfg->encoder == TMA_GNN_ENCODER_SAGE ? &e->W_neigh
+                        : cfg->encoder == TMA_GNN_ENCODER_RGCN ? &e->V
+                                                               : &e->W;
     tensor_t t = tma_gnn_tensor_shape(T, n, W->cols);
     return src_matmul(src, 0, W, 0.0f, &t);
 }
 
 tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
                                const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, const tensor_t *T,
-                               tensor_t *A, tensor_t *Z)
+                               const tensor_t *rel, tensor_t *A, tensor_t *Z)
 {
     const gnn_enc_params_t *e = &P->enc[l];
     tma_status_t st = TMA_OK;
@@ -132,6 +151,12 @@ tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *
     case TMA_GNN_ENCODER_MLP:
         st = src_matmul(src, self0, &e->W, 0.0f, Z);
         break;
+    case TMA_GNN_ENCODER_RGCN:
+        /* T = src V (all bases); the aggregation mixes them per edge by its relation. */
+        st = tma_gnn_op_rgcn_aggregate(blk, rel, T, &e->coef, Z);
+        if (st == TMA_OK)
+            st = src_matmul(src, self0, &e->W_self, 1.0f, Z);
+        break;
     }
     if (st == TMA_OK)
         st = tma_gnn_op_add_bias(Z, &e->b);
@@ -146,8 +171,11 @@ tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z,
 }
 
 tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
-                                 const tensor_t *hi, const tensor_t *ti, tensor_t *E, tensor_t *D)
+                                 const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E,
+                                 tensor_t *D)
 {
+    if (cfg->decoder == TMA_GNN_DECODER_DISTMULT)
+        return tma_gnn_op_distmult(R, hi, ti, rel, &P->rel_diag, &D[0]);
     tma_status_t st = tma_gnn_op_pair_mul(R, hi, ti, &E[0]);
     for (int k = 0; k < cfg->decoder_layers && st == TMA_OK; k++) {
         const gnn_dec_params_t *d = &P->dec[k];

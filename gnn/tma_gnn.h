@@ -121,11 +121,21 @@ typedef enum {
     TMA_GNN_ENCODER_GCN = 0,
     TMA_GNN_ENCODER_SAGE = 1,
     TMA_GNN_ENCODER_MLP = 2,
+    TMA_GNN_ENCODER_RGCN = 3, /* relational GCN with basis decomposition (typed graphs) */
 } tma_gnn_encoder_t;
+
+typedef enum {
+    TMA_GNN_DECODER_MLP = 0,      /* r_u ⊙ r_v through decoder_layers Linear layers */
+    TMA_GNN_DECODER_DISTMULT = 1, /* sum_k r_u[k] w_rel[k] r_v[k], one diagonal per relation id */
+} tma_gnn_decoder_t;
+
+#define TMA_GNN_DEFAULT_BASES 4 /* RGCN bases (the paper's) */
 
 #define TMA_GNN_MAX_LAYERS 8
 #define TMA_GNN_MAX_HIDDEN 4096
 #define TMA_GNN_MAX_HITS 8 /* entries of eval.hits */
+#define TMA_GNN_MAX_BASES 64
+#define TMA_GNN_MAX_TYPES 16 /* node types of the per-type input projection */
 
 /* How the MRR and Hits@K rank a positive that ties with negatives.  With g
  * negatives scoring above the positive and e scoring equal to it:
@@ -140,8 +150,10 @@ typedef enum {
 
 /*
  * The model and training configuration.  JSON:
- *   {"model": {"encoder": "gcn"|"sage"|"mlp", "layers": 2, "hidden": 256,
- *              "decoder_layers": 2, "decoder_hidden": 256, "feature_dim": D},
+ *   {"model": {"encoder": "gcn"|"sage"|"mlp"|"rgcn", "layers": 2, "hidden": 256,
+ *              "decoder": "mlp"|"distmult", "decoder_layers": 2,
+ *              "decoder_hidden": 256, "feature_dim": D, "bases": 4,
+ *              "relations": 2R, "type_dims": [d_0, ...]},
  *    "train": {"batch_size": 1024, "fanouts": [25, 10], "lr": 0.001,
  *              "clip": 1.0, "threads": 0, "seed": 0, "beta1": 0.9,
  *              "beta2": 0.999, "eps": 1e-8, "device": "cpu"},
@@ -153,7 +165,12 @@ typedef enum {
  * evaluator, computes on; sampling stays on the CPU threads).
  * Missing keys take the defaults shown (docs/model.md, "Configuration"); unknown keys are
  * refused naming the key.  feature_dim 0 (unset) is filled in from the
- * graph when a trainer or evaluator is created.
+ * graph when a trainer or evaluator is created, and so is relations (the
+ * number of relation ids, 2R on a typed graph, 1 on an untyped one) for a
+ * model that uses relations (rgcn or distmult; tma_gnn_config_relational).
+ * bases (default 4) is an RGCN key; relations x bases is at most 4096.
+ * type_dims (rgcn on a graph with 2..TMA_GNN_MAX_TYPES node types) is also
+ * filled in from the graph: each node type's feature width.
  */
 typedef struct tma_gnn_config {
     /* model: these define the parameter layout and the config hash */
@@ -163,6 +180,15 @@ typedef struct tma_gnn_config {
     int decoder_layers;  /* linear layers of the decoder, >= 1 */
     int decoder_hidden;  /* width of the decoder's hidden layers */
     int64_t feature_dim; /* input width; 0 = take it from the graph */
+    tma_gnn_decoder_t decoder;
+    int bases;           /* RGCN bases (encoder rgcn), 1..TMA_GNN_MAX_BASES */
+    int num_rel_ids;     /* model.relations: relation ids (rgcn, distmult); 0 = from the graph */
+    /* model.type_dims: an rgcn model on a graph with several node types
+     * projects type t's features (its first type_dims[t] columns) to
+     * `hidden` with its own Linear before the first layer.  num_node_types
+     * 0: no projection (set from the graph when resolved). */
+    int num_node_types;
+    int type_dims[TMA_GNN_MAX_TYPES];
     /* training */
     int batch_size;                   /* positive edges per step */
     int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
@@ -202,13 +228,17 @@ cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg);
 int tma_gnn_device_valid(const char *device);
 /* Checks the ranges and relations of a config filled in by hand. */
 tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx);
-/* Sets feature_dim from the graph, or fails (TMA_ERR_MISMATCH) when it was
- * set to something else. */
+/* Sets feature_dim (and, for a relational model, relations) from the
+ * graph, or fails (TMA_ERR_MISMATCH) when it was set to something else. */
 tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g);
 /* A 64-bit hash of the model section (encoder, layers, widths, feature_dim):
  * equal hashes mean the same parameter layout and meaning. */
 uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg);
 const char *tma_gnn_encoder_name(tma_gnn_encoder_t e);
+/* "mlp" or "distmult". */
+const char *tma_gnn_decoder_name(tma_gnn_decoder_t d);
+/* 1 when the model reads relation ids (encoder rgcn or decoder distmult). */
+int tma_gnn_config_relational(const tma_gnn_config_t *cfg);
 /* "pessimistic" or "mean". */
 const char *tma_gnn_ties_name(tma_gnn_ties_t t);
 /* Parses a tie rule's name; TMA_ERR_CONFIG (not logged) for another. */
@@ -222,7 +252,13 @@ tma_status_t tma_gnn_ties_parse(const char *name, tma_gnn_ties_t *t_p);
  * row-major as [in x out] (y = x W).  Names: "enc.<l>.weight" (SAGE:
  * "enc.<l>.weight_self" then "enc.<l>.weight_neigh"), "enc.<l>.bias",
  * "enc.<l>.ln_weight", "enc.<l>.ln_bias", "enc.<l>.prelu", "dec.<k>.weight",
- * "dec.<k>.bias", "dec.<k>.prelu".
+ * "dec.<k>.bias", "dec.<k>.prelu".  RGCN layers have "enc.<l>.bases"
+ * [in x bases*hidden], "enc.<l>.coef" [relations x bases] and
+ * "enc.<l>.weight_self" [in x hidden] instead of "enc.<l>.weight"; the
+ * DistMult decoder is one tensor, "dec.relation" [relations x hidden].  The
+ * per-type input projection comes first: "in.<t>.weight" [type_dims[t] x
+ * hidden] and "in.<t>.bias" for each node type t; layer 0's input is then
+ * hidden wide.
  */
 typedef struct tma_gnn_param_info {
     char name[32];
@@ -230,7 +266,7 @@ typedef struct tma_gnn_param_info {
     int64_t offset;     /* in floats from the start of the block */
 } tma_gnn_param_info_t;
 
-#define TMA_GNN_MAX_PARAMS (TMA_GNN_MAX_LAYERS * 7 + 3 * 16)
+#define TMA_GNN_MAX_PARAMS (TMA_GNN_MAX_LAYERS * 7 + 3 * 16 + 2 * TMA_GNN_MAX_TYPES)
 
 typedef struct tma_gnn_layout {
     int count;

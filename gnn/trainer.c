@@ -26,6 +26,11 @@ typedef struct gnn_slot {
     tma_gnn_feat_t *feat;
     tma_gnn_feat_info_t fi;
     int64_t weight; /* undirected training edges */
+    /* Typed graphs: the nodes of each type (type t's are
+     * type_nodes[type_off[t] .. type_off[t + 1])), for negatives of the
+     * tail's type.  NULL on an untyped graph. */
+    int64_t *type_nodes, *type_off;
+    gnn_type_feats_t tf; /* the per-type input projection's feature tables */
 } gnn_slot_t;
 
 typedef struct gnn_layer_buf {
@@ -37,6 +42,8 @@ struct tma_gnn_trainer {
     tma_gnn_layout_t layout;
     tma_gnn_backend_t *b;
     int L, K, B, mlp;
+    int rgcn, distmult; /* the RGCN encoder; the DistMult decoder */
+    int proj;           /* the per-type input projection (cfg.num_node_types > 0) */
 
     tensor_t params, grads, adam_m, adam_v;
     gnn_params_t P, G;
@@ -58,19 +65,27 @@ struct tma_gnn_trainer {
     int64_t *excl;  /* [2B] */
     tma_graph_sample_t sample;
     int32_t *h_head, *h_tail; /* [2B] */
-    void *staging[6 * TMA_GNN_MAX_LAYERS + 4];
+    int32_t *h_rel;           /* [2B]: each pair's relation id (DistMult) */
+    int32_t *norm_count;      /* gnn_rgcn_norm's scratch: one int a relation id */
+    int32_t *h_order;         /* the projection: the sample's positions sorted by node type */
+    int64_t *h_ids;           /* ... and each one's row in its type's feature table */
+    int64_t h_offsets[TMA_GNN_MAX_TYPES + 1];
+    void *staging[7 * TMA_GNN_MAX_LAYERS + 8];
     int nstaging;
 
     /* the batch on the device */
     tensor_t nodes; /* i64 */
     tensor_t indptr[TMA_GNN_MAX_LAYERS], indices[TMA_GNN_MAX_LAYERS], weights[TMA_GNN_MAX_LAYERS];
     tensor_t t_indptr[TMA_GNN_MAX_LAYERS], t_indices[TMA_GNN_MAX_LAYERS], t_weights[TMA_GNN_MAX_LAYERS];
+    tensor_t rel[TMA_GNN_MAX_LAYERS]; /* RGCN: each block edge's relation id */
     tma_gnn_block_t blk[TMA_GNN_MAX_LAYERS];
-    tensor_t hi, ti, labels, dlogits;
+    tensor_t hi, ti, prel, labels, dlogits;
 
     gnn_layer_buf_t lb[TMA_GNN_MAX_LAYERS];
     tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
     tensor_t g_src, g_dst, g_a, g_dec[2];
+    tensor_t g_T; /* RGCN: dT, the gradient of a layer's projection onto its bases */
+    tensor_t order, tids, X0, S, dX0; /* the projection: order, ids, its output, scratch, gradient */
 
     tma_gnn_timing_t timing;
 };
@@ -87,6 +102,7 @@ static void free_batch_buffers(tma_gnn_trainer_t *tr)
         tma_gnn_tensor_free(&tr->t_indptr[l]);
         tma_gnn_tensor_free(&tr->t_indices[l]);
         tma_gnn_tensor_free(&tr->t_weights[l]);
+        tma_gnn_tensor_free(&tr->rel[l]);
         gnn_layer_buf_t *lb = &tr->lb[l];
         tensor_t *ts[] = {&lb->T, &lb->A, &lb->Z, &lb->mean, &lb->rstd, &lb->H};
         for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
@@ -95,6 +111,10 @@ static void free_batch_buffers(tma_gnn_trainer_t *tr)
     tma_gnn_tensor_free(&tr->g_src);
     tma_gnn_tensor_free(&tr->g_dst);
     tma_gnn_tensor_free(&tr->g_a);
+    tma_gnn_tensor_free(&tr->g_T);
+    tensor_t *pt[] = {&tr->order, &tr->tids, &tr->X0, &tr->S, &tr->dX0};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(pt); i++)
+        tma_gnn_tensor_free(pt[i]);
     for (int i = 0; i < tr->nstaging; i++)
         tma_gnn_backend_host_free(tr->b, tr->staging[i]);
     tr->nstaging = 0;
@@ -150,7 +170,8 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
 
     if ((st = alloc_t(tr, TMA_GNN_I64, tr->cap_nodes, &tr->nodes)))
         return st;
-    int64_t max_src_h = 0, max_dst = 0, max_a = 0;
+    int64_t max_src_h = 0, max_dst = 0, max_a = 0, max_t = 0;
+    const int64_t BH = (int64_t)tr->cfg.bases * H;
     for (int l = 0; l < L; l++) {
         int64_t n_dst = tr->cap_dst[l], n_src = l == 0 ? tr->cap_nodes : tr->cap_dst[l - 1];
         int64_t d_in = l == 0 ? Fd : H;
@@ -164,6 +185,15 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
                 (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l], &tr->t_weights[l])))
                 return st;
             int pf = l == 0 && tr->any_sparse, af = l > 0 || tr->any_dense;
+            if (tr->rgcn) {
+                /* Every RGCN layer projects its sources onto all bases first. */
+                pf = 0;
+                af = 0;
+                max_t = TMA_MAX(max_t, n_src * BH);
+                if ((st = alloc_t(tr, TMA_GNN_F32, n_src * BH, &lb->T)) ||
+                    (st = alloc_t(tr, TMA_GNN_I32, tr->cap_edges[l], &tr->rel[l])))
+                    return st;
+            }
             if (pf && (st = alloc_t(tr, TMA_GNN_F32, n_src * H, &lb->T)))
                 return st;
             if (af && (st = alloc_t(tr, TMA_GNN_F32, n_dst * d_in, &lb->A)))
@@ -188,6 +218,14 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
     if ((st = alloc_t(tr, TMA_GNN_F32, max_src_h, &tr->g_src)) ||
         (st = alloc_t(tr, TMA_GNN_F32, max_dst, &tr->g_dst)) || (st = alloc_t(tr, TMA_GNN_F32, max_a, &tr->g_a)))
         return st;
+    if (tr->rgcn && (st = alloc_t(tr, TMA_GNN_F32, max_t, &tr->g_T)))
+        return st;
+    if (tr->proj && ((st = alloc_t(tr, TMA_GNN_I32, tr->cap_nodes, &tr->order)) ||
+                     (st = alloc_t(tr, TMA_GNN_I64, tr->cap_nodes, &tr->tids)) ||
+                     (st = alloc_t(tr, TMA_GNN_F32, tr->cap_nodes * H, &tr->X0)) ||
+                     (st = alloc_t(tr, TMA_GNN_F32, tr->cap_nodes * H, &tr->S)) ||
+                     (st = alloc_t(tr, TMA_GNN_F32, tr->cap_nodes * H, &tr->dX0))))
+        return st;
 
     /* Host views of the sample. */
     memset(&tr->sample, 0, sizeof tr->sample);
@@ -197,6 +235,16 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         tr->staging[tr->nstaging++] = tr->sample.seed_local;
     if (!tr->sample.nodes || !tr->sample.seed_local)
         return TMA_ERR_NOMEM;
+    if (tr->proj) {
+        /* The sampler fills each node's type; the projection sorts by it on the host. */
+        tr->sample.node_type = tma_gnn_backend_host_alloc(tr->b, (size_t)tr->cap_nodes * sizeof(int32_t));
+        if (tr->sample.node_type)
+            tr->staging[tr->nstaging++] = tr->sample.node_type;
+        tr->h_order = host_array(tr, &tr->order);
+        tr->h_ids = host_array(tr, &tr->tids);
+        if (!tr->sample.node_type || !tr->h_order || !tr->h_ids)
+            return TMA_ERR_NOMEM;
+    }
     for (int l = 0; l < L && !tr->mlp; l++) {
         tma_graph_block_t *hb = &tr->sample.blocks[l];
         hb->indptr = host_array(tr, &tr->indptr[l]);
@@ -206,6 +254,8 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
         hb->t_indices = host_array(tr, &tr->t_indices[l]);
         hb->t_weights = host_array(tr, &tr->t_weights[l]);
         if (!hb->indptr || !hb->indices || !hb->weights || !hb->t_indptr || !hb->t_indices || !hb->t_weights)
+            return TMA_ERR_NOMEM;
+        if (tr->rgcn && !(hb->rel = host_array(tr, &tr->rel[l])))
             return TMA_ERR_NOMEM;
     }
     return TMA_OK;
@@ -220,7 +270,9 @@ static tma_status_t alloc_fixed_buffers(tma_gnn_trainer_t *tr)
         (st = alloc_t(tr, TMA_GNN_F32, P, &tr->labels)) || (st = alloc_t(tr, TMA_GNN_F32, P, &tr->dlogits)))
         return st;
     int64_t widest = tr->cfg.hidden;
-    for (int k = 0; k < tr->K; k++) {
+    if (tr->distmult && ((st = alloc_t(tr, TMA_GNN_I32, P, &tr->prel)) || (st = alloc_t(tr, TMA_GNN_F32, P, &tr->D[0]))))
+        return st;
+    for (int k = 0; k < tr->K && !tr->distmult; k++) {
         const tensor_t *W = &tr->P.dec[k].W;
         widest = TMA_MAX(widest, W->cols);
         if ((st = alloc_t(tr, TMA_GNN_F32, P * W->rows, &tr->E[k])) ||
@@ -244,6 +296,10 @@ static tma_status_t alloc_fixed_buffers(tma_gnn_trainer_t *tr)
     tr->excl = malloc((size_t)(2 * tr->B) * sizeof(int64_t));
     if (!tr->h_head || !tr->h_tail || !tr->seeds || !tr->excl)
         return TMA_ERR_NOMEM;
+    if (tr->distmult && !(tr->h_rel = tma_gnn_backend_host_alloc(tr->b, (size_t)P * sizeof(int32_t))))
+        return TMA_ERR_NOMEM;
+    if (tr->rgcn && !(tr->norm_count = calloc((size_t)tr->cfg.num_rel_ids, sizeof(int32_t))))
+        return TMA_ERR_NOMEM;
     return st;
 }
 
@@ -254,10 +310,33 @@ static void free_slots(tma_gnn_trainer_t *tr)
     for (int i = 0; i < tr->nslots; i++) {
         tma_graph_sampler_destroy(tr->slots[i].sampler);
         tma_gnn_feat_destroy(tr->b, tr->slots[i].feat);
+        free(tr->slots[i].type_nodes);
+        free(tr->slots[i].type_off);
+        gnn_type_feats_destroy(tr->b, &tr->slots[i].tf);
     }
     free(tr->slots);
     tr->slots = NULL;
     tr->nslots = 0;
+}
+
+/* The nodes of each type, for negatives drawn from the tail's type. */
+static tma_status_t index_types(const tma_graph_t *g, gnn_slot_t *s)
+{
+    const int T = g->num_node_types;
+    s->type_off = calloc((size_t)T + 1, sizeof *s->type_off);
+    s->type_nodes = malloc((size_t)g->num_nodes * sizeof *s->type_nodes);
+    if (!s->type_off || !s->type_nodes)
+        return TMA_ERR_NOMEM;
+    for (int64_t v = 0; v < g->num_nodes; v++)
+        s->type_off[g->node_type[v] + 1]++;
+    for (int t = 0; t < T; t++)
+        s->type_off[t + 1] += s->type_off[t];
+    for (int64_t v = 0; v < g->num_nodes; v++)
+        s->type_nodes[s->type_off[g->node_type[v]]++] = v;
+    for (int t = T; t > 0; t--)
+        s->type_off[t] = s->type_off[t - 1];
+    s->type_off[0] = 0;
+    return TMA_OK;
 }
 
 static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs, int n)
@@ -278,7 +357,10 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
         so.fanouts[l] = tr->cfg.fanouts[l];
     so.norm = tr->cfg.encoder == TMA_GNN_ENCODER_GCN ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
     so.self_loops = tr->cfg.encoder == TMA_GNN_ENCODER_GCN;
-    so.transpose = 1; /* backward gathers per source row */
+    /* Backward gathers per source row.  RGCN's weights (the mean per
+     * relation) are set after sampling, so its blocks have no transpose
+     * and the backward scatters. */
+    so.transpose = !tr->rgcn;
     so.threads = tma_gnn_backend_threads(tr->b);
     so.max_seeds = 3 * (int64_t)tr->B;
     so.max_excluded = tr->B;
@@ -306,6 +388,24 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
         if ((st = tma_gnn_feat_create(tr->b, g->features, g->num_nodes, g->feature_dim, 0, &s->feat)) != TMA_OK)
             return st;
         tma_gnn_feat_get_info(tr->b, s->feat, &s->fi);
+        if (tma_gnn_config_relational(&tr->cfg) && tma_graph_num_rel_ids(g) != tr->cfg.num_rel_ids) {
+            tma_log_error(COMP, "graph %d has %d relation ids; the model expects %d", i, tma_graph_num_rel_ids(g),
+                          tr->cfg.num_rel_ids);
+            return TMA_ERR_MISMATCH;
+        }
+        if (tma_graph_is_typed(g) && (st = index_types(g, s)) != TMA_OK)
+            return st;
+        if (tr->proj) {
+            int same = tma_graph_is_typed(g) && g->num_node_types == tr->cfg.num_node_types;
+            for (int t = 0; same && t < g->num_node_types; t++)
+                same = g->type_feat_dim[t] == tr->cfg.type_dims[t];
+            if (!same) {
+                tma_log_error(COMP, "graph %d's node types or their feature widths differ from the model's", i);
+                return TMA_ERR_MISMATCH;
+            }
+            if ((st = gnn_type_feats_create(tr->b, &tr->cfg, g, &s->tf)) != TMA_OK)
+                return st;
+        }
     }
     if (tr->total_weight == 0) {
         tma_log_error(COMP, "none of the %d graph(s) has a training edge", n);
@@ -334,8 +434,8 @@ void tma_gnn_trainer_destroy(tma_gnn_trainer_t *tr)
         return;
     free_slots(tr);
     free_batch_buffers(tr);
-    tensor_t *ts[] = {&tr->params, &tr->grads, &tr->adam_m, &tr->adam_v, &tr->hi,
-                      &tr->ti,     &tr->labels, &tr->dlogits, &tr->g_dec[0], &tr->g_dec[1]};
+    tensor_t *ts[] = {&tr->params, &tr->grads,   &tr->adam_m,   &tr->adam_v,   &tr->hi,  &tr->ti,
+                      &tr->labels, &tr->dlogits, &tr->g_dec[0], &tr->g_dec[1], &tr->prel};
     for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
         tma_gnn_tensor_free(ts[i]);
     for (int k = 0; k < GNN_MAX_DECODER_LAYERS; k++) {
@@ -345,7 +445,9 @@ void tma_gnn_trainer_destroy(tma_gnn_trainer_t *tr)
     if (tr->b) {
         tma_gnn_backend_host_free(tr->b, tr->h_head);
         tma_gnn_backend_host_free(tr->b, tr->h_tail);
+        tma_gnn_backend_host_free(tr->b, tr->h_rel);
     }
+    free(tr->norm_count);
     free(tr->seeds);
     free(tr->excl);
     tma_gnn_backend_destroy(tr->b);
@@ -366,9 +468,12 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
         (st = tma_gnn_layout_build(&tr->cfg, &tr->layout)) != TMA_OK)
         goto fail;
     tr->L = tr->cfg.layers;
-    tr->K = tr->cfg.decoder_layers;
+    tr->K = gnn_decoder_depth(&tr->cfg);
     tr->B = tr->cfg.batch_size;
     tr->mlp = tr->cfg.encoder == TMA_GNN_ENCODER_MLP;
+    tr->rgcn = tr->cfg.encoder == TMA_GNN_ENCODER_RGCN;
+    tr->distmult = tr->cfg.decoder == TMA_GNN_DECODER_DISTMULT;
+    tr->proj = tr->cfg.num_node_types > 0;
     tma_rng_seed(&tr->rng, tr->cfg.seed, 0x747261696e6572ull);
     if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK)
         goto fail;
@@ -396,8 +501,8 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
         goto fail;
     if ((st = tma_gnn_trainer_set_graphs(tr, graphs, num_graphs)) != TMA_OK)
         goto fail;
-    tma_log_debug(COMP, "trainer: %s encoder, %lld parameters, batch %d, %d graph(s), up to %lld sampled nodes",
-                  tma_gnn_encoder_name(tr->cfg.encoder), (long long)np, tr->B, num_graphs,
+    tma_log_debug(COMP, "trainer: %s encoder, %s decoder, %lld parameters, batch %d, %d graph(s), up to %lld sampled nodes",
+                  tma_gnn_encoder_name(tr->cfg.encoder), tma_gnn_decoder_name(tr->cfg.decoder), (long long)np, tr->B, num_graphs,
                   (long long)tr->cap_nodes);
     *tr_p = tr;
     return TMA_OK;
@@ -466,9 +571,25 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
     for (int i = 0; i < B; i++) {
         int64_t e = (int64_t)tma_rng_below(&tr->rng, entries);
         int64_t u = row_of_entry(g, e), v = g->indices[e];
-        int64_t t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
-        for (int tries = 0; (t == u || t == v) && tries < 64; tries++)
+        int64_t t;
+        if (s->type_nodes) {
+            /* Typed graph: the negative tail is of the positive tail's type. */
+            const int32_t ty = g->node_type[v];
+            const int64_t o = s->type_off[ty], cnt = s->type_off[ty + 1] - o;
+            t = s->type_nodes[o + (int64_t)tma_rng_below(&tr->rng, (uint64_t)cnt)];
+            for (int tries = 0; (t == u || t == v) && tries < 64 && cnt > 2; tries++)
+                t = s->type_nodes[o + (int64_t)tma_rng_below(&tr->rng, (uint64_t)cnt)];
+        } else {
             t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
+            for (int tries = 0; (t == u || t == v) && tries < 64; tries++)
+                t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
+        }
+        if (tr->distmult) {
+            /* Positive and negative are scored with the relation of u -> v. */
+            const int32_t r = g->edge_rel ? g->edge_rel[e] : 0;
+            tr->h_rel[i] = r;
+            tr->h_rel[B + i] = r;
+        }
         tr->seeds[i] = u;
         tr->seeds[B + i] = v;
         tr->seeds[2 * B + i] = t;
@@ -485,21 +606,43 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
         tr->h_tail[p] = tr->sample.seed_local[B + p];
     }
     const tma_graph_sample_t *sm = &tr->sample;
+    if (tr->proj) {
+        st = gnn_type_feats_order(&s->tf, sm->nodes, sm->node_type, sm->num_nodes, tr->h_order, tr->h_offsets,
+                                  tr->h_ids);
+        st = st ? st : upload_prefix(&tr->order, tr->h_order, sm->num_nodes);
+        st = st ? st : upload_prefix(&tr->tids, tr->h_ids, sm->num_nodes);
+        if (st != TMA_OK)
+            return st;
+    }
     st = upload_prefix(&tr->nodes, sm->nodes, sm->num_nodes);
     st = st ? st : upload_prefix(&tr->hi, tr->h_head, 2 * (int64_t)B);
     st = st ? st : upload_prefix(&tr->ti, tr->h_tail, 2 * (int64_t)B);
+    if (tr->distmult)
+        st = st ? st : upload_prefix(&tr->prel, tr->h_rel, 2 * (int64_t)B);
     for (int l = 0; l < tr->L && !tr->mlp && st == TMA_OK; l++) {
         const tma_graph_block_t *hb = &sm->blocks[l];
-        st = upload_prefix(&tr->indptr[l], hb->indptr, hb->num_dst + 1);
+        tma_gnn_block_t *b = &tr->blk[l];
+        if (tr->rgcn) {
+            /* The mean over each relation's sampled neighbours, in place of the sampler's weights. */
+            st = gnn_rgcn_norm(hb->num_dst, hb->indptr, hb->rel, tr->cfg.num_rel_ids, tr->norm_count, hb->weights);
+            if (st != TMA_OK) {
+                tma_log_error(COMP, "a sampled edge has a relation id outside [0, %d)", tr->cfg.num_rel_ids);
+                break;
+            }
+            st = upload_prefix(&tr->rel[l], hb->rel, hb->num_edges);
+            b->has_transpose = 0;
+        }
+        st = st ? st : upload_prefix(&tr->indptr[l], hb->indptr, hb->num_dst + 1);
         st = st ? st : upload_prefix(&tr->indices[l], hb->indices, hb->num_edges);
         st = st ? st : upload_prefix(&tr->weights[l], hb->weights, hb->num_edges);
-        tma_gnn_block_t *b = &tr->blk[l];
         b->num_dst = hb->num_dst;
         b->num_src = hb->num_src;
         b->num_edges = hb->num_edges;
         b->indptr = tma_gnn_tensor_shape(&tr->indptr[l], hb->num_dst + 1, 1);
         b->indices = tma_gnn_tensor_shape(&tr->indices[l], hb->num_edges, 1);
         b->weights = tma_gnn_tensor_shape(&tr->weights[l], hb->num_edges, 1);
+        if (tr->rgcn)
+            continue;
         st = st ? st : upload_prefix(&tr->t_indptr[l], hb->t_indptr, hb->num_src + 1);
         st = st ? st : upload_prefix(&tr->t_indices[l], hb->t_indices, hb->num_edges);
         st = st ? st : upload_prefix(&tr->t_weights[l], hb->t_weights, hb->num_edges);
@@ -529,6 +672,15 @@ static void layer_rows(const tma_gnn_trainer_t *tr, int l, int64_t *n_dst_p, int
 
 /* ------------------------------------------------------------------ forward and backward */
 
+/* The per-type input projection of the batch's n nodes (views into order and ids). */
+static gnn_type_proj_t type_proj(const tma_gnn_trainer_t *tr, int64_t n, tensor_t *order, tensor_t *ids)
+{
+    *order = tma_gnn_tensor_shape(&tr->order, n, 1);
+    *ids = tma_gnn_tensor_shape(&tr->tids, n, 1);
+    gnn_type_proj_t tp = {tr->cfg.num_node_types, tr->slots[tr->last_slot].tf.feats, tr->h_offsets, order, ids};
+    return tp;
+}
+
 static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
 {
     const gnn_slot_t *s = &tr->slots[tr->last_slot];
@@ -542,7 +694,14 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
         layer_rows(tr, l, &n_dst, &n_src);
         gnn_layer_buf_t *lb = &tr->lb[l];
         gnn_src_t src = {0};
-        if (l == 0) {
+        if (l == 0 && tr->proj) {
+            /* Each node type through its own Linear: layer 0 reads that. */
+            tensor_t order, tids, S = tma_gnn_tensor_shape(&tr->S, n_src, H);
+            gnn_type_proj_t tp = type_proj(tr, n_src, &order, &tids);
+            Hprev = tma_gnn_tensor_shape(&tr->X0, n_src, H);
+            st = gnn_type_project_forward(&tp, tr->P.in_W, tr->P.in_b, &S, &Hprev);
+            src.H = &Hprev;
+        } else if (l == 0) {
             src.feat = s->feat;
             src.ids = &ids;
         } else {
@@ -550,15 +709,18 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
         }
         int pf = gnn_layer_project_first(cfg, l, &s->fi);
         tensor_t T, A, Z = tma_gnn_tensor_shape(&lb->Z, n_dst, H);
+        tensor_t rel;
+        if (tr->rgcn)
+            rel = tma_gnn_tensor_shape(&tr->rel[l], tr->blk[l].num_edges, 1);
         if (pf) {
-            T = tma_gnn_tensor_shape(&lb->T, n_src, H);
-            st = gnn_layer_project(cfg, &tr->P, l, &src, n_src, &T);
+            T = tma_gnn_tensor_shape(&lb->T, n_src, tr->rgcn ? (int64_t)cfg->bases * H : H);
+            st = st ? st : gnn_layer_project(cfg, &tr->P, l, &src, n_src, &T);
         } else if (!tr->mlp) {
             A = tma_gnn_tensor_shape(&lb->A, n_dst, l == 0 ? Fd : H);
         }
         st = st ? st
                 : gnn_layer_combine(cfg, &tr->P, l, tr->mlp ? NULL : &tr->blk[l], &src, 0, pf ? &T : NULL,
-                                    pf || tr->mlp ? NULL : &A, &Z);
+                                    tr->rgcn ? &rel : NULL, pf || tr->mlp ? NULL : &A, &Z);
         if (st == TMA_OK && l < tr->L - 1) {
             tensor_t mean = tma_gnn_tensor_shape(&lb->mean, n_dst, 1), rstd = tma_gnn_tensor_shape(&lb->rstd, n_dst, 1);
             Hprev = tma_gnn_tensor_shape(&lb->H, n_dst, H);
@@ -568,13 +730,17 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
     if (st != TMA_OK)
         return st;
     tensor_t R = tma_gnn_tensor_shape(&tr->lb[tr->L - 1].Z, tr->sample.num_seeds, H);
-    tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1);
+    tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1), rel;
     tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
-    for (int k = 0; k < tr->K; k++) {
+    if (tr->distmult) {
+        rel = tma_gnn_tensor_shape(&tr->prel, P, 1);
+        D[0] = tma_gnn_tensor_shape(&tr->D[0], P, 1);
+    }
+    for (int k = 0; k < tr->K && !tr->distmult; k++) {
         E[k] = tma_gnn_tensor_shape(&tr->E[k], P, tr->P.dec[k].W.rows);
         D[k] = tma_gnn_tensor_shape(&tr->D[k], P, tr->P.dec[k].W.cols);
     }
-    st = gnn_decoder_forward(cfg, &tr->P, &R, &hi, &ti, E, D);
+    st = gnn_decoder_forward(cfg, &tr->P, &R, &hi, &ti, tr->distmult ? &rel : NULL, E, D);
     if (st == TMA_OK) {
         tensor_t labels = tma_gnn_tensor_shape(&tr->labels, P, 1), dl = tma_gnn_tensor_shape(&tr->dlogits, P, 1);
         st = tma_gnn_op_bce_logits(&D[tr->K - 1], &labels, loss_p, &dl);
@@ -591,7 +757,7 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
 
     /* Decoder: dD is the gradient of layer k's output, dE of its input. */
     tensor_t dD = tma_gnn_tensor_shape(&tr->dlogits, P, 1), dE;
-    for (int k = tr->K - 1; k >= 0 && st == TMA_OK; k--) {
+    for (int k = tr->K - 1; k >= 0 && st == TMA_OK && !tr->distmult; k--) {
         const gnn_dec_params_t *w = &tr->P.dec[k];
         gnn_dec_params_t *gw = &tr->G.dec[k];
         tensor_t Ek = tma_gnn_tensor_shape(&tr->E[k], P, w->W.rows);
@@ -614,7 +780,12 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
     tensor_t R = tma_gnn_tensor_shape(&tr->lb[tr->L - 1].Z, n_seeds, H);
     tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1);
     tensor_t dZ = tma_gnn_tensor_shape(&tr->g_dst, n_seeds, H);
-    st = tma_gnn_op_pair_mul_bwd(&dE, &R, &hi, &ti, &dZ);
+    if (tr->distmult) {
+        tensor_t rel = tma_gnn_tensor_shape(&tr->prel, P, 1);
+        st = tma_gnn_op_distmult_bwd(&dD, &R, &hi, &ti, &rel, &tr->P.rel_diag, &dZ, &tr->G.rel_diag);
+    } else {
+        st = tma_gnn_op_pair_mul_bwd(&dE, &R, &hi, &ti, &dZ);
+    }
 
     tensor_t all_ids = tma_gnn_tensor_shape(&tr->nodes, tr->sample.num_nodes, 1);
     for (int l = tr->L - 1; l >= 0 && st == TMA_OK; l--) {
@@ -627,15 +798,38 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
         const int pf = gnn_layer_project_first(cfg, l, &s->fi);
         tensor_t ids_src = tma_gnn_tensor_view(&all_ids, 0, n_src, 1);
         tensor_t ids_dst = tma_gnn_tensor_view(&all_ids, 0, n_dst, 1);
-        tensor_t Hin; /* the layer's input rows (l > 0) */
+        tensor_t Hin; /* the layer's input rows (l > 0, or the projection's output) */
+        const int dense_in = l > 0 || tr->proj;
         if (l > 0)
             Hin = tma_gnn_tensor_shape(&tr->lb[l - 1].H, n_src, H);
-        tensor_t dH = tma_gnn_tensor_shape(&tr->g_src, l > 0 ? n_src : 0, H);
+        else if (tr->proj)
+            Hin = tma_gnn_tensor_shape(&tr->X0, n_src, H);
+        tensor_t dH = l == 0 && tr->proj ? tma_gnn_tensor_shape(&tr->dX0, n_src, H)
+                                         : tma_gnn_tensor_shape(&tr->g_src, l > 0 ? n_src : 0, H);
 
         st = tma_gnn_op_colsum(&dZ, &gw->b);
         if (st != TMA_OK)
             break;
-        if (tr->mlp) {
+        if (tr->rgcn) {
+            /* dT and dcoef from the aggregation (scattered: no transpose),
+             * then dV = X^T dT, dW_self = X_dst^T dZ, dH = dT V^T + dZ W_self^T. */
+            const int64_t BH = (int64_t)cfg->bases * H;
+            tensor_t T = tma_gnn_tensor_shape(&tr->lb[l].T, n_src, BH);
+            tensor_t dT = tma_gnn_tensor_shape(&tr->g_T, n_src, BH);
+            tensor_t rel = tma_gnn_tensor_shape(&tr->rel[l], blk->num_edges, 1);
+            st = tma_gnn_op_rgcn_aggregate_bwd(blk, &rel, NULL, &dZ, &T, &w->coef, &dT, &gw->coef);
+            if (st == TMA_OK && !dense_in) {
+                st = tma_gnn_op_feat_matmul_grad(s->feat, &ids_src, &dT, &gw->V);
+                st = st ? st : tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W_self);
+            } else if (st == TMA_OK) {
+                tensor_t Hself = tma_gnn_tensor_view(&Hin, 0, n_dst, H);
+                tensor_t dHself = tma_gnn_tensor_view(&dH, 0, n_dst, H);
+                st = tma_gnn_op_matmul(&Hin, 1, &dT, 0, 1.0f, 0.0f, &gw->V);
+                st = st ? st : tma_gnn_op_matmul(&Hself, 1, &dZ, 0, 1.0f, 0.0f, &gw->W_self);
+                st = st ? st : tma_gnn_op_matmul(&dT, 0, &w->V, 1, 1.0f, 0.0f, &dH);
+                st = st ? st : tma_gnn_op_matmul(&dZ, 0, &w->W_self, 1, 1.0f, 1.0f, &dHself);
+            }
+        } else if (tr->mlp) {
             st = l == 0 ? tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W)
                         : tma_gnn_op_matmul(&Hin, 1, &dZ, 0, 1.0f, 0.0f, &gw->W);
             if (st == TMA_OK && l > 0)
@@ -668,6 +862,11 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
                     st = st ? st : tma_gnn_op_matmul(&dZ, 0, &w->W_self, 1, 1.0f, 1.0f, &dHself);
                 }
             }
+        }
+        if (st == TMA_OK && l == 0 && tr->proj) {
+            tensor_t order, tids, dS = tma_gnn_tensor_shape(&tr->S, n_src, H);
+            gnn_type_proj_t tp = type_proj(tr, n_src, &order, &tids);
+            st = gnn_type_project_backward(&tp, &dH, &dS, tr->G.in_W, tr->G.in_b);
         }
         if (st != TMA_OK || l == 0)
             break;

@@ -40,6 +40,23 @@ static void die(const char *what)
     exit(99);
 }
 
+tma_graph_t *gnn_test_typed_graph(int64_t nodes, int classes, double noise, int types, int relations,
+                                  int feature_dim, int64_t val, int negatives, uint64_t seed)
+{
+    tma_gen_sbm_opts_t o = {nodes, classes, 10.0, 0.9, feature_dim, noise, seed};
+    tma_gen_typed_opts_t t = {types, relations};
+    tma_graph_build_opts_t b;
+    tma_graph_build_opts_init(&b);
+    b.val = b.test = (double)val;
+    b.negatives = negatives;
+    b.seed = seed;
+    tma_graph_t *g = NULL;
+    tma_gen_report_t rep;
+    if (tma_graph_gen_sbm_typed(&o, &t, &b, &g, &rep) != TMA_OK)
+        die("typed SBM generation failed");
+    return g;
+}
+
 tma_graph_t *gnn_test_graph(const gnn_test_graph_opts_t *o)
 {
     const int64_t n = o->nodes;

@@ -27,6 +27,13 @@ void gnn_test_graph_defaults(gnn_test_graph_opts_t *o);
 /* Builds the graph (exits the test on failure). */
 tma_graph_t *gnn_test_graph(const gnn_test_graph_opts_t *o);
 
+/* A typed SBM (tma_graph_gen_sbm_typed): `nodes` nodes in `classes`
+ * classes (homophily 0.9, degree 10), features the class centroid plus
+ * noise * N(0, I), `types` node types and `relations` relations; val and
+ * test edges with `negatives` negatives each.  Exits the test on failure. */
+tma_graph_t *gnn_test_typed_graph(int64_t nodes, int classes, double noise, int types, int relations,
+                                  int feature_dim, int64_t val, int negatives, uint64_t seed);
+
 /* The transpose of a block's CSR (n_dst rows into n_src sources), grouped by
  * source, each source's edges in destination-row order: tp [n_src + 1],
  * ti (destination rows), and where given the edges' weights w into tw and

@@ -46,6 +46,8 @@ dist_check_SCRIPTS += tests/gnn/test_train_cli.sh
 TESTS += tests/gnn/test_train_cli.sh
 dist_check_SCRIPTS += tests/gnn/test_export.sh
 TESTS += tests/gnn/test_export.sh
+dist_check_SCRIPTS += tests/gnn/test_hetero_cli.sh
+TESTS += tests/gnn/test_hetero_cli.sh
 
 check_PROGRAMS += tests/gnn/test_noalloc
 tests_gnn_test_noalloc_LDADD = $(TMA_GNN_TEST_LDADD)

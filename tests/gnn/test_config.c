@@ -3,6 +3,7 @@
 #include "tma_test.h"
 #include "tma_gnn.h"
 
+#include <math.h>
 #include <string.h>
 
 static tma_status_t parse(const char *text, tma_gnn_config_t *cfg)
@@ -32,6 +33,105 @@ static void refused(const char *text, const char *key)
     CHECK_MSG(buf && strstr(buf, key), "the error for %s does not name \"%s\": %s", text, key, buf ? buf : "");
     fclose(mem);
     free(buf);
+}
+
+/* Heterogeneous models: rgcn with bases, the distmult decoder, the number
+ * of relation ids recorded like feature_dim; untyped configs unchanged. */
+static void check_hetero(void)
+{
+    tma_gnn_config_t c, d;
+    tma_gnn_config_default(&d);
+    ASSERT_EQ(d.decoder, TMA_GNN_DECODER_MLP);
+    ASSERT_EQ(d.bases, 4);
+    ASSERT_EQ(d.num_rel_ids, 0);
+    CHECK(!tma_gnn_config_relational(&d));
+    CHECK_OK(parse("{\"model\": {\"encoder\": \"rgcn\", \"bases\": 3, \"decoder\": \"distmult\", "
+                   "\"relations\": 6, \"feature_dim\": 5, \"hidden\": 8}}", &c));
+    ASSERT_EQ(c.encoder, TMA_GNN_ENCODER_RGCN);
+    ASSERT_EQ(c.decoder, TMA_GNN_DECODER_DISTMULT);
+    ASSERT_EQ(c.bases, 3);
+    ASSERT_EQ(c.num_rel_ids, 6);
+    CHECK(tma_gnn_config_relational(&c));
+    /* The model section (what weight files record) round-trips the new keys. */
+    cJSON *m = tma_gnn_config_model_json(&c);
+    tma_gnn_config_t back;
+    CHECK_OK(tma_gnn_config_from_sections(m, NULL, NULL, "model section", &back));
+    ASSERT_EQ(back.encoder, c.encoder);
+    ASSERT_EQ(back.decoder, c.decoder);
+    ASSERT_EQ(back.bases, 3);
+    ASSERT_EQ(back.num_rel_ids, 6);
+    ASSERT_EQ(tma_gnn_config_hash(&back), tma_gnn_config_hash(&c));
+    cJSON_Delete(m);
+    /* An untyped model's section names none of them. */
+    d.feature_dim = 5;
+    m = tma_gnn_config_model_json(&d);
+    CHECK(!cJSON_GetObjectItem(m, "decoder") && !cJSON_GetObjectItem(m, "bases") &&
+          !cJSON_GetObjectItem(m, "relations"));
+    cJSON_Delete(m);
+    /* The hash covers decoder, bases and relations. */
+    tma_gnn_config_t b = c;
+    b.bases = 4;
+    ASSERT_NE(tma_gnn_config_hash(&b), tma_gnn_config_hash(&c));
+    b = c;
+    b.num_rel_ids = 4;
+    ASSERT_NE(tma_gnn_config_hash(&b), tma_gnn_config_hash(&c));
+    b = c;
+    b.decoder = TMA_GNN_DECODER_MLP;
+    ASSERT_NE(tma_gnn_config_hash(&b), tma_gnn_config_hash(&c));
+    b = d;
+    b.decoder = TMA_GNN_DECODER_DISTMULT;
+    b.num_rel_ids = 1;
+    ASSERT_NE(tma_gnn_config_hash(&b), tma_gnn_config_hash(&d));
+    /* The layout: RGCN bases, coefficients, self-connection; DistMult's diagonals. */
+    tma_gnn_layout_t lay;
+    CHECK_OK(tma_gnn_layout_build(&c, &lay));
+    ASSERT_STR_EQ(lay.params[0].name, "enc.0.bases");
+    ASSERT_EQ(lay.params[0].rows * 100 + lay.params[0].cols, 5 * 100 + 3 * 8);
+    ASSERT_STR_EQ(lay.params[1].name, "enc.0.coef");
+    ASSERT_EQ(lay.params[1].rows * 100 + lay.params[1].cols, 6 * 100 + 3);
+    ASSERT_STR_EQ(lay.params[2].name, "enc.0.weight_self");
+    ASSERT_STR_EQ(lay.params[lay.count - 1].name, "dec.relation");
+    ASSERT_EQ(lay.params[lay.count - 1].rows * 100 + lay.params[lay.count - 1].cols, 6 * 100 + 8);
+    float *p = calloc((size_t)lay.total, 4);
+    CHECK_OK(tma_gnn_params_init(&c, 1, p));
+    CHECK(p[lay.params[lay.count - 1].offset] == 1.0f);
+    free(p);
+    /* Unresolved relations: no layout. */
+    b = c;
+    b.num_rel_ids = 0;
+    ASSERT_EQ(tma_gnn_param_count(&b), -1);
+
+    /* The per-type input projection: type_dims come first in the layout, layer 0 reads hidden. */
+    b = c;
+    b.num_node_types = 2;
+    b.type_dims[0] = 4;
+    b.type_dims[1] = 5;
+    CHECK_OK(tma_gnn_layout_build(&b, &lay));
+    ASSERT_STR_EQ(lay.params[0].name, "in.0.weight");
+    ASSERT_EQ(lay.params[0].rows * 100 + lay.params[0].cols, 4 * 100 + 8);
+    ASSERT_STR_EQ(lay.params[2].name, "in.1.weight");
+    ASSERT_EQ(lay.params[2].rows, 5);
+    ASSERT_STR_EQ(lay.params[4].name, "enc.0.bases");
+    ASSERT_EQ(lay.params[4].rows, 8);
+    ASSERT_NE(tma_gnn_config_hash(&b), tma_gnn_config_hash(&c));
+    m = tma_gnn_config_model_json(&b);
+    CHECK_OK(tma_gnn_config_from_sections(m, NULL, NULL, "model section", &back));
+    ASSERT_EQ(back.num_node_types, 2);
+    ASSERT_EQ(back.type_dims[1], 5);
+    ASSERT_EQ(tma_gnn_config_hash(&back), tma_gnn_config_hash(&b));
+    cJSON_Delete(m);
+
+    refused("{\"model\": {\"encoder\": \"rgcm\"}}", "encoder");
+    refused("{\"model\": {\"encoder\": \"gcn\", \"type_dims\": [3, 4]}}", "type_dims");
+    refused("{\"model\": {\"encoder\": \"rgcn\", \"type_dims\": [3]}}", "type_dims");
+    refused("{\"model\": {\"encoder\": \"rgcn\", \"type_dims\": [3, 0]}}", "type_dims");
+    refused("{\"model\": {\"encoder\": \"rgcn\", \"type_dims\": [3, 9], \"feature_dim\": 8}}", "type_dims");
+    refused("{\"model\": {\"decoder\": \"transe\"}}", "decoder");
+    refused("{\"model\": {\"decoder\": 1}}", "decoder");
+    refused("{\"model\": {\"bases\": 0}}", "bases");
+    refused("{\"model\": {\"bases\": 1.5}}", "bases");
+    refused("{\"model\": {\"relations\": -1}}", "relations");
+    refused("{\"model\": {\"encoder\": \"rgcn\", \"relations\": 2000, \"bases\": 4}}", "bases");
 }
 
 int main(void)
@@ -218,5 +318,6 @@ int main(void)
     free(p1);
     free(p2);
     free(p3);
+    check_hetero();
     return tma_test_done();
 }

@@ -757,19 +757,14 @@ static void check_bce(void)
 
 /* ------------------------------------------------------------------ whole model */
 
-static void check_model(tma_gnn_encoder_t enc, int sparse)
+/* The whole model's loss against its gradient on graph g (label names it). */
+static void check_model_on(tma_graph_t *g, tma_gnn_encoder_t enc, tma_gnn_decoder_t dec, const char *label)
 {
-    gnn_test_graph_opts_t go;
-    gnn_test_graph_defaults(&go);
-    go.nodes = 80;
-    go.sparse = sparse;
-    go.feature_dim = sparse ? 60 : 8;
-    go.val = go.test = 5;
-    go.negatives = 5;
-    tma_graph_t *g = gnn_test_graph(&go);
     tma_gnn_config_t cfg;
     tma_gnn_config_default(&cfg);
     cfg.encoder = enc;
+    cfg.decoder = dec;
+    cfg.bases = 2;
     cfg.hidden = 6;
     cfg.decoder_hidden = 5;
     cfg.batch_size = 6;
@@ -820,8 +815,8 @@ static void check_model(tma_gnn_encoder_t enc, int sparse)
         }
         checked++;
     }
-    CHECK_MSG(err < 1e-3, "%s (%s features): model gradient differs from finite differences by %.3g at %lld (max "
-              "%.3g, %d parameters checked)", tma_gnn_encoder_name(enc), sparse ? "sparse" : "dense", err,
+    CHECK_MSG(err < 1e-3, "%s + %s (%s): model gradient differs from finite differences by %.3g at %lld (max "
+              "%.3g, %d parameters checked)", tma_gnn_encoder_name(enc), tma_gnn_decoder_name(dec), label, err,
               (long long)worst, gmax, checked);
     CHECK_OK(tma_gnn_trainer_set_params(tr, p));
     double again;
@@ -830,6 +825,29 @@ static void check_model(tma_gnn_encoder_t enc, int sparse)
     free(p);
     free(gr);
     tma_gnn_trainer_destroy(tr);
+}
+
+static void check_model(tma_gnn_encoder_t enc, int sparse)
+{
+    gnn_test_graph_opts_t go;
+    gnn_test_graph_defaults(&go);
+    go.nodes = 80;
+    go.sparse = sparse;
+    go.feature_dim = sparse ? 60 : 8;
+    go.val = go.test = 5;
+    go.negatives = 5;
+    tma_graph_t *g = gnn_test_graph(&go);
+    check_model_on(g, enc, TMA_GNN_DECODER_MLP, sparse ? "sparse features" : "dense features");
+    tma_graph_destroy(g);
+}
+
+/* Heterogeneous models on a small typed graph (2 node types, 3 relations). */
+static void check_hetero_models(void)
+{
+    tma_graph_t *g = gnn_test_typed_graph(80, 4, 1.0, 2, 3, 8, 5, 5, 3);
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT, "typed graph");
     tma_graph_destroy(g);
 }
 
@@ -854,5 +872,6 @@ int main(void)
     for (int enc = 0; enc < 3; enc++)
         for (int sparse = 0; sparse < 2; sparse++)
             check_model((tma_gnn_encoder_t)enc, sparse);
+    check_hetero_models();
     return tma_test_done();
 }

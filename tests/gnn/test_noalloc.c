@@ -43,16 +43,22 @@ int __wrap_posix_memalign(void **p, size_t al, size_t n)
 int main(void)
 {
     tma_log_set_level(TMA_LOG_ERROR);
-    for (int sparse = 0; sparse < 2; sparse++) {
+    /* Dense features, sparse features, and a typed graph with the heterogeneous models. */
+    static const tma_gnn_encoder_t typed_enc[3] = {TMA_GNN_ENCODER_RGCN, TMA_GNN_ENCODER_GCN, TMA_GNN_ENCODER_RGCN};
+    static const tma_gnn_decoder_t typed_dec[3] = {TMA_GNN_DECODER_DISTMULT, TMA_GNN_DECODER_DISTMULT,
+                                                   TMA_GNN_DECODER_MLP};
+    for (int kind = 0; kind < 3; kind++) {
+        const int sparse = kind == 1, typed = kind == 2;
         gnn_test_graph_opts_t o;
         gnn_test_graph_defaults(&o);
         o.sparse = sparse;
         o.feature_dim = sparse ? 100 : 20;
-        tma_graph_t *g = gnn_test_graph(&o);
+        tma_graph_t *g = typed ? gnn_test_typed_graph(300, 4, 1.0, 2, 3, 20, 30, 50, 1) : gnn_test_graph(&o);
         for (int e = 0; e < 3; e++) {
             tma_gnn_config_t c;
             tma_gnn_config_default(&c);
-            c.encoder = (tma_gnn_encoder_t)e;
+            c.encoder = typed ? typed_enc[e] : (tma_gnn_encoder_t)e;
+            c.decoder = typed ? typed_dec[e] : TMA_GNN_DECODER_MLP;
             c.hidden = 16;
             c.decoder_hidden = 8;
             c.batch_size = 32;
@@ -85,8 +91,9 @@ int main(void)
             CHECK_OK(tma_gnn_evaluator_mrr(ev, p, TMA_GNN_SPLIT_VAL, &mrr));
             CHECK_OK(tma_gnn_evaluator_mrr(ev, p, TMA_GNN_SPLIT_TEST, &mrr));
             counting = 0;
-            CHECK_MSG(calls == 0, "%s (%s features): %ld allocations during steps and evaluations",
-                      tma_gnn_encoder_name(c.encoder), sparse ? "sparse" : "dense", calls);
+            CHECK_MSG(calls == 0, "%s + %s (%s): %ld allocations during steps and evaluations",
+                      tma_gnn_encoder_name(c.encoder), tma_gnn_decoder_name(c.decoder),
+                      typed ? "typed graph" : sparse ? "sparse features" : "dense features", calls);
             free(p);
             free(gr);
             tma_gnn_evaluator_destroy(ev);
