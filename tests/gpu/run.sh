@@ -26,7 +26,7 @@
 #   --build-only no GPU needed: check that the CUDA build works here, then stop
 #                (TMA_GPU_FORCE_CARRY=1 uses the --carry packages even where
 #                the system has the libraries, to try that path)
-# Datasets: $TMA_DATASETS, else DIR/datasets, else /work/shared/datasets.
+# Datasets: $TMA_DATASETS, else DIR/datasets, else ../shared/datasets beside the checkout.
 # From a fresh checkout it runs ./bootstrap (autoconf, automake); from an
 # unpacked `make dist` tarball it uses the shipped configure.
 set -uo pipefail
@@ -205,7 +205,7 @@ record sgemm "$(cat "$W/sgemm.json")"
 
 DS=${TMA_DATASETS:-}
 [ -n "$DS" ] && [ -d "$DS/facebook-pages" ] || DS=${CARRY:+$CARRY/datasets}
-[ -n "$DS" ] && [ -d "$DS/facebook-pages" ] || DS=/work/shared/datasets
+[ -n "$DS" ] && [ -d "$DS/facebook-pages" ] || DS=$SRC/../shared/datasets
 G=$B/gpu-graphs
 mkdir -p "$G"
 GRAPHS=()
@@ -213,7 +213,7 @@ if [ -d "$DS/facebook-pages" ]; then
   ./tma import "$DS/facebook-pages" --feat-dim 128 -o "$G/fb.tmag" >> "$LOG" 2>&1 || die "import facebook-pages failed"
   GRAPHS+=(fb)
 else
-  say "no facebook-pages under \$TMA_DATASETS, --carry DIR/datasets or /work/shared/datasets: that row is skipped"
+  say "no facebook-pages under \$TMA_DATASETS, --carry DIR/datasets or ../shared/datasets: that row is skipped"
   record "graph:fb" '"dataset missing"'
 fi
 say "generating the 10M-edge R-MAT graph"
