@@ -103,6 +103,7 @@ int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stat
         stats[n].calls = b->op_calls[i];
         stats[n].seconds = (double)b->op_ns[i] * 1e-9;
         stats[n].flops = b->op_flops[i];
+        stats[n].bytes = b->op_bytes[i];
         n++;
     }
     return n;
@@ -141,13 +142,14 @@ void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b)
     memset(b->op_calls, 0, sizeof b->op_calls);
     memset(b->op_ns, 0, sizeof b->op_ns);
     memset(b->op_flops, 0, sizeof b->op_flops);
+    memset(b->op_bytes, 0, sizeof b->op_bytes);
 }
 
 /* Calls an op through backend `b`, adding its time (and dense flops) to b's statistics. */
 /* With sync_timing the device finishes the work queued before the op, and
  * the op itself, inside the measurement's bounds (device backends queue ops
  * and return at once). */
-#define TIMED(b, op, flops, call)                                                                  \
+#define TIMED_IO(b, op, flops, bytes, call)                                                               \
     do {                                                                                           \
         tma_gnn_backend_t *b_ = (b);                                                               \
         if (b_->sync_timing)                                                                       \
@@ -159,8 +161,10 @@ void tma_gnn_backend_op_stats_reset(tma_gnn_backend_t *b)
         b_->op_ns[op] += tma_clock_ns() - t0_;                                                     \
         b_->op_calls[op]++;                                                                        \
         b_->op_flops[op] += (flops);                                                               \
+        b_->op_bytes[op] += (bytes);                                                               \
         return st_;                                                                                \
     } while (0)
+#define TIMED(b, op, flops, call) TIMED_IO(b, op, flops, 0, call)
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -299,14 +303,14 @@ tma_status_t tma_gnn_op_spmm(const tma_gnn_block_t *blk, const tensor_t *X, tens
 {
     REQUIRE("spmm", block_ok(blk));
     REQUIRE("spmm", X->rows >= blk->num_src && Y->rows == blk->num_dst && X->cols == Y->cols);
-    TIMED(Y->backend, GNN_OP_SPMM, 0, Y->backend->ops->spmm(Y->backend, blk, X, Y));
+    TIMED_IO(Y->backend, GNN_OP_SPMM, 0, 4.0 * (double)blk->num_edges * (double)X->cols, Y->backend->ops->spmm(Y->backend, blk, X, Y));
 }
 
 tma_status_t tma_gnn_op_spmm_t(const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX)
 {
     REQUIRE("spmm_t", block_ok(blk));
     REQUIRE("spmm_t", dX->rows == blk->num_src && dY->rows == blk->num_dst && dX->cols == dY->cols);
-    TIMED(dX->backend, GNN_OP_SPMM_T, 0, dX->backend->ops->spmm_t(dX->backend, blk, dY, dX));
+    TIMED_IO(dX->backend, GNN_OP_SPMM_T, 0, 4.0 * (double)blk->num_edges * (double)dY->cols, dX->backend->ops->spmm_t(dX->backend, blk, dY, dX));
 }
 
 tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta, float eps,
@@ -382,7 +386,7 @@ tma_status_t tma_gnn_op_pair_mul(const tensor_t *H, const tensor_t *hi, const te
     REQUIRE("pair_mul", IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32));
     REQUIRE("pair_mul", tma_gnn_tensor_numel(hi) == E->rows && tma_gnn_tensor_numel(ti) == E->rows &&
                             E->cols == H->cols);
-    TIMED(E->backend, GNN_OP_PAIR_MUL, 0, E->backend->ops->pair_mul(E->backend, H, hi, ti, E));
+    TIMED_IO(E->backend, GNN_OP_PAIR_MUL, 0, 8.0 * (double)E->rows * (double)E->cols, E->backend->ops->pair_mul(E->backend, H, hi, ti, E));
 }
 
 tma_status_t tma_gnn_op_pair_mul_bwd(const tensor_t *dE, const tensor_t *H, const tensor_t *hi,
@@ -391,7 +395,7 @@ tma_status_t tma_gnn_op_pair_mul_bwd(const tensor_t *dE, const tensor_t *H, cons
     REQUIRE("pair_mul_bwd", IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32));
     REQUIRE("pair_mul_bwd", tma_gnn_tensor_numel(hi) == dE->rows && tma_gnn_tensor_numel(ti) == dE->rows &&
                                 dE->cols == H->cols && dH->rows == H->rows && dH->cols == H->cols);
-    TIMED(dH->backend, GNN_OP_PAIR_MUL_BWD, 0, dH->backend->ops->pair_mul_bwd(dH->backend, dE, H, hi, ti, dH));
+    TIMED_IO(dH->backend, GNN_OP_PAIR_MUL_BWD, 0, 16.0 * (double)dE->rows * (double)dE->cols, dH->backend->ops->pair_mul_bwd(dH->backend, dE, H, hi, ti, dH));
 }
 
 tma_status_t tma_gnn_op_bce_logits(const tensor_t *logits, const tensor_t *labels, double *loss_p,
@@ -440,6 +444,33 @@ tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p)
     TIMED(scores->backend, GNN_OP_MRR_SUM, 0, scores->backend->ops->mrr_sum(scores->backend, scores, sum_p));
 }
 
+tma_status_t tma_gnn_op_score_mlp(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, int layers,
+                                  const tensor_t *const *W, const tensor_t *const *bias, const tensor_t *const *a,
+                                  tensor_t *scratch, tensor_t *logits)
+{
+    const int64_t np = logits->rows;
+    if (!logits->backend->ops->score_mlp)
+        return TMA_ERR_UNSUPPORTED;
+    REQUIRE("score_mlp", IS(H, TMA_GNN_F32) && IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32));
+    REQUIRE("score_mlp", IS(scratch, TMA_GNN_F32) && IS(logits, TMA_GNN_F32) && logits->cols == 1);
+    REQUIRE("score_mlp", tma_gnn_tensor_numel(hi) == np && tma_gnn_tensor_numel(ti) == np);
+    REQUIRE("score_mlp", layers >= 1 && W[0]->rows == H->cols && W[layers - 1]->cols == 1);
+    int64_t widest = H->cols;
+    double flops = 0;
+    for (int k = 0; k < layers; k++) {
+        REQUIRE("score_mlp", IS(W[k], TMA_GNN_F32) && tma_gnn_tensor_numel(bias[k]) == W[k]->cols);
+        REQUIRE("score_mlp", k == 0 || W[k]->rows == W[k - 1]->cols);
+        REQUIRE("score_mlp", k == layers - 1 || tma_gnn_tensor_numel(a[k]) == 1);
+        widest = TMA_MAX(widest, W[k]->cols);
+        flops += 2.0 * (double)np * (double)W[k]->rows * (double)W[k]->cols;
+    }
+    REQUIRE("score_mlp", tma_gnn_tensor_numel(scratch) >= 2 * widest * logits->backend->threads);
+    if (np == 0)
+        return TMA_OK;
+    TIMED_IO(logits->backend, GNN_OP_SCORE_MLP, flops, 8.0 * (double)np * (double)H->cols,
+          logits->backend->ops->score_mlp(logits->backend, H, hi, ti, layers, W, bias, a, scratch, logits));
+}
+
 /* ------------------------------------------------------------------ heterogeneous ops */
 
 tma_status_t tma_gnn_op_rgcn_aggregate(const tma_gnn_block_t *blk, const tensor_t *rel, const tensor_t *T,
@@ -452,7 +483,8 @@ tma_status_t tma_gnn_op_rgcn_aggregate(const tma_gnn_block_t *blk, const tensor_
     REQUIRE("rgcn_aggregate", T->rows >= blk->num_src && T->cols == coef->cols * Y->cols && Y->rows == blk->num_dst);
     if (!Y->backend->ops->rgcn_aggregate)
         return TMA_ERR_UNSUPPORTED;
-    TIMED(Y->backend, GNN_OP_RGCN_AGG, 2.0 * (double)blk->num_edges * (double)T->cols,
+    TIMED_IO(Y->backend, GNN_OP_RGCN_AGG, 2.0 * (double)blk->num_edges * (double)T->cols,
+             4.0 * (double)blk->num_edges * (double)T->cols,
           Y->backend->ops->rgcn_aggregate(Y->backend, blk, rel, T, coef, Y));
 }
 
@@ -474,7 +506,8 @@ tma_status_t tma_gnn_op_rgcn_aggregate_bwd(const tma_gnn_block_t *blk, const ten
                                       dT->cols == T->cols);
     if (!dT->backend->ops->rgcn_aggregate_bwd)
         return TMA_ERR_UNSUPPORTED;
-    TIMED(dT->backend, GNN_OP_RGCN_AGG_BWD, 4.0 * (double)blk->num_edges * (double)T->cols,
+    TIMED_IO(dT->backend, GNN_OP_RGCN_AGG_BWD, 4.0 * (double)blk->num_edges * (double)T->cols,
+             8.0 * (double)blk->num_edges * (double)T->cols,
           dT->backend->ops->rgcn_aggregate_bwd(dT->backend, blk, rel, t_rel, dY, T, coef, dT, dcoef));
 }
 
@@ -492,7 +525,8 @@ tma_status_t tma_gnn_op_distmult(const tensor_t *H, const tensor_t *hi, const te
                             Wr->rows >= 1);
     if (!score->backend->ops->distmult)
         return TMA_ERR_UNSUPPORTED;
-    TIMED(score->backend, GNN_OP_DISTMULT, 3.0 * (double)score->rows * (double)H->cols,
+    TIMED_IO(score->backend, GNN_OP_DISTMULT, 3.0 * (double)score->rows * (double)H->cols,
+             8.0 * (double)score->rows * (double)H->cols,
           score->backend->ops->distmult(score->backend, H, hi, ti, rel, Wr, score));
 }
 
@@ -507,7 +541,8 @@ tma_status_t tma_gnn_op_distmult_bwd(const tensor_t *dscore, const tensor_t *H, 
                                 dWr->cols == Wr->cols);
     if (!dH->backend->ops->distmult_bwd)
         return TMA_ERR_UNSUPPORTED;
-    TIMED(dH->backend, GNN_OP_DISTMULT_BWD, 6.0 * (double)dscore->rows * (double)H->cols,
+    TIMED_IO(dH->backend, GNN_OP_DISTMULT_BWD, 6.0 * (double)dscore->rows * (double)H->cols,
+             16.0 * (double)dscore->rows * (double)H->cols,
           dH->backend->ops->distmult_bwd(dH->backend, dscore, H, hi, ti, rel, Wr, dH, dWr));
 }
 
@@ -517,7 +552,7 @@ tma_status_t tma_gnn_op_rows_gather(const tensor_t *X, const tensor_t *idx, tens
     REQUIRE("rows_gather", IS(X, TMA_GNN_F32) && IS(Y, TMA_GNN_F32) && X->data != Y->data);
     if (!Y->backend->ops->rows_gather)
         return TMA_ERR_UNSUPPORTED;
-    TIMED(Y->backend, GNN_OP_ROWS_GATHER, 0, Y->backend->ops->rows_gather(Y->backend, X, idx, Y));
+    TIMED_IO(Y->backend, GNN_OP_ROWS_GATHER, 0, 4.0 * (double)Y->rows * (double)Y->cols, Y->backend->ops->rows_gather(Y->backend, X, idx, Y));
 }
 
 tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, tensor_t *Y)
@@ -526,7 +561,7 @@ tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, ten
     REQUIRE("rows_scatter", IS(X, TMA_GNN_F32) && IS(Y, TMA_GNN_F32) && X->data != Y->data);
     if (!Y->backend->ops->rows_scatter)
         return TMA_ERR_UNSUPPORTED;
-    TIMED(Y->backend, GNN_OP_ROWS_SCATTER, 0, Y->backend->ops->rows_scatter(Y->backend, X, idx, Y));
+    TIMED_IO(Y->backend, GNN_OP_ROWS_SCATTER, 0, 4.0 * (double)X->rows * (double)X->cols, Y->backend->ops->rows_scatter(Y->backend, X, idx, Y));
 }
 
 /* ------------------------------------------------------------------ features */
@@ -550,6 +585,20 @@ void tma_gnn_feat_get_info(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, tma_gn
     b->ops->feat_info(f, info_p);
 }
 
+/* The bytes a feature op moves by row index, for the statistics' roofline:
+ * each of `rows` feature rows, dense (dim floats) or CSR (its index-value
+ * pairs; the rows of W they pick are a small table that stays in cache). */
+static double feat_rows_bytes(const tma_gnn_feat_info_t *fi, int64_t rows)
+{
+    return (double)rows * (fi->sparse ? 8.0 * fi->nnz_per_row : 4.0 * (double)fi->dim);
+}
+
+/* A feature product's FLOPs: 2 per multiply-add, dense or over the stored entries. */
+static double feat_flops(const tma_gnn_feat_info_t *fi, int64_t rows, int64_t cols)
+{
+    return 2.0 * (double)rows * (fi->sparse ? fi->nnz_per_row : (double)fi->dim) * (double)cols;
+}
+
 tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *W, float beta,
                                     tensor_t *out)
 {
@@ -557,7 +606,7 @@ tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, cons
     out->backend->ops->feat_info(f, &fi);
     REQUIRE("feat_matmul", IS(ids, TMA_GNN_I64) && W->rows == fi.dim);
     REQUIRE("feat_matmul", out->rows == tma_gnn_tensor_numel(ids) && out->cols == W->cols);
-    TIMED(out->backend, GNN_OP_FEAT_MATMUL, fi.sparse ? 0 : 2.0 * (double)out->rows * (double)fi.dim * (double)W->cols,
+    TIMED_IO(out->backend, GNN_OP_FEAT_MATMUL, feat_flops(&fi, out->rows, W->cols), feat_rows_bytes(&fi, out->rows),
           out->backend->ops->feat_matmul(out->backend, f, ids, W, beta, out));
 }
 
@@ -568,7 +617,8 @@ tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids,
     dW->backend->ops->feat_info(f, &fi);
     REQUIRE("feat_matmul_grad", IS(ids, TMA_GNN_I64) && dW->rows == fi.dim && dW->cols == dOut->cols);
     REQUIRE("feat_matmul_grad", dOut->rows == tma_gnn_tensor_numel(ids));
-    TIMED(dW->backend, GNN_OP_FEAT_MATMUL_GRAD, fi.sparse ? 0 : 2.0 * (double)dOut->rows * (double)fi.dim * (double)dW->cols,
+    TIMED_IO(dW->backend, GNN_OP_FEAT_MATMUL_GRAD, feat_flops(&fi, dOut->rows, dW->cols),
+             feat_rows_bytes(&fi, dOut->rows),
           dW->backend->ops->feat_matmul_grad(dW->backend, f, ids, dOut, dW));
 }
 
@@ -580,5 +630,6 @@ tma_status_t tma_gnn_op_feat_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, c
     REQUIRE("feat_aggregate", block_ok(blk) && IS(ids, TMA_GNN_I64));
     REQUIRE("feat_aggregate", tma_gnn_tensor_numel(ids) >= blk->num_src && out->rows == blk->num_dst &&
                                   out->cols == fi.dim);
-    TIMED(out->backend, GNN_OP_FEAT_AGGREGATE, 0, out->backend->ops->feat_aggregate(out->backend, f, ids, blk, out));
+    TIMED_IO(out->backend, GNN_OP_FEAT_AGGREGATE, 0, feat_rows_bytes(&fi, blk->num_edges),
+             out->backend->ops->feat_aggregate(out->backend, f, ids, blk, out));
 }

@@ -211,7 +211,9 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         }
     }
     if ((st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->hi)) || (st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->ti)) ||
-        (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[0])) ||
+        /* dec[0] is also score_mlp's scratch: two rows a thread at least. */
+        (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(ev->pairs, 2 * (int64_t)tma_gnn_backend_threads(b)) * widest,
+                      &ev->dec[0])) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[1])))
         goto fail;
     ev->h_hi = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t));
@@ -455,16 +457,29 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
             E[k] = tma_gnn_tensor_shape(&ev->dec[k & 1], P, ev->P.dec[k].W.rows);
             D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
         }
-        st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, distmult ? &rel : NULL, E, D);
+        tensor_t *logits = &D[depth - 1];
+        if (!distmult && ev->b->ops->score_mlp) {
+            /* The fused decoder: the same numbers in cache-sized blocks. */
+            const tensor_t *W[GNN_MAX_DECODER_LAYERS], *bias[GNN_MAX_DECODER_LAYERS], *a[GNN_MAX_DECODER_LAYERS];
+            for (int k = 0; k < depth; k++) {
+                W[k] = &ev->P.dec[k].W;
+                bias[k] = &ev->P.dec[k].b;
+                a[k] = &ev->P.dec[k].prelu;
+            }
+            *logits = tma_gnn_tensor_shape(&ev->dec[1], P, 1);
+            st = st ? st : tma_gnn_op_score_mlp(&R, &hi, &ti, depth, W, bias, a, &ev->dec[0], logits);
+        } else {
+            st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, distmult ? &rel : NULL, E, D);
+        }
         if (st == TMA_OK && on_device) {
-            tensor_t S = tma_gnn_tensor_shape(&D[depth - 1], ce, per);
+            tensor_t S = tma_gnn_tensor_shape(logits, ce, per);
             double part = 0;
             st = tma_gnn_op_mrr_sum(&S, &part);
             m.sum_rr_pessimistic += part;
             m.edges += ce;
             continue;
         }
-        st = st ? st : tma_gnn_tensor_download(&D[depth - 1], ev->h_logits);
+        st = st ? st : tma_gnn_tensor_download(logits, ev->h_logits);
         if (st == TMA_OK && scores)
             memcpy(scores + e0 * per, ev->h_logits, (size_t)P * sizeof *scores);
         if (st == TMA_OK)

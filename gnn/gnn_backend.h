@@ -155,6 +155,18 @@ typedef struct tma_gnn_ops {
      * 1 / rank, rank = 1 + #{j >= 1 : !(s[j] < s[0])} (ties and NaN count
      * against the positive). */
     tma_status_t (*mrr_sum)(tma_gnn_backend_t *b, const tensor_t *scores, double *sum_p);
+    /* The MLP decoder's logits for evaluation in one op (L = layers >= 1):
+     *   E = H[hi] * H[ti] (row-wise);  E = PReLU_a[k](E W[k] + bias[k]) for k < L - 1;
+     *   logits = E W[L-1] + bias[L-1]  (W[L-1]: d x 1, logits: np x 1)
+     * the numbers of pair_mul, matmul, bias_prelu and add_bias, computed in
+     * blocks of rows small enough to stay in a core's cache instead of
+     * whole np x d passes through memory.  scratch (f32, any shape) is work
+     * space: 2 * rows * widest floats a thread for blocks of `rows` rows
+     * (widest: the widest of d and every layer's output); the caller gives
+     * at least one row's worth a thread. */
+    tma_status_t (*score_mlp)(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
+                              int layers, const tensor_t *const *W, const tensor_t *const *bias,
+                              const tensor_t *const *a, tensor_t *scratch, tensor_t *logits);
 
     /* Heterogeneous models (docs/model.md, "Heterogeneous ops").  Relation
      * ids are i32 in [0, R); the caller guarantees the range. */
@@ -218,6 +230,7 @@ typedef struct tma_gnn_ops {
     X(LN_PRELU_FWD, "ln_prelu_fwd")                                                                \
     X(LN_PRELU_BWD, "ln_prelu_bwd")                                                                \
     X(MRR_SUM, "mrr_sum")                                                                          \
+    X(SCORE_MLP, "score_mlp")                                                                      \
     X(RGCN_AGG, "rgcn_aggregate")                                                                  \
     X(RGCN_AGG_BWD, "rgcn_aggregate_bwd")                                                          \
     X(DISTMULT, "distmult")                                                                        \
@@ -238,10 +251,11 @@ struct tma_gnn_backend {
     char device[32];
     void *impl; /* the backend's own state */
     int sync_timing; /* time each op to its completion on the device (tma_gnn_backend_set_sync_timing) */
-    /* time and dense FLOPs per op (for profiles; a few ns per call) */
+    /* time, dense FLOPs and bytes moved by row index per op (for profiles; a few ns per call) */
     int64_t op_calls[GNN_OP_COUNT];
     uint64_t op_ns[GNN_OP_COUNT];
     double op_flops[GNN_OP_COUNT];
+    double op_bytes[GNN_OP_COUNT]; /* moved by row index (gathers and scatters) */
 };
 
 /* The backends this build has (registry in backend.c). */
@@ -290,6 +304,11 @@ tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src);
 tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h);
 /* TMA_ERR_UNSUPPORTED where the backend has no mrr_sum (the caller ranks on the host). */
 tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p);
+/* TMA_ERR_UNSUPPORTED where the backend has no score_mlp (the caller runs
+ * pair_mul, matmul, bias_prelu and add_bias); see the ops table. */
+tma_status_t tma_gnn_op_score_mlp(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, int layers,
+                                  const tensor_t *const *W, const tensor_t *const *bias, const tensor_t *const *a,
+                                  tensor_t *scratch, tensor_t *logits);
 tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *W, float beta,
                                     tensor_t *out);
 tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *dOut,

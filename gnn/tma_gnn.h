@@ -62,14 +62,19 @@ const char *tma_gnn_backend_name(const tma_gnn_backend_t *b);
 int tma_gnn_backend_threads(const tma_gnn_backend_t *b);
 
 /* Time spent in each kind of op since the backend was created or reset:
- * calls, seconds, and floating-point operations of the dense products
- * (2mnk for each sgemm; 0 for the other ops).  Returns how many entries
- * were filled (at most max), in a fixed order; ops never called are left out. */
+ * calls, seconds, floating-point operations of the products (2mnk for each
+ * sgemm, 2 x stored entries x columns for a product with CSR features; 0
+ * for the element-wise and sparse-aggregation ops), and the bytes the op moves by row index
+ * (the rows that gathers and scatters pick: a sampled block's source rows,
+ * a pair's two rows, feature rows; what a roofline charges to memory
+ * bandwidth rather than to the sgemm rate).  Returns how many entries were
+ * filled (at most max), in a fixed order; ops never called are left out. */
 typedef struct tma_gnn_op_stat {
     const char *name;
     int64_t calls;
     double seconds;
     double flops;
+    double bytes;
 } tma_gnn_op_stat_t;
 
 int tma_gnn_backend_op_stats(const tma_gnn_backend_t *b, tma_gnn_op_stat_t *stats, int max);

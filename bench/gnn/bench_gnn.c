@@ -16,7 +16,7 @@
  * timing, so the per-op times (and the dense products' achieved rate) are
  * the device's, at the cost of throughput (tests/gpu/run.sh runs both).
  */
-#include "tma_gnn.h"
+#include "gnn_backend.h" /* rows_gather, for the gather rate */
 
 #include <cblas.h>
 #include <stdio.h>
@@ -65,6 +65,51 @@ static double sgemm_rate(int64_t m, int64_t n, int64_t k, int threads)
     tma_free_aligned(A);
     tma_free_aligned(B);
     tma_free_aligned(C);
+    return best;
+}
+
+/* The rate at which the backend gathers rows picked by index from a table
+ * far bigger than the caches (256 MiB of rows `width` floats wide, random
+ * rows, writing them out included): the memory side of the roofline, on the
+ * same threads.  Bytes a second; 0 when out of memory. */
+static double gather_rate(tma_gnn_backend_t *be, int64_t width)
+{
+    const int64_t rows = ((int64_t)256 << 20) / (width * 4), n = rows / 4;
+    tma_gnn_tensor_t tx, tid, ty;
+    double best = 0;
+    if (tma_gnn_tensor_alloc(be, TMA_GNN_F32, rows * width, &tx) != TMA_OK)
+        return 0;
+    if (tma_gnn_tensor_alloc(be, TMA_GNN_I32, n, &tid) != TMA_OK || tma_gnn_tensor_alloc(be, TMA_GNN_F32, n * width, &ty) != TMA_OK) {
+        tma_gnn_tensor_free(&tx);
+        return 0;
+    }
+    float *x = malloc((size_t)(rows * width) * 4);
+    int32_t *ids = malloc((size_t)n * 4);
+    if (x && ids) {
+        tma_rng_t rng;
+        tma_rng_seed(&rng, 7, 0);
+        for (int64_t i = 0; i < rows * width; i++)
+            x[i] = (float)(i % 13);
+        for (int64_t i = 0; i < n; i++)
+            ids[i] = (int32_t)tma_rng_below(&rng, (uint64_t)rows);
+        tma_gnn_tensor_t Xs = tma_gnn_tensor_shape(&tx, rows, width), Is = tma_gnn_tensor_shape(&tid, n, 1),
+                         Ys = tma_gnn_tensor_shape(&ty, n, width);
+        if (tma_gnn_tensor_upload(&Xs, x) == TMA_OK && tma_gnn_tensor_upload(&Is, ids) == TMA_OK) {
+            for (int rep = 0; rep < 4; rep++) {
+                double t0 = tma_clock_now();
+                if (tma_gnn_op_rows_gather(&Xs, &Is, &Ys) != TMA_OK || tma_gnn_backend_wait(be) != TMA_OK)
+                    break;
+                double dt = tma_clock_now() - t0;
+                if (rep > 0 && dt > 0)
+                    best = TMA_MAX(best, 4.0 * (double)(n * width) / dt);
+            }
+        }
+    }
+    free(x);
+    free(ids);
+    tma_gnn_tensor_free(&tx);
+    tma_gnn_tensor_free(&tid);
+    tma_gnn_tensor_free(&ty);
     return best;
 }
 
@@ -208,10 +253,11 @@ int main(int argc, char **argv)
     tma_gnn_op_stat_t st[32];
     int n = tma_gnn_backend_op_stats(be, st, 32);
     cJSON *ops = cJSON_AddObjectToObject(o, "op_ms_per_step");
-    double gemm_flops = 0, gemm_s = 0;
+    double gemm_flops = 0, gemm_s = 0, gathered = 0;
     for (int i = 0; i < n; i++) {
         cJSON_AddNumberToObject(ops, st[i].name, st[i].seconds * per * 1e3);
         gemm_flops += st[i].flops;
+        gathered += st[i].bytes;
         if (st[i].flops > 0)
             gemm_s += st[i].seconds;
     }
@@ -227,6 +273,15 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(o, "gemm_achieved_gflops", gemm_s > 0 ? gemm_flops / gemm_s * 1e-9 : 0);
     cJSON_AddNumberToObject(o, "sgemm_rate_gflops", rate * 1e-9);
     cJSON_AddNumberToObject(o, "gemm_ideal_ms_per_step", rate > 0 ? gemm_flops * per / rate * 1e3 : 0);
+    /* The step's roofline: its dense FLOPs at the sgemm rate plus the bytes
+     * its ops move by row index at the gather rate (both measured here, on
+     * the same threads). */
+    double bw = strcmp(rc->device, "cpu") != 0 ? 0 : gather_rate(be, Hd);
+    double roof_ms = rate > 0 && bw > 0 ? (gemm_flops * per / rate + gathered * per / bw) * 1e3 : 0;
+    cJSON_AddNumberToObject(o, "gathered_mb_per_step", gathered * per * 1e-6);
+    cJSON_AddNumberToObject(o, "gather_rate_gbs", bw * 1e-9);
+    cJSON_AddNumberToObject(o, "roofline_ms_per_step", roof_ms);
+    cJSON_AddNumberToObject(o, "step_over_roofline", roof_ms > 0 ? elapsed * per * 1e3 / roof_ms : 0);
 
     if (do_eval) {
         tma_gnn_evaluator_t *ev;
@@ -259,6 +314,21 @@ int main(int argc, char **argv)
                 egs += es[i].seconds;
             }
         }
+        /* Scoring: the decoder's dense FLOPs (score_mlp, or its matmuls where
+         * the backend has no fused op) against the scoring time and the
+         * sgemm rate measured above. */
+        double sf = 0;
+        for (int i = 0; i < en; i++)
+            if (strcmp(es[i].name, "score_mlp") == 0)
+                sf = es[i].flops;
+        if (sf == 0) { /* unfused: every eval matmul after inference is the decoder's */
+            const int64_t per_edge = 1 + g->num_negatives, H = rc->hidden, dh = rc->decoder_hidden;
+            double ne = cJSON_GetObjectItem(o, "eval_edges")->valuedouble;
+            sf = 2.0 * ne * (double)per_edge * ((double)H * dh + (rc->decoder_layers > 2 ? (rc->decoder_layers - 2.0) * dh * dh : 0) + dh);
+        }
+        cJSON_AddNumberToObject(o, "eval_score_gflop", sf * 1e-9);
+        cJSON_AddNumberToObject(o, "eval_score_gflops", score_s > 0 ? sf / score_s * 1e-9 : 0);
+        cJSON_AddNumberToObject(o, "eval_score_of_sgemm", score_s > 0 && rate > 0 ? sf / score_s / rate : 0);
         cJSON_AddNumberToObject(o, "eval_gemm_gflop", ef * 1e-9);
         cJSON_AddNumberToObject(o, "eval_gemm_seconds", egs);
         free(p);

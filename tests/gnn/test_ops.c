@@ -477,6 +477,85 @@ static void test_mrr(void)
     }
 }
 
+/* The fused MLP decoder scoring (an optional op: the evaluator runs
+ * pair_mul, matmul, bias_prelu and add_bias where a backend lacks it)
+ * against those ops on the reference, with scratch for one row a thread
+ * (every block one row) and for long blocks. */
+static void test_score_mlp(void)
+{
+    if (!B->ops->score_mlp)
+        return;
+    cur_op = "score_mlp";
+    static const int64_t widths[][4] = {{16, 1}, {40, 24, 1}, {7, 33, 5, 1}, {64, 48, 1}};
+    static const int depths[] = {1, 2, 3, 2};
+    for (int c = 0; c < 4; c++) {
+        const int L = depths[c];
+        const int64_t d = widths[c][0], nodes = 53;
+        int64_t widest = d;
+        for (int k = 0; k < L; k++)
+            widest = TMA_MAX(widest, widths[c][k + 1]);
+        for (int64_t np = 1; np < 2000; np = np * 7 + 3) {
+            pair_t H = mkf(nodes, d, 1.0), Wt[3], bt[3], at[3];
+            int32_t *ih = malloc((size_t)np * 4), *it = malloc((size_t)np * 4);
+            for (int64_t p = 0; p < np; p++) {
+                ih[p] = (int32_t)tma_rng_below(&rng, (uint64_t)nodes);
+                it[p] = (int32_t)tma_rng_below(&rng, (uint64_t)nodes);
+            }
+            pair_t hi = mk(TMA_GNN_I32, np, 1, ih), ti = mk(TMA_GNN_I32, np, 1, it);
+            const tensor_t *Wb[3], *bb[3], *ab[3];
+            for (int k = 0; k < L; k++) {
+                Wt[k] = mkf(widths[c][k], widths[c][k + 1], 0.5);
+                bt[k] = mkf(1, widths[c][k + 1], 0.5);
+                float slope = 0.25f;
+                at[k] = mk(TMA_GNN_F32, 1, 1, &slope);
+                Wb[k] = &Wt[k].b;
+                bb[k] = &bt[k].b;
+                ab[k] = &at[k].b;
+            }
+            /* The reference: the unfused ops. */
+            pair_t E[2] = {mk(TMA_GNN_F32, np, widest, NULL), mk(TMA_GNN_F32, np, widest, NULL)};
+            pair_t out = mk(TMA_GNN_F32, np, 1, NULL);
+            tensor_t x = tma_gnn_tensor_shape(&E[0].r, np, d);
+            CHECK_OK(tma_gnn_op_pair_mul(&H.r, &hi.r, &ti.r, &x));
+            for (int k = 0; k < L; k++) {
+                int64_t o = widths[c][k + 1];
+                tensor_t y = k == L - 1 ? out.r : tma_gnn_tensor_shape(&E[(k + 1) & 1].r, np, o);
+                CHECK_OK(tma_gnn_op_matmul(&x, 0, &Wt[k].r, 0, 1.0f, 0.0f, &y));
+                if (k < L - 1)
+                    CHECK_OK(tma_gnn_op_bias_prelu(&y, &bt[k].r, &at[k].r, &y));
+                else
+                    CHECK_OK(tma_gnn_op_add_bias(&y, &bt[k].r));
+                x = y;
+            }
+            for (int big = 0; big < 2; big++) {
+                int64_t n = (big ? 300 : 2) * widest * tma_gnn_backend_threads(B);
+                pair_t S = mk(TMA_GNN_F32, n, 1, NULL);
+                CHECK_OK(tma_gnn_op_score_mlp(&H.b, &hi.b, &ti.b, L, Wb, bb, ab, &S.b, &out.b));
+                agree(big ? "logits (long blocks)" : "logits (one-row blocks)", &out);
+                pfree(&S);
+            }
+            /* Too little scratch is a shape error, not an overrun. */
+            pair_t small = mk(TMA_GNN_F32, 2 * widest * tma_gnn_backend_threads(B) - 1, 1, NULL);
+            CHECK_MSG(tma_gnn_op_score_mlp(&H.b, &hi.b, &ti.b, L, Wb, bb, ab, &small.b, &out.b) != TMA_OK,
+                      "score_mlp accepted too little scratch");
+            pfree(&small);
+            for (int k = 0; k < L; k++) {
+                pfree(&Wt[k]);
+                pfree(&bt[k]);
+                pfree(&at[k]);
+            }
+            pfree(&E[0]);
+            pfree(&E[1]);
+            pfree(&out);
+            pfree(&hi);
+            pfree(&ti);
+            pfree(&H);
+            free(ih);
+            free(it);
+        }
+    }
+}
+
 static void test_loss_adam(void)
 {
     cur_op = "bce_logits";
@@ -612,6 +691,7 @@ int main(void)
             test_sparse();
             test_loss_adam();
             test_mrr();
+            test_score_mlp();
             test_features();
             test_hetero();
             tma_gnn_backend_destroy(B);
