@@ -115,8 +115,11 @@ echo "# runs that started on a busy machine (no idle moment within ${QUIET_WAIT}
 python3 - "$WORK" "$REPEATS" "${peers[*]}" "${results[@]}" <<'PY'
 import json, sys
 work, reps, peers, names = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
+def runs_of(name, impl):
+    return [json.load(open(f"{work}/{name}.{impl}.{r}.json")) for r in range(1, reps + 1)]
+roof_worst, score_worst = [0.0], [float("inf")]
 def load(name, impl):
-    runs = [json.load(open(f"{work}/{name}.{impl}.{r}.json")) for r in range(1, reps + 1)]
+    runs = runs_of(name, impl)
     best = max(runs, key=lambda d: d["edges_per_second"])
     best["cpu_ms_per_step"] = min(d["cpu_ms_per_step"] for d in runs)
     best["eval_cpu_seconds"] = min(d["eval_cpu_seconds"] for d in runs)
@@ -169,6 +172,19 @@ for name in names:
           + f"; sampling {t['sample_ms']:.1f}")
     print(f"tma evaluation: {t['eval_gemm_gflop']:.0f} GFLOP of dense products in {t['eval_gemm_seconds']:.2f} s "
           f"of {t['eval_seconds']:.2f} s")
+    if t.get("roofline_ms_per_step"):
+        r = t["step_ms"] / t["roofline_ms_per_step"]
+        roof_worst[0] = max(roof_worst[0], r)
+        print(f"tma roofline: {t['roofline_ms_per_step']:.1f} ms a step = {t['gemm_gflop_per_step']:.2f} GFLOP at "
+              f"{t['sgemm_rate_gflops']:.0f} GFLOP/s ({t['gemm_ideal_ms_per_step']:.1f} ms) + "
+              f"{t['gathered_mb_per_step']:.0f} MB gathered at {t['gather_rate_gbs']:.1f} GB/s; "
+              f"the step takes {t['step_ms']:.1f} ms, {r:.2f}x its roofline")
+    if t.get("eval_score_of_sgemm"):
+        f = min(d["eval_score_of_sgemm"] for d in runs_of(name, "tma"))
+        score_worst[0] = min(score_worst[0], max(d["eval_score_of_sgemm"] for d in runs_of(name, "tma")))
+        print(f"tma scoring: {t['eval_score_gflop']:.0f} GFLOP, {t['eval_score_gflops']:.0f} GFLOP/s in the best run; "
+              f"{max(d['eval_score_of_sgemm'] for d in runs_of(name, 'tma')) * 100:.0f} % of the sgemm rate at best, "
+              f"{f * 100:.0f} % at worst")
 print()
 for p in peers:
     print(f"train_speedup_vs_{p}_cpu_time: {worst[p]['train_cpu']:.2f}")
@@ -177,4 +193,17 @@ for p in peers:
     print(f"train_speedup_vs_{p}: {worst[p]['train']:.2f}")
     print(f"eval_speedup_vs_{p}: {worst[p]['eval']:.2f}")
     print(f"infer_speedup_vs_{p}: {worst[p]['infer']:.2f}")
+# The goals of docs/benchmarks.md ("tma against DGL"), each from the numbers above.
+print()
+goal = lambda ok: "met" if ok else "NOT met"
+if "dgl" in peers:
+    w = worst["dgl"]
+    print(f"goal training >= 3x DGL on every graph and encoder: {w['train']:.2f}x, {goal(w['train'] >= 3)}")
+    print(f"goal evaluation >= 2x DGL everywhere: {w['eval']:.2f}x, {goal(w['eval'] >= 2)}")
+    print(f"goal full-graph inference >= 2x DGL: {w['infer']:.2f}x, {goal(w['infer'] >= 2)}")
+if score_worst[0] < float("inf"):
+    print(f"goal scoring >= 85 % of the sgemm rate: {score_worst[0] * 100:.0f} % (best run, worst graph), "
+          f"{goal(score_worst[0] >= 0.85)}")
+if roof_worst[0] > 0:
+    print(f"goal each training step within 2x of its roofline: {roof_worst[0]:.2f}x at worst, {goal(roof_worst[0] <= 2)}")
 PY
