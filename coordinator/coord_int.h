@@ -192,7 +192,7 @@ tma_status_t coord_service_view(coord_t *c, int training);
 tma_status_t coord_idle(coord_t *c, double timeout, int training);
 
 /* round.c */
-void coord_collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n_exp_p);
+void coord_collect(coord_t *c, int64_t t, uint32_t tag, double deadline, double after_first, int *n_exp_p);
 int coord_average_slots(coord_t *c);
 tma_status_t coord_after_average(coord_t *c, int n_got);
 cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *alive, int n_alive,

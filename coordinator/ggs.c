@@ -30,7 +30,7 @@ static tma_status_t ggs_sync_step(coord_t *c, int *n_p, int *n_got_p, int *n_exp
         return TMA_OK;
     }
     int64_t step = c->ggs_step + 1;
-    coord_collect(c, step, TMA_TAG_GRADS, tma_clock_now() + c->job->round_deadline, n_exp_p);
+    coord_collect(c, step, TMA_TAG_GRADS, tma_clock_now() + c->job->round_deadline, 0, n_exp_p);
     int n_got = coord_average_slots(c);
     *n_got_p = n_got;
     if (n_got > 0) {

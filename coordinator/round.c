@@ -116,8 +116,10 @@ static void drop_gone(coord_t *c, int64_t t, int *n_missed)
 }
 
 /* Collects tensors of round t from the expected members until all arrived,
- * the deadline passed, or every one still missing has failed. */
-void coord_collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n_exp_p)
+ * the deadline passed, or every one still missing has failed.  With
+ * after_first > 0 the deadline moves to after_first seconds past the first
+ * tensor taken, if that is sooner. */
+void coord_collect(coord_t *c, int64_t t, uint32_t tag, double deadline, double after_first, int *n_exp_p)
 {
     int n_exp = 0, n_got = 0, n_missed = 0;
     for (int i = 0; i < c->n_slots; i++)
@@ -128,10 +130,34 @@ void coord_collect(coord_t *c, int64_t t, uint32_t tag, double deadline, int *n_
         tma_transport_msg_t m;
         memset(&m, 0, sizeof m);
         double left = deadline - tma_clock_now();
+        int had = n_got;
         if (tma_transport_recv(c->tr, TMA_TRANSPORT_ANY_PEER, tag, TMA_MIN(left, 0.05), &m) == TMA_OK)
             take_message(c, &m, t, &n_got, &n_missed);
+        if (after_first > 0 && had == 0 && n_got > 0)
+            deadline = TMA_MIN(deadline, tma_clock_now() + after_first);
         drop_gone(c, t, &n_missed);
     }
+}
+
+/* How long round t collects.  Time mode: fault.round_deadline from when agg
+ * was raised (every worker sends at once).  Step mode: the workers send
+ * when their interval_steps are done, which may take far longer than the
+ * deadline, so the deadline runs from the first tensor that arrives (the
+ * others are that much late at most), and until one does the round waits
+ * for the end of the training time (and a deadline past it), or without
+ * one for as long as an expected owner is alive: a failed one still leaves
+ * the round at once. */
+static void round_deadline(const coord_t *c, double *deadline_p, double *after_first_p)
+{
+    const tma_job_t *j = c->job;
+    if (j->interval_steps <= 0) {
+        *deadline_p = tma_clock_now() + j->round_deadline;
+        *after_first_p = 0;
+        return;
+    }
+    *after_first_p = j->round_deadline;
+    *deadline_p = j->train_s > 0 ? tma_clock_now() + TMA_MAX(j->train_s - coord_train_elapsed(c), 0.0) + j->round_deadline
+                                 : HUGE_VAL;
 }
 
 /* The weighted mean of what arrived into c->global.  Weights: gradients
@@ -308,7 +334,9 @@ tma_status_t coord_round(coord_t *c, int64_t t)
     if (c->job->interval_steps <= 0)
         st = raise_agg(c, t);
     if (st == TMA_OK) {
-        coord_collect(c, t, TMA_TAG_LOCAL, tma_clock_now() + c->job->round_deadline, &n_exp);
+        double deadline, after_first;
+        round_deadline(c, &deadline, &after_first);
+        coord_collect(c, t, TMA_TAG_LOCAL, deadline, after_first, &n_exp);
         st = aggregate(c, t, n_exp, ids, &n_got);
     }
     if (st != TMA_OK) {
