@@ -48,6 +48,11 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p);
 void coord_eval_submit(coord_eval_t *e, int64_t round, double time, const float *params, cJSON *record);
 /* Waits until everything submitted is evaluated and written. */
 void coord_eval_drain(coord_eval_t *e);
+/* The metrics of `params` on `split`, computed by the caller with the
+ * evaluator's own buffers once its thread is idle (a second evaluator would
+ * hold a second set of N x hidden tables); the thread takes no new work
+ * meanwhile. */
+tma_status_t coord_eval_metrics(coord_eval_t *e, const float *params, tma_gnn_split_t split, tma_gnn_metrics_t *m_p);
 /* The best round so far (-1: none), its validation MRR and training time. */
 void coord_eval_best(coord_eval_t *e, int64_t *round_p, double *val_p, double *time_p);
 /* Rounds evaluated and skipped so far. */

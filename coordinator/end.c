@@ -44,11 +44,15 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
     tma_status_t st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
     if (st != TMA_OK)
         return st;
-    tma_gnn_evaluator_t *ev;
-    st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
-    if (st == TMA_OK) {
-        st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
-        tma_gnn_evaluator_destroy(ev);
+    if (c->ev) {
+        st = coord_eval_metrics(c->ev, params, split, m_p);
+    } else {
+        tma_gnn_evaluator_t *ev;
+        st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
+        if (st == TMA_OK) {
+            st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
+            tma_gnn_evaluator_destroy(ev);
+        }
     }
     free(params);
     if (st == TMA_OK && round_p)

@@ -42,6 +42,7 @@ struct coord_eval {
     pthread_cond_t cond;
     pthread_t thread;
     int quit, busy;
+    int held; /* coord_eval_metrics is using ev: take no mail */
     /* mailbox */
     int has_mail;
     int64_t mail_round;
@@ -162,7 +163,7 @@ static void *eval_main(void *arg)
     coord_eval_t *e = arg;
     pthread_mutex_lock(&e->lock);
     for (;;) {
-        while (!e->has_mail && !e->quit)
+        while ((!e->has_mail || e->held) && !e->quit)
             pthread_cond_wait(&e->cond, &e->lock);
         if (!e->has_mail)
             break;
@@ -385,6 +386,21 @@ void coord_eval_drain(coord_eval_t *e)
     while (e->has_mail || e->busy || e->head)
         pthread_cond_wait(&e->cond, &e->lock);
     pthread_mutex_unlock(&e->lock);
+}
+
+tma_status_t coord_eval_metrics(coord_eval_t *e, const float *params, tma_gnn_split_t split, tma_gnn_metrics_t *m_p)
+{
+    pthread_mutex_lock(&e->lock);
+    while (e->has_mail || e->busy || e->held)
+        pthread_cond_wait(&e->cond, &e->lock);
+    e->held = 1;
+    pthread_mutex_unlock(&e->lock);
+    tma_status_t st = tma_gnn_evaluator_metrics(e->ev, params, split, m_p);
+    pthread_mutex_lock(&e->lock);
+    e->held = 0;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    return st;
 }
 
 void coord_eval_best(coord_eval_t *e, int64_t *round_p, double *val_p, double *time_p)
