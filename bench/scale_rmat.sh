@@ -11,7 +11,8 @@
 # Usage: bench/scale_rmat.sh [WORKDIR]        (from the build folder)
 # Environment: SCALE (23: 2^23 nodes), EDGES (100000000), FEAT_DIM (16),
 #   HIDDEN (64: encoder and decoder width), STEPS (50 local steps a round),
-#   ROUNDS (4), THREADS (1 per process), KEEP=1 keeps the graph and shards.
+#   ROUNDS (4), THREADS (1 per process), KEEP=1 keeps the graph and shards,
+#   REUSE=1 trains on the graph and shards a KEEP=1 run left in WORKDIR.
 set -euo pipefail
 BUILD=$(pwd)
 T=${TMA_BIN:-$BUILD/tma}
@@ -35,12 +36,17 @@ phase() {
     END {printf "%-10s wall %s  CPU %.0f s  peak RSS %.2f GiB\n", n, wall, u + s, rss / 1048576}' "$W/$name.time"
 }
 
-rm -rf "$P" "$RUN"
-phase generate "$T" gen rmat -o "$G" --scale "$SCALE" --edges "$EDGES" --feat-dim "$FEAT_DIM" --seed 1
-grep -E '^  (nodes|edges|train|seconds)' "$W/generate.out" | sed 's/^/  /'
-ls -l "$G" | awk '{printf "  file %.2f GB\n", $5 / 1e9}'
-phase partition "$T" partition "$G" --scheme random --shards 3 --seed 1 -o "$P"
-tail -n 3 "$W/partition.out" | sed 's/^/  /'
+rm -rf "$RUN"
+if [ "${REUSE:-0}" = 1 ] && [ -s "$G" ] && [ -s "$P/partition.json" ]; then
+  echo "reusing $G and $P"
+else
+  rm -rf "$P"
+  phase generate "$T" gen rmat -o "$G" --scale "$SCALE" --edges "$EDGES" --feat-dim "$FEAT_DIM" --seed 1
+  grep -E '^  (nodes|edges|train|seconds)' "$W/generate.out" | sed 's/^/  /'
+  phase partition "$T" partition "$G" --scheme random --shards 3 --seed 1 -o "$P"
+  tail -n 3 "$W/partition.out" | sed 's/^/  /'
+fi
+ls -l "$G" | awk '{printf "  graph file %.2f GB\n", $5 / 1e9}'
 du -sb "$P" | awk '{printf "  shards %.2f GB\n", $1 / 1e9}'
 
 cat > "$W/job.json" <<JSON
