@@ -180,6 +180,23 @@ void tma_sort_i64(int64_t *a, int64_t n)
 
 /* Both builders' last step: the counts of the cleaning and the arrays in g
  * (indptr[n] entries were kept of `entries` scattered). */
+/* Sorts each CSR row and drops repeated keys (keys equal once shifted right
+ * by `shift`: the neighbour, whatever the packed low bits); cursor[v] becomes
+ * row v's new length. */
+static void sort_dedup_rows(const int64_t *indptr, int64_t *indices, int64_t n, int shift, int64_t *cursor)
+{
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (int64_t v = 0; v < n; v++) {
+        int64_t *row = indices + indptr[v];
+        int64_t d = indptr[v + 1] - indptr[v], k = 0;
+        tma_sort_i64(row, d);
+        for (int64_t e = 0; e < d; e++)
+            if (k == 0 || (row[e] >> shift) != (row[k - 1] >> shift))
+                row[k++] = row[e];
+        cursor[v] = k;
+    }
+}
+
 static void adjacency_done(tma_graph_t *g, tma_graph_build_report_t *rep, int64_t m_in, int64_t loops,
                            int64_t entries, int64_t *indptr, int64_t *indices)
 {
@@ -246,16 +263,7 @@ static tma_status_t build_adjacency(tma_graph_t *g, tma_edge_list_t *el, tma_gra
     tma_edge_list_free(el);
 
     /* Sort and deduplicate each row; cursor[v] becomes the row's new length. */
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (int64_t v = 0; v < n; v++) {
-        int64_t *row = indices + indptr[v];
-        int64_t d = indptr[v + 1] - indptr[v], k = 0;
-        tma_sort_i64(row, d);
-        for (int64_t e = 0; e < d; e++)
-            if (k == 0 || row[e] != row[k - 1])
-                row[k++] = row[e];
-        cursor[v] = k;
-    }
+    sort_dedup_rows(indptr, indices, n, 0, cursor);
     /* Compact the rows left (in order: a row only ever moves down). */
     int64_t out = 0;
     for (int64_t v = 0; v < n; v++) {
@@ -336,16 +344,7 @@ static tma_status_t build_adjacency_typed(tma_graph_t *g, tma_edge_list_t *el, t
         indices[cursor[v]++] = u << REL_BITS | c;
     }
     tma_edge_list_free(el);
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (int64_t v = 0; v < n; v++) {
-        int64_t *row = indices + indptr[v];
-        int64_t d = indptr[v + 1] - indptr[v], k = 0;
-        tma_sort_i64(row, d);
-        for (int64_t e = 0; e < d; e++)
-            if (k == 0 || (row[e] >> REL_BITS) != (row[k - 1] >> REL_BITS))
-                row[k++] = row[e];
-        cursor[v] = k;
-    }
+    sort_dedup_rows(indptr, indices, n, REL_BITS, cursor);
     int64_t out = 0;
     for (int64_t v = 0; v < n; v++) {
         int64_t a = indptr[v], k = cursor[v];

@@ -43,6 +43,16 @@ dump_logs() {
   for f in "$@"; do echo "---- $f" >&2; tail -n 30 "$f" >&2; done
 }
 
+# job_done NAME LOG...: the job NAME (run folder NAME-run) finishes: its coordinator
+# within 120 s, then each worker within 30 s, and the run folder is valid (check_run);
+# otherwise the ends of the LOGs and a failure.
+job_done() {
+  local name=$1 p; shift
+  wait_exit "$COORD_PID" 120 || { dump_logs "$@"; fail "job $name did not finish"; }
+  for p in "${WORKER_PIDS[@]}"; do wait_exit "$p" 30 || fail "job $name: a worker did not stop"; done
+  check_run "$name-run" >/dev/null || { dump_logs "$@"; fail "job $name: run folder invalid"; }
+}
+
 # check_run RUN: metrics.jsonl has rounds 0..R, each once, in order; result.json
 # and best.tmaw are there and valid.  Prints R.
 check_run() {

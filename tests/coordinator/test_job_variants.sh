@@ -17,9 +17,7 @@ run() { # NAME VARIANT PARTITION_JSON EXTRA [WORKERS]
   echo "{\"job\": \"$name\", \"variant\": \"$2\", \"graph\": \"g.tmag\", $3 \"workers\": ${5:-3}, $common, $4}" > $name.json
   start_coordinator $name-coord.log --config $name.json --run-dir $name-run --dump-dir $name-dump
   for ((i = 0; i < ${5:-3}; i++)); do start_worker $name-w$i.log --job $name; done
-  wait_exit "$COORD_PID" 120 || { dump_logs $name-coord.log $name-w0.log; fail "$name did not finish"; }
-  for p in "${WORKER_PIDS[@]}"; do wait_exit "$p" 30 || fail "$name: a worker did not stop"; done
-  check_run $name-run >/dev/null || { dump_logs $name-coord.log; fail "$name: run folder invalid"; }
+  job_done $name $name-coord.log $name-w0.log
   [ "$(json $name-run/result.json 'd["variant"]')" = "$2" ] || fail "$name: result.json names another variant"
 }
 run super supertma '"partition": {"dir": "p-super"},' '"aggregation": {"interval_steps": 5}, "duration": {"rounds": 4}'
