@@ -188,7 +188,15 @@ reach() {
   has_round "$(run_of "$1")" "$2" || { show "$1"; fail "job $1 did not reach round $2"; }
 }
 round_or_end() { has_round "$(run_of "$1")" "$2" || job_done "$1"; }
-show() { echo "--- job $1:" >&2; tail -n 60 "$(out_of "$1")" >&2; scontrol show job "$1" >&2; }
+# show JOB: its output, Slurm's view of it, and what the daemons said of it.
+show() {
+  echo "--- job $1:" >&2; tail -n 60 "$(out_of "$1")" >&2; scontrol show job "$1" >&2
+  local f
+  for f in "$S"/log/slurmctld.log "$S"/log/slurmd.log; do
+    echo "--- $f, lines of job $1:" >&2
+    grep -E "(JobId=|job[ _]?id[ =]?|job |StepId=)$1([^0-9]|$)" "$f" 2>/dev/null | tail -n 30 >&2
+  done
+}
 # The processes of a job of THIS test's cluster: another Slurm test may run
 # on the same machine at the same time (another checkout's make check), its
 # job ids the same small numbers.  Job processes carry $MARK (sbatch
@@ -280,6 +288,11 @@ suspended_at=$(sed -n 's/.*coordinator: suspended after round \([0-9]*\).*/\1/p'
 # that first run is left (its batch script and slurmstepd), as the hold
 # would have ensured.
 wait_for 60 no_procs "$C" || fail "job C's first run left processes behind"
+# The hold also keeps slurmd from refusing the new run: slurmd revoked the
+# first run's credential when it ended, and it refuses a credential made in
+# the same second as that revocation or before (a launch failure, the job
+# FAILED with no output).  Two seconds on, the new credential is newer.
+sleep 2
 scontrol update JobId="$C" StartTime=now || fail "scontrol update StartTime"
 note "C: suspended after round $suspended_at and requeued"
 
