@@ -386,6 +386,7 @@ typedef struct tma_jobview_ready {
 /* A copy of everything the view knows (free with tma_jobview_snap_free). */
 typedef struct tma_jobview_snap {
     uint64_t version;
+    int64_t revision; /* the etcd revision the view has applied: every write up to it is in */
     char *config; /* JSON text, or NULL */
     int has_coord;
     tma_coord_rec_t coord;

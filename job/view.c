@@ -45,6 +45,7 @@ typedef struct view_state {
     int stop;
     int has_state;
     tma_state_rec_t state;
+    int64_t revision; /* the etcd revision applied up to */
 } view_state_t;
 
 struct tma_jobview {
@@ -330,6 +331,7 @@ static void on_watch(void *arg, const tma_kv_watch_update_t *u)
         if (strncmp(ev->kv.key, v->prefix, v->prefix_len) != 0)
             continue;
         apply(&v->st, ev->kv.key + v->prefix_len, &ev->kv, ev->type == TMA_KV_EVENT_DELETE);
+        v->st.revision = TMA_MAX(v->st.revision, ev->kv.mod_revision);
     }
     publish(v);
     pthread_mutex_unlock(&v->lock);
@@ -360,6 +362,7 @@ static tma_status_t resync(tma_jobview_t *v)
         state_clear(&fresh);
         return st;
     }
+    fresh.revision = rev;
     pthread_mutex_lock(&v->lock);
     state_clear(&v->st);
     v->st = fresh;
@@ -517,6 +520,7 @@ tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s)
     pthread_mutex_lock(&v->lock);
     const view_state_t *st = &v->st;
     s->version = v->version;
+    s->revision = st->revision;
     s->config = st->config ? strdup(st->config) : NULL;
     s->has_coord = st->has_coord;
     s->coord = st->coord;

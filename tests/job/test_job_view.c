@@ -28,15 +28,24 @@ static void put(tma_job_key_t k, int n, char *val, int64_t *rev_p)
     free(val);
 }
 
-/* Waits until the view has applied everything written so far: a write to a
- * key the view does not act on (`best`) then shows up as a new version. */
+/* Waits until the view has applied every write so far: a write of its own, and
+ * the view's revision at or past it (watch events arrive in revision order;
+ * a version bump alone may be an earlier write's). */
 static void settle(void)
 {
-    uint64_t since = tma_jobview_wait(view, 0, 0);
-    put(TMA_KEY_BEST, -1, strdup("{}"), NULL);
+    int64_t rev = 0;
+    put(TMA_KEY_BEST, -1, strdup("{}"), &rev);
     double end = tma_clock_now() + 10;
-    while (tma_jobview_wait(view, since, 1) == since && tma_clock_now() < end)
-        ;
+    for (;;) {
+        uint64_t since = tma_jobview_wait(view, 0, 0);
+        tma_jobview_snap_t s;
+        CHECK_OK(tma_jobview_snapshot(view, &s));
+        int64_t seen = s.revision;
+        tma_jobview_snap_free(&s);
+        if (seen >= rev || tma_clock_now() >= end)
+            break;
+        tma_jobview_wait(view, since, 1);
+    }
 }
 
 static void snap(tma_jobview_snap_t *s)
