@@ -82,6 +82,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->eval_batch_edges = 32;
     cfg->eval_max_edges = 0;
     cfg->eval_threads = 0;
+    cfg->eval_locality = 1;
     cfg->eval_ties = TMA_GNN_TIES_PESSIMISTIC;
     cfg->eval_num_hits = 3;
     cfg->eval_hits[0] = 10;
@@ -237,6 +238,22 @@ static tma_status_t parse_type_dims(const cJSON *model, const char *mctx, tma_gn
     return TMA_OK;
 }
 
+/* eval.node_order. */
+static tma_status_t parse_node_order(const cJSON *eval, const char *ectx, tma_gnn_config_t *cfg)
+{
+    const char *order;
+    tma_status_t st = tma_json_get_string(eval, "node_order", "locality", ectx, &order);
+    if (st != TMA_OK)
+        return st;
+    if (strcmp(order, "locality") != 0 && strcmp(order, "id") != 0) {
+        tma_log_error(COMP, "%s.node_order: \"%s\" is not an order: \"locality\" (inference walks groups of "
+                      "neighbouring nodes, faster) or \"id\" (node id order)", ectx, order);
+        return TMA_ERR_CONFIG;
+    }
+    cfg->eval_locality = strcmp(order, "locality") == 0;
+    return TMA_OK;
+}
+
 /* eval.ties and eval.hits. */
 static tma_status_t parse_ranking(const cJSON *eval, const char *ectx, tma_gnn_config_t *cfg)
 {
@@ -310,7 +327,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed",
                                              "beta1", "beta2", "eps", "device", NULL};
-    static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits", NULL};
+    static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
+                                            "node_order", NULL};
     char mctx[256], tctx[256], ectx[256];
     snprintf(mctx, sizeof mctx, "%s: model", ctx);
     snprintf(tctx, sizeof tctx, "%s: train", ctx);
@@ -357,7 +375,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
     if ((st = get_intv(eval, "batch_edges", cfg.eval_batch_edges, 1, 65536, ectx, &cfg.eval_batch_edges)) ||
         (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
         (st = get_intv(eval, "threads", 0, 0, 1024, ectx, &cfg.eval_threads)) ||
-        (st = parse_ranking(eval, ectx, &cfg)))
+        (st = parse_ranking(eval, ectx, &cfg)) || (st = parse_node_order(eval, ectx, &cfg)))
         return st;
     const char *dev;
     if ((st = tma_json_get_string(train, "device", "cpu", tctx, &dev)) != TMA_OK ||
@@ -452,6 +470,7 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(e, "threads", cfg->eval_threads);
     cJSON_AddStringToObject(e, "device", cfg->eval_device[0] ? cfg->eval_device : "cpu");
     cJSON_AddStringToObject(e, "ties", tma_gnn_ties_name(cfg->eval_ties));
+    cJSON_AddStringToObject(e, "node_order", cfg->eval_locality ? "locality" : "id");
     cJSON_AddItemToObject(e, "hits", cJSON_CreateIntArray(cfg->eval_hits, cfg->eval_num_hits));
     cJSON_AddItemToObject(root, "eval", e);
     return root;

@@ -23,6 +23,11 @@
 #define EVAL_CHUNK_EDGES (1 << 22)
 /* Floats of aggregated input a chunk may hold. */
 #define EVAL_CHUNK_FLOATS (1 << 24)
+/* Bytes of input rows a group of the locality order may span: a share of a
+ * last-level cache, one group a thread. */
+#define EVAL_GROUP_BYTES ((int64_t)8 << 20)
+/* The smallest group the locality order is capped at. */
+#define EVAL_GROUP_MIN 1024
 
 struct tma_gnn_evaluator {
     tma_gnn_config_t cfg;
@@ -34,7 +39,11 @@ struct tma_gnn_evaluator {
     tma_gnn_feat_t *feat;
     tma_gnn_feat_info_t fi;
     tensor_t emb[2]; /* N x hidden */
-    tensor_t ids;    /* i64 0..N-1 */
+    tensor_t ids;    /* i64: the feature row of each table row (node[p] for sparse features in the locality order, else p) */
+    /* The locality order (tma_graph_locality_order), NULL for id order:
+     * table row p holds node node[p], node v is in row pos[v]. */
+    int32_t *node, *pos;
+    float *pfeat; /* dense features in the locality order (row p: node node[p]), or NULL */
 
     int64_t chunk_rows, chunk_edges;
     tensor_t c_indptr, c_indices, c_weights, A, Z, mean, rstd;
@@ -79,6 +88,9 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
         gnn_type_feats_destroy(ev->b, &ev->tf);
     }
     tma_free_aligned(ev->h_logits);
+    free(ev->node);
+    free(ev->pos);
+    tma_free_aligned(ev->pfeat);
     free(ev->norm_count);
     tma_gnn_backend_destroy(ev->b);
     free(ev);
@@ -117,6 +129,45 @@ static tma_status_t type_projection_setup(tma_gnn_evaluator_t *ev)
     return st;
 }
 
+/* The locality order, for the encoders that aggregate neighbours on graphs
+ * of one node type (eval.node_order "locality"). */
+static tma_status_t order_setup(tma_gnn_evaluator_t *ev, int64_t row_floats)
+{
+    const tma_gnn_config_t *cfg = &ev->cfg;
+    const int64_t N = ev->g->num_nodes;
+    if (!cfg->eval_locality || cfg->num_node_types > 0 ||
+        (cfg->encoder != TMA_GNN_ENCODER_GCN && cfg->encoder != TMA_GNN_ENCODER_SAGE))
+        return TMA_OK;
+    ev->node = malloc((size_t)N * sizeof *ev->node);
+    ev->pos = malloc((size_t)N * sizeof *ev->pos);
+    if (!ev->node || !ev->pos)
+        return TMA_ERR_NOMEM;
+    int64_t cap = TMA_MAX((int64_t)EVAL_GROUP_MIN, EVAL_GROUP_BYTES / (row_floats * (int64_t)sizeof(float)));
+    double t0 = tma_clock_now();
+    tma_status_t st = tma_graph_locality_order(ev->g, cap, ev->node, ev->pos);
+    if (st != TMA_OK)
+        return st;
+    if (!ev->fi.sparse) {
+        /* Dense features in the same order, so that a group's rows (and a
+         * chunk's own rows) are contiguous: a copy the size of the features. */
+        const int64_t Fd = cfg->feature_dim;
+        if (!(ev->pfeat = tma_alloc_aligned((size_t)N * (size_t)Fd * sizeof(float))))
+            return TMA_ERR_NOMEM;
+        const float *src = ev->g->features;
+#pragma omp parallel for num_threads(tma_gnn_backend_threads(ev->b)) schedule(static)
+        for (int64_t p = 0; p < N; p++)
+            memcpy(ev->pfeat + p * Fd, src + (int64_t)ev->node[p] * Fd, (size_t)Fd * sizeof(float));
+        tma_gnn_feat_destroy(ev->b, ev->feat);
+        ev->feat = NULL;
+        if ((st = tma_gnn_feat_create(ev->b, ev->pfeat, N, Fd, 0, &ev->feat)) != TMA_OK)
+            return st;
+        tma_gnn_feat_get_info(ev->b, ev->feat, &ev->fi);
+    }
+    tma_log_debug(COMP, "locality order of %lld nodes (groups of at most %lld) in %.3f s", (long long)N,
+                  (long long)cap, tma_clock_now() - t0);
+    return TMA_OK;
+}
+
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                      tma_gnn_evaluator_t **ev_p)
 {
@@ -145,6 +196,9 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         (st = tma_gnn_feat_create(b, g->features, N, Fd, 0, &ev->feat)))
         goto fail;
     tma_gnn_feat_get_info(b, ev->feat, &ev->fi);
+    int64_t widest_in = (ev->fi.sparse ? H : TMA_MAX(H, Fd));
+    if ((st = order_setup(ev, widest_in)) != TMA_OK)
+        goto fail;
     if ((st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[0])) || (st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[1])) ||
         (st = alloc_t(b, TMA_GNN_I64, N, &ev->ids)))
         goto fail;
@@ -155,7 +209,7 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
             goto fail;
         }
         for (int64_t i = 0; i < N; i++)
-            idh[i] = i;
+            idh[i] = ev->node && !ev->pfeat ? ev->node[i] : i;
         ev->ids = tma_gnn_tensor_shape(&ev->ids, N, 1);
         st = tma_gnn_tensor_upload(&ev->ids, idh);
         free(idh);
@@ -167,7 +221,6 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     int64_t maxdeg = 0;
     for (int64_t v = 0; v < N; v++)
         maxdeg = TMA_MAX(maxdeg, tma_graph_degree(g, v));
-    int64_t widest_in = (ev->fi.sparse ? H : TMA_MAX(H, Fd));
     ev->chunk_rows = TMA_MAX((int64_t)64, TMA_MIN(N, EVAL_CHUNK_FLOATS / widest_in));
     ev->chunk_rows = TMA_MIN(ev->chunk_rows, N);
     ev->chunk_edges = TMA_MAX((int64_t)EVAL_CHUNK_EDGES, maxdeg + 1);
@@ -246,7 +299,7 @@ static int64_t chunk_end(const tma_gnn_evaluator_t *ev, int64_t r0, int self_loo
     const tma_graph_t *g = ev->g;
     int64_t r1 = r0, e = 0;
     while (r1 < g->num_nodes && r1 - r0 < ev->chunk_rows) {
-        int64_t de = tma_graph_degree(g, r1) + (self_loops ? 1 : 0);
+        int64_t de = tma_graph_degree(g, ev->node ? ev->node[r1] : r1) + (self_loops ? 1 : 0);
         if (r1 > r0 && e + de > ev->chunk_edges)
             break;
         e += de;
@@ -299,7 +352,9 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             if (!mlp) {
                 /* The staging arrays are rewritten: the device must be done with the last chunk's. */
                 st = tma_gnn_backend_wait(ev->b);
-                st = st ? st : tma_graph_block_full(g, norm, gcn, r0, r1, &ev->hb);
+                st = st ? st
+                        : tma_graph_block_full_ordered(g, norm, gcn, ev->node, ev->pos, r0, r1,
+                                                       tma_gnn_backend_threads(ev->b), &ev->hb);
                 /* RGCN: the mean over each relation's neighbours. */
                 if (st == TMA_OK && rgcn)
                     st = gnn_rgcn_norm(ev->hb.num_dst, ev->hb.indptr, ev->hb.rel, cfg->num_rel_ids, ev->norm_count,
@@ -394,6 +449,12 @@ void tma_gnn_metrics_json(const tma_gnn_metrics_t *m, const char *prefix, cJSON 
 
 /* The metrics of a split, and with `scores` non-NULL every logit of it (row
  * i: edge i's positive, then its negatives), downloaded whatever the device. */
+/* The embedding table's row of node v. */
+static inline int32_t row_of(const tma_gnn_evaluator_t *ev, int64_t v)
+{
+    return ev->pos ? ev->pos[v] : (int32_t)v;
+}
+
 static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
                                tma_gnn_metrics_t *m_p, float *scores)
 {
@@ -429,13 +490,14 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
         if ((st = tma_gnn_backend_wait(ev->b)) != TMA_OK)
             break;
         for (int64_t i = 0; i < ce; i++) {
-            int64_t u = edges[2 * (e0 + i)], v = edges[2 * (e0 + i) + 1];
+            /* Rows of the embedding table: positions in the locality order. */
+            int32_t u = row_of(ev, edges[2 * (e0 + i)]), v = row_of(ev, edges[2 * (e0 + i) + 1]);
             int32_t *hh = ev->h_hi + i * per, *tt = ev->h_ti + i * per;
-            hh[0] = (int32_t)u;
-            tt[0] = (int32_t)v;
+            hh[0] = u;
+            tt[0] = v;
             for (int64_t j = 0; j < K; j++) {
-                hh[1 + j] = (int32_t)u;
-                tt[1 + j] = (int32_t)negs[(e0 + i) * K + j];
+                hh[1 + j] = u;
+                tt[1 + j] = row_of(ev, negs[(e0 + i) * K + j]);
             }
             /* DistMult: the edge's relation scores it and its negatives alike. */
             for (int64_t j = 0; distmult && j < per; j++)
@@ -545,12 +607,48 @@ void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows)
         ev->chunk_rows = rows;
 }
 
+/* Rows in the locality order (row p holds node node[p]) to node id order,
+ * in place: each cycle of the permutation moves along with one spare row. */
+static tma_status_t unpermute_rows(const tma_gnn_evaluator_t *ev, float *rows)
+{
+    if (!ev->pos)
+        return TMA_OK;
+    const int64_t N = ev->g->num_nodes, H = ev->cfg.hidden;
+    const size_t bytes = (size_t)H * sizeof(float);
+    uint8_t *done = calloc((size_t)N, 1);
+    float *spare = malloc(bytes);
+    if (!done || !spare) {
+        free(done);
+        free(spare);
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t v0 = 0; v0 < N; v0++) {
+        if (done[v0])
+            continue;
+        memcpy(spare, rows + v0 * H, bytes);
+        for (int64_t v = v0;;) {
+            int64_t from = ev->pos[v];
+            done[v] = 1;
+            if (from == v0) {
+                memcpy(rows + v * H, spare, bytes);
+                break;
+            }
+            memcpy(rows + v * H, rows + from * H, bytes);
+            v = from;
+        }
+    }
+    free(done);
+    free(spare);
+    return TMA_OK;
+}
+
 tma_status_t tma_gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *params, float *out)
 {
     tensor_t R;
     tma_status_t st = tma_gnn_tensor_upload(&ev->params, params);
     st = st ? st : infer(ev, &R);
-    return st ? st : tma_gnn_tensor_download(&R, out);
+    st = st ? st : tma_gnn_tensor_download(&R, out);
+    return st ? st : unpermute_rows(ev, out);
 }
 
 tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev) { return ev->b; }

@@ -466,40 +466,77 @@ int64_t tma_graph_block_full_edges(const tma_graph_t *g, int64_t r0, int64_t r1,
     return g->indptr[r1] - g->indptr[r0] + (self_loops ? r1 - r0 : 0);
 }
 
-tma_status_t tma_graph_block_full(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, int64_t r0,
-                                  int64_t r1, tma_graph_block_t *out)
+/* Row r of the order (node[r], or r itself without one) into its place in
+ * out (from edge out->indptr[r - r0]); source ids are positions in the order
+ * (pos[u], or u). */
+static void block_full_row(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, const int32_t *node,
+                           const int32_t *pos, int64_t r0, int64_t r, tma_graph_block_t *out)
 {
-    if (r0 < 0 || r1 < r0 || r1 > g->num_nodes || g->num_nodes > INT32_MAX ||
-        tma_graph_block_full_edges(g, r0, r1, self_loops) > INT32_MAX) {
+    const int64_t v = node ? node[r] : r;
+    const int64_t deg = tma_graph_degree(g, v);
+    const int64_t *row = g->indices + g->indptr[v];
+    const double di = gcn_dtilde(g, v);
+    const double scale = row_scale(norm, deg, deg, self_loops);
+    int64_t e = out->indptr[r - r0];
+    if (self_loops) {
+        out->indices[e] = (int32_t)r;
+        out->weights[e] = self_weight(norm, scale, di);
+        if (out->rel)
+            out->rel[e] = TMA_GRAPH_REL_SELF;
+        e++;
+    }
+    for (int64_t p = 0; p < deg; p++) {
+        out->indices[e] = pos ? pos[row[p]] : (int32_t)row[p];
+        out->weights[e] = edge_weight(g, norm, scale, di, row[p]);
+        if (out->rel)
+            out->rel[e] = message_rel(g, g->indptr[v] + p);
+        e++;
+    }
+}
+
+static tma_status_t block_full(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, const int32_t *node,
+                               const int32_t *pos, int64_t r0, int64_t r1, int threads, tma_graph_block_t *out)
+{
+    int64_t edges = 0;
+    if (r0 >= 0 && r1 >= r0 && r1 <= g->num_nodes) {
+        if (node)
+            for (int64_t r = r0; r < r1; r++)
+                edges += tma_graph_degree(g, node[r]) + (self_loops ? 1 : 0);
+        else
+            edges = tma_graph_block_full_edges(g, r0, r1, self_loops);
+    }
+    if (r0 < 0 || r1 < r0 || r1 > g->num_nodes || g->num_nodes > INT32_MAX || edges > INT32_MAX) {
         tma_log_error(COMP, "full block of rows [%lld, %lld) is out of range or too large",
                       (long long)r0, (long long)r1);
         return TMA_ERR_RANGE;
     }
+    /* The rows' offsets first, then the rows themselves on all threads. */
     int64_t e = 0;
     out->indptr[0] = 0;
-    for (int64_t v = r0; v < r1; v++) {
-        const int64_t deg = tma_graph_degree(g, v);
-        const int64_t *row = g->indices + g->indptr[v];
-        const double di = gcn_dtilde(g, v);
-        const double scale = row_scale(norm, deg, deg, self_loops);
-        if (self_loops) {
-            out->indices[e] = (int32_t)v;
-            out->weights[e] = self_weight(norm, scale, di);
-            if (out->rel)
-                out->rel[e] = TMA_GRAPH_REL_SELF;
-            e++;
-        }
-        for (int64_t p = 0; p < deg; p++) {
-            out->indices[e] = (int32_t)row[p];
-            out->weights[e] = edge_weight(g, norm, scale, di, row[p]);
-            if (out->rel)
-                out->rel[e] = message_rel(g, g->indptr[v] + p);
-            e++;
-        }
-        out->indptr[v - r0 + 1] = (int32_t)e;
+    for (int64_t r = r0; r < r1; r++) {
+        e += tma_graph_degree(g, node ? node[r] : r) + (self_loops ? 1 : 0);
+        out->indptr[r - r0 + 1] = (int32_t)e;
     }
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static, 256) if (threads > 1 && e > 16384)
+    for (int64_t r = r0; r < r1; r++)
+        block_full_row(g, norm, self_loops, node, pos, r0, r, out);
     out->num_dst = r1 - r0;
     out->num_src = g->num_nodes;
     out->num_edges = e;
     return TMA_OK;
+}
+
+tma_status_t tma_graph_block_full(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, int64_t r0,
+                                  int64_t r1, tma_graph_block_t *out)
+{
+    return block_full(g, norm, self_loops, NULL, NULL, r0, r1, 1, out);
+}
+
+tma_status_t tma_graph_block_full_ordered(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops,
+                                          const int32_t *node, const int32_t *pos, int64_t r0, int64_t r1,
+                                          int threads, tma_graph_block_t *out)
+{
+    if (!node != !pos)
+        return TMA_ERR_INVALID;
+    return block_full(g, norm, self_loops, node, pos, r0, r1, threads, out);
 }

@@ -650,6 +650,31 @@ int64_t tma_graph_block_full_edges(const tma_graph_t *g, int64_t r0, int64_t r1,
 tma_status_t tma_graph_block_full(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, int64_t r0,
                                   int64_t r1, tma_graph_block_t *out);
 
+/*
+ * The same over an order of the nodes, on `threads` threads: the
+ * destinations are node[r0 .. r1) and every source id is a position in the
+ * order (pos[u] for node u), so the block reads and writes tables whose row
+ * p holds node node[p].  node and pos are inverse permutations of
+ * 0 .. num_nodes - 1, or both NULL for id order (the block
+ * tma_graph_block_full builds); the edges are the sum of the rows' degrees
+ * (plus one each with self_loops).
+ */
+tma_status_t tma_graph_block_full_ordered(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops,
+                                          const int32_t *node, const int32_t *pos, int64_t r0, int64_t r1,
+                                          int threads, tma_graph_block_t *out);
+
+/*
+ * A cache-friendly order of the nodes for layer-wise inference: size-capped
+ * label propagation (a few sweeps; each node takes the label most of its
+ * neighbours have, among labels held by fewer than max_cluster nodes) groups
+ * nodes with their neighbours, and the order lists the groups one after the
+ * other (each in id order).  Inference that walks its destinations in this
+ * order finds most of a group's neighbour rows still in cache.  Fills node
+ * (position -> node) and pos (node -> position), num_nodes entries each;
+ * deterministic.  The graph must have at most INT32_MAX nodes.
+ */
+tma_status_t tma_graph_locality_order(const tma_graph_t *g, int64_t max_cluster, int32_t *node, int32_t *pos);
+
 #ifdef __cplusplus
 }
 #endif

@@ -285,8 +285,11 @@ int main(int argc, char **argv)
 
     if (do_eval) {
         tma_gnn_evaluator_t *ev;
+        double tc = tma_clock_now();
         if (tma_gnn_evaluator_create(rc, g, &ev) != TMA_OK)
             return 1;
+        /* Once per job (the locality order among it), not per evaluation. */
+        cJSON_AddNumberToObject(o, "eval_setup_seconds", tma_clock_now() - tc);
         tma_gnn_backend_set_sync_timing(tma_gnn_evaluator_backend(ev), sync_timing);
         float *p = malloc((size_t)tma_gnn_trainer_param_count(tr) * 4);
         if (!p || tma_gnn_trainer_get_params(tr, p) != TMA_OK)

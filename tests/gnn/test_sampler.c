@@ -128,6 +128,80 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
     }
 }
 
+/* The locality order: a permutation with its inverse, the same every time,
+ * and local: on a planted-partition graph whose communities interleave in id
+ * order (community = id mod k), most edges join nodes close in the order. */
+static void check_locality_order(void)
+{
+    gnn_test_graph_opts_t go;
+    gnn_test_graph_defaults(&go);
+    go.nodes = 4000;
+    go.communities = 8;
+    go.avg_degree = 12;
+    go.homophily = 0.95;
+    tma_graph_t *g = gnn_test_graph(&go);
+    const int64_t N = g->num_nodes, cap = 256;
+    int32_t *node = malloc((size_t)N * 4), *pos = malloc((size_t)N * 4);
+    int32_t *node2 = malloc((size_t)N * 4), *pos2 = malloc((size_t)N * 4);
+    CHECK_OK(tma_graph_locality_order(g, cap, node, pos));
+    int64_t fixed = 0;
+    for (int64_t v = 0; v < N; v++) {
+        CHECK(pos[v] >= 0 && pos[v] < N);
+        ASSERT_EQ(node[pos[v]], v);
+        fixed += pos[v] == v;
+    }
+    CHECK_MSG(fixed < N / 2, "the order leaves %lld of %lld nodes in place", (long long)fixed, (long long)N);
+    CHECK_OK(tma_graph_locality_order(g, cap, node2, pos2));
+    ASSERT_EQ(memcmp(node, node2, (size_t)N * 4), 0);
+    /* Edges within a group's reach: in id order about 2 cap / N of them (13 %). */
+    int64_t near_ord = 0, near_id = 0, edges = g->indptr[N];
+    for (int64_t v = 0; v < N; v++)
+        for (int64_t p = g->indptr[v]; p < g->indptr[v + 1]; p++) {
+            int64_t u = g->indices[p];
+            near_ord += llabs((long long)pos[u] - pos[v]) < cap;
+            near_id += llabs((long long)(u - v)) < cap;
+        }
+    double f_ord = (double)near_ord / (double)edges, f_id = (double)near_id / (double)edges;
+    fprintf(stderr, "locality order: %.3f of edges within %lld positions (id order %.3f)\n", f_ord, (long long)cap,
+            f_id);
+    CHECK_MSG(f_ord > 0.45 && f_ord > 3 * f_id, "the order is not local: %.3f of edges near (id order %.3f)", f_ord,
+              f_id);
+    /* The whole graph's block over the order on two threads is the one thread's, row for row. */
+    {
+        const int64_t ne = tma_graph_block_full_edges(g, 0, N, 1);
+        CHECK(ne > 16384); /* enough to run on both threads */
+        tma_graph_block_t b[2];
+        for (int t = 0; t < 2; t++) {
+            memset(&b[t], 0, sizeof b[t]);
+            b[t].indptr = calloc((size_t)N + 1, 4);
+            b[t].indices = calloc((size_t)ne, 4);
+            b[t].weights = calloc((size_t)ne, 4);
+            CHECK_OK(tma_graph_block_full_ordered(g, TMA_GRAPH_NORM_GCN, 1, node, pos, 0, N, 1 + t, &b[t]));
+            ASSERT_EQ(b[t].num_edges, ne);
+        }
+        ASSERT_EQ(memcmp(b[0].indptr, b[1].indptr, (size_t)(N + 1) * 4), 0);
+        ASSERT_EQ(memcmp(b[0].indices, b[1].indices, (size_t)ne * 4), 0);
+        ASSERT_EQ(memcmp(b[0].weights, b[1].weights, (size_t)ne * 4), 0);
+        /* No order (both NULL) is id order: tma_graph_block_full's block. */
+        CHECK_OK(tma_graph_block_full_ordered(g, TMA_GRAPH_NORM_GCN, 1, NULL, NULL, 0, N, 2, &b[1]));
+        CHECK_OK(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 0, N, &b[0]));
+        ASSERT_EQ(memcmp(b[0].indices, b[1].indices, (size_t)ne * 4), 0);
+        ASSERT_EQ(memcmp(b[0].weights, b[1].weights, (size_t)ne * 4), 0);
+        for (int t = 0; t < 2; t++) {
+            free(b[t].indptr);
+            free(b[t].indices);
+            free(b[t].weights);
+        }
+    }
+    CHECK_STATUS(tma_graph_locality_order(g, 0, node, pos), TMA_ERR_INVALID);
+    CHECK_STATUS(tma_graph_locality_order(g, cap, NULL, pos), TMA_ERR_INVALID);
+    free(node);
+    free(pos);
+    free(node2);
+    free(pos2);
+    tma_graph_destroy(g);
+}
+
 int main(void)
 {
     tma_log_set_level(TMA_LOG_ERROR);
@@ -259,6 +333,34 @@ int main(void)
         ASSERT_EQ(memcmp(sb.indices, fb.indices + fb.indptr[20], sb.num_edges * 4), 0);
         ASSERT_EQ(memcmp(sb.weights, fb.weights + fb.indptr[20], sb.num_edges * 4), 0);
         CHECK_STATUS(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 30, 20, &sb), TMA_ERR_RANGE);
+        /* Over an order: rows r0..r1 of it are the rows of their nodes, sources renamed to positions. */
+        {
+            const int64_t N = g->num_nodes;
+            int32_t *node = malloc((size_t)N * 4), *pos = malloc((size_t)N * 4);
+            for (int64_t r = 0; r < N; r++)
+                node[r] = (int32_t)((r * 7 + 3) % N); /* N is not a multiple of 7 */
+            for (int64_t r = 0; r < N; r++)
+                pos[node[r]] = (int32_t)r;
+            CHECK(N % 7 != 0);
+            CHECK_OK(tma_graph_block_full_ordered(g, TMA_GRAPH_NORM_GCN, 1, node, pos, 20, 30, 2, &sb));
+            CHECK(sb.num_dst == 10 && sb.num_src == N);
+            for (int64_t r = 20; r < 30; r++) {
+                const int64_t v = node[r];
+                const int32_t *e0 = sb.indices + sb.indptr[r - 20];
+                ASSERT_EQ(sb.indptr[r - 20 + 1] - sb.indptr[r - 20], fb.indptr[v + 1] - fb.indptr[v]);
+                for (int32_t k = 0; k < fb.indptr[v + 1] - fb.indptr[v]; k++) {
+                    /* the self-loop is the row's own position */
+                    ASSERT_EQ(e0[k], pos[fb.indices[fb.indptr[v] + k]]);
+                    CHECK(sb.weights[sb.indptr[r - 20] + k] == fb.weights[fb.indptr[v] + k]);
+                }
+            }
+            CHECK_STATUS(tma_graph_block_full_ordered(g, TMA_GRAPH_NORM_GCN, 1, node, pos, 0, N + 1, 2, &sb),
+                         TMA_ERR_RANGE);
+            CHECK_STATUS(tma_graph_block_full_ordered(g, TMA_GRAPH_NORM_GCN, 1, NULL, pos, 0, 1, 2, &sb),
+                         TMA_ERR_INVALID);
+            free(node);
+            free(pos);
+        }
         free(sb.indptr);
         free(sb.indices);
         free(sb.weights);
@@ -383,5 +485,6 @@ int main(void)
     }
 
     tma_graph_destroy(g);
+    check_locality_order();
     return tma_test_done();
 }

@@ -398,6 +398,54 @@ static void check_relation_used(tma_graph_t *g)
     tma_gnn_evaluator_destroy(ev);
 }
 
+/* eval.node_order "locality" renames the embedding tables' rows, not the
+ * numbers: every score and every exported embedding is the one id order
+ * gives, with several inference chunks (37 rows each) and on a graph whose
+ * order moves most nodes. */
+static void check_node_order(tma_graph_t *g, tma_gnn_config_t c)
+{
+    const int64_t N = g->num_nodes;
+    int32_t *node = malloc((size_t)N * 4), *pos = malloc((size_t)N * 4);
+    CHECK_OK(tma_graph_locality_order(g, 1024, node, pos));
+    int64_t moved = 0;
+    for (int64_t v = 0; v < N; v++)
+        moved += pos[v] != v;
+    CHECK_MSG(moved > N / 2, "the locality order moves only %lld of %lld nodes", (long long)moved, (long long)N);
+    free(node);
+    free(pos);
+    tma_gnn_evaluator_t *ev[2];
+    for (int i = 0; i < 2; i++) {
+        c.eval_locality = i;
+        CHECK_OK(tma_gnn_evaluator_create(&c, g, &ev[i]));
+        gnn_evaluator_set_chunk_rows(ev[i], 37);
+    }
+    CHECK_OK(tma_gnn_config_resolve(&c, g));
+    tma_gnn_layout_t lay;
+    CHECK_OK(tma_gnn_layout_build(&c, &lay));
+    float *p = malloc((size_t)lay.total * 4);
+    CHECK_OK(tma_gnn_params_init(&c, 5, p));
+    const int64_t ne = tma_gnn_evaluator_edges(ev[0], TMA_GNN_SPLIT_VAL), per = 1 + g->num_negatives;
+    float *s[2], *emb[2];
+    double mrr[2];
+    for (int i = 0; i < 2; i++) {
+        s[i] = malloc((size_t)(ne * per) * 4);
+        emb[i] = malloc((size_t)(N * c.hidden) * 4);
+        CHECK_OK(tma_gnn_evaluator_scores(ev[i], p, TMA_GNN_SPLIT_VAL, s[i], &mrr[i]));
+        CHECK_OK(tma_gnn_evaluator_embeddings(ev[i], p, emb[i]));
+    }
+    char name[64];
+    double es = max_rel(s[1], s[0], ne * per), ee = max_rel(emb[1], emb[0], N * c.hidden);
+    CHECK_MSG(es < 1e-5 && ee < 1e-5, "%s: locality order differs from id order (scores %.2g, embeddings %.2g)",
+              model_name(&c, name, sizeof name), es, ee);
+    CHECK_NEAR(mrr[1], mrr[0], 1e-3);
+    for (int i = 0; i < 2; i++) {
+        free(s[i]);
+        free(emb[i]);
+        tma_gnn_evaluator_destroy(ev[i]);
+    }
+    free(p);
+}
+
 static void check_hetero(void)
 {
     /* Noisy features: the graph has to carry the classes. */
@@ -438,6 +486,10 @@ int main(void)
     }
     double t1 = tma_clock_now();
     check_blocks(g);
+    for (int e = 0; e < 2; e++) { /* GCN and SAGE: the encoders that aggregate */
+        check_node_order(g, small_config((tma_gnn_encoder_t)e));
+        check_node_order(gs, small_config((tma_gnn_encoder_t)e));
+    }
     check_graph_sets();
     check_ties(g);
     double t2 = tma_clock_now();
