@@ -47,8 +47,13 @@
  * created, for up to SCRATCH_COLS columns (wider falls back to splitting
  * the columns between threads). */
 #define SCRATCH_COLS TMA_GNN_MAX_HIDDEN
+/* A weight gradient (A^T B over many rows) sums at most this many slices,
+ * each slice's partial product at most MM_PART_FLOATS floats. */
+#define MM_MAX_SLICES 8
+#define MM_PART_FLOATS ((int64_t)1 << 18)
 typedef struct cpu_state {
-    double *part; /* [2][NCHUNK][SCRATCH_COLS] */
+    double *part;   /* [2][NCHUNK][SCRATCH_COLS] */
+    float *mm_part; /* [MM_MAX_SLICES - 1][MM_PART_FLOATS]: sgemm_tn's partial products */
 } cpu_state_t;
 
 static double *partials(tma_gnn_backend_t *b, int which)
@@ -189,6 +194,47 @@ static void sgemm_rows(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, fl
     }
 }
 
+/*
+ * C = alpha A^T B + beta C for row-major A (k x m) and B (k x n) summed over
+ * many rows k (a weight's gradient): the rows in one slice a thread, each
+ * slice's product on that thread alone into its own partial, then the
+ * partials added in slice order, so that the result depends on the thread
+ * count only (as a reduction over OpenBLAS's threads does) and not on
+ * timing.  Few rows, a wide product or many threads: OpenBLAS's threads.
+ */
+static void sgemm_tn(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    const int64_t nt = NT(b);
+    float *part = ((cpu_state_t *)b->impl)->mm_part;
+    if (nt <= 1 || nt > MM_MAX_SLICES || !part || k < nt * MATMUL_SLICE_MIN || m * n > MM_PART_FLOATS) {
+        if (openblas_get_num_threads() != nt)
+            openblas_set_num_threads((int)nt);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb,
+                    beta, C, (int)ldc);
+        return;
+    }
+    if (openblas_get_num_threads() != 1)
+        openblas_set_num_threads(1);
+    /* nt slices of at least MATMUL_SLICE_MIN rows each, whatever team OpenMP gives. */
+    const int64_t slice = (k + nt - 1) / nt;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static, 1)
+        for (int64_t s = 0; s < nt; s++) {
+            const int64_t r0 = s * slice, rows = TMA_MIN(slice, k - r0);
+            /* Slice 0 into C itself (with beta), the others into their partials. */
+            float *out = s == 0 ? C : part + (s - 1) * MM_PART_FLOATS;
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)rows, alpha, A + r0 * lda,
+                        (int)lda, B + r0 * ldb, (int)ldb, s == 0 ? beta : 0.0f, out, (int)(s == 0 ? ldc : n));
+        }
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t q = 1; q < nt; q++)
+                row_axpy(C + i * ldc, part + (q - 1) * MM_PART_FLOATS + i * n, 1.0f, n);
+    }
+}
+
 static tma_status_t cpu_matmul(tma_gnn_backend_t *b, const tensor_t *A, int ta, const tensor_t *B, int tb,
                                float alpha, float beta, tensor_t *C)
 {
@@ -203,6 +249,10 @@ static tma_status_t cpu_matmul(tma_gnn_backend_t *b, const tensor_t *A, int ta, 
     }
     if (!ta && n > 1) {
         sgemm_rows(b, m, n, k, alpha, CF(A), A->cols, tb, CF(B), B->cols, beta, F(C), C->cols);
+        return TMA_OK;
+    }
+    if (ta && !tb && n > 1) {
+        sgemm_tn(b, m, n, k, alpha, CF(A), A->cols, CF(B), B->cols, beta, F(C), C->cols);
         return TMA_OK;
     }
     if (openblas_get_num_threads() != NT(b))
@@ -1056,15 +1106,13 @@ static tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f
         return TMA_OK;
     }
     if (ids_contiguous(id, n)) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)dim, (int)d, (int)n, 1.0f, f->dense + id[0] * dim,
-                    (int)dim, g, (int)d, 0.0f, dw, (int)d);
+        sgemm_tn(b, dim, d, n, 1.0f, f->dense + id[0] * dim, dim, g, d, 0.0f, dw, d);
         return TMA_OK;
     }
     for (int64_t r0 = 0; r0 < n; r0 += f->chunk_rows) {
         int64_t rn = TMA_MIN(f->chunk_rows, n - r0);
         gather_rows(b, f, id + r0, rn, f->gather);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)dim, (int)d, (int)rn, 1.0f, f->gather, (int)dim,
-                    g + r0 * d, (int)d, r0 == 0 ? 0.0f : 1.0f, dw, (int)d);
+        sgemm_tn(b, dim, d, rn, 1.0f, f->gather, dim, g + r0 * d, d, r0 == 0 ? 0.0f : 1.0f, dw, d);
     }
     return TMA_OK;
 }
@@ -1288,7 +1336,14 @@ static tma_status_t cpu_init(tma_gnn_backend_t *b, const char *device)
     cpu_state_t *cs = calloc(1, sizeof *cs);
     if (cs)
         cs->part = tma_alloc_aligned(2 * (size_t)NCHUNK * SCRATCH_COLS * sizeof(double));
-    if (!cs || !cs->part) {
+    /* Reserved, not touched: a page is first written by the product that needs it. */
+    if (cs && b->threads > 1 && b->threads <= MM_MAX_SLICES)
+        cs->mm_part = tma_alloc_aligned((size_t)(b->threads - 1) * MM_PART_FLOATS * sizeof(float));
+    if (!cs || !cs->part || (b->threads > 1 && b->threads <= MM_MAX_SLICES && !cs->mm_part)) {
+        if (cs) {
+            tma_free_aligned(cs->part);
+            tma_free_aligned(cs->mm_part);
+        }
         free(cs);
         tma_log_error(COMP, "out of memory for the CPU backend's scratch");
         return TMA_ERR_NOMEM;
@@ -1301,8 +1356,10 @@ static tma_status_t cpu_init(tma_gnn_backend_t *b, const char *device)
 static void cpu_fini(tma_gnn_backend_t *b)
 {
     cpu_state_t *cs = b->impl;
-    if (cs)
+    if (cs) {
         tma_free_aligned(cs->part);
+        tma_free_aligned(cs->mm_part);
+    }
     free(cs);
     b->impl = NULL;
 }

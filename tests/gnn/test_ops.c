@@ -173,7 +173,10 @@ static void free_block(blk_pair_t *bp)
 static void test_matmul(void)
 {
     cur_op = "matmul";
-    const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {64, 33, 300}, {130, 17, 1}, {5, 1, 64}, {0, 4, 3}, {3, 4, 0}};
+    /* The last two: a tall product the CPU backend slices by rows, and with
+     * ta a long sum it slices into partials (sgemm_rows, sgemm_tn). */
+    const int64_t shapes[][3] = {{1, 1, 1},   {7, 5, 3},   {64, 33, 300},  {130, 17, 1},
+                                 {5, 1, 64},  {0, 4, 3},   {3, 4, 0},      {1100, 24, 40}, {24, 40, 1600}};
     for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
         for (int ta = 0; ta < 2; ta++) {
             for (int tb = 0; tb < 2; tb++) {
