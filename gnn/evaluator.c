@@ -447,14 +447,14 @@ void tma_gnn_metrics_json(const tma_gnn_metrics_t *m, const char *prefix, cJSON 
     cJSON_AddStringToObject(obj, "ties", tma_gnn_ties_name(m->ties));
 }
 
-/* The metrics of a split, and with `scores` non-NULL every logit of it (row
- * i: edge i's positive, then its negatives), downloaded whatever the device. */
 /* The embedding table's row of node v. */
 static inline int32_t row_of(const tma_gnn_evaluator_t *ev, int64_t v)
 {
     return ev->pos ? ev->pos[v] : (int32_t)v;
 }
 
+/* The metrics of a split, and with `scores` non-NULL every logit of it (row
+ * i: edge i's positive, then its negatives), downloaded whatever the device. */
 static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
                                tma_gnn_metrics_t *m_p, float *scores)
 {
