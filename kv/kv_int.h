@@ -92,7 +92,8 @@ typedef struct tma_kv_lease_resp {
 tma_status_t tma_kv_parse_lease(const char *body, size_t len, tma_kv_lease_resp_t *out_p);
 
 /* One line of a watch stream: {"result":{...}}, or {"error":{...}} when the
- * stream failed (returned as that error's status, with *err filled). */
+ * stream failed (returned as that error's status, with *err filled).  *err
+ * is cleared first: after any other outcome its message is "". */
 typedef struct tma_kv_watch_resp {
     int64_t revision;
     int64_t watch_id;

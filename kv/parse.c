@@ -691,6 +691,11 @@ static int parse_event(const cJSON *obj, kv_arena_t **arena, tma_kv_event_t *ev)
 tma_status_t tma_kv_parse_watch(const char *line, size_t len, kv_arena_t **arena,
                                 tma_kv_watch_resp_t *out_p, tma_kv_error_t *err)
 {
+    /* *err is defined whatever the outcome: empty unless the stream reported an error. */
+    if (err) {
+        memset(err, 0, sizeof(*err));
+        err->grpc_code = -1;
+    }
     cJSON *root;
     const cJSON *inner;
     tma_status_t st = open_stream_message(line, len, err, &root, &inner);

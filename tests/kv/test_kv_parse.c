@@ -258,9 +258,14 @@ static void test_watch(void)
         "{\"result\":{\"header\":{},\"created\":\"true\"}}",
         "{\"error\":{\"grpc_code\":\"x\"}}",
     };
-    for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++)
+    for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++) {
+        /* Whatever the caller's *err held, a refused line leaves a terminated message in it (the
+         * fuzz target found a line whose refusal left it untouched, and read garbage). */
+        memset(&err, 'x', sizeof err);
         CHECK_MSG(tma_kv_parse_watch(bad[i], strlen(bad[i]), &arena, &w, &err) == TMA_ERR_MALFORMED,
                   "accepted %s", bad[i]);
+        CHECK_MSG(memchr(err.message, '\0', sizeof err.message) != NULL, "no message after refusing %s", bad[i]);
+    }
     kv_arena_free(arena);
 }
 
