@@ -497,24 +497,21 @@ static void block_full_row(const tma_graph_t *g, tma_graph_norm_t norm, int self
 static tma_status_t block_full(const tma_graph_t *g, tma_graph_norm_t norm, int self_loops, const int32_t *node,
                                const int32_t *pos, int64_t r0, int64_t r1, int threads, tma_graph_block_t *out)
 {
-    int64_t edges = 0;
-    if (r0 >= 0 && r1 >= r0 && r1 <= g->num_nodes) {
-        if (node)
-            for (int64_t r = r0; r < r1; r++)
-                edges += tma_graph_degree(g, node[r]) + (self_loops ? 1 : 0);
-        else
-            edges = tma_graph_block_full_edges(g, r0, r1, self_loops);
-    }
-    if (r0 < 0 || r1 < r0 || r1 > g->num_nodes || g->num_nodes > INT32_MAX || edges > INT32_MAX) {
-        tma_log_error(COMP, "full block of rows [%lld, %lld) is out of range or too large",
-                      (long long)r0, (long long)r1);
+    if (r0 < 0 || r1 < r0 || r1 > g->num_nodes || g->num_nodes > INT32_MAX) {
+        tma_log_error(COMP, "full block of rows [%lld, %lld) is out of range", (long long)r0, (long long)r1);
         return TMA_ERR_RANGE;
     }
-    /* The rows' offsets first, then the rows themselves on all threads. */
+    /* The rows' offsets first (refused past int32 before any row is
+     * written), then the rows themselves on all threads. */
     int64_t e = 0;
     out->indptr[0] = 0;
     for (int64_t r = r0; r < r1; r++) {
         e += tma_graph_degree(g, node ? node[r] : r) + (self_loops ? 1 : 0);
+        if (e > INT32_MAX) {
+            tma_log_error(COMP, "full block of rows [%lld, %lld) has over %d edges", (long long)r0, (long long)r1,
+                          INT32_MAX);
+            return TMA_ERR_RANGE;
+        }
         out->indptr[r - r0 + 1] = (int32_t)e;
     }
 #pragma omp parallel for num_threads(threads > 0 ? threads : 1) schedule(static, 256) if (threads > 1 && e > 16384)
