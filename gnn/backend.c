@@ -471,6 +471,40 @@ tma_status_t tma_gnn_op_score_mlp(const tensor_t *H, const tensor_t *hi, const t
           logits->backend->ops->score_mlp(logits->backend, H, hi, ti, layers, W, bias, a, scratch, logits));
 }
 
+tma_status_t tma_gnn_op_layer_infer(const tma_gnn_layer_infer_t *L, tensor_t *scratch, tensor_t *Y)
+{
+    tma_gnn_backend_t *b = Y->backend;
+    if (!b->ops->layer_infer)
+        return TMA_ERR_UNSUPPORTED;
+    const tma_gnn_block_t *blk = L->blk;
+    const int64_t n = blk->num_dst, d = L->W->rows, h = L->W->cols;
+    REQUIRE("layer_infer", block_ok(blk) && IS(Y, TMA_GNN_F32) && Y->rows == n && Y->cols == h);
+    REQUIRE("layer_infer", IS(L->W, TMA_GNN_F32) && IS(L->bias, TMA_GNN_F32) && tma_gnn_tensor_numel(L->bias) == h);
+    REQUIRE("layer_infer", !L->W_self || (IS(L->W_self, TMA_GNN_F32) && L->W_self->rows == d && L->W_self->cols == h));
+    /* The rows the op reads: the block's sources, and each row's own. */
+    const int64_t need = TMA_MAX(blk->num_src, L->W_self ? L->self0 + n : 0);
+    REQUIRE("layer_infer", L->self0 >= 0);
+    if (L->X) {
+        REQUIRE("layer_infer", IS(L->X, TMA_GNN_F32) && L->X->cols == d && L->X->rows >= need);
+    } else {
+        tma_gnn_feat_info_t fi;
+        REQUIRE("layer_infer", L->feat && L->ids);
+        b->ops->feat_info(L->feat, &fi);
+        REQUIRE("layer_infer", !fi.sparse && fi.dim == d);
+        REQUIRE("layer_infer", IS(L->ids, TMA_GNN_I64) && tma_gnn_tensor_numel(L->ids) >= need);
+    }
+    if (L->a) {
+        REQUIRE("layer_infer", L->gamma && L->beta && tma_gnn_tensor_numel(L->a) == 1);
+        REQUIRE("layer_infer", tma_gnn_tensor_numel(L->gamma) == h && tma_gnn_tensor_numel(L->beta) == h);
+    }
+    REQUIRE("layer_infer", IS(scratch, TMA_GNN_F32) && tma_gnn_tensor_numel(scratch) >= (2 * d + h) * b->threads);
+    if (n == 0)
+        return TMA_OK;
+    const double flops = 2.0 * (double)n * (double)d * (double)h * (L->W_self ? 2.0 : 1.0);
+    TIMED_IO(b, GNN_OP_LAYER_INFER, flops, 4.0 * (double)blk->num_edges * (double)d,
+             b->ops->layer_infer(b, L, scratch, Y));
+}
+
 /* ------------------------------------------------------------------ heterogeneous ops */
 
 tma_status_t tma_gnn_op_rgcn_aggregate(const tma_gnn_block_t *blk, const tensor_t *rel, const tensor_t *T,

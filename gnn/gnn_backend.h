@@ -52,6 +52,25 @@ enum {
     TMA_GNN_FEAT_DENSE = 1, /* never convert to CSR */
 };
 
+/* One GCN or SAGE layer of full-neighbourhood inference over a chunk of
+ * destination rows (the layer_infer op). */
+typedef struct tma_gnn_layer_infer {
+    const tma_gnn_block_t *blk;
+    /* The source rows: a dense table X (row u for the block's index u), or,
+     * when X is NULL, dense features feat through ids (row u: feature row
+     * ids[u]). */
+    const tensor_t *X;
+    tma_gnn_feat_t *feat;
+    const tensor_t *ids;
+    const tensor_t *W;      /* d_in x d_out, applied to the aggregate */
+    const tensor_t *W_self; /* d_in x d_out applied to the row's own source row (SAGE), or NULL */
+    int64_t self0;                  /* destination row i's own source row: self0 + i */
+    const tensor_t *bias;   /* d_out */
+    /* LayerNorm and PReLU after the bias; a == NULL: none (the last layer). */
+    const tensor_t *gamma, *beta, *a;
+    float eps;
+} tma_gnn_layer_infer_t;
+
 typedef struct tma_gnn_adam {
     float lr, beta1, beta2, eps;
     int64_t step; /* 1 for the first update */
@@ -168,6 +187,20 @@ typedef struct tma_gnn_ops {
                               int layers, const tensor_t *const *W, const tensor_t *const *bias,
                               const tensor_t *const *a, tensor_t *scratch, tensor_t *logits);
 
+    /* One encoder layer of full-neighbourhood inference in one op (L: see
+     * tma_gnn_layer_infer_t; Y: num_dst x d_out, overwritten):
+     *   A = the block's weighted sum of source rows (as spmm)
+     *   Z = A W + S W_self + bias   (S: each row's own source row; SAGE)
+     *   Y = a ? PReLU_a(LayerNorm(Z)) : Z
+     * the numbers of spmm (or feat_aggregate), matmul, add_bias and
+     * ln_prelu_fwd, computed in tiles of rows small enough to stay in a
+     * core's cache instead of whole passes through memory.  scratch (f32,
+     * any shape) is work space: rows * (2 * d_in + d_out) floats a thread
+     * for tiles of `rows` rows; the caller gives at least one row's worth a
+     * thread. */
+    tma_status_t (*layer_infer)(tma_gnn_backend_t *b, const tma_gnn_layer_infer_t *L, tensor_t *scratch,
+                                tensor_t *Y);
+
     /* Heterogeneous models (docs/model.md, "Heterogeneous ops").  Relation
      * ids are i32 in [0, R); the caller guarantees the range. */
     /* RGCN with basis decomposition, after the projection T = H V of the
@@ -231,6 +264,7 @@ typedef struct tma_gnn_ops {
     X(LN_PRELU_BWD, "ln_prelu_bwd")                                                                \
     X(MRR_SUM, "mrr_sum")                                                                          \
     X(SCORE_MLP, "score_mlp")                                                                      \
+    X(LAYER_INFER, "layer_infer")                                                                  \
     X(RGCN_AGG, "rgcn_aggregate")                                                                  \
     X(RGCN_AGG_BWD, "rgcn_aggregate_bwd")                                                          \
     X(DISTMULT, "distmult")                                                                        \
@@ -309,6 +343,9 @@ tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p);
 tma_status_t tma_gnn_op_score_mlp(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, int layers,
                                   const tensor_t *const *W, const tensor_t *const *bias, const tensor_t *const *a,
                                   tensor_t *scratch, tensor_t *logits);
+/* TMA_ERR_UNSUPPORTED where the backend has no layer_infer (the caller runs
+ * the separate ops); see the ops table. */
+tma_status_t tma_gnn_op_layer_infer(const tma_gnn_layer_infer_t *L, tensor_t *scratch, tensor_t *Y);
 tma_status_t tma_gnn_op_feat_matmul(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *W, float beta,
                                     tensor_t *out);
 tma_status_t tma_gnn_op_feat_matmul_grad(tma_gnn_feat_t *f, const tensor_t *ids, const tensor_t *dOut,

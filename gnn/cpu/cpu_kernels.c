@@ -350,6 +350,32 @@ static tma_status_t cpu_colsum(tma_gnn_backend_t *b, const tensor_t *X, tensor_t
 
 /* ------------------------------------------------------------------ sparse */
 
+/* y = sum over edges e in [e0, e1) of w[e] times source row ix[e] (row u
+ * of x, or row id[u] where id is given); the first edge initialises the
+ * row, so there is no separate zeroing pass. */
+static inline void sum_row(float *restrict y, const float *x, const int64_t *id, int64_t d, int32_t e0, int32_t e1,
+                           const int32_t *ix, const float *w, int64_t nnz)
+{
+#define SRC_ROW_(e) (x + (id ? id[ix[e]] : (int64_t)ix[e]) * d)
+    if (e0 == e1) {
+        row_zero(y, d);
+        return;
+    }
+    {
+        const float *xr = SRC_ROW_(e0);
+        const float we = w[e0];
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] = we * xr[j];
+    }
+    for (int32_t e = e0 + 1; e < e1; e++) {
+        if (e + PREFETCH_AHEAD < nnz)
+            prefetch_row(SRC_ROW_(e + PREFETCH_AHEAD), d);
+        row_axpy(y, SRC_ROW_(e), w[e], d);
+    }
+#undef SRC_ROW_
+}
+
 static tma_status_t cpu_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y)
 {
     const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
@@ -357,27 +383,8 @@ static tma_status_t cpu_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, c
     float *y = F(Y);
     const int64_t d = Y->cols, nnz = blk->num_edges;
 #pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * d > PAR_MIN)
-    for (int64_t i = 0; i < blk->num_dst; i++) {
-        float *yi = y + i * d;
-        int32_t e0 = ip[i], e1 = ip[i + 1];
-        if (e0 == e1) {
-            row_zero(yi, d);
-            continue;
-        }
-        /* The first edge initialises the row: no separate zeroing pass. */
-        {
-            const float *xr = x + (int64_t)ix[e0] * d;
-            const float we = w[e0];
-#pragma omp simd
-            for (int64_t j = 0; j < d; j++)
-                yi[j] = we * xr[j];
-        }
-        for (int32_t e = e0 + 1; e < e1; e++) {
-            if (e + PREFETCH_AHEAD < nnz)
-                prefetch_row(x + (int64_t)ix[e + PREFETCH_AHEAD] * d, d);
-            row_axpy(yi, x + (int64_t)ix[e] * d, w[e], d);
-        }
-    }
+    for (int64_t i = 0; i < blk->num_dst; i++)
+        sum_row(y + i * d, x, NULL, d, ip[i], ip[i + 1], ix, w, nnz);
     return TMA_OK;
 }
 
@@ -440,6 +447,22 @@ static tma_status_t cpu_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk,
 
 /* ------------------------------------------------------------------ LayerNorm, PReLU */
 
+/* A row's mean and 1 / sqrt(variance + eps), LayerNorm's statistics. */
+static inline void row_moments(const float *restrict xi, int64_t d, float eps, float *mu_p, float *rs_p)
+{
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < d; j++)
+        sum += xi[j];
+    const float mu = sum / (float)d;
+    float v = 0;
+#pragma omp simd reduction(+ : v)
+    for (int64_t j = 0; j < d; j++)
+        v += (xi[j] - mu) * (xi[j] - mu);
+    *mu_p = mu;
+    *rs_p = 1.0f / sqrtf(v / (float)d + eps);
+}
+
 static tma_status_t cpu_layernorm_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
                                       const tensor_t *beta, float eps, tensor_t *Y, tensor_t *mean,
                                       tensor_t *rstd)
@@ -451,16 +474,8 @@ static tma_status_t cpu_layernorm_fwd(tma_gnn_backend_t *b, const tensor_t *X, c
     for (int64_t i = 0; i < n; i++) {
         const float *xi = x + i * d;
         float *yi = y + i * d;
-        float s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int64_t j = 0; j < d; j++)
-            s += xi[j];
-        const float mu = s / (float)d;
-        float v = 0;
-#pragma omp simd reduction(+ : v)
-        for (int64_t j = 0; j < d; j++)
-            v += (xi[j] - mu) * (xi[j] - mu);
-        const float rs = 1.0f / sqrtf(v / (float)d + eps);
+        float mu, rs;
+        row_moments(xi, d, eps, &mu, &rs);
 #pragma omp simd
         for (int64_t j = 0; j < d; j++)
             yi[j] = (xi[j] - mu) * rs * g[j] + bt[j];
@@ -561,6 +576,22 @@ static tma_status_t cpu_layernorm_bwd(tma_gnn_backend_t *b, const tensor_t *dY, 
     return TMA_OK;
 }
 
+/* One row of PReLU_s(LayerNorm(x)) into h, with the row's mean and 1/std. */
+static inline void ln_prelu_row(const float *restrict xi, int64_t d, const float *restrict g,
+                                const float *restrict bt, float s, float eps, float *restrict hi, float *mu_p,
+                                float *rs_p)
+{
+    float mu, rs;
+    row_moments(xi, d, eps, &mu, &rs);
+#pragma omp simd
+    for (int64_t j = 0; j < d; j++) {
+        float y = (xi[j] - mu) * rs * g[j] + bt[j];
+        hi[j] = y * (y > 0 ? 1.0f : s);
+    }
+    *mu_p = mu;
+    *rs_p = rs;
+}
+
 static tma_status_t cpu_ln_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
                                      const tensor_t *beta, const tensor_t *a, float eps, tensor_t *H, tensor_t *mean,
                                      tensor_t *rstd)
@@ -569,27 +600,8 @@ static tma_status_t cpu_ln_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, co
     const float *x = CF(X), *g = CF(gamma), *bt = CF(beta), s = CF(a)[0];
     float *h = F(H), *mu_out = F(mean), *rs_out = F(rstd);
 #pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const float *xi = x + i * d;
-        float *hi = h + i * d;
-        float sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < d; j++)
-            sum += xi[j];
-        const float mu = sum / (float)d;
-        float v = 0;
-#pragma omp simd reduction(+ : v)
-        for (int64_t j = 0; j < d; j++)
-            v += (xi[j] - mu) * (xi[j] - mu);
-        const float rs = 1.0f / sqrtf(v / (float)d + eps);
-#pragma omp simd
-        for (int64_t j = 0; j < d; j++) {
-            float y = (xi[j] - mu) * rs * g[j] + bt[j];
-            hi[j] = y * (y > 0 ? 1.0f : s);
-        }
-        mu_out[i] = mu;
-        rs_out[i] = rs;
-    }
+    for (int64_t i = 0; i < n; i++)
+        ln_prelu_row(x + i * d, d, g, bt, s, eps, h + i * d, &mu_out[i], &rs_out[i]);
     return TMA_OK;
 }
 
@@ -1144,6 +1156,76 @@ static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
     return TMA_OK;
 }
 
+/* ------------------------------------------------------------------ fused inference layer */
+
+/* Rows of a layer_infer tile: with d_in = d_out = 256 the tile's aggregate
+ * and output (256 KiB) and the weight stay in a core's L2 and L3. */
+#define INFER_ROWS 128
+
+/* One encoder layer for a chunk of rows (see layer_infer in gnn_backend.h):
+ * each thread takes tiles of rows and runs the aggregation, the products
+ * (single-threaded sgemm), the bias and LayerNorm + PReLU on one tile while
+ * it is in cache, instead of four passes over the chunk through memory and
+ * a parallel region for each.  A row's sums are those of the separate
+ * ops, in the same order (the products are OpenBLAS's, on a tile's rows
+ * instead of a slice's). */
+static tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_infer_t *L, tensor_t *scratch,
+                                    tensor_t *Y)
+{
+    const tma_gnn_block_t *blk = L->blk;
+    const int64_t n = blk->num_dst, d = L->W->rows, h = L->W->cols, nnz = blk->num_edges;
+    const int nt = NT(b);
+    const int64_t rows = TMA_MIN((int64_t)INFER_ROWS, tma_gnn_tensor_numel(scratch) / ((2 * d + h) * nt));
+    const int64_t ntile = (n + rows - 1) / rows;
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const float *w = CF(&blk->weights), *bias = CF(L->bias);
+    const float *x = L->X ? CF(L->X) : L->feat->dense;
+    const int64_t *id = L->X ? NULL : CI64(L->ids);
+    float *y = F(Y);
+    if (openblas_get_num_threads() != 1)
+        openblas_set_num_threads(1);
+#pragma omp parallel num_threads(nt) if (ntile > 1)
+    {
+        float *A = F(scratch) + (size_t)omp_get_thread_num() * rows * (2 * d + h), *S = A + rows * d,
+              *Z = S + rows * d;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < ntile; t++) {
+            const int64_t r0 = t * rows, m = TMA_MIN(rows, n - r0);
+            for (int64_t i = 0; i < m; i++)
+                sum_row(A + i * d, x, id, d, ip[r0 + i], ip[r0 + i + 1], ix, w, nnz);
+            /* Without activation the tile's output rows are Y's own. */
+            float *out = L->a ? Z : y + r0 * h;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)h, (int)d, 1.0f, A, (int)d,
+                        CF(L->W), (int)h, 0.0f, out, (int)h);
+            if (L->W_self) {
+                const int64_t s0 = L->self0 + r0;
+                const float *self = S;
+                if (!id)
+                    self = x + s0 * d;
+                else if (ids_contiguous(id + s0, m))
+                    self = x + id[s0] * d;
+                else
+                    for (int64_t i = 0; i < m; i++)
+                        memcpy(S + i * d, x + id[s0 + i] * d, (size_t)d * sizeof(float));
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)h, (int)d, 1.0f, self, (int)d,
+                            CF(L->W_self), (int)h, 1.0f, out, (int)h);
+            }
+            for (int64_t i = 0; i < m; i++) {
+                float *oi = out + i * h;
+#pragma omp simd
+                for (int64_t j = 0; j < h; j++)
+                    oi[j] += bias[j];
+                if (L->a) {
+                    float mu, rs;
+                    ln_prelu_row(oi, h, CF(L->gamma), CF(L->beta), CF(L->a)[0], L->eps, y + (r0 + i) * h, &mu,
+                                 &rs);
+                }
+            }
+        }
+    }
+    return TMA_OK;
+}
+
 /* ------------------------------------------------------------------ heterogeneous ops */
 
 /* RGCN aggregation after the basis projection: one row of Y per thread
@@ -1390,6 +1472,7 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .pair_mul = cpu_pair_mul,
     .pair_mul_bwd = cpu_pair_mul_bwd,
     .score_mlp = cpu_score_mlp,
+    .layer_infer = cpu_layer_infer,
     .bce_logits = cpu_bce_logits,
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,

@@ -603,6 +603,112 @@ static void test_loss_adam(void)
     }
 }
 
+/* The fused inference layer (an optional op: the evaluator runs spmm or
+ * feat_aggregate, matmul, add_bias and ln_prelu_fwd where a backend lacks
+ * it) against those ops on the reference: GCN (no self weight) and SAGE,
+ * with and without the activation, from a table and from dense features
+ * through ids (consecutive and shuffled), with scratch for one row a
+ * thread (every tile one row) and for long tiles. */
+static void test_layer_infer(void)
+{
+    if (!B->ops->layer_infer)
+        return;
+    cur_op = "layer_infer";
+    /* n_dst, n_src, max degree, d_in, d_out */
+    static const int64_t shapes[][5] = {{1, 3, 2, 5, 4}, {300, 700, 12, 40, 24}, {130, 260, 6, 64, 37}};
+    for (size_t c = 0; c < TMA_ARRAY_LEN(shapes); c++) {
+        const int64_t nd = shapes[c][0], ns = shapes[c][1], d = shapes[c][3], h = shapes[c][4];
+        const int64_t N = ns + 9, self0 = ns - nd;
+        blk_pair_t bp = mk_block(nd, ns, (int)shapes[c][2]);
+        pair_t X = mkf(ns, d, 1), W = mkf(d, h, 0.5), Ws = mkf(d, h, 0.5), bias = mkf(1, h, 0.5);
+        pair_t gamma = mkf(1, h, 1), beta = mkf(1, h, 0.5);
+        float slope = 0.25f;
+        pair_t a = mk(TMA_GNN_F32, 1, 1, &slope);
+        /* Dense features of N nodes, the sources' rows through ids. */
+        float *fx = rand_floats(N * d, 1);
+        tma_gnn_feat_t *fb, *fr;
+        CHECK_OK(tma_gnn_feat_create(B, fx, N, d, TMA_GNN_FEAT_DENSE, &fb));
+        CHECK_OK(tma_gnn_feat_create(R, fx, N, d, TMA_GNN_FEAT_DENSE, &fr));
+        int64_t *idh = malloc((size_t)N * 8);
+        for (int from = 0; from < 3; from++) {
+            /* from: 0 the table X, 1 features through consecutive ids, 2 through shuffled ids */
+            for (int64_t i = 0; i < N; i++)
+                idh[i] = i;
+            if (from == 2)
+                tma_rng_shuffle_i64(&rng, idh, N);
+            else
+                for (int64_t i = 0; i < ns; i++)
+                    idh[i] = i + 9;
+            pair_t ids = mk(TMA_GNN_I64, ns, 1, idh);
+            for (int sage = 0; sage < 2; sage++) {
+                for (int act = 0; act < 2; act++) {
+                    /* The reference: the separate ops. */
+                    pair_t A = mk(TMA_GNN_F32, nd, d, NULL), Y = mk(TMA_GNN_F32, nd, h, NULL);
+                    pair_t Z = mk(TMA_GNN_F32, nd, h, NULL), mean = mk(TMA_GNN_F32, nd, 1, NULL);
+                    pair_t rstd = mk(TMA_GNN_F32, nd, 1, NULL);
+                    tensor_t *z = act ? &Z.r : &Y.r;
+                    if (from)
+                        CHECK_OK(tma_gnn_op_feat_aggregate(fr, &ids.r, &bp.r, &A.r));
+                    else
+                        CHECK_OK(tma_gnn_op_spmm(&bp.r, &X.r, &A.r));
+                    CHECK_OK(tma_gnn_op_matmul(&A.r, 0, &W.r, 0, 1.0f, 0.0f, z));
+                    if (sage && from) {
+                        tensor_t sid = tma_gnn_tensor_view(&ids.r, self0, nd, 1);
+                        CHECK_OK(tma_gnn_op_feat_matmul(fr, &sid, &Ws.r, 1.0f, z));
+                    } else if (sage) {
+                        tensor_t xs = tma_gnn_tensor_view(&X.r, self0 * d, nd, d);
+                        CHECK_OK(tma_gnn_op_matmul(&xs, 0, &Ws.r, 0, 1.0f, 1.0f, z));
+                    }
+                    CHECK_OK(tma_gnn_op_add_bias(z, &bias.r));
+                    if (act)
+                        CHECK_OK(tma_gnn_op_ln_prelu_fwd(z, &gamma.r, &beta.r, &a.r, 1e-5f, &Y.r, &mean.r,
+                                                         &rstd.r));
+                    tma_gnn_layer_infer_t L = {.blk = &bp.b,
+                                               .X = from ? NULL : &X.b,
+                                               .feat = from ? fb : NULL,
+                                               .ids = from ? &ids.b : NULL,
+                                               .W = &W.b,
+                                               .W_self = sage ? &Ws.b : NULL,
+                                               .self0 = self0,
+                                               .bias = &bias.b,
+                                               .gamma = &gamma.b,
+                                               .beta = &beta.b,
+                                               .a = act ? &a.b : NULL,
+                                               .eps = 1e-5f};
+                    const int64_t row = 2 * d + h, nt = tma_gnn_backend_threads(B);
+                    for (int big = 0; big < 2; big++) {
+                        pair_t S = mk(TMA_GNN_F32, (big ? 500 : 1) * row * nt, 1, NULL);
+                        CHECK_OK(tma_gnn_op_layer_infer(&L, &S.b, &Y.b));
+                        agree(big ? "Y (long tiles)" : "Y (one-row tiles)", &Y);
+                        pfree(&S);
+                    }
+                    /* Too little scratch, or a self row past the sources, is a shape error, not an overrun. */
+                    pair_t small = mk(TMA_GNN_F32, row * nt - 1, 1, NULL), S = mk(TMA_GNN_F32, row * nt, 1, NULL);
+                    CHECK_MSG(tma_gnn_op_layer_infer(&L, &small.b, &Y.b) != TMA_OK,
+                              "layer_infer accepted too little scratch");
+                    if (sage) {
+                        L.self0 = self0 + 1;
+                        CHECK_MSG(tma_gnn_op_layer_infer(&L, &S.b, &Y.b) != TMA_OK,
+                                  "layer_infer accepted self rows past the sources");
+                    }
+                    pair_t *all[] = {&A, &Y, &Z, &mean, &rstd, &small, &S};
+                    for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+                        pfree(all[i]);
+                }
+            }
+            pfree(&ids);
+        }
+        tma_gnn_feat_destroy(B, fb);
+        tma_gnn_feat_destroy(R, fr);
+        free(fx);
+        free(idh);
+        pair_t *all[] = {&X, &W, &Ws, &bias, &gamma, &beta, &a};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+            pfree(all[i]);
+        free_block(&bp);
+    }
+}
+
 /* Features: random sparse-ish or dense, stored how each backend likes. */
 static void test_features(void)
 {
@@ -695,6 +801,7 @@ int main(void)
             test_loss_adam();
             test_mrr();
             test_score_mlp();
+            test_layer_infer();
             test_features();
             test_hetero();
             tma_gnn_backend_destroy(B);
