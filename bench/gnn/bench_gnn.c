@@ -250,8 +250,8 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(o, "sampled_edges", (double)(t1.sampled_edges - t0.sampled_edges) * per);
 
     /* Time by op, and the dense products against this machine's sgemm rate. */
-    tma_gnn_op_stat_t st[32];
-    int n = tma_gnn_backend_op_stats(be, st, 32);
+    tma_gnn_op_stat_t st[64];
+    int n = tma_gnn_backend_op_stats(be, st, 64);
     cJSON *ops = cJSON_AddObjectToObject(o, "op_ms_per_step");
     double gemm_flops = 0, gemm_s = 0, gathered = 0;
     for (int i = 0; i < n; i++) {
@@ -306,8 +306,8 @@ int main(int argc, char **argv)
         cJSON_AddNumberToObject(o, "eval_edges", (double)(rc->eval_max_edges > 0 ? TMA_MIN(rc->eval_max_edges, g->num_val)
                                                                                    : g->num_val));
         cJSON_AddNumberToObject(o, "val_mrr", mrr);
-        tma_gnn_op_stat_t es[32];
-        int en = tma_gnn_backend_op_stats(tma_gnn_evaluator_backend(ev), es, 32);
+        tma_gnn_op_stat_t es[64];
+        int en = tma_gnn_backend_op_stats(tma_gnn_evaluator_backend(ev), es, 64);
         double ef = 0, egs = 0;
         cJSON *eops = cJSON_AddObjectToObject(o, "eval_op_seconds");
         for (int i = 0; i < en; i++) {
