@@ -667,3 +667,18 @@ tma_status_t tma_gnn_op_feat_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, c
     TIMED_IO(out->backend, GNN_OP_FEAT_AGGREGATE, 0, feat_rows_bytes(&fi, blk->num_edges),
              out->backend->ops->feat_aggregate(out->backend, f, ids, blk, out));
 }
+
+tma_status_t tma_gnn_op_feat_self_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, const tma_gnn_block_t *blk,
+                                            tensor_t *out)
+{
+    tma_gnn_backend_t *b = out->backend;
+    if (!b->ops->feat_self_aggregate)
+        return TMA_ERR_UNSUPPORTED;
+    tma_gnn_feat_info_t fi;
+    b->ops->feat_info(f, &fi);
+    REQUIRE("feat_self_aggregate", block_ok(blk) && IS(ids, TMA_GNN_I64) && IS(out, TMA_GNN_F32) && !fi.sparse);
+    REQUIRE("feat_self_aggregate", blk->num_src >= blk->num_dst && tma_gnn_tensor_numel(ids) >= blk->num_src);
+    REQUIRE("feat_self_aggregate", out->rows == blk->num_dst && out->cols == 2 * fi.dim);
+    TIMED_IO(b, GNN_OP_FEAT_SELF_AGG, 0, feat_rows_bytes(&fi, blk->num_edges + blk->num_dst),
+             b->ops->feat_self_aggregate(b, f, ids, blk, out));
+}

@@ -187,6 +187,14 @@ typedef struct tma_gnn_ops {
                               int layers, const tensor_t *const *W, const tensor_t *const *bias,
                               const tensor_t *const *a, tensor_t *scratch, tensor_t *logits);
 
+    /* A SAGE layer's input from dense features, own rows and neighbour sums
+     * side by side, for one product with [W_self; W_neigh] (out: num_dst x
+     * 2 dim, overwritten; the block's destination i is its source i):
+     *   out[i, 0:dim]     = X[ids[i]]
+     *   out[i, dim:2 dim] = sum_{e in row i} w[e] X[ids[src(e)]]
+     * NULL: the caller runs feat_matmul and feat_aggregate. */
+    tma_status_t (*feat_self_aggregate)(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                        const tma_gnn_block_t *blk, tensor_t *out);
     /* One encoder layer of full-neighbourhood inference in one op (L: see
      * tma_gnn_layer_infer_t; Y: num_dst x d_out, overwritten):
      *   A = the block's weighted sum of source rows (as spmm)
@@ -265,6 +273,7 @@ typedef struct tma_gnn_ops {
     X(MRR_SUM, "mrr_sum")                                                                          \
     X(SCORE_MLP, "score_mlp")                                                                      \
     X(LAYER_INFER, "layer_infer")                                                                  \
+    X(FEAT_SELF_AGG, "feat_self_aggregate")                                                        \
     X(RGCN_AGG, "rgcn_aggregate")                                                                  \
     X(RGCN_AGG_BWD, "rgcn_aggregate_bwd")                                                          \
     X(DISTMULT, "distmult")                                                                        \
@@ -343,6 +352,9 @@ tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p);
 tma_status_t tma_gnn_op_score_mlp(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, int layers,
                                   const tensor_t *const *W, const tensor_t *const *bias, const tensor_t *const *a,
                                   tensor_t *scratch, tensor_t *logits);
+/* TMA_ERR_UNSUPPORTED where the backend has no feat_self_aggregate; see the ops table. */
+tma_status_t tma_gnn_op_feat_self_aggregate(tma_gnn_feat_t *f, const tensor_t *ids, const tma_gnn_block_t *blk,
+                                            tensor_t *out);
 /* TMA_ERR_UNSUPPORTED where the backend has no layer_infer (the caller runs
  * the separate ops); see the ops table. */
 tma_status_t tma_gnn_op_layer_infer(const tma_gnn_layer_infer_t *L, tensor_t *scratch, tensor_t *Y);

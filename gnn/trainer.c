@@ -139,6 +139,23 @@ static tma_status_t alloc_t(tma_gnn_trainer_t *tr, tma_gnn_dtype_t dt, int64_t n
     return tma_gnn_tensor_alloc(tr->b, dt, n > 0 ? n : 1, t);
 }
 
+/* Whether a SAGE layer 0 over dense features runs as one product: its own
+ * rows and neighbour sums side by side (feat_self_aggregate) times
+ * [W_self; W_neigh], which the parameter layout stores one after the other:
+ * one sgemm with twice the inner dimension instead of two, the own rows
+ * gathered once for the forward and backward passes instead of twice. */
+static int stacked(const gnn_enc_params_t *e)
+{
+    return (const float *)e->W_neigh.data == (const float *)e->W_self.data + e->W_self.rows * e->W_self.cols &&
+           e->W_neigh.rows == e->W_self.rows && e->W_neigh.cols == e->W_self.cols;
+}
+
+static int sage_concat(const tma_gnn_trainer_t *tr)
+{
+    return tr->cfg.encoder == TMA_GNN_ENCODER_SAGE && !tr->proj && tr->b->ops->feat_self_aggregate &&
+           stacked(&tr->P.enc[0]) && stacked(&tr->G.enc[0]);
+}
+
 /* Sizes every per-batch buffer for the worst case over the current graphs. */
 static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
 {
@@ -196,7 +213,9 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
             }
             if (pf && (st = alloc_t(tr, TMA_GNN_F32, n_src * H, &lb->T)))
                 return st;
-            if (af && (st = alloc_t(tr, TMA_GNN_F32, n_dst * d_in, &lb->A)))
+            /* A SAGE layer 0 in one product holds the own rows beside the sums. */
+            const int64_t a_cols = l == 0 && tr->any_dense && sage_concat(tr) ? 2 * d_in : d_in;
+            if (af && (st = alloc_t(tr, TMA_GNN_F32, n_dst * a_cols, &lb->A)))
                 return st;
             if (pf)
                 max_src_h = TMA_MAX(max_src_h, n_src * H); /* dT */
@@ -718,9 +737,18 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
         } else if (!tr->mlp) {
             A = tma_gnn_tensor_shape(&lb->A, n_dst, l == 0 ? Fd : H);
         }
-        st = st ? st
-                : gnn_layer_combine(cfg, &tr->P, l, tr->mlp ? NULL : &tr->blk[l], &src, 0, pf ? &T : NULL,
-                                    tr->rgcn ? &rel : NULL, pf || tr->mlp ? NULL : &A, &Z);
+        if (l == 0 && !pf && !s->fi.sparse && sage_concat(tr)) {
+            /* [X_dst | A] [W_self; W_neigh] + b */
+            const gnn_enc_params_t *e = &tr->P.enc[0];
+            tensor_t XA = tma_gnn_tensor_shape(&lb->A, n_dst, 2 * Fd), W = tma_gnn_tensor_view(&e->W_self, 0, 2 * Fd, H);
+            st = st ? st : tma_gnn_op_feat_self_aggregate(s->feat, &ids, &tr->blk[0], &XA);
+            st = st ? st : tma_gnn_op_matmul(&XA, 0, &W, 0, 1.0f, 0.0f, &Z);
+            st = st ? st : tma_gnn_op_add_bias(&Z, &e->b);
+        } else {
+            st = st ? st
+                    : gnn_layer_combine(cfg, &tr->P, l, tr->mlp ? NULL : &tr->blk[l], &src, 0, pf ? &T : NULL,
+                                        tr->rgcn ? &rel : NULL, pf || tr->mlp ? NULL : &A, &Z);
+        }
         if (st == TMA_OK && l < tr->L - 1) {
             tensor_t mean = tma_gnn_tensor_shape(&lb->mean, n_dst, 1), rstd = tma_gnn_tensor_shape(&lb->rstd, n_dst, 1);
             Hprev = tma_gnn_tensor_shape(&lb->H, n_dst, H);
@@ -838,7 +866,13 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
             const int sage = cfg->encoder == TMA_GNN_ENCODER_SAGE;
             const tensor_t *Wagg = sage ? &w->W_neigh : &w->W;
             tensor_t *gWagg = sage ? &gw->W_neigh : &gw->W;
-            if (pf) {
+            if (l == 0 && !pf && !s->fi.sparse && sage_concat(tr)) {
+                /* [dW_self; dW_neigh] = [X_dst | A]^T dZ (the forward's product) */
+                tensor_t XA = tma_gnn_tensor_shape(&tr->lb[0].A, n_dst, 2 * d_in);
+                tensor_t dW = tma_gnn_tensor_view(&gw->W_self, 0, 2 * d_in, H);
+                st = tma_gnn_op_matmul(&XA, 1, &dZ, 0, 1.0f, 0.0f, &dW);
+                break; /* layer 0, the last: no input gradient for features */
+            } else if (pf) {
                 /* Only layer 0: dT = A^T dZ, then dW = X^T dT. */
                 tensor_t dT = tma_gnn_tensor_shape(&tr->g_src, n_src, H);
                 st = tma_gnn_op_spmm_t(blk, &dZ, &dT);

@@ -1156,6 +1156,25 @@ static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
     return TMA_OK;
 }
 
+/* Each row's own feature row, then its neighbours' weighted sum (see
+ * feat_self_aggregate in gnn_backend.h), one pass over the rows. */
+static tma_status_t cpu_feat_self_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                            const tma_gnn_block_t *blk, tensor_t *out)
+{
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const float *w = CF(&blk->weights);
+    const int64_t *id = CI64(ids);
+    const int64_t dim = f->dim, nnz = blk->num_edges;
+    float *o = F(out);
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        float *oi = o + i * 2 * dim;
+        memcpy(oi, f->dense + id[i] * dim, (size_t)dim * sizeof(float));
+        sum_row(oi + dim, f->dense, id, dim, ip[i], ip[i + 1], ix, w, nnz);
+    }
+    return TMA_OK;
+}
+
 /* ------------------------------------------------------------------ fused inference layer */
 
 /* Rows of a layer_infer tile: with d_in = d_out = 256 the tile's aggregate
@@ -1473,6 +1492,7 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .pair_mul_bwd = cpu_pair_mul_bwd,
     .score_mlp = cpu_score_mlp,
     .layer_infer = cpu_layer_infer,
+    .feat_self_aggregate = cpu_feat_self_aggregate,
     .bce_logits = cpu_bce_logits,
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,

@@ -758,6 +758,28 @@ static void test_features(void)
             CHECK_OK(tma_gnn_op_feat_aggregate(fb, &ids.b, &bp.b, &A.b));
             CHECK_OK(tma_gnn_op_feat_aggregate(fr, &ids.r, &bp.r, &A.r));
             agree(sparse ? "sparse" : "dense", &A);
+            if (!sparse && B->ops->feat_self_aggregate) {
+                /* Own rows beside the sums: the rows by id on the host, the sums feat_aggregate's on ref. */
+                cur_op = "feat_self_aggregate";
+                pair_t XA = mk(TMA_GNN_F32, 60, 2 * Fd, NULL);
+                if (n < 60) {
+                    CHECK_MSG(tma_gnn_op_feat_self_aggregate(fb, &ids.b, &bp.b, &XA.b) != TMA_OK,
+                              "feat_self_aggregate accepted fewer sources than destinations");
+                } else {
+                    float *sum = malloc((size_t)(60 * Fd) * 4), *want = malloc((size_t)(60 * 2 * Fd) * 4);
+                    CHECK_OK(tma_gnn_tensor_download(&A.r, sum));
+                    for (int64_t i = 0; i < 60; i++) {
+                        memcpy(want + i * 2 * Fd, X + ids_set[which][i] * Fd, (size_t)Fd * 4);
+                        memcpy(want + i * 2 * Fd + Fd, sum + i * Fd, (size_t)Fd * 4);
+                    }
+                    CHECK_OK(tma_gnn_tensor_upload(&XA.r, want));
+                    CHECK_OK(tma_gnn_op_feat_self_aggregate(fb, &ids.b, &bp.b, &XA.b));
+                    agree("dense", &XA);
+                    free(sum);
+                    free(want);
+                }
+                pfree(&XA);
+            }
             free_block(&bp);
             pair_t *all[] = {&ids, &W, &out, &dO, &dW, &A};
             for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
