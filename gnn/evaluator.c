@@ -57,6 +57,12 @@ struct tma_gnn_evaluator {
     tensor_t order, tids;
     int64_t offsets[TMA_GNN_MAX_TYPES + 1];
     tma_graph_block_t hb; /* host view of the chunk block */
+    /* GCN and SAGE: every chunk's block built once, when the whole graph's fit
+     * in eval.block_cache_mb (else nchunks = 0 and each inference builds them).
+     * Chunk c is table rows crow[c] .. crow[c + 1], its indptr (local, from 0)
+     * at k_indptr[crow[c] + c], its edges at k_indices[cedge[c] ..]. */
+    int64_t nchunks, *crow, *cedge;
+    tensor_t k_indptr, k_indices, k_weights;
     void *staging[4];
 
     int64_t pairs; /* per scoring chunk */
@@ -78,7 +84,8 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
         return;
     tensor_t *ts[] = {&ev->params,  &ev->emb[0], &ev->emb[1], &ev->ids,  &ev->c_indptr, &ev->c_indices,
                       &ev->c_weights, &ev->A,    &ev->Z,      &ev->mean, &ev->rstd,     &ev->hi,
-                      &ev->ti,      &ev->dec[0], &ev->dec[1], &ev->c_rel, &ev->T, &ev->prel, &ev->order, &ev->tids};
+                      &ev->ti,      &ev->dec[0], &ev->dec[1], &ev->c_rel, &ev->T, &ev->prel, &ev->order, &ev->tids,
+                      &ev->k_indptr, &ev->k_indices, &ev->k_weights};
     for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
         tma_gnn_tensor_free(ts[i]);
     if (ev->b) {
@@ -95,6 +102,8 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
     free(ev->pos);
     tma_free_aligned(ev->pfeat);
     free(ev->norm_count);
+    free(ev->crow);
+    free(ev->cedge);
     tma_gnn_backend_destroy(ev->b);
     free(ev);
 }
@@ -169,6 +178,66 @@ static tma_status_t order_setup(tma_gnn_evaluator_t *ev, int64_t row_floats)
     tma_log_debug(COMP, "locality order of %lld nodes (groups of at most %lld) in %.3f s", (long long)N,
                   (long long)cap, tma_clock_now() - t0);
     return TMA_OK;
+}
+
+static int64_t chunk_end(const tma_gnn_evaluator_t *ev, int64_t r0, int self_loops);
+
+/* Builds every chunk's block once (see nchunks) when they fit in
+ * eval.block_cache_mb: the blocks are the same for every layer and every
+ * inference, and building them cost about a tenth of a GCN inference. */
+static tma_status_t block_cache_setup(tma_gnn_evaluator_t *ev)
+{
+    const tma_gnn_config_t *cfg = &ev->cfg;
+    const tma_graph_t *g = ev->g;
+    const int gcn = cfg->encoder == TMA_GNN_ENCODER_GCN;
+    const int64_t N = g->num_nodes;
+    if (!gcn && cfg->encoder != TMA_GNN_ENCODER_SAGE)
+        return TMA_OK;
+    int64_t nch = 0, edges = gcn ? N : 0;
+    for (int64_t r0 = 0; r0 < N; r0 = chunk_end(ev, r0, gcn))
+        nch++;
+    for (int64_t v = 0; v < N; v++)
+        edges += tma_graph_degree(g, v);
+    const double bytes = 8.0 * (double)edges + 4.0 * (double)(N + nch);
+    if (bytes > (double)cfg->eval_block_cache_mb * (1 << 20)) {
+        tma_log_debug(COMP, "inference blocks: %.0f MiB, over eval.block_cache_mb = %d: built at every inference",
+                      bytes / (1 << 20), cfg->eval_block_cache_mb);
+        return TMA_OK;
+    }
+    tma_gnn_backend_t *b = ev->b;
+    tma_status_t st;
+    if (!(ev->crow = malloc((size_t)(nch + 1) * sizeof *ev->crow)) ||
+        !(ev->cedge = malloc((size_t)(nch + 1) * sizeof *ev->cedge)))
+        return TMA_ERR_NOMEM;
+    if ((st = alloc_t(b, TMA_GNN_I32, N + nch, &ev->k_indptr)) || (st = alloc_t(b, TMA_GNN_I32, edges, &ev->k_indices)) ||
+        (st = alloc_t(b, TMA_GNN_F32, edges, &ev->k_weights)))
+        return st;
+    const tma_graph_norm_t norm = gcn ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
+    int64_t c = 0, e0 = 0;
+    for (int64_t r0 = 0; r0 < N; c++) {
+        const int64_t r1 = chunk_end(ev, r0, gcn), n = r1 - r0;
+        /* The staging arrays are rewritten: the device must be done with the last chunk's. */
+        if ((st = tma_gnn_backend_wait(b)) ||
+            (st = tma_graph_block_full_ordered(g, norm, gcn, ev->node, ev->pos, r0, r1, tma_gnn_backend_threads(b),
+                                               &ev->hb)))
+            return st;
+        const int64_t ne = ev->hb.num_edges;
+        if (e0 + ne > edges)
+            return TMA_ERR_INTERNAL;
+        tensor_t ip = tma_gnn_tensor_view(&ev->k_indptr, r0 + c, n + 1, 1);
+        tensor_t ix = tma_gnn_tensor_view(&ev->k_indices, e0, ne, 1), w = tma_gnn_tensor_view(&ev->k_weights, e0, ne, 1);
+        if ((st = tma_gnn_tensor_upload(&ip, ev->hb.indptr)) || (st = tma_gnn_tensor_upload(&ix, ev->hb.indices)) ||
+            (st = tma_gnn_tensor_upload(&w, ev->hb.weights)))
+            return st;
+        ev->crow[c] = r0;
+        ev->cedge[c] = e0;
+        e0 += ne;
+        r0 = r1;
+    }
+    ev->crow[c] = N;
+    ev->cedge[c] = e0;
+    ev->nchunks = c;
+    return tma_gnn_backend_wait(b);
 }
 
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
@@ -264,6 +333,8 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         }
     }
     if (ev->cfg.num_node_types > 0 && (st = type_projection_setup(ev)) != TMA_OK)
+        goto fail;
+    if (ev->hb.indptr && ev->hb.indices && ev->hb.weights && (st = block_cache_setup(ev)) != TMA_OK)
         goto fail;
 
     /* Scoring chunks. */
@@ -364,12 +435,20 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         const int64_t d_in = l == 0 ? Fd : H;
         const int fused = ev->b->ops->layer_infer && !pf && !mlp && !rgcn && (src.H || !ev->fi.sparse) &&
                           ev->A.capacity >= (2 * d_in + H) * tma_gnn_backend_threads(ev->b);
-        for (int64_t r0 = 0; r0 < N && st == TMA_OK;) {
-            int64_t r1 = chunk_end(ev, r0, gcn), n = r1 - r0;
+        for (int64_t r0 = 0, c = 0; r0 < N && st == TMA_OK; c++) {
+            int64_t r1 = ev->nchunks ? ev->crow[c + 1] : chunk_end(ev, r0, gcn), n = r1 - r0;
             tma_gnn_block_t blk;
             tensor_t rel;
             memset(&blk, 0, sizeof blk);
-            if (!mlp) {
+            if (ev->nchunks) {
+                /* Built when the evaluator was made. */
+                blk.num_dst = n;
+                blk.num_src = N;
+                blk.num_edges = ev->cedge[c + 1] - ev->cedge[c];
+                blk.indptr = tma_gnn_tensor_view(&ev->k_indptr, r0 + c, n + 1, 1);
+                blk.indices = tma_gnn_tensor_view(&ev->k_indices, ev->cedge[c], blk.num_edges, 1);
+                blk.weights = tma_gnn_tensor_view(&ev->k_weights, ev->cedge[c], blk.num_edges, 1);
+            } else if (!mlp) {
                 /* The staging arrays are rewritten: the device must be done with the last chunk's. */
                 st = tma_gnn_backend_wait(ev->b);
                 st = st ? st
@@ -637,8 +716,21 @@ void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_
 
 void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows)
 {
-    if (rows >= 1 && rows <= ev->chunk_rows)
-        ev->chunk_rows = rows;
+    if (rows < 1 || rows > ev->chunk_rows)
+        return;
+    ev->chunk_rows = rows;
+    if (ev->nchunks) {
+        /* The blocks again, in the new chunks (without them on failure: each inference builds them). */
+        tma_gnn_tensor_free(&ev->k_indptr);
+        tma_gnn_tensor_free(&ev->k_indices);
+        tma_gnn_tensor_free(&ev->k_weights);
+        free(ev->crow);
+        free(ev->cedge);
+        ev->crow = ev->cedge = NULL;
+        ev->nchunks = 0;
+        if (block_cache_setup(ev) != TMA_OK)
+            ev->nchunks = 0;
+    }
 }
 
 /* Rows in the locality order (row p holds node node[p]) to node id order,

@@ -205,6 +205,7 @@ typedef struct tma_gnn_config {
     int64_t eval_max_edges;/* 0: all; else the first N edges of the split */
     int eval_threads;      /* <= 0: as threads */
     int eval_locality;     /* eval.node_order: 1 "locality" (inference walks groups of neighbours), 0 "id" */
+    int eval_block_cache_mb; /* eval.block_cache_mb: MiB the whole graph's inference blocks may take to be built once; 0: per inference */
     tma_gnn_ties_t eval_ties;
     int eval_num_hits;                  /* entries of eval_hits */
     int eval_hits[TMA_GNN_MAX_HITS];    /* the K of each Hits@K */

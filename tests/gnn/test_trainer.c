@@ -413,9 +413,12 @@ static void check_node_order(tma_graph_t *g, tma_gnn_config_t c)
     CHECK_MSG(moved > N / 2, "the locality order moves only %lld of %lld nodes", (long long)moved, (long long)N);
     free(node);
     free(pos);
-    tma_gnn_evaluator_t *ev[2];
-    for (int i = 0; i < 2; i++) {
-        c.eval_locality = i;
+    /* Id order, the locality order, and the locality order with its blocks
+     * built at every inference instead of once (eval.block_cache_mb = 0). */
+    tma_gnn_evaluator_t *ev[3];
+    for (int i = 0; i < 3; i++) {
+        c.eval_locality = i > 0;
+        c.eval_block_cache_mb = i == 2 ? 0 : 256;
         CHECK_OK(tma_gnn_evaluator_create(&c, g, &ev[i]));
         gnn_evaluator_set_chunk_rows(ev[i], 37);
     }
@@ -425,9 +428,9 @@ static void check_node_order(tma_graph_t *g, tma_gnn_config_t c)
     float *p = malloc((size_t)lay.total * 4);
     CHECK_OK(tma_gnn_params_init(&c, 5, p));
     const int64_t ne = tma_gnn_evaluator_edges(ev[0], TMA_GNN_SPLIT_VAL), per = 1 + g->num_negatives;
-    float *s[2], *emb[2];
-    double mrr[2];
-    for (int i = 0; i < 2; i++) {
+    float *s[3], *emb[3];
+    double mrr[3];
+    for (int i = 0; i < 3; i++) {
         s[i] = malloc((size_t)(ne * per) * 4);
         emb[i] = malloc((size_t)(N * c.hidden) * 4);
         CHECK_OK(tma_gnn_evaluator_scores(ev[i], p, TMA_GNN_SPLIT_VAL, s[i], &mrr[i]));
@@ -438,7 +441,10 @@ static void check_node_order(tma_graph_t *g, tma_gnn_config_t c)
     CHECK_MSG(es < 1e-5 && ee < 1e-5, "%s: locality order differs from id order (scores %.2g, embeddings %.2g)",
               model_name(&c, name, sizeof name), es, ee);
     CHECK_NEAR(mrr[1], mrr[0], 1e-3);
-    for (int i = 0; i < 2; i++) {
+    /* The same blocks, built once or at every inference: the same numbers. */
+    CHECK_MSG(memcmp(s[2], s[1], (size_t)(ne * per) * 4) == 0 && memcmp(emb[2], emb[1], (size_t)(N * c.hidden) * 4) == 0,
+              "%s: blocks built once and at every inference give different numbers", name);
+    for (int i = 0; i < 3; i++) {
         free(s[i]);
         free(emb[i]);
         tma_gnn_evaluator_destroy(ev[i]);
