@@ -1140,17 +1140,15 @@ static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
 #pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
     for (int64_t i = 0; i < blk->num_dst; i++) {
         float *oi = o + i * dim;
+        if (!f->sparse) {
+            sum_row(oi, f->dense, id, dim, ip[i], ip[i + 1], ix, w, blk->num_edges);
+            continue;
+        }
         row_zero(oi, dim);
         for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
-            int64_t v = id[ix[e]];
-            if (f->sparse) {
-                for (int64_t q = f->rowptr[v]; q < f->rowptr[v + 1]; q++)
-                    oi[f->col[q]] += w[e] * f->val[q];
-            } else {
-                if (e + PREFETCH_AHEAD < blk->num_edges)
-                    prefetch_row(f->dense + id[ix[e + PREFETCH_AHEAD]] * dim, dim);
-                row_axpy(oi, f->dense + v * dim, w[e], dim);
-            }
+            const int64_t v = id[ix[e]];
+            for (int64_t q = f->rowptr[v]; q < f->rowptr[v + 1]; q++)
+                oi[f->col[q]] += w[e] * f->val[q];
         }
     }
     return TMA_OK;
