@@ -40,6 +40,7 @@ typedef struct coord_eval_cfg {
     int64_t best_round;          /* resumed best (-1: none) */
     double best_val, best_time;
     tma_run_budget_t budget;     /* for the progress line logged with each metrics line */
+    const tma_inject_t *inj;     /* may be NULL; the point "eval"; must outlive the evaluator */
 } coord_eval_cfg_t;
 
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p);

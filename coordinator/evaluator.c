@@ -36,6 +36,7 @@ struct coord_eval {
     int *fenced;
     volatile sig_atomic_t *stop_flag;
     tma_gnn_evaluator_t *ev;
+    const tma_inject_t *inj;
     int64_t P;
 
     pthread_mutex_t lock;
@@ -187,6 +188,7 @@ static void *eval_main(void *arg)
             e->tail = NULL;
         pthread_mutex_unlock(&e->lock);
 
+        tma_inject_pause_point(e->inj, "eval", round);
         tma_gnn_metrics_t m;
         double t0 = tma_clock_now();
         tma_status_t st = tma_gnn_evaluator_metrics(e->ev, e->work, TMA_GNN_SPLIT_VAL, &m);
@@ -320,6 +322,7 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->best_val = c->best_val;
     e->best_time = c->best_time;
     e->budget = c->budget;
+    e->inj = c->inj;
     e->progress_best = c->best_round >= 0 ? c->best_val : NAN;
     e->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
     e->best_path = tma_run_path(c->run_dir, "best.tmaw");

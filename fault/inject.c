@@ -20,9 +20,10 @@ void tma_inject_init(tma_inject_t *inj)
     inj->drop_round = -1;
     inj->stall_round = -1;
     inj->poison_round = -1;
+    inj->pause_round = -1;
 }
 
-static const char *const crash_points[] = {"step", "send", "recv", "aggregate", "broadcast"};
+static const char *const points[] = {"step", "send", "recv", "aggregate", "broadcast", "stop", "eval"};
 
 /* "X@N" into value X and round N. */
 static int split_at(char *v, char **x_p, int64_t *round_p)
@@ -33,6 +34,19 @@ static int split_at(char *v, char **x_p, int64_t *round_p)
     *at = '\0';
     *x_p = v;
     return tma_parse_i64(at + 1, round_p) == 0 && *round_p >= 0 ? 0 : -1;
+}
+
+/* As split_at, and "X@*" gives TMA_INJECT_ANY_ROUND. */
+static int split_at_any(char *v, char **x_p, int64_t *round_p)
+{
+    char *at = strchr(v, '@');
+    if (at && strcmp(at + 1, "*") == 0) {
+        *at = '\0';
+        *x_p = v;
+        *round_p = TMA_INJECT_ANY_ROUND;
+        return 0;
+    }
+    return split_at(v, x_p, round_p);
 }
 
 tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj)
@@ -53,19 +67,25 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj)
         *eq = '\0';
         char *name = item, *val = eq + 1, *x;
         int64_t round;
-        if (strcmp(name, "crash") == 0) {
-            int ok = split_at(val, &x, &round) == 0;
+        if (strcmp(name, "crash") == 0 || strcmp(name, "pause") == 0) {
+            int ok = split_at_any(val, &x, &round) == 0;
             int known = 0;
-            for (size_t i = 0; ok && i < TMA_ARRAY_LEN(crash_points); i++)
-                known |= strcmp(x, crash_points[i]) == 0;
+            for (size_t i = 0; ok && i < TMA_ARRAY_LEN(points); i++)
+                known |= strcmp(x, points[i]) == 0;
             if (!ok || !known) {
-                tma_log_error(COMP, "TMA_FAULT: crash=POINT@ROUND with POINT one of step, send, recv, "
-                                    "aggregate, broadcast");
+                tma_log_error(COMP, "TMA_FAULT: %s=POINT@ROUND (ROUND a number or *, any round) with POINT one "
+                                    "of step, send, recv, aggregate, broadcast, stop, eval",
+                              name);
                 st = TMA_ERR_CONFIG;
                 break;
             }
-            snprintf(inj->crash_point, sizeof inj->crash_point, "%s", x);
-            inj->crash_round = round;
+            if (name[0] == 'c') {
+                snprintf(inj->crash_point, sizeof inj->crash_point, "%s", x);
+                inj->crash_round = round;
+            } else {
+                snprintf(inj->pause_point, sizeof inj->pause_point, "%s", x);
+                inj->pause_round = round;
+            }
         } else if (strcmp(name, "delay_step") == 0) {
             if (tma_parse_double(val, &inj->delay_step) != 0 || inj->delay_step < 0 || inj->delay_step > 3600) {
                 tma_log_error(COMP, "TMA_FAULT: delay_step=SECONDS (0..3600), got \"%s\"", val);
@@ -96,7 +116,7 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj)
             snprintf(inj->poison_what, sizeof inj->poison_what, "%s", x);
             inj->poison_round = round;
         } else {
-            tma_log_error(COMP, "TMA_FAULT: unknown item \"%s\" (known: crash, delay_step, drop, "
+            tma_log_error(COMP, "TMA_FAULT: unknown item \"%s\" (known: crash, pause, delay_step, drop, "
                                 "stall_keepalive, poison)",
                           name);
             st = TMA_ERR_CONFIG;
@@ -122,13 +142,29 @@ tma_status_t tma_inject_from_env(tma_inject_t *inj)
     return tma_inject_parse(spec, inj);
 }
 
+/* Whether (point, round) is the one armed as (at, at_round). */
+static int armed(const tma_inject_t *inj, const char *at, int64_t at_round, const char *point, int64_t round)
+{
+    if (!inj || !inj->active || at_round == -1 || strcmp(at, point) != 0)
+        return 0;
+    return at_round == TMA_INJECT_ANY_ROUND || at_round == round;
+}
+
 void tma_inject_crash_point(const tma_inject_t *inj, const char *point, int64_t round)
 {
-    if (!inj || !inj->active || inj->crash_round != round || strcmp(inj->crash_point, point) != 0)
+    if (!armed(inj, inj ? inj->crash_point : "", inj ? inj->crash_round : -1, point, round))
         return;
     tma_log_warn(COMP, "injected crash at %s in round %lld", point, (long long)round);
     kill(getpid(), SIGKILL);
     pause();
+}
+
+void tma_inject_pause_point(const tma_inject_t *inj, const char *point, int64_t round)
+{
+    if (!armed(inj, inj ? inj->pause_point : "", inj ? inj->pause_round : -1, point, round))
+        return;
+    tma_log_warn(COMP, "injected pause at %s in round %lld (SIGSTOP: SIGCONT resumes)", point, (long long)round);
+    kill(getpid(), SIGSTOP); /* stops every thread; returns once continued */
 }
 
 void tma_inject_poison(const tma_inject_t *inj, const char *what, int64_t round, float *x)

@@ -143,7 +143,13 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_poli
  *                        weights), recv (a worker, after sending, before the
  *                        global weights arrive), aggregate (the coordinator,
  *                        after receiving, before averaging), broadcast (the
- *                        coordinator, after averaging, before sending)
+ *                        coordinator, after averaging, before sending),
+ *                        stop (the coordinator, after it set `stop`, before
+ *                        the last evaluation and result.json), eval (the
+ *                        coordinator's evaluator, before it evaluates the
+ *                        model of that round); ROUND may be *, any round
+ *   pause=POINT@ROUND    SIGSTOP this process (all its threads) there instead;
+ *                        it goes on when sent SIGCONT
  *   delay_step=SECONDS   sleep this long after every training step
  *   drop=weights@ROUND   a worker does not send its weights in ROUND
  *   stall_keepalive=SECONDS@ROUND  a worker stops renewing its lease for
@@ -152,16 +158,20 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_poli
  *                        local weights) or global (the coordinator's broadcast)
  * Items are separated by commas.
  */
+#define TMA_INJECT_ANY_ROUND (-2)
+
 typedef struct tma_inject {
     int active;
     char crash_point[16];
-    int64_t crash_round; /* -1: none */
+    int64_t crash_round; /* -1: none; TMA_INJECT_ANY_ROUND: any */
     double delay_step;
     int64_t drop_round; /* -1: none */
     double stall_seconds;
     int64_t stall_round; /* -1: none */
     char poison_what[16]; /* "weights" or "global" */
     int64_t poison_round; /* -1: none */
+    char pause_point[16];
+    int64_t pause_round; /* -1: none; TMA_INJECT_ANY_ROUND: any */
 } tma_inject_t;
 
 /* An inert object. */
@@ -172,6 +182,9 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj);
 tma_status_t tma_inject_from_env(tma_inject_t *inj);
 /* SIGKILLs the process, after a log line, when (point, round) is armed. */
 void tma_inject_crash_point(const tma_inject_t *inj, const char *point, int64_t round);
+/* SIGSTOPs the process, after a log line, when pause=(point, round) is armed;
+ * returns once it is continued. */
+void tma_inject_pause_point(const tma_inject_t *inj, const char *point, int64_t round);
 /* Puts a NaN into x[0], after a log line, when poison=WHAT@round is armed. */
 void tma_inject_poison(const tma_inject_t *inj, const char *what, int64_t round, float *x);
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_fault_fenced.sh (issue 13, item 5): a fenced coordinator writes nothing.
-# The leader is paused (SIGSTOP) the moment round 3 commits, while its
-# evaluator still has round 3 to evaluate; a standby takes over once the
+# The leader pauses itself (pause=eval@3: SIGSTOP) once round 3 has
+# committed, as its evaluator is about to evaluate round 3 (a watch that
+# stopped it from outside raced the 20-50 ms evaluation); a standby takes over once the
 # leader's lease lapses and rebuilds metrics.jsonl; then the old leader is
 # resumed.  It must stop without writing anything: no metrics/<t> or `best`
 # in etcd, no line in metrics.jsonl, no best.tmaw.  The job finishes under
@@ -13,16 +14,18 @@ cd "$TMP_ROOT"
 etcd_start 1
 fault_graph
 TRAIN=12 INTERVAL=1 write_job j.json fe '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
-on_put paused fe/metrics/00000003 '"eval":"pending"' STOP @old.pid
-start_coordinator old.log --config j.json --run-dir run
+TMA_FAULT=pause=eval@3 start_coordinator old.log --config j.json --run-dir run
 old=$COORD_PID
-echo "$old" > old.pid
 for i in 0 1 2; do start_worker w$i.log --job fe --name w$i; done
 logs=(old.log new.log w0.log w1.log w2.log)
 wait_for 20 grep -q "leading job fe" old.log || fail "no leader"
 start_coordinator new.log --job fe --standby
 new=$COORD_PID
-wait_for 60 test -e paused || { dump_logs "${logs[@]}"; fail "round 3 never committed"; }
+paused() { grep -q "injected pause at eval in round 3" old.log && ps -o stat= -p "$old" | grep -q T; }
+wait_for 60 paused || { dump_logs "${logs[@]}"; fail "the leader never paused at round 3's evaluation"; }
+rec=$(etcdctl get /tma/fe/metrics/00000003 --print-value-only)
+python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(r["eval"] != "pending")' "$rec" ||
+  fail "round 3 was not committed as pending before the pause: $rec"
 wait_for 30 grep -q "took over job fe at round 3 " new.log || { dump_logs new.log; fail "the standby did not take over at round 3"; }
 
 kill -CONT "$old"

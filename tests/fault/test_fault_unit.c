@@ -3,7 +3,10 @@
 #include "tma_test.h"
 #include "tma_fault.h"
 
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void test_policies(void)
 {
@@ -73,7 +76,41 @@ static void test_inject(void)
     CHECK_OK(tma_inject_parse("crash=send@3,delay_step=0.01,drop=weights@2,stall_keepalive=4.5@6", &inj));
     CHECK(inj.active && inj.crash_round == 3 && strcmp(inj.crash_point, "send") == 0);
     CHECK(inj.delay_step == 0.01 && inj.drop_round == 2 && inj.stall_round == 6 && inj.stall_seconds == 4.5);
-    const char *bad[] = {"crash=nowhere@1", "crash=send", "delay_step=-1", "drop=grads@1", "bogus=1", "x",
+    CHECK_OK(tma_inject_parse("crash=stop@*", &inj));
+    CHECK(inj.active && inj.crash_round == TMA_INJECT_ANY_ROUND && strcmp(inj.crash_point, "stop") == 0);
+    /* Armed for another point: nothing happens at this one, in any round. */
+    tma_inject_crash_point(&inj, "send", 3);
+    tma_inject_crash_point(&inj, "send", TMA_INJECT_ANY_ROUND);
+    /* At its point it kills, whatever the round. */
+    for (int64_t round = 0; round < 8; round += 7) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            tma_inject_crash_point(&inj, "stop", round);
+            _exit(0);
+        }
+        int status = 0;
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "round %lld: status %d", (long long)round,
+                  status);
+    }
+    /* A pause stops the process until it is continued. */
+    CHECK_OK(tma_inject_parse("pause=eval@2", &inj));
+    CHECK(inj.active && inj.pause_round == 2 && strcmp(inj.pause_point, "eval") == 0 && inj.crash_round == -1);
+    tma_inject_pause_point(&inj, "eval", 1);
+    tma_inject_crash_point(&inj, "eval", 2);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tma_inject_pause_point(&inj, "eval", 2);
+        _exit(3);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, WUNTRACED) == pid);
+    CHECK_MSG(WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP, "status %d", status);
+    kill(pid, SIGCONT);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 3, "status %d", status);
+    const char *bad[] = {"pause=nowhere@1", "pause=eval", "crash=nowhere@1", "crash=send", "delay_step=-1", "crash=stop@", "crash=stop@**",
+                         "crash=stop*", "drop=grads@1", "bogus=1", "x",
                          "stall_keepalive=0@1", "crash=send@-2"};
     for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++) {
         CHECK_MSG(tma_inject_parse(bad[i], &inj) == TMA_ERR_CONFIG, "%s", bad[i]);
