@@ -171,21 +171,88 @@ static tma_status_t cpu_fill(tma_gnn_backend_t *b, tensor_t *x, float v)
  * about 110 GFLOP/s against 170-190 on two cores.  Each row's numbers are the
  * same either way (a row is one slice's row, the sum over k in one order).
  */
+/* The fewest columns a thread's share of a short product gets, and the
+ * FLOPs under which a product is not worth a second thread. */
+#define MATMUL_COLS_MIN 64
+#define MATMUL_SERIAL_FLOPS 4.0e6
+
+/* The single-threaded OpenBLAS every product of this backend runs on. */
+static void blas_one_thread(void)
+{
+    if (openblas_get_num_threads() != 1)
+        openblas_set_num_threads(1);
+}
+
+/*
+ * C = alpha op(A) op(B) + beta C (row-major, m x n) for the products that
+ * sgemm_rows and sgemm_tn do not slice (few rows, a short sum): the columns
+ * of C in shares of at least MATMUL_COLS_MIN, one share a thread, each
+ * share's sgemm on that thread alone; a small product on the calling thread.
+ * OpenBLAS's own threads never run: after each call they keep spinning
+ * (sched_yield) for a while, and did so through every training step, taking
+ * a core's time from this backend's threads (3 % of a SAGE step's samples
+ * under perf, from two decoder products a step).  An element's sum over k
+ * does not depend on the columns beside it, so the shares change no result.
+ */
+static void sgemm_cols(tma_gnn_backend_t *b, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    blas_one_thread();
+    int64_t shares = 2.0 * (double)m * (double)n * (double)k < MATMUL_SERIAL_FLOPS ? 1 : n / MATMUL_COLS_MIN;
+    shares = TMA_MIN(shares, (int64_t)NT(b));
+    if (shares <= 1) {
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                    (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+        return;
+    }
+    /* Shares of whole 16-column groups (one AVX-512 register of floats). */
+    const int64_t w = ((n + shares - 1) / shares + 15) / 16 * 16;
+#pragma omp parallel for num_threads((int)shares) schedule(static, 1)
+    for (int64_t s = 0; s < shares; s++) {
+        const int64_t c0 = s * w, cn = TMA_MIN(w, n - c0);
+        if (cn > 0)
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,
+                        (int)cn, (int)k, alpha, A, (int)lda, tb ? B + c0 * ldb : B + c0, (int)ldb, beta, C + c0,
+                        (int)ldc);
+    }
+}
+
+/* y = alpha op(A) x + beta y for row-major A (rows x cols): the entries of y
+ * in shares, one a thread (rows of A, or its columns when transposed), each
+ * share's sgemv on that thread alone; a small product on the calling thread. */
+static void sgemv_shares(tma_gnn_backend_t *b, int ta, int64_t rows, int64_t cols, float alpha, const float *A,
+                         const float *x, float beta, float *y)
+{
+    blas_one_thread();
+    const int64_t ny = ta ? cols : rows;
+    int64_t shares = 2.0 * (double)rows * (double)cols < MATMUL_SERIAL_FLOPS ? 1 : ny / MATMUL_COLS_MIN;
+    shares = TMA_MIN(shares, (int64_t)NT(b));
+    const int64_t w = shares > 1 ? ((ny + shares - 1) / shares + 15) / 16 * 16 : ny;
+#pragma omp parallel for num_threads((int)TMA_MAX(shares, 1)) schedule(static, 1) if (shares > 1)
+    for (int64_t s = 0; s < TMA_MAX(shares, 1); s++) {
+        const int64_t i0 = s * w, in = TMA_MIN(w, ny - i0);
+        if (in <= 0)
+            continue;
+        if (ta)
+            cblas_sgemv(CblasRowMajor, CblasTrans, (int)rows, (int)in, alpha, A + i0, (int)cols, x, 1, beta, y + i0,
+                        1);
+        else
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)in, (int)cols, alpha, A + i0 * cols, (int)cols, x, 1, beta,
+                        y + i0, 1);
+    }
+}
+
 static void sgemm_rows(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
                        int64_t lda, int tb, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
 {
     const int64_t nt = NT(b);
     if (nt <= 1 || m < 2 * MATMUL_SLICE_MIN) {
-        if (openblas_get_num_threads() != nt)
-            openblas_set_num_threads((int)nt);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, A,
-                    (int)lda, B, (int)ldb, beta, C, (int)ldc);
+        sgemm_cols(b, 0, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     const int64_t slice = TMA_MAX((int64_t)MATMUL_SLICE_MIN, (m + 4 * nt - 1) / (4 * nt));
     const int64_t nslice = (m + slice - 1) / slice;
-    if (openblas_get_num_threads() != 1)
-        openblas_set_num_threads(1);
+    blas_one_thread();
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
     for (int64_t s = 0; s < nslice; s++) {
         const int64_t r0 = s * slice, rows = TMA_MIN(slice, m - r0);
@@ -200,7 +267,7 @@ static void sgemm_rows(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, fl
  * slice's product on that thread alone into its own partial, then the
  * partials added in slice order, so that the result depends on the thread
  * count only (as a reduction over OpenBLAS's threads does) and not on
- * timing.  Few rows, a wide product or many threads: OpenBLAS's threads.
+ * timing.  Few rows, a wide product or many threads: sgemm_cols.
  */
 static void sgemm_tn(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
@@ -208,14 +275,10 @@ static void sgemm_tn(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, floa
     const int64_t nt = NT(b);
     float *part = ((cpu_state_t *)b->impl)->mm_part;
     if (nt <= 1 || nt > MM_MAX_SLICES || !part || k < nt * MATMUL_SLICE_MIN || m * n > MM_PART_FLOATS) {
-        if (openblas_get_num_threads() != nt)
-            openblas_set_num_threads((int)nt);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb,
-                    beta, C, (int)ldc);
+        sgemm_cols(b, 1, 0, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    if (openblas_get_num_threads() != 1)
-        openblas_set_num_threads(1);
+    blas_one_thread();
     /* nt slices of at least MATMUL_SLICE_MIN rows each, whatever team OpenMP gives. */
     const int64_t slice = (k + nt - 1) / nt;
 #pragma omp parallel num_threads(nt)
@@ -255,17 +318,13 @@ static tma_status_t cpu_matmul(tma_gnn_backend_t *b, const tensor_t *A, int ta, 
         sgemm_tn(b, m, n, k, alpha, CF(A), A->cols, CF(B), B->cols, beta, F(C), C->cols);
         return TMA_OK;
     }
-    if (openblas_get_num_threads() != NT(b))
-        openblas_set_num_threads(NT(b));
     if (n == 1) {
         /* One output column (the decoder's logits): a matrix-vector product.
          * B is k x 1 or, transposed, 1 x k: contiguous either way. */
-        cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)A->rows, (int)A->cols, alpha, CF(A),
-                    (int)A->cols, CF(B), 1, beta, F(C), 1);
+        sgemv_shares(b, ta, A->rows, A->cols, alpha, CF(A), CF(B), beta, F(C));
         return TMA_OK;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, alpha, CF(A), (int)A->cols, CF(B), (int)B->cols, beta, F(C), (int)C->cols);
+    sgemm_cols(b, ta, tb, m, n, k, alpha, CF(A), A->cols, CF(B), B->cols, beta, F(C), C->cols);
     return TMA_OK;
 }
 
@@ -775,8 +834,7 @@ static tma_status_t cpu_score_mlp(tma_gnn_backend_t *b, const tensor_t *H, const
     const int32_t *u = CI32(hi), *v = CI32(ti);
     float *out = F(logits);
     /* Each thread's sgemm runs on that thread alone. */
-    if (openblas_get_num_threads() != 1)
-        openblas_set_num_threads(1);
+    blas_one_thread();
 #pragma omp parallel num_threads(nt) if (nblk > 1)
     {
         float *E = F(scratch) + (size_t)omp_get_thread_num() * 2 * rows * widest, *D = E + rows * widest;
@@ -1111,8 +1169,6 @@ static tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f
         }
         return TMA_OK;
     }
-    if (openblas_get_num_threads() != NT(b))
-        openblas_set_num_threads(NT(b));
     if (n == 0) {
         memset(dw, 0, (size_t)(dim * d) * sizeof(float));
         return TMA_OK;
@@ -1199,8 +1255,7 @@ static tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_in
     const float *x = L->X ? CF(L->X) : L->feat->dense;
     const int64_t *id = L->X ? NULL : CI64(L->ids);
     float *y = F(Y);
-    if (openblas_get_num_threads() != 1)
-        openblas_set_num_threads(1);
+    blas_one_thread();
 #pragma omp parallel num_threads(nt) if (ntile > 1)
     {
         float *A = F(scratch) + (size_t)omp_get_thread_num() * rows * (2 * d + h), *S = A + rows * d,
@@ -1448,7 +1503,7 @@ static tma_status_t cpu_init(tma_gnn_backend_t *b, const char *device)
         return TMA_ERR_NOMEM;
     }
     b->impl = cs;
-    openblas_set_num_threads(b->threads);
+    blas_one_thread();
     return TMA_OK;
 }
 

@@ -97,6 +97,17 @@ static void agree(const char *what, const pair_t *p)
     free(r);
 }
 
+/* A one-element sum of terms whose sizes add up to `bound`: |x - ref| <=
+ * TOL * bound (a float sum's rounding grows with its terms, not its value). */
+static void agree_sum(const char *what, const pair_t *p, double bound)
+{
+    float a = 0, r = 0;
+    CHECK_OK(tma_gnn_tensor_download(&p->b, &a));
+    CHECK_OK(tma_gnn_tensor_download(&p->r, &r));
+    CHECK_MSG(!isnan(a) && !isnan(r) && fabs((double)a - r) <= TOL * fmax(fmax(bound, fabs(r)), 1e-30),
+              "%s %s: %.9g vs ref %.9g, terms summing to %.3g in size", cur_op, what, a, r, bound);
+}
+
 static void agree_double(const char *what, double a, double r)
 {
     CHECK_MSG(!isnan(a) && fabs(a - r) <= TOL * fmax(fabs(r), 1e-30), "%s %s: %.12g vs ref %.12g", cur_op, what, a,
@@ -173,10 +184,14 @@ static void free_block(blk_pair_t *bp)
 static void test_matmul(void)
 {
     cur_op = "matmul";
-    /* The last two: a tall product the CPU backend slices by rows, and with
-     * ta a long sum it slices into partials (sgemm_rows, sgemm_tn). */
-    const int64_t shapes[][3] = {{1, 1, 1},   {7, 5, 3},   {64, 33, 300},  {130, 17, 1},
-                                 {5, 1, 64},  {0, 4, 3},   {3, 4, 0},      {1100, 24, 40}, {24, 40, 1600}};
+    /* {1100, 24, 40}, {24, 40, 1600}: a tall product the CPU backend slices
+     * by rows, and with ta a long sum it slices into partials (sgemm_rows,
+     * sgemm_tn); {300, 200, 64}: few rows, shares of columns (sgemm_cols, 3
+     * uneven shares on 3 threads); {9000, 1, 300}: a matrix-vector product
+     * in shares of rows or, with ta, of columns (sgemv_shares). */
+    const int64_t shapes[][3] = {{1, 1, 1},      {7, 5, 3},      {64, 33, 300},  {130, 17, 1},
+                                 {5, 1, 64},     {0, 4, 3},      {3, 4, 0},      {1100, 24, 40},
+                                 {24, 40, 1600}, {300, 200, 64}, {9000, 1, 300}};
     for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
         for (int ta = 0; ta < 2; ta++) {
             for (int tb = 0; tb < 2; tb++) {
@@ -252,7 +267,19 @@ static void test_rowwise(void)
                 agree("dX", &dX);
             agree("dgamma", &dg);
             agree("dbeta", &db);
-            agree("da", &da);
+            /* da sums dY * pre over the negative pre-activations (pre = H / a
+             * there): a sum of terms of both signs, compared against the sum
+             * of their sizes rather than against its own, which cancellation
+             * can make small (the reference sums in another order). */
+            float *hh = malloc((size_t)TMA_MAX(n * d, 1) * 4), *dy = malloc((size_t)TMA_MAX(n * d, 1) * 4);
+            CHECK_OK(tma_gnn_tensor_download(&H.r, hh));
+            CHECK_OK(tma_gnn_tensor_download(&dY.r, dy));
+            double bound = 0;
+            for (int64_t i = 0; i < n * d; i++)
+                bound += hh[i] < 0 ? fabs((double)dy[i] * hh[i] / a1) : 0.0;
+            agree_sum("da", &da, bound);
+            free(hh);
+            free(dy);
             pfree(&a);
             pfree(&da);
             pfree(&H);
