@@ -23,6 +23,7 @@
 typedef struct gnn_slot {
     tma_graph_t *g;
     tma_graph_sampler_t *sampler;
+    int t_from; /* the first block whose transpose the sampler fills */
     tma_gnn_feat_t *feat;
     tma_gnn_feat_info_t fi;
     int64_t weight; /* undirected training edges */
@@ -402,11 +403,17 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
         s->g = g;
         s->weight = g->num_train_edges;
         tr->total_weight += s->weight;
-        if ((st = tma_graph_sampler_create(g, &so, &s->sampler)) != TMA_OK)
-            return st;
         if ((st = tma_gnn_feat_create(tr->b, g->features, g->num_nodes, g->feature_dim, 0, &s->feat)) != TMA_OK)
             return st;
         tma_gnn_feat_get_info(tr->b, s->feat, &s->fi);
+        /* Layer 0's backward goes through its block's transpose only when it
+         * projects first (sparse features) or feeds the per-type projection;
+         * over dense features nothing needs it (no input gradient), and
+         * transposing it was a serial pass over most of a step's edges. */
+        so.transpose_from = tr->proj || gnn_layer_project_first(&tr->cfg, 0, &s->fi) ? 0 : TMA_MIN(1, so.num_layers);
+        s->t_from = so.transpose ? so.transpose_from : so.num_layers;
+        if ((st = tma_graph_sampler_create(g, &so, &s->sampler)) != TMA_OK)
+            return st;
         if (tma_gnn_config_relational(&tr->cfg) && tma_graph_num_rel_ids(g) != tr->cfg.num_rel_ids) {
             tma_log_error(COMP, "graph %d has %d relation ids; the model expects %d", i, tma_graph_num_rel_ids(g),
                           tr->cfg.num_rel_ids);
@@ -660,8 +667,10 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
         b->indptr = tma_gnn_tensor_shape(&tr->indptr[l], hb->num_dst + 1, 1);
         b->indices = tma_gnn_tensor_shape(&tr->indices[l], hb->num_edges, 1);
         b->weights = tma_gnn_tensor_shape(&tr->weights[l], hb->num_edges, 1);
-        if (tr->rgcn)
+        if (tr->rgcn || l < s->t_from) {
+            b->has_transpose = 0;
             continue;
+        }
         st = st ? st : upload_prefix(&tr->t_indptr[l], hb->t_indptr, hb->num_src + 1);
         st = st ? st : upload_prefix(&tr->t_indices[l], hb->t_indices, hb->num_edges);
         st = st ? st : upload_prefix(&tr->t_weights[l], hb->t_weights, hb->num_edges);

@@ -161,6 +161,10 @@ tma_status_t tma_graph_sampler_create(const tma_graph_t *g, const tma_graph_samp
         tma_log_error(COMP, "num_layers %d is out of range [0, %d]", opts->num_layers, TMA_GRAPH_MAX_LAYERS);
         return TMA_ERR_CONFIG;
     }
+    if (opts->transpose_from < 0 || opts->transpose_from > opts->num_layers) {
+        tma_log_error(COMP, "transpose_from %d is out of range [0, %d]", opts->transpose_from, opts->num_layers);
+        return TMA_ERR_CONFIG;
+    }
     int max_fanout = 1;
     for (int h = 0; h < opts->num_layers; h++) {
         if (opts->fanouts[h] == 0 || opts->fanouts[h] < -1) {
@@ -441,7 +445,7 @@ tma_status_t tma_graph_sampler_sample(tma_graph_sampler_t *s, const int64_t *see
     for (int h = 0; h < s->o.num_layers; h++)
         sample_hop(s, h, rng_seed, &out->blocks[s->o.num_layers - 1 - h], out);
     if (s->o.transpose)
-        for (int l = 0; l < s->o.num_layers; l++)
+        for (int l = s->o.transpose_from; l < s->o.num_layers; l++)
             transpose_block(&out->blocks[l]);
     if (out->node_type)
         for (int64_t i = 0; i < out->num_nodes; i++)

@@ -601,6 +601,8 @@ typedef struct tma_graph_sampler_opts {
     tma_graph_norm_t norm;
     int self_loops;                        /* add (i, i) to every row */
     int transpose;                         /* also fill the blocks' t_* arrays */
+    int transpose_from;                    /* ... of blocks transpose_from.. only (0: all; a trainer
+                                              whose layer 0 needs no input gradient skips block 0) */
     int64_t max_seeds;                     /* most seeds per call (duplicates included) */
     int64_t max_excluded;                  /* most excluded edges per call */
     int threads;                           /* OpenMP threads for a hop's rows (<= 1: one) */

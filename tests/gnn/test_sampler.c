@@ -111,6 +111,11 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
         }
         if (!o->transpose)
             continue;
+        if (l < o->transpose_from) {
+            /* Not transposed: its t_* arrays (zeroed) are left alone. */
+            ASSERT_EQ(b->t_indptr[b->num_src], 0);
+            continue;
+        }
         /* The transpose holds every edge once, by source, rows increasing. */
         ASSERT_EQ(b->t_indptr[0], 0);
         ASSERT_EQ(b->t_indptr[b->num_src], b->num_edges);
@@ -226,15 +231,25 @@ int main(void)
     seeds[6] = ex[0];
     seeds[7] = ex[1];
 
-    for (int mode = 0; mode < 4; mode++) {
+    /* Mode 4: as 1, with block 0 not transposed (transpose_from 1). */
+    for (int mode = 0; mode < 5; mode++) {
         tma_graph_sampler_opts_t o;
         memset(&o, 0, sizeof o);
         o.num_layers = mode == 3 ? 0 : 2;
         o.fanouts[0] = mode == 2 ? -1 : 5;
         o.fanouts[1] = 3;
-        o.norm = mode == 1 ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
-        o.self_loops = mode == 1;
-        o.transpose = mode == 1 || mode == 2;
+        o.norm = mode == 1 || mode == 4 ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
+        o.self_loops = mode == 1 || mode == 4;
+        o.transpose = mode == 1 || mode == 2 || mode == 4;
+        o.transpose_from = mode == 4;
+        if (mode == 4) {
+            tma_graph_sampler_t *bad;
+            o.transpose_from = 3;
+            CHECK_STATUS(tma_graph_sampler_create(g, &o, &bad), TMA_ERR_CONFIG);
+            o.transpose_from = -1;
+            CHECK_STATUS(tma_graph_sampler_create(g, &o, &bad), TMA_ERR_CONFIG);
+            o.transpose_from = 1;
+        }
         o.max_seeds = 40;
         o.max_excluded = 10;
         tma_graph_sampler_t *sp;
