@@ -273,6 +273,22 @@ tma_status_t tma_gnn_op_matmul(const tensor_t *A, int trans_a, const tensor_t *B
           C->backend->ops->matmul(C->backend, A, trans_a, B, trans_b, alpha, beta, C));
 }
 
+tma_status_t tma_gnn_op_matmul_bias(const tensor_t *A, const tensor_t *B, const tensor_t *bias, tensor_t *C)
+{
+    if (!C->backend->ops->matmul_bias) {
+        tma_status_t st = tma_gnn_op_matmul(A, 0, B, 0, 1.0f, 0.0f, C);
+        return st != TMA_OK ? st : tma_gnn_op_add_bias(C, bias);
+    }
+    REQUIRE("matmul_bias", IS(A, TMA_GNN_F32) && IS(B, TMA_GNN_F32) && IS(C, TMA_GNN_F32) && IS(bias, TMA_GNN_F32));
+    REQUIRE("matmul_bias", A->cols == B->rows && C->rows == A->rows && C->cols == B->cols);
+    REQUIRE("matmul_bias", tma_gnn_tensor_numel(bias) == C->cols);
+    REQUIRE("matmul_bias", A->backend == C->backend && B->backend == C->backend && bias->backend == C->backend);
+    if (C->rows == 0 || C->cols == 0)
+        return TMA_OK;
+    TIMED(C->backend, GNN_OP_MATMUL, 2.0 * (double)C->rows * (double)C->cols * (double)A->cols,
+          C->backend->ops->matmul_bias(C->backend, A, B, bias, C));
+}
+
 tma_status_t tma_gnn_op_add_bias(tensor_t *Z, const tensor_t *bias)
 {
     REQUIRE("add_bias", tma_gnn_tensor_numel(bias) == Z->cols && IS(Z, TMA_GNN_F32));

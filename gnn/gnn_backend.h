@@ -208,6 +208,11 @@ typedef struct tma_gnn_ops {
      * thread. */
     tma_status_t (*layer_infer)(tma_gnn_backend_t *b, const tma_gnn_layer_infer_t *L, tensor_t *scratch,
                                 tensor_t *Y);
+    /* Optional: C = A B + bias, the bias (n values) added to every row of C
+     * (m x n) as the product is written, instead of in a pass of its own;
+     * NULL: the caller runs matmul and add_bias. */
+    tma_status_t (*matmul_bias)(tma_gnn_backend_t *b, const tensor_t *A, const tensor_t *B, const tensor_t *bias,
+                                tensor_t *C);
 
     /* Heterogeneous models (docs/model.md, "Heterogeneous ops").  Relation
      * ids are i32 in [0, R); the caller guarantees the range. */
@@ -316,6 +321,9 @@ tma_status_t tma_gnn_backend_wait(tma_gnn_backend_t *b);
 /* Checked wrappers: each asserts the shapes an op expects, then calls it. */
 tma_status_t tma_gnn_op_matmul(const tensor_t *A, int trans_a, const tensor_t *B, int trans_b, float alpha,
                                float beta, tensor_t *C);
+/* C = A B + bias (bias: C->cols values, added to every row): the backend's
+ * matmul_bias, or matmul and add_bias; counted as matmul in the op stats. */
+tma_status_t tma_gnn_op_matmul_bias(const tensor_t *A, const tensor_t *B, const tensor_t *bias, tensor_t *C);
 tma_status_t tma_gnn_op_add_bias(tensor_t *Z, const tensor_t *bias);
 tma_status_t tma_gnn_op_colsum(const tensor_t *X, tensor_t *out);
 tma_status_t tma_gnn_op_spmm(const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y);

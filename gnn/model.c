@@ -139,14 +139,17 @@ tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *
         const tensor_t *W = cfg->encoder == TMA_GNN_ENCODER_SAGE ? &e->W_neigh : &e->W;
         if (T) {
             st = tma_gnn_op_spmm(blk, T, Z);
-        } else {
-            st = src_aggregate(src, blk, A);
-            if (st == TMA_OK)
-                st = tma_gnn_op_matmul(A, 0, W, 0, 1.0f, 0.0f, Z);
+            if (st == TMA_OK && cfg->encoder == TMA_GNN_ENCODER_SAGE)
+                st = src_matmul(src, self0, &e->W_self, 1.0f, Z);
+            break;
         }
+        /* The bias goes in with the first product. */
+        st = src_aggregate(src, blk, A);
+        if (st == TMA_OK)
+            st = tma_gnn_op_matmul_bias(A, W, &e->b, Z);
         if (st == TMA_OK && cfg->encoder == TMA_GNN_ENCODER_SAGE)
             st = src_matmul(src, self0, &e->W_self, 1.0f, Z);
-        break;
+        return st;
     }
     case TMA_GNN_ENCODER_MLP:
         st = src_matmul(src, self0, &e->W, 0.0f, Z);

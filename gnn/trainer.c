@@ -751,8 +751,7 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
             const gnn_enc_params_t *e = &tr->P.enc[0];
             tensor_t XA = tma_gnn_tensor_shape(&lb->A, n_dst, 2 * Fd), W = tma_gnn_tensor_view(&e->W_self, 0, 2 * Fd, H);
             st = st ? st : tma_gnn_op_feat_self_aggregate(s->feat, &ids, &tr->blk[0], &XA);
-            st = st ? st : tma_gnn_op_matmul(&XA, 0, &W, 0, 1.0f, 0.0f, &Z);
-            st = st ? st : tma_gnn_op_add_bias(&Z, &e->b);
+            st = st ? st : tma_gnn_op_matmul_bias(&XA, &W, &e->b, &Z);
         } else {
             st = st ? st
                     : gnn_layer_combine(cfg, &tr->P, l, tr->mlp ? NULL : &tr->blk[l], &src, 0, pf ? &T : NULL,

@@ -176,6 +176,14 @@ static tma_status_t cpu_fill(tma_gnn_backend_t *b, tensor_t *x, float v)
 #define MATMUL_COLS_MIN 64
 #define MATMUL_SERIAL_FLOPS 4.0e6
 
+/* Each of `rows` rows (ldc apart) of C, n wide, set to v: a bias the
+ * product then adds to (beta 1), in place of a pass of its own. */
+static void fill_rows(float *C, int64_t ldc, int64_t rows, int64_t n, const float *v)
+{
+    for (int64_t i = 0; i < rows; i++)
+        memcpy(C + i * ldc, v, (size_t)n * sizeof(float));
+}
+
 /* The single-threaded OpenBLAS every product of this backend runs on. */
 static void blas_one_thread(void)
 {
@@ -195,25 +203,24 @@ static void blas_one_thread(void)
  * does not depend on the columns beside it, so the shares change no result.
  */
 static void sgemm_cols(tma_gnn_backend_t *b, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
+                       const float *bias)
 {
     blas_one_thread();
     int64_t shares = 2.0 * (double)m * (double)n * (double)k < MATMUL_SERIAL_FLOPS ? 1 : n / MATMUL_COLS_MIN;
     shares = TMA_MIN(shares, (int64_t)NT(b));
-    if (shares <= 1) {
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                    (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
-        return;
-    }
     /* Shares of whole 16-column groups (one AVX-512 register of floats). */
-    const int64_t w = ((n + shares - 1) / shares + 15) / 16 * 16;
-#pragma omp parallel for num_threads((int)shares) schedule(static, 1)
-    for (int64_t s = 0; s < shares; s++) {
+    const int64_t w = shares > 1 ? ((n + shares - 1) / shares + 15) / 16 * 16 : n;
+#pragma omp parallel for num_threads((int)TMA_MAX(shares, 1)) schedule(static, 1) if (shares > 1)
+    for (int64_t s = 0; s < TMA_MAX(shares, 1); s++) {
         const int64_t c0 = s * w, cn = TMA_MIN(w, n - c0);
-        if (cn > 0)
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,
-                        (int)cn, (int)k, alpha, A, (int)lda, tb ? B + c0 * ldb : B + c0, (int)ldb, beta, C + c0,
-                        (int)ldc);
+        if (cn <= 0)
+            continue;
+        if (bias)
+            fill_rows(C + c0, ldc, m, cn, bias + c0);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)cn,
+                    (int)k, alpha, A, (int)lda, tb ? B + c0 * ldb : B + c0, (int)ldb, bias ? 1.0f : beta, C + c0,
+                    (int)ldc);
     }
 }
 
@@ -243,11 +250,12 @@ static void sgemv_shares(tma_gnn_backend_t *b, int ta, int64_t rows, int64_t col
 }
 
 static void sgemm_rows(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
-                       int64_t lda, int tb, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+                       int64_t lda, int tb, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
+                       const float *bias)
 {
     const int64_t nt = NT(b);
     if (nt <= 1 || m < 2 * MATMUL_SLICE_MIN) {
-        sgemm_cols(b, 0, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        sgemm_cols(b, 0, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, bias);
         return;
     }
     const int64_t slice = TMA_MAX((int64_t)MATMUL_SLICE_MIN, (m + 4 * nt - 1) / (4 * nt));
@@ -256,8 +264,10 @@ static void sgemm_rows(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, fl
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
     for (int64_t s = 0; s < nslice; s++) {
         const int64_t r0 = s * slice, rows = TMA_MIN(slice, m - r0);
+        if (bias)
+            fill_rows(C + r0 * ldc, ldc, rows, n, bias);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)k, alpha,
-                    A + r0 * lda, (int)lda, B, (int)ldb, beta, C + r0 * ldc, (int)ldc);
+                    A + r0 * lda, (int)lda, B, (int)ldb, bias ? 1.0f : beta, C + r0 * ldc, (int)ldc);
     }
 }
 
@@ -275,7 +285,7 @@ static void sgemm_tn(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, floa
     const int64_t nt = NT(b);
     float *part = ((cpu_state_t *)b->impl)->mm_part;
     if (nt <= 1 || nt > MM_MAX_SLICES || !part || k < nt * MATMUL_SLICE_MIN || m * n > MM_PART_FLOATS) {
-        sgemm_cols(b, 1, 0, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        sgemm_cols(b, 1, 0, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
         return;
     }
     blas_one_thread();
@@ -311,7 +321,7 @@ static tma_status_t cpu_matmul(tma_gnn_backend_t *b, const tensor_t *A, int ta, 
         return TMA_OK;
     }
     if (!ta && n > 1) {
-        sgemm_rows(b, m, n, k, alpha, CF(A), A->cols, tb, CF(B), B->cols, beta, F(C), C->cols);
+        sgemm_rows(b, m, n, k, alpha, CF(A), A->cols, tb, CF(B), B->cols, beta, F(C), C->cols, NULL);
         return TMA_OK;
     }
     if (ta && !tb && n > 1) {
@@ -324,7 +334,20 @@ static tma_status_t cpu_matmul(tma_gnn_backend_t *b, const tensor_t *A, int ta, 
         sgemv_shares(b, ta, A->rows, A->cols, alpha, CF(A), CF(B), beta, F(C));
         return TMA_OK;
     }
-    sgemm_cols(b, ta, tb, m, n, k, alpha, CF(A), A->cols, CF(B), B->cols, beta, F(C), C->cols);
+    sgemm_cols(b, ta, tb, m, n, k, alpha, CF(A), A->cols, CF(B), B->cols, beta, F(C), C->cols, NULL);
+    return TMA_OK;
+}
+
+/* C = A B + bias: each slice (or share of columns) of C is set to the bias
+ * rows just before its product adds to it (beta 1), while it is in cache. */
+static tma_status_t cpu_matmul_bias(tma_gnn_backend_t *b, const tensor_t *A, const tensor_t *B, const tensor_t *bias,
+                                    tensor_t *C)
+{
+    if (A->cols == 0) {
+        fill_rows(F(C), C->cols, C->rows, C->cols, CF(bias));
+        return TMA_OK;
+    }
+    sgemm_rows(b, C->rows, C->cols, A->cols, 1.0f, CF(A), A->cols, 0, CF(B), B->cols, 0.0f, F(C), C->cols, CF(bias));
     return TMA_OK;
 }
 
@@ -1131,13 +1154,13 @@ static tma_status_t cpu_feat_matmul(tma_gnn_backend_t *b, tma_gnn_feat_t *f, con
         return TMA_OK;
     }
     if (n > 0 && ids_contiguous(id, n)) {
-        sgemm_rows(b, n, d, dim, 1.0f, f->dense + id[0] * dim, dim, 0, w, d, beta, o, d);
+        sgemm_rows(b, n, d, dim, 1.0f, f->dense + id[0] * dim, dim, 0, w, d, beta, o, d, NULL);
         return TMA_OK;
     }
     for (int64_t r0 = 0; r0 < n; r0 += f->chunk_rows) {
         int64_t rn = TMA_MIN(f->chunk_rows, n - r0);
         gather_rows(b, f, id + r0, rn, f->gather);
-        sgemm_rows(b, rn, d, dim, 1.0f, f->gather, dim, 0, w, d, beta, o + r0 * d, d);
+        sgemm_rows(b, rn, d, dim, 1.0f, f->gather, dim, 0, w, d, beta, o + r0 * d, d, NULL);
     }
     return TMA_OK;
 }
@@ -1544,6 +1567,7 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .pair_mul = cpu_pair_mul,
     .pair_mul_bwd = cpu_pair_mul_bwd,
     .score_mlp = cpu_score_mlp,
+    .matmul_bias = cpu_matmul_bias,
     .layer_infer = cpu_layer_infer,
     .feat_self_aggregate = cpu_feat_self_aggregate,
     .bce_logits = cpu_bce_logits,

@@ -210,9 +210,29 @@ static void test_matmul(void)
             }
         }
     }
+    /* C = A B + bias, written with the product (the reference: matmul, then
+     * add_bias): row slices, column shares, small, an empty sum, no rows. */
+    cur_op = "matmul_bias";
+    const int64_t bshapes[][3] = {{1100, 24, 40}, {300, 200, 64}, {7, 5, 3}, {5, 3, 0}, {0, 4, 3}};
+    for (size_t s = 0; s < TMA_ARRAY_LEN(bshapes); s++) {
+        int64_t m = bshapes[s][0], n = bshapes[s][1], k = bshapes[s][2];
+        pair_t A = mkf(m, k, 1), Bm = mkf(k, n, 1), bias = mkf(1, n, 2), C = mk(TMA_GNN_F32, m, n, NULL);
+        CHECK_OK(tma_gnn_op_matmul_bias(&A.b, &Bm.b, &bias.b, &C.b));
+        CHECK_OK(tma_gnn_op_matmul_bias(&A.r, &Bm.r, &bias.r, &C.r));
+        agree("C", &C);
+        pfree(&A);
+        pfree(&Bm);
+        pfree(&bias);
+        pfree(&C);
+    }
     /* A shape mismatch is refused, not computed. */
     pair_t A = mkf(3, 4, 1), Bm = mkf(5, 2, 1), C = mk(TMA_GNN_F32, 3, 2, NULL);
     CHECK_STATUS(tma_gnn_op_matmul(&A.b, 0, &Bm.b, 0, 1, 0, &C.b), TMA_ERR_INTERNAL);
+    pair_t bias = mkf(1, 3, 1), A2 = mkf(3, 5, 1);
+    if (B->ops->matmul_bias) /* (without the op, matmul's own check refuses it) */
+        CHECK_STATUS(tma_gnn_op_matmul_bias(&A2.b, &Bm.b, &bias.b, &C.b), TMA_ERR_INTERNAL);
+    pfree(&bias);
+    pfree(&A2);
     pfree(&A);
     pfree(&Bm);
     pfree(&C);
