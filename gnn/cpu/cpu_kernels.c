@@ -191,6 +191,17 @@ static void blas_one_thread(void)
         openblas_set_num_threads(1);
 }
 
+/* How many threads share a product's `width` outputs (1: the calling thread
+ * alone, for a product under MATMUL_SERIAL_FLOPS or too narrow), and each
+ * share's width in *w_p: whole 16-output groups (one AVX-512 register). */
+static int64_t output_shares(const tma_gnn_backend_t *b, double flops, int64_t width, int64_t *w_p)
+{
+    int64_t shares = flops < MATMUL_SERIAL_FLOPS ? 1 : width / MATMUL_COLS_MIN;
+    shares = TMA_MAX(TMA_MIN(shares, (int64_t)NT(b)), 1);
+    *w_p = shares > 1 ? ((width + shares - 1) / shares + 15) / 16 * 16 : width;
+    return shares;
+}
+
 /*
  * C = alpha op(A) op(B) + beta C (row-major, m x n) for the products that
  * sgemm_rows and sgemm_tn do not slice (few rows, a short sum): the columns
@@ -207,12 +218,10 @@ static void sgemm_cols(tma_gnn_backend_t *b, int ta, int tb, int64_t m, int64_t 
                        const float *bias)
 {
     blas_one_thread();
-    int64_t shares = 2.0 * (double)m * (double)n * (double)k < MATMUL_SERIAL_FLOPS ? 1 : n / MATMUL_COLS_MIN;
-    shares = TMA_MIN(shares, (int64_t)NT(b));
-    /* Shares of whole 16-column groups (one AVX-512 register of floats). */
-    const int64_t w = shares > 1 ? ((n + shares - 1) / shares + 15) / 16 * 16 : n;
-#pragma omp parallel for num_threads((int)TMA_MAX(shares, 1)) schedule(static, 1) if (shares > 1)
-    for (int64_t s = 0; s < TMA_MAX(shares, 1); s++) {
+    int64_t w;
+    const int64_t shares = output_shares(b, 2.0 * (double)m * (double)n * (double)k, n, &w);
+#pragma omp parallel for num_threads((int)shares) schedule(static, 1) if (shares > 1)
+    for (int64_t s = 0; s < shares; s++) {
         const int64_t c0 = s * w, cn = TMA_MIN(w, n - c0);
         if (cn <= 0)
             continue;
@@ -232,11 +241,10 @@ static void sgemv_shares(tma_gnn_backend_t *b, int ta, int64_t rows, int64_t col
 {
     blas_one_thread();
     const int64_t ny = ta ? cols : rows;
-    int64_t shares = 2.0 * (double)rows * (double)cols < MATMUL_SERIAL_FLOPS ? 1 : ny / MATMUL_COLS_MIN;
-    shares = TMA_MIN(shares, (int64_t)NT(b));
-    const int64_t w = shares > 1 ? ((ny + shares - 1) / shares + 15) / 16 * 16 : ny;
-#pragma omp parallel for num_threads((int)TMA_MAX(shares, 1)) schedule(static, 1) if (shares > 1)
-    for (int64_t s = 0; s < TMA_MAX(shares, 1); s++) {
+    int64_t w;
+    const int64_t shares = output_shares(b, 2.0 * (double)rows * (double)cols, ny, &w);
+#pragma omp parallel for num_threads((int)shares) schedule(static, 1) if (shares > 1)
+    for (int64_t s = 0; s < shares; s++) {
         const int64_t i0 = s * w, in = TMA_MIN(w, ny - i0);
         if (in <= 0)
             continue;
