@@ -1216,21 +1216,39 @@ static tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f
     return TMA_OK;
 }
 
-static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
-                                       const tma_gnn_block_t *blk, tensor_t *out)
+/* The weighted neighbour sums of the block's rows over dense features, into
+ * rows of o; with self, each row's own feature row first and its sum beside
+ * it (rows 2 x dim wide: feat_self_aggregate). */
+static void dense_sums(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, const int64_t *id, const tma_gnn_block_t *blk,
+                       int self, float *o)
 {
     const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
     const float *w = CF(&blk->weights);
+    const int64_t dim = f->dim, width = self ? 2 * dim : dim;
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        float *oi = o + i * width;
+        if (self)
+            memcpy(oi, f->dense + id[i] * dim, (size_t)dim * sizeof(float));
+        sum_row(oi + width - dim, f->dense, id, dim, ip[i], ip[i + 1], ix, w, blk->num_edges);
+    }
+}
+
+static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
+                                       const tma_gnn_block_t *blk, tensor_t *out)
+{
     const int64_t *id = CI64(ids);
+    if (!f->sparse) {
+        dense_sums(b, f, id, blk, 0, F(out));
+        return TMA_OK;
+    }
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const float *w = CF(&blk->weights);
     const int64_t dim = f->dim;
     float *o = F(out);
 #pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
     for (int64_t i = 0; i < blk->num_dst; i++) {
         float *oi = o + i * dim;
-        if (!f->sparse) {
-            sum_row(oi, f->dense, id, dim, ip[i], ip[i + 1], ix, w, blk->num_edges);
-            continue;
-        }
         row_zero(oi, dim);
         for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
             const int64_t v = id[ix[e]];
@@ -1246,17 +1264,7 @@ static tma_status_t cpu_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
 static tma_status_t cpu_feat_self_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tensor_t *ids,
                                             const tma_gnn_block_t *blk, tensor_t *out)
 {
-    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
-    const float *w = CF(&blk->weights);
-    const int64_t *id = CI64(ids);
-    const int64_t dim = f->dim, nnz = blk->num_edges;
-    float *o = F(out);
-#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
-    for (int64_t i = 0; i < blk->num_dst; i++) {
-        float *oi = o + i * 2 * dim;
-        memcpy(oi, f->dense + id[i] * dim, (size_t)dim * sizeof(float));
-        sum_row(oi + dim, f->dense, id, dim, ip[i], ip[i + 1], ix, w, nnz);
-    }
+    dense_sums(b, f, CI64(ids), blk, 1, F(out));
     return TMA_OK;
 }
 
