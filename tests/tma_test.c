@@ -1,7 +1,10 @@
 /* tma_test.c: helpers for the C tests (see tma_test.h). */
 #include "tma_test.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +104,43 @@ int tma_test_wait_for(int (*cond)(void *arg), void *arg, double seconds)
         tma_sleep(0.01);
     }
     return cond(arg) ? 1 : 0;
+}
+
+/* Whether every thread of the process in arg (a pid_t *) is stopped. */
+static int all_threads_stopped(void *arg)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/task", (long)*(pid_t *)arg);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int all = 1, seen = 0;
+    for (struct dirent *de; all && (de = readdir(d));) {
+        if (de->d_name[0] == '.')
+            continue;
+        char stat[384], buf[512];
+        if (snprintf(stat, sizeof stat, "%.63s/%.255s/stat", path, de->d_name) >= (int)sizeof stat)
+            continue;
+        FILE *f = fopen(stat, "r");
+        if (!f)
+            continue; /* a thread that just ended */
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* "TID (comm) STATE ...": comm may hold spaces and parentheses. */
+        const char *rp = strrchr(buf, ')');
+        seen++;
+        all = rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+    }
+    closedir(d);
+    return all && seen > 0;
+}
+
+int tma_test_stop_process(pid_t pid)
+{
+    if (kill(pid, SIGSTOP) != 0)
+        return 0;
+    return tma_test_wait_for(all_threads_stopped, &pid, 10);
 }
 
 void tma_test_under_valgrind(int argc, char **argv)

@@ -9,6 +9,7 @@
 #ifndef TMA_TEST_H
 #define TMA_TEST_H
 
+#include <sys/types.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,6 +149,11 @@ char *tma_test_fixture(const char *name);
 /* Polls cond(arg) every 10 ms until it returns non-zero (returns 1) or
  * `seconds` pass (returns 0, after one last try). */
 int tma_test_wait_for(int (*cond)(void *arg), void *arg, double seconds);
+/* Sends SIGSTOP to pid and waits (up to 10 s) until every one of its
+ * threads is stopped (each /proc/PID/task/TID/stat): kill() returns before a
+ * process running on another core stops, and it may still answer a request
+ * meanwhile.  Returns 1 once stopped, 0 if it did not stop in time. */
+int tma_test_stop_process(pid_t pid);
 /* Re-executes the test under valgrind memcheck (errors and definite or
  * indirect leaks exit 3) unless it already runs under it; call it first
  * thing in main.  valgrind comes from $TMA_VALGRIND (set by the harness);

@@ -92,7 +92,7 @@ static void test_hung_member(tma_kv_t *kv)
     CHECK_OK(tma_kv_watch_start(pinned, "/c/h/", &wo, kvt_recorder_fn, &r, &w));
     tma_log_info("test", "stopping member %d (%s) under a watch", hung,
                  tma_test_etcd_endpoint(etcd, hung));
-    kill(tma_test_etcd_pid(etcd, hung), SIGSTOP);
+    ASSERT_EQ(tma_test_stop_process(tma_test_etcd_pid(etcd, hung)), 1);
     /* When the hung member led, a put may meet the leader change: retry it
      * (a put is idempotent) and wait for the revision of the one that worked. */
     int64_t rev = 0;

@@ -540,7 +540,7 @@ static void test_failures(void)
     kv = kvt_connect(tma_test_etcd_endpoints(etcd), 0.5);
     CHECK_OK(tma_kv_put(kv, "/t/f", "x", 1, 0, NULL));
     pid_t pid = tma_test_etcd_pid(etcd, 0);
-    kill(pid, SIGSTOP);
+    ASSERT_EQ(tma_test_stop_process(pid), 1);
     t0 = tma_clock_now();
     tma_kv_result_t r = {0};
     CHECK_STATUS(tma_kv_get(kv, "/t/f", &r), TMA_ERR_TIMEOUT);
