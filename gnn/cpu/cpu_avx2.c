@@ -17,6 +17,8 @@
 #define CPU_CLANG_ATTRIBUTE_PUSHED 1
 #endif
 
+/* This build runs the own AVX-512 products where the processor has them. */
+#define CPU_OWN_GEMM 1
 #define CPU_OPS_NAME tma_gnn_cpu_avx2_ops
 #define CPU_OPS_LABEL "cpu"
 #include "cpu_kernels.c"

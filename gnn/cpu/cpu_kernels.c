@@ -17,6 +17,7 @@
  * same count.  libgomp's idle threads should not spin while OpenBLAS runs
  * (OMP_WAIT_POLICY=passive; `tma` sets it, see cli/main.c).
  */
+#include "cpu_gemm_int.h"
 #include "gnn_backend.h"
 
 #include <cblas.h>
@@ -51,9 +52,12 @@
  * each slice's partial product at most MM_PART_FLOATS floats. */
 #define MM_MAX_SLICES 8
 #define MM_PART_FLOATS ((int64_t)1 << 18)
+/* The largest weight the own products pack (k x n, n rounded up to 64). */
+#define GEMM_PACK_FLOATS ((size_t)1 << 18)
 typedef struct cpu_state {
     double *part;   /* [2][NCHUNK][SCRATCH_COLS] */
     float *mm_part; /* [MM_MAX_SLICES - 1][MM_PART_FLOATS]: sgemm_tn's partial products */
+    float *pack;    /* [GEMM_PACK_FLOATS]: a weight packed for cpu_gemm.c; NULL: OpenBLAS only */
 } cpu_state_t;
 
 static double *partials(tma_gnn_backend_t *b, int which)
@@ -257,21 +261,77 @@ static void sgemv_shares(tma_gnn_backend_t *b, int ta, int64_t rows, int64_t col
     }
 }
 
+/* The own products (cpu_gemm.c) take C = A op(B) and A^T B with alpha 1
+ * and beta 0 or 1 (all the model asks for), a weight that fits the pack. */
+static int own_gemm(const tma_gnn_backend_t *b, float alpha, float beta)
+{
+    return ((const cpu_state_t *)b->impl)->pack && alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
+}
+
+/* op(B) packed for tma_gnn_gemm512_nn, or NULL where OpenBLAS runs the product. */
+static const float *own_pack(tma_gnn_backend_t *b, float alpha, float beta, int tb, const float *B, int64_t ldb,
+                             int64_t k, int64_t n)
+{
+    if (!own_gemm(b, alpha, beta) || tma_gnn_gemm512_packed_floats(k, n) > GEMM_PACK_FLOATS)
+        return NULL;
+    float *bp = ((cpu_state_t *)b->impl)->pack;
+    tma_gnn_gemm512_pack(tb, B, ldb, k, n, bp);
+    return bp;
+}
+
+/* Weights W[0..count) (each k x n, untransposed) packed one after another
+ * for tma_gnn_gemm512_nn, into Wp[q]: for ops whose threads each run their
+ * own products with the same weights (score_mlp, layer_infer).  0 where
+ * OpenBLAS runs them: the own products are off or the weights do not fit. */
+static int own_pack_many(tma_gnn_backend_t *b, int count, const tensor_t *const *W, const float **Wp)
+{
+    if (!own_gemm(b, 1.0f, 0.0f))
+        return 0;
+    size_t total = 0;
+    for (int q = 0; q < count; q++)
+        total += tma_gnn_gemm512_packed_floats(W[q]->rows, W[q]->cols);
+    if (total > GEMM_PACK_FLOATS)
+        return 0;
+    float *bp = ((cpu_state_t *)b->impl)->pack;
+    for (int q = 0; q < count; q++) {
+        tma_gnn_gemm512_pack(0, CF(W[q]), W[q]->cols, W[q]->rows, W[q]->cols, bp);
+        Wp[q] = bp;
+        bp += tma_gnn_gemm512_packed_floats(W[q]->rows, W[q]->cols);
+    }
+    return 1;
+}
+
+/* The fewest rows a slice of an own product gets (8 tiles of 6 rows): it
+ * reads A in place, so a slice costs no copy and can be short. */
+#define OWN_SLICE_MIN 48
+
 static void sgemm_rows(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, float alpha, const float *A,
                        int64_t lda, int tb, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
                        const float *bias)
 {
     const int64_t nt = NT(b);
-    if (nt <= 1 || m < 2 * MATMUL_SLICE_MIN) {
+    const float *bp = own_pack(b, alpha, beta, tb, B, ldb, k, n);
+    int64_t slice;
+    if (bp) {
+        const double flops = 2.0 * (double)m * (double)n * (double)k;
+        slice = nt <= 1 || flops < MATMUL_SERIAL_FLOPS ? m
+                                                       : TMA_MAX((int64_t)OWN_SLICE_MIN, (m + 4 * nt - 1) / (4 * nt));
+        slice = TMA_MAX((slice + 5) / 6 * 6, (int64_t)1);
+    } else if (nt <= 1 || m < 2 * MATMUL_SLICE_MIN) {
         sgemm_cols(b, 0, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, bias);
         return;
+    } else {
+        slice = TMA_MAX((int64_t)MATMUL_SLICE_MIN, (m + 4 * nt - 1) / (4 * nt));
+        blas_one_thread();
     }
-    const int64_t slice = TMA_MAX((int64_t)MATMUL_SLICE_MIN, (m + 4 * nt - 1) / (4 * nt));
     const int64_t nslice = (m + slice - 1) / slice;
-    blas_one_thread();
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nslice > 1)
     for (int64_t s = 0; s < nslice; s++) {
         const int64_t r0 = s * slice, rows = TMA_MIN(slice, m - r0);
+        if (bp) {
+            tma_gnn_gemm512_nn(rows, n, k, A + r0 * lda, lda, bp, beta == 1.0f, C + r0 * ldc, ldc, bias);
+            continue;
+        }
         if (bias)
             fill_rows(C + r0 * ldc, ldc, rows, n, bias);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)rows, (int)n, (int)k, alpha,
@@ -292,6 +352,11 @@ static void sgemm_tn(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, floa
 {
     const int64_t nt = NT(b);
     float *part = ((cpu_state_t *)b->impl)->mm_part;
+    const int own = own_gemm(b, alpha, beta);
+    if (own && (nt <= 1 || 2.0 * (double)m * (double)n * (double)k < MATMUL_SERIAL_FLOPS)) {
+        tma_gnn_gemm512_tn(m, n, k, A, lda, B, ldb, beta == 1.0f, C, ldc);
+        return;
+    }
     if (nt <= 1 || nt > MM_MAX_SLICES || !part || k < nt * MATMUL_SLICE_MIN || m * n > MM_PART_FLOATS) {
         sgemm_cols(b, 1, 0, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
         return;
@@ -306,6 +371,11 @@ static void sgemm_tn(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, floa
             const int64_t r0 = s * slice, rows = TMA_MIN(slice, k - r0);
             /* Slice 0 into C itself (with beta), the others into their partials. */
             float *out = s == 0 ? C : part + (s - 1) * MM_PART_FLOATS;
+            if (own) {
+                tma_gnn_gemm512_tn(m, n, rows, A + r0 * lda, lda, B + r0 * ldb, ldb, s == 0 && beta == 1.0f, out,
+                                   s == 0 ? ldc : n);
+                continue;
+            }
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)rows, alpha, A + r0 * lda,
                         (int)lda, B + r0 * ldb, (int)ldb, s == 0 ? beta : 0.0f, out, (int)(s == 0 ? ldc : n));
         }
@@ -845,6 +915,8 @@ static tma_status_t cpu_pair_mul(tma_gnn_backend_t *b, const tensor_t *H, const 
  * blocks (256 KiB each) stay in the core's L2 cache, and one sgemm of 256
  * rows still runs near OpenBLAS's full rate. */
 #define SCORE_ROWS 256
+/* The hidden layers of a decoder whose weights score_mlp packs. */
+#define SCORE_MAX_LAYERS 4
 
 /* The MLP decoder's logits (see score_mlp in gnn_backend.h): each thread
  * takes blocks of rows and runs the whole decoder on one block (gather and
@@ -864,7 +936,10 @@ static tma_status_t cpu_score_mlp(tma_gnn_backend_t *b, const tensor_t *H, const
     const float *h = CF(H);
     const int32_t *u = CI32(hi), *v = CI32(ti);
     float *out = F(logits);
-    /* Each thread's sgemm runs on that thread alone. */
+    /* Each thread's products run on that thread alone: the own kernels on
+     * the decoder's weights packed once here, or single-threaded OpenBLAS. */
+    const float *wp[SCORE_MAX_LAYERS];
+    const int own = layers - 1 <= SCORE_MAX_LAYERS && own_pack_many(b, layers - 1, W, wp);
     blas_one_thread();
 #pragma omp parallel num_threads(nt) if (nblk > 1)
     {
@@ -879,8 +954,11 @@ static tma_status_t cpu_score_mlp(tma_gnn_backend_t *b, const tensor_t *H, const
             for (int k = 0; k < layers - 1; k++) {
                 const int64_t o = W[k]->cols;
                 const float *bb = CF(bias[k]), s = CF(a[k])[0];
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)o, (int)in, 1.0f, x, (int)in,
-                            CF(W[k]), (int)o, 0.0f, y, (int)o);
+                if (own)
+                    tma_gnn_gemm512_nn(n, o, in, x, in, wp[k], 0, y, o, NULL);
+                else
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)o, (int)in, 1.0f, x, (int)in,
+                                CF(W[k]), (int)o, 0.0f, y, (int)o);
                 for (int64_t i = 0; i < n; i++) {
                     float *yi = y + i * o;
 #pragma omp simd
@@ -1294,6 +1372,11 @@ static tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_in
     const float *x = L->X ? CF(L->X) : L->feat->dense;
     const int64_t *id = L->X ? NULL : CI64(L->ids);
     float *y = F(Y);
+    /* The weights packed once for the own kernels (the bias added by the
+     * tile's last product), or single-threaded OpenBLAS on each tile. */
+    const tensor_t *const ws[2] = {L->W, L->W_self};
+    const float *wp[2] = {NULL, NULL};
+    const int own = own_pack_many(b, L->W_self ? 2 : 1, ws, wp);
     blas_one_thread();
 #pragma omp parallel num_threads(nt) if (ntile > 1)
     {
@@ -1306,8 +1389,11 @@ static tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_in
                 sum_row(A + i * d, x, id, d, ip[r0 + i], ip[r0 + i + 1], ix, w, nnz);
             /* Without activation the tile's output rows are Y's own. */
             float *out = L->a ? Z : y + r0 * h;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)h, (int)d, 1.0f, A, (int)d,
-                        CF(L->W), (int)h, 0.0f, out, (int)h);
+            if (own)
+                tma_gnn_gemm512_nn(m, h, d, A, d, wp[0], 0, out, h, L->W_self ? NULL : bias);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)h, (int)d, 1.0f, A, (int)d,
+                            CF(L->W), (int)h, 0.0f, out, (int)h);
             if (L->W_self) {
                 const int64_t s0 = L->self0 + r0;
                 const float *self = S;
@@ -1318,14 +1404,19 @@ static tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_in
                 else
                     for (int64_t i = 0; i < m; i++)
                         memcpy(S + i * d, x + id[s0 + i] * d, (size_t)d * sizeof(float));
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)h, (int)d, 1.0f, self, (int)d,
-                            CF(L->W_self), (int)h, 1.0f, out, (int)h);
+                if (own)
+                    tma_gnn_gemm512_nn(m, h, d, self, d, wp[1], 1, out, h, bias);
+                else
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)h, (int)d, 1.0f, self,
+                                (int)d, CF(L->W_self), (int)h, 1.0f, out, (int)h);
             }
             for (int64_t i = 0; i < m; i++) {
                 float *oi = out + i * h;
+                if (!own) {
 #pragma omp simd
-                for (int64_t j = 0; j < h; j++)
-                    oi[j] += bias[j];
+                    for (int64_t j = 0; j < h; j++)
+                        oi[j] += bias[j];
+                }
                 if (L->a) {
                     float mu, rs;
                     ln_prelu_row(oi, h, CF(L->gamma), CF(L->beta), CF(L->a)[0], L->eps, y + (r0 + i) * h, &mu,
@@ -1524,6 +1615,39 @@ static tma_status_t cpu_rows_scatter(tma_gnn_backend_t *b, const tensor_t *X, co
 
 /* ------------------------------------------------------------------ the table */
 
+/*
+ * Whether this backend runs the own products (cpu_gemm.c): the AVX2 build
+ * does on a processor with AVX-512F unless TMA_CPU_GEMM=openblas (for
+ * comparing the two); the baseline build never does.
+ */
+static tma_status_t own_gemm_init(cpu_state_t *cs)
+{
+    const char *env = getenv("TMA_CPU_GEMM");
+    if (env && strcmp(env, "own") != 0 && strcmp(env, "openblas") != 0) {
+        tma_log_error(COMP, "TMA_CPU_GEMM=\"%s\": expected own or openblas (unset: own where the processor has "
+                            "AVX-512F)", env);
+        return TMA_ERR_CONFIG;
+    }
+#ifdef CPU_OWN_GEMM
+    if (env && strcmp(env, "openblas") == 0)
+        return TMA_OK;
+    if (!tma_gnn_gemm512_available()) {
+        if (env)
+            tma_log_info(COMP, "TMA_CPU_GEMM=own: this processor has no AVX-512F; OpenBLAS runs every product");
+        return TMA_OK;
+    }
+    cs->pack = tma_alloc_aligned(GEMM_PACK_FLOATS * sizeof(float));
+    if (!cs->pack) {
+        tma_log_error(COMP, "out of memory for the CPU backend's packed weight");
+        return TMA_ERR_NOMEM;
+    }
+    tma_log_debug(COMP, "products: own AVX-512 kernels for the tall ones, OpenBLAS for the rest");
+#endif
+    return TMA_OK;
+}
+
+static void cpu_fini(tma_gnn_backend_t *b);
+
 static tma_status_t cpu_init(tma_gnn_backend_t *b, const char *device)
 {
     cpu_state_t *cs = calloc(1, sizeof *cs);
@@ -1543,7 +1667,10 @@ static tma_status_t cpu_init(tma_gnn_backend_t *b, const char *device)
     }
     b->impl = cs;
     blas_one_thread();
-    return TMA_OK;
+    const tma_status_t st = own_gemm_init(cs);
+    if (st != TMA_OK)
+        cpu_fini(b);
+    return st;
 }
 
 static void cpu_fini(tma_gnn_backend_t *b)
@@ -1552,6 +1679,7 @@ static void cpu_fini(tma_gnn_backend_t *b)
     if (cs) {
         tma_free_aligned(cs->part);
         tma_free_aligned(cs->mm_part);
+        tma_free_aligned(cs->pack);
     }
     free(cs);
     b->impl = NULL;

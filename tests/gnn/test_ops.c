@@ -188,22 +188,31 @@ static void test_matmul(void)
      * by rows, and with ta a long sum it slices into partials (sgemm_rows,
      * sgemm_tn); {300, 200, 64}: few rows, shares of columns (sgemm_cols, 3
      * uneven shares on 3 threads); {9000, 1, 300}: a matrix-vector product
-     * in shares of rows or, with ta, of columns (sgemv_shares). */
-    const int64_t shapes[][3] = {{1, 1, 1},      {7, 5, 3},      {64, 33, 300},  {130, 17, 1},
-                                 {5, 1, 64},     {0, 4, 3},      {3, 4, 0},      {1100, 24, 40},
-                                 {24, 40, 1600}, {300, 200, 64}, {9000, 1, 300}};
+     * in shares of rows or, with ta, of columns (sgemv_shares).  Alpha 1 and
+     * beta 0 or 1 are what the own AVX-512 products take (cpu_gemm.c): {517,
+     * 70, 130} and {2000, 256, 256} give them tiles cut short in rows (517 =
+     * 86 x 6 + 1) and columns (70 = 64 + 6: a masked vector) and, with ta,
+     * sums over blocks of 128 rows and a short last block. */
+    const int64_t shapes[][3] = {{1, 1, 1},     {7, 5, 3},      {64, 33, 300},  {130, 17, 1},
+                                 {5, 1, 64},    {0, 4, 3},      {3, 4, 0},      {1100, 24, 40},
+                                 {24, 40, 1600}, {300, 200, 64}, {9000, 1, 300}, {517, 70, 130},
+                                 {2000, 256, 256}};
+    const float ab[][2] = {{0.7f, 0.0f}, {1.0f, 0.5f}, {1.0f, 0.0f}, {1.0f, 1.0f}};
     for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
         for (int ta = 0; ta < 2; ta++) {
             for (int tb = 0; tb < 2; tb++) {
                 int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
                 pair_t A = ta ? mkf(k, m, 1) : mkf(m, k, 1), Bm = tb ? mkf(n, k, 1) : mkf(k, n, 1);
                 pair_t C = mk(TMA_GNN_F32, m, n, NULL);
-                CHECK_OK(tma_gnn_op_matmul(&A.b, ta, &Bm.b, tb, 0.7f, 0.0f, &C.b));
-                CHECK_OK(tma_gnn_op_matmul(&A.r, ta, &Bm.r, tb, 0.7f, 0.0f, &C.r));
-                agree("beta=0", &C);
-                CHECK_OK(tma_gnn_op_matmul(&A.b, ta, &Bm.b, tb, 1.0f, 0.5f, &C.b));
-                CHECK_OK(tma_gnn_op_matmul(&A.r, ta, &Bm.r, tb, 1.0f, 0.5f, &C.r));
-                agree("beta=0.5", &C);
+                for (size_t q = 0; q < TMA_ARRAY_LEN(ab); q++) {
+                    char what[64];
+                    snprintf(what, sizeof what, "alpha=%g beta=%g", ab[q][0], ab[q][1]);
+                    if (ab[q][1] == 0.0f) /* beta 0: C is not read, not even a NaN in it */
+                        CHECK_OK(tma_gnn_op_fill(&C.b, NAN));
+                    CHECK_OK(tma_gnn_op_matmul(&A.b, ta, &Bm.b, tb, ab[q][0], ab[q][1], &C.b));
+                    CHECK_OK(tma_gnn_op_matmul(&A.r, ta, &Bm.r, tb, ab[q][0], ab[q][1], &C.r));
+                    agree(what, &C);
+                }
                 pfree(&A);
                 pfree(&Bm);
                 pfree(&C);
@@ -213,7 +222,7 @@ static void test_matmul(void)
     /* C = A B + bias, written with the product (the reference: matmul, then
      * add_bias): row slices, column shares, small, an empty sum, no rows. */
     cur_op = "matmul_bias";
-    const int64_t bshapes[][3] = {{1100, 24, 40}, {300, 200, 64}, {7, 5, 3}, {5, 3, 0}, {0, 4, 3}};
+    const int64_t bshapes[][3] = {{1100, 24, 40}, {300, 200, 64}, {7, 5, 3}, {5, 3, 0}, {0, 4, 3}, {517, 70, 130}};
     for (size_t s = 0; s < TMA_ARRAY_LEN(bshapes); s++) {
         int64_t m = bshapes[s][0], n = bshapes[s][1], k = bshapes[s][2];
         pair_t A = mkf(m, k, 1), Bm = mkf(k, n, 1), bias = mkf(1, n, 2), C = mk(TMA_GNN_F32, m, n, NULL);
@@ -847,9 +856,25 @@ int main(void)
         return 2;
     }
     char buf[256];
-    snprintf(buf, sizeof buf, "%s", list && *list ? list : "cpu,cpu-generic");
     CHECK_OK(tma_gnn_backend_create("ref", 1, &R));
+    /* TMA_CPU_GEMM picks the CPU backend's products; a value it does not
+     * know is refused by name. */
+    const char *gemm_env = getenv("TMA_CPU_GEMM");
+    char *gemm_saved = gemm_env ? strdup(gemm_env) : NULL;
+    setenv("TMA_CPU_GEMM", "fast", 1);
+    CHECK_STATUS(tma_gnn_backend_create("cpu", 1, &B), TMA_ERR_CONFIG);
+    /* "cpu" twice: its own AVX-512 products (where the processor has them),
+     * then OpenBLAS for every product. */
+    const char *names = list && *list ? list : "cpu,cpu:openblas,cpu-generic";
+    snprintf(buf, sizeof buf, "%s", names);
     for (char *save = NULL, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const char *gemm = strcmp(name, "cpu:openblas") == 0 ? "openblas" : gemm_saved;
+        if (gemm)
+            setenv("TMA_CPU_GEMM", gemm, 1);
+        else
+            unsetenv("TMA_CPU_GEMM");
+        if (strcmp(name, "cpu:openblas") == 0)
+            name[3] = '\0';
         for (int threads = 1; threads <= 3; threads += 2) {
             tma_status_t st = tma_gnn_backend_create(name, threads, &B);
             if (st == TMA_ERR_UNSUPPORTED) {
@@ -861,8 +886,8 @@ int main(void)
                 tma_test_skip("no GPU: the requested backend has no device here");
             }
             CHECK_OK(st);
-            fprintf(stderr, "checking backend %s (%s) with %d thread(s) against ref\n", name,
-                    tma_gnn_backend_name(B), threads);
+            fprintf(stderr, "checking backend %s (%s) with %d thread(s) against ref%s%s\n", name,
+                    tma_gnn_backend_name(B), threads, gemm ? ", TMA_CPU_GEMM=" : "", gemm ? gemm : "");
             tma_rng_seed(&rng, 42, (uint64_t)threads);
             test_matmul();
             test_rowwise();
@@ -877,5 +902,6 @@ int main(void)
         }
     }
     tma_gnn_backend_destroy(R);
+    free(gemm_saved);
     return tma_test_done();
 }
