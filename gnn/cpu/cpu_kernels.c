@@ -1297,6 +1297,10 @@ static tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f
 /* The weighted neighbour sums of the block's rows over dense features, into
  * rows of o; with self, each row's own feature row first and its sum beside
  * it (rows 2 x dim wide: feat_self_aggregate). */
+/* Rows ahead whose own feature row dense_sums asks for: each row's own row
+ * is at random in the table too (side by side on the 2M-edge SBM's SAGE
+ * step: feat_self_aggregate 33-38 ms -> 29-35 ms). */
+#define SELF_AHEAD 2
 static void dense_sums(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, const int64_t *id, const tma_gnn_block_t *blk,
                        int self, float *o)
 {
@@ -1306,6 +1310,8 @@ static void dense_sums(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, const int6
 #pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
     for (int64_t i = 0; i < blk->num_dst; i++) {
         float *oi = o + i * width;
+        if (self && i + SELF_AHEAD < blk->num_dst)
+            prefetch_row(f->dense + id[i + SELF_AHEAD] * dim, dim);
         if (self)
             memcpy(oi, f->dense + id[i] * dim, (size_t)dim * sizeof(float));
         sum_row(oi + width - dim, f->dense, id, dim, ip[i], ip[i + 1], ix, w, blk->num_edges);
