@@ -1,10 +1,11 @@
 /*
- * cpu_kernels.c: the CPU backend's ops: OpenBLAS sgemm for dense products,
- * OpenMP for sparse aggregation and element-wise work.  This file is
- * compiled twice, by cpu_avx2.c (AVX2 + FMA) and cpu_generic.c (the
- * baseline x86-64 ISA); tma_gnn_backend_create (gnn/backend.c) picks one
- * at run time.  It expects CPU_OPS_NAME (the table to define) and
- * CPU_OPS_LABEL.
+ * cpu_kernels.c: the CPU backend's ops: dense products on OpenBLAS sgemm
+ * or, for the tall ones on a processor with AVX-512F, on the own kernels
+ * of cpu_gemm.c; OpenMP for sparse aggregation and element-wise work.
+ * This file is compiled twice, by cpu_avx2.c (AVX2 + FMA, with the own
+ * kernels: CPU_OWN_GEMM) and cpu_generic.c (the baseline x86-64 ISA,
+ * OpenBLAS only); tma_gnn_backend_create (gnn/backend.c) picks one at run
+ * time.  It expects CPU_OPS_NAME (the table to define) and CPU_OPS_LABEL.
  *
  * Determinism: every result is computed in an order that depends only on
  * the inputs, never on the thread count: rows are independent; scatters
