@@ -311,7 +311,9 @@ static void sgemm_rows(tma_gnn_backend_t *b, int64_t m, int64_t n, int64_t k, fl
                        const float *bias)
 {
     const int64_t nt = NT(b);
-    const float *bp = own_pack(b, alpha, beta, tb, B, ldb, k, n);
+    /* Under OWN_SLICE_MIN rows the weight's packing would cost about as
+     * much as the product: OpenBLAS runs it. */
+    const float *bp = m >= OWN_SLICE_MIN ? own_pack(b, alpha, beta, tb, B, ldb, k, n) : NULL;
     int64_t slice;
     if (bp) {
         const double flops = 2.0 * (double)m * (double)n * (double)k;
