@@ -63,6 +63,21 @@ void *tma_alloc_huge(size_t size)
     return p;
 }
 
+void tma_advise_huge(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    if (!p || size < 2 * HUGE_PAGE_BYTES)
+        return;
+    const uintptr_t a = ((uintptr_t)p + HUGE_PAGE_BYTES - 1) & ~(uintptr_t)(HUGE_PAGE_BYTES - 1);
+    const uintptr_t e = ((uintptr_t)p + size) & ~(uintptr_t)(HUGE_PAGE_BYTES - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+#else
+    (void)p;
+    (void)size;
+#endif
+}
+
 void tma_free_huge(void *p, size_t size)
 {
     if (p)

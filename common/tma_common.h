@@ -206,6 +206,12 @@ void tma_free_aligned(void *p);
  * its first touch fewer page faults.  Contents are zero.  NULL on failure.  Free with tma_free_huge() and the same size; it accepts NULL. */
 void *tma_alloc_huge(size_t size);
 void tma_free_huge(void *p, size_t size);
+/* Asks for transparent huge pages (where the kernel allows: madvise) for
+ * the whole 2 MiB pages inside [p, p + size), memory the caller allocated
+ * and has not touched yet: for a table read at random rows, where every
+ * row read from 4 KiB pages would cost a TLB miss.  Advice only: nothing
+ * changes when it is refused. */
+void tma_advise_huge(void *p, size_t size);
 /* Overflow-checked a*b; returns 0 and sets *r_p, or -1 on overflow. */
 int tma_mul_overflow(size_t a, size_t b, size_t *r_p);
 

@@ -165,6 +165,7 @@ static tma_status_t order_setup(tma_gnn_evaluator_t *ev, int64_t row_floats)
         const int64_t Fd = cfg->feature_dim;
         if (!(ev->pfeat = tma_alloc_aligned((size_t)N * (size_t)Fd * sizeof(float))))
             return TMA_ERR_NOMEM;
+        tma_advise_huge(ev->pfeat, (size_t)N * (size_t)Fd * sizeof(float)); /* neighbours' rows: at random */
         const float *src = ev->g->features;
 #pragma omp parallel for num_threads(tma_gnn_backend_threads(ev->b)) schedule(static)
         for (int64_t p = 0; p < N; p++)

@@ -131,6 +131,9 @@ static tma_status_t cpu_alloc(tma_gnn_backend_t *b, size_t bytes, void **p_p)
         tma_log_error(COMP, "out of memory allocating %zu bytes", bytes);
         return TMA_ERR_NOMEM;
     }
+    /* Tensors live as long as their trainer or evaluator, and ops gather
+     * their rows at random (an embedding table, a layer's input). */
+    tma_advise_huge(p, bytes);
     *p_p = p;
     return TMA_OK;
 }

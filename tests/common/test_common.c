@@ -259,6 +259,67 @@ static void test_alloc_huge(void)
     tma_free_huge(NULL, 10);
 }
 
+/* Bytes of [lo, hi) that lie in mappings marked for huge pages ("hg" in
+ * /proc/self/smaps); -1 when smaps cannot be read.  Any such mapping that
+ * reaches outside [lo, hi) sets *outside_p. */
+static long long huge_advised_bytes(uintptr_t lo, uintptr_t hi, int *outside_p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    unsigned long long a = 0, e = 0;
+    long long in = 0;
+    *outside_p = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long x, y;
+        if (sscanf(line, "%llx-%llx ", &x, &y) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            a = x;
+            e = y;
+        } else if (strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " hg") && a < hi && e > lo) {
+            if (a < lo || e > hi)
+                *outside_p = 1;
+            in += (long long)(TMA_MIN(e, hi) - TMA_MAX(a, lo));
+        }
+    }
+    fclose(f);
+    return in;
+}
+
+/* tma_advise_huge marks exactly the whole 2 MiB pages inside the block (a
+ * random-access table's pages) and nothing around it; a block too small for
+ * two huge pages is left alone.  The memory stays usable either way. */
+static void test_advise_huge(void)
+{
+    const size_t big = ((size_t)9 << 20) + 123, small = (size_t)3 << 20;
+    unsigned char *p = tma_alloc_aligned(big), *q = tma_alloc_aligned(small);
+    ASSERT_NOT_NULL(p);
+    ASSERT_NOT_NULL(q);
+    if (!p || !q)
+        return;
+    tma_advise_huge(p, big);
+    tma_advise_huge(q, small);
+    tma_advise_huge(NULL, big);
+    memset(p, 0x5a, big);
+    memset(q, 0x5a, small);
+    ASSERT_EQ(p[big - 1], 0x5a);
+    int outside = 0;
+    const uintptr_t lo = (uintptr_t)p, hi = lo + big;
+    long long in = huge_advised_bytes(lo, hi, &outside);
+    struct stat st;
+    if (in < 0 || stat("/sys/kernel/mm/transparent_hugepage", &st) != 0) {
+        /* No smaps or no THP in this kernel: the advice is refused, which is allowed. */
+        fprintf(stderr, "  (no transparent huge pages here: only the memory's use is checked)\n");
+    } else {
+        const uintptr_t a = (lo + ((2u << 20) - 1)) & ~(uintptr_t)((2u << 20) - 1), e = hi & ~(uintptr_t)((2u << 20) - 1);
+        ASSERT_EQ(in, (long long)(e - a));
+        ASSERT_EQ(outside, 0);
+        ASSERT_EQ(huge_advised_bytes((uintptr_t)q, (uintptr_t)q + small, &outside), 0);
+    }
+    tma_free_aligned(p);
+    tma_free_aligned(q);
+}
+
 /* The deadline wait runs on CLOCK_MONOTONIC: a past deadline returns at
  * once, a future one is waited for (nobody signals here). */
 static void test_cond_wait(void)
@@ -328,6 +389,7 @@ int main(void)
     test_rng();
     test_crc();
     test_alloc_huge();
+    test_advise_huge();
     test_cond_wait();
     test_files();
     test_json();
