@@ -77,7 +77,7 @@ static ALWAYS_INLINE __mmask16 last_mask(int nv, int64_t w)
  * instance below, so the loops unroll and the tile stays in registers. */
 static ALWAYS_INLINE void tile(const int at, const int mr, const int nv, int64_t w, int64_t k, const float *A,
                                int64_t lda, const float *B, int64_t ldb, int accumulate, float *C, int64_t ldc,
-                               const float *bias)
+                               const tma_gnn_gemm512_epilogue_t *epi, int64_t row0, int64_t col0)
 {
     __m512 c[MR][NV];
     __mmask16 m[NV];
@@ -103,31 +103,53 @@ static ALWAYS_INLINE void tile(const int at, const int mr, const int nv, int64_t
                 c[r][v] = _mm512_fmadd_ps(a, bv[v], c[r][v]);
         }
     }
+    if (!epi) {
 #pragma GCC unroll 6
-    for (int r = 0; r < mr; r++)
+        for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++)
+                _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
+        return;
+    }
+    /* The epilogue: bias, PReLU, then a store or the dot with epi->dot. */
+    const __m512 zero = _mm512_setzero_ps(), slope = _mm512_set1_ps(epi->slope);
+#pragma GCC unroll 6
+    for (int r = 0; r < mr; r++) {
+        __m512 acc = zero;
 #pragma GCC unroll 4
         for (int v = 0; v < nv; v++) {
             __m512 x = c[r][v];
-            if (bias)
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], bias + 16 * v));
-            _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], x);
+            if (epi->bias)
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], epi->bias + col0 + 16 * v));
+            if (epi->prelu) /* z * (z > 0 ? 1 : slope): NaN takes the slope too */
+                x = _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_NGT_UQ), x, slope);
+            if (epi->dot)
+                acc = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m[v], epi->dot + col0 + 16 * v), acc);
+            else
+                _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], x);
         }
+        if (epi->dot)
+            epi->out[row0 + r] += _mm512_reduce_add_ps(acc);
+    }
 }
 
 typedef void (*tile_fn)(int64_t w, int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb,
-                        int accumulate, float *C, int64_t ldc, const float *bias);
+                        int accumulate, float *C, int64_t ldc, const tma_gnn_gemm512_epilogue_t *epi, int64_t row0,
+                        int64_t col0);
 
 /* The 24 instances of each kind of tile: rows 1..6 by vectors 1..4. */
 #define TILE_INSTANCE(mr, nv)                                                                                        \
     static void nn_##mr##_##nv(int64_t w, int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb,      \
-                               int accumulate, float *C, int64_t ldc, const float *bias)                            \
+                               int accumulate, float *C, int64_t ldc, const tma_gnn_gemm512_epilogue_t *epi,        \
+                               int64_t row0, int64_t col0)                                                          \
     {                                                                                                                \
-        tile(0, mr, nv, w, k, A, lda, B, ldb, accumulate, C, ldc, bias);                                             \
+        tile(0, mr, nv, w, k, A, lda, B, ldb, accumulate, C, ldc, epi, row0, col0);                                  \
     }                                                                                                                \
     static void tn_##mr##_##nv(int64_t w, int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb,      \
-                               int accumulate, float *C, int64_t ldc, const float *bias)                            \
+                               int accumulate, float *C, int64_t ldc, const tma_gnn_gemm512_epilogue_t *epi,        \
+                               int64_t row0, int64_t col0)                                                          \
     {                                                                                                                \
-        tile(1, mr, nv, w, k, A, lda, B, ldb, accumulate, C, ldc, bias);                                             \
+        tile(1, mr, nv, w, k, A, lda, B, ldb, accumulate, C, ldc, NULL, row0, col0);                                 \
     }
 #define TILE_ROW(mr) TILE_INSTANCE(mr, 1) TILE_INSTANCE(mr, 2) TILE_INSTANCE(mr, 3) TILE_INSTANCE(mr, 4)
 TILE_ROW(1)
@@ -142,18 +164,30 @@ static const tile_fn nn_fns[MR][NV] = {TILE_FNS(nn, 1), TILE_FNS(nn, 2), TILE_FN
 static const tile_fn tn_fns[MR][NV] = {TILE_FNS(tn, 1), TILE_FNS(tn, 2), TILE_FNS(tn, 3),
                                        TILE_FNS(tn, 4), TILE_FNS(tn, 5), TILE_FNS(tn, 6)};
 
-void tma_gnn_gemm512_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *Bp, int accumulate,
-                        float *C, int64_t ldc, const float *bias)
+void tma_gnn_gemm512_nn_epilogue(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *Bp,
+                                 int accumulate, float *C, int64_t ldc, const tma_gnn_gemm512_epilogue_t *epi)
 {
+    if (epi && !epi->bias && !epi->prelu && !epi->dot)
+        epi = NULL;
+    if (epi && epi->dot)
+        for (int64_t i = 0; i < m; i++)
+            epi->out[i] = 0;
     /* A tile's 6 rows of A stay in L1 while it passes over every panel. */
     for (int64_t i = 0; i < m; i += MR) {
         const int mr = (int)(m - i < MR ? m - i : MR);
         for (int64_t p = 0; p < n; p += NR) {
             const int64_t w = n - p < NR ? n - p : NR;
-            nn_fns[mr - 1][(w + 15) / 16 - 1](w, k, A + i * lda, lda, Bp + p * k, NR, accumulate, C + i * ldc + p,
-                                              ldc, bias ? bias + p : NULL);
+            nn_fns[mr - 1][(w + 15) / 16 - 1](w, k, A + i * lda, lda, Bp + p * k, NR, accumulate,
+                                              C ? C + i * ldc + p : NULL, ldc, epi, i, p);
         }
     }
+}
+
+void tma_gnn_gemm512_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *Bp, int accumulate,
+                        float *C, int64_t ldc, const float *bias)
+{
+    const tma_gnn_gemm512_epilogue_t epi = {.bias = bias};
+    tma_gnn_gemm512_nn_epilogue(m, n, k, A, lda, Bp, accumulate, C, ldc, bias ? &epi : NULL);
 }
 
 void tma_gnn_gemm512_tn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb,
@@ -167,7 +201,7 @@ void tma_gnn_gemm512_tn(int64_t m, int64_t n, int64_t k, const float *A, int64_t
             for (int64_t p = 0; p < n; p += NR) {
                 const int64_t w = n - p < NR ? n - p : NR;
                 tn_fns[mr - 1][(w + 15) / 16 - 1](w, kc, A + k0 * lda + i, lda, B + k0 * ldb + p, ldb, acc,
-                                                  C + i * ldc + p, ldc, NULL);
+                                                  C + i * ldc + p, ldc, NULL, i, p);
             }
         }
     }
@@ -188,6 +222,10 @@ void tma_gnn_gemm512_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t
 }
 void tma_gnn_gemm512_tn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb,
                         int accumulate, float *C, int64_t ldc)
+{
+}
+void tma_gnn_gemm512_nn_epilogue(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *Bp,
+                                 int accumulate, float *C, int64_t ldc, const tma_gnn_gemm512_epilogue_t *epi)
 {
 }
 

@@ -30,6 +30,23 @@ void tma_gnn_gemm512_pack(int tb, const float *B, int64_t ldb, int64_t k, int64_
 void tma_gnn_gemm512_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *Bp, int accumulate,
                         float *C, int64_t ldc, const float *bias);
 
+/* What a product does with each row of its result before it stores it:
+ * adds bias (n floats) when not NULL, then with prelu applies PReLU of
+ * slope (z for z > 0, z * slope otherwise); then stores the row, or with dot
+ * (n floats) not NULL stores only its dot product with dot, in out[i] for
+ * row i (the row itself is never written and C may be NULL). */
+typedef struct {
+    const float *bias;
+    int prelu;
+    float slope;
+    const float *dot;
+    float *out;
+} tma_gnn_gemm512_epilogue_t;
+
+/* tma_gnn_gemm512_nn with the epilogue epi (NULL: store as it is). */
+void tma_gnn_gemm512_nn_epilogue(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *Bp,
+                                 int accumulate, float *C, int64_t ldc, const tma_gnn_gemm512_epilogue_t *epi);
+
 /* C = A^T B (+ C when accumulate) for A k x m and B k x n (lda, ldb apart):
  * a weight's gradient, summed over the k rows in blocks that stay in cache. */
 void tma_gnn_gemm512_tn(int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B, int64_t ldb,
