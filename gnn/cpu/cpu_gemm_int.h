@@ -34,7 +34,8 @@ void tma_gnn_gemm512_nn(int64_t m, int64_t n, int64_t k, const float *A, int64_t
  * adds bias (n floats) when not NULL, then with prelu applies PReLU of
  * slope (z for z > 0, z * slope otherwise); then stores the row, or with dot
  * (n floats) not NULL stores only its dot product with dot, in out[i] for
- * row i (the row itself is never written and C may be NULL). */
+ * row i (the row itself is never written, and C may be NULL when the
+ * product does not accumulate). */
 typedef struct {
     const float *bias;
     int prelu;
