@@ -73,7 +73,9 @@ static ALWAYS_INLINE __mmask16 last_mask(int nv, int64_t w)
 
 /* One tile of C (+)= A op(B), or with at A^T B: mr rows, w columns in nv
  * vectors, summed over k; A's entries A[r][kk] (A[kk][r] with at), B's rows
- * ldb apart (a packed panel's NR).  mr, nv and at are constants in each
+ * ldb apart (a packed panel's NR); then epi (NULL: a plain store), whose
+ * bias and dot start at column col0 and whose out at row row0 (the tile's
+ * place in the whole product).  mr, nv and at are constants in each
  * instance below, so the loops unroll and the tile stays in registers. */
 static ALWAYS_INLINE void tile(const int at, const int mr, const int nv, int64_t w, int64_t k, const float *A,
                                int64_t lda, const float *B, int64_t ldb, int accumulate, float *C, int64_t ldc,
