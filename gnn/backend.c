@@ -347,6 +347,7 @@ tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, con
                                  dX->cols == X->cols);
     REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
     REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    REQUIRE("layernorm_bwd", mean->backend == dX->backend && rstd->backend == dX->backend);
     TIMED(dX->backend, GNN_OP_LAYERNORM_BWD, 0,
           dX->backend->ops->layernorm_bwd(dX->backend, dY, X, gamma, mean, rstd, dX, dgamma, dbeta));
 }
@@ -393,6 +394,7 @@ tma_status_t tma_gnn_op_ln_prelu_bwd(const tensor_t *dH, const tensor_t *X, cons
     REQUIRE("ln_prelu_bwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols &&
                                 tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
     REQUIRE("ln_prelu_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
+    REQUIRE("ln_prelu_bwd", mean->backend == dX->backend && rstd->backend == dX->backend);
     TIMED(dX->backend, GNN_OP_LN_PRELU_BWD, 0,
           dX->backend->ops->ln_prelu_bwd(dX->backend, dH, X, gamma, beta, a, mean, rstd, dX, dgamma, dbeta, da));
 }

@@ -272,7 +272,7 @@ static void test_rowwise(void)
         agree("rstd", &rs);
         pair_t dY = mkf(n, d, 1), dX = mk(TMA_GNN_F32, n, d, NULL);
         pair_t dg = mk(TMA_GNN_F32, 1, d, NULL), db = mk(TMA_GNN_F32, 1, d, NULL);
-        CHECK_OK(tma_gnn_op_layernorm_bwd(&dY.b, &X.b, &g.b, &mu.r, &rs.r, &dX.b, &dg.b, &db.b));
+        CHECK_OK(tma_gnn_op_layernorm_bwd(&dY.b, &X.b, &g.b, &mu.b, &rs.b, &dX.b, &dg.b, &db.b));
         CHECK_OK(tma_gnn_op_layernorm_bwd(&dY.r, &X.r, &g.r, &mu.r, &rs.r, &dX.r, &dg.r, &db.r));
         /* A one-column LayerNorm is degenerate (dX is 0 up to rounding times
          * 1/sqrt(eps)); its forward is still compared above. */
@@ -290,7 +290,7 @@ static void test_rowwise(void)
             agree("H", &H);
             agree("mean", &mu);
             agree("rstd", &rs);
-            CHECK_OK(tma_gnn_op_ln_prelu_bwd(&dY.b, &X.b, &g.b, &be.b, &a.b, &mu.r, &rs.r, &dX.b, &dg.b, &db.b, &da.b));
+            CHECK_OK(tma_gnn_op_ln_prelu_bwd(&dY.b, &X.b, &g.b, &be.b, &a.b, &mu.b, &rs.b, &dX.b, &dg.b, &db.b, &da.b));
             CHECK_OK(tma_gnn_op_ln_prelu_bwd(&dY.r, &X.r, &g.r, &be.r, &a.r, &mu.r, &rs.r, &dX.r, &dg.r, &db.r, &da.r));
             if (d > 1)
                 agree("dX", &dX);
