@@ -9,6 +9,7 @@
 #include "cli_int.h"
 #include "tma_gnn.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,8 @@ int cli_cmd_eval(int argc, char **argv)
     printf("%s_mrr %.6f\n", split, mt.mrr);
     for (int k = 0; k < mt.num_hits; k++)
         printf("%s_hits@%d %.6f\n", split, mt.hits_k[k], mt.hits[k]);
+    if (isfinite(mt.auc))
+        printf("%s_auc %.6f\n", split, mt.auc);
     printf("ties %s\n", tma_gnn_ties_name(mt.ties));
     rc = CLI_EXIT_OK;
 out:

@@ -531,6 +531,9 @@ void tma_gnn_metrics_add(tma_gnn_metrics_t *m, const float *scores, int64_t rows
             above += !(s[j] <= s[0]);
             ties += s[j] == s[0];
         }
+        /* Negatives below the positive, and the ties at one half. */
+        if (per > 1)
+            m->sum_auc += ((double)(per - 1 - above - ties) + 0.5 * (double)ties) / (double)(per - 1);
         const double pess = 1.0 + (double)(above + ties), mean = 1.0 + (double)above + 0.5 * (double)ties;
         m->sum_rr_pessimistic += 1.0 / pess;
         m->sum_rr_mean += 1.0 / mean;
@@ -547,6 +550,7 @@ void tma_gnn_metrics_finish(tma_gnn_metrics_t *m)
     m->mrr_pessimistic = m->sum_rr_pessimistic / n;
     m->mrr_mean = m->sum_rr_mean / n;
     m->mrr = m->ties == TMA_GNN_TIES_MEAN ? m->mrr_mean : m->mrr_pessimistic;
+    m->auc = m->sum_auc / n;
     for (int k = 0; k < m->num_hits; k++)
         m->hits[k] = (double)m->hit_count[k] / n;
 }
@@ -557,6 +561,10 @@ void tma_gnn_metrics_json(const tma_gnn_metrics_t *m, const char *prefix, cJSON 
     for (int k = 0; k < m->num_hits; k++) {
         snprintf(key, sizeof key, "%shits@%d", prefix, m->hits_k[k]);
         cJSON_AddNumberToObject(obj, key, m->hits[k]);
+    }
+    if (isfinite(m->auc)) {
+        snprintf(key, sizeof key, "%sauc", prefix);
+        cJSON_AddNumberToObject(obj, key, m->auc);
     }
     cJSON_AddStringToObject(obj, "ties", tma_gnn_ties_name(m->ties));
 }
@@ -670,7 +678,7 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
     }
     tma_gnn_metrics_finish(&m);
     if (on_device)
-        m.mrr_mean = NAN;
+        m.mrr_mean = m.auc = NAN;
     *m_p = m;
     return TMA_OK;
 }

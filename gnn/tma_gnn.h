@@ -398,8 +398,12 @@ typedef struct tma_gnn_metrics {
     double mrr_pessimistic; /* under each rule; mrr_mean is NaN when a device */
     double mrr_mean;        /* ranked (pessimistic, no Hits@K: tma's default config) */
     double hits[TMA_GNN_MAX_HITS]; /* fraction of edges with rank <= hits_k[i], under `ties` */
+    /* ROC AUC of each edge's positive against its own negatives (the
+     * fraction of negatives scored below it, a tie counting one half),
+     * averaged over the edges; NaN where mrr_mean is. */
+    double auc;
     /* running sums (tma_gnn_metrics_add) */
-    double sum_rr_pessimistic, sum_rr_mean;
+    double sum_rr_pessimistic, sum_rr_mean, sum_auc;
     int64_t hit_count[TMA_GNN_MAX_HITS];
 } tma_gnn_metrics_t;
 
@@ -409,10 +413,10 @@ void tma_gnn_metrics_init(tma_gnn_metrics_t *m, const tma_gnn_config_t *cfg);
  * per - 1 negatives) into the running sums.  Pure; the reference the
  * evaluator and the OGB parity test use. */
 void tma_gnn_metrics_add(tma_gnn_metrics_t *m, const float *scores, int64_t rows, int64_t per);
-/* The means from the sums (mrr, mrr_*, hits). */
+/* The means from the sums (mrr, mrr_*, hits, auc). */
 void tma_gnn_metrics_finish(tma_gnn_metrics_t *m);
-/* Adds "<prefix>hits@K" for each K and "ties" to a JSON object (a metrics
- * line or result.json). */
+/* Adds "<prefix>hits@K" for each K, "<prefix>auc" (where known) and "ties"
+ * to a JSON object (a metrics line or result.json). */
 void tma_gnn_metrics_json(const tma_gnn_metrics_t *m, const char *prefix, cJSON *obj);
 /* Like tma_gnn_evaluator_mrr, with every metric. */
 tma_status_t tma_gnn_evaluator_metrics(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,

@@ -1,4 +1,5 @@
-"""ogb_eval.py: tma's MRR and Hits@K against the ogb package's own Evaluator.
+"""ogb_eval.py: tma's MRR and Hits@K against the ogb package's own Evaluator,
+and its AUC against scikit-learn's roc_auc_score.
 
   ogb_eval.py scores SCORES ROWS PER      writes scores with many ties
   ogb_eval.py compare SCORES ROWS PER PESSIMISTIC.json MEAN.json
@@ -58,13 +59,26 @@ def compare(path, rows, per, pess_json, mean_json):
         for key, w in want.items():
             if abs(got[key] - w) > tol.get(key, 1e-12):
                 failures.append(f"{name}: {key} tma {got[key]!r}, ogb {w!r}")
+    # ROC AUC: each edge's positive against its own negatives (scikit-learn,
+    # which counts a tie one half), averaged over the edges; the same under
+    # either tie rule.
+    from sklearn.metrics import roc_auc_score
+
+    labels = np.zeros(per)
+    labels[0] = 1
+    sn = s.numpy().astype(np.float64)
+    want_auc = float(np.mean([roc_auc_score(labels, sn[i]) for i in range(rows)]))
+    for name, got_path in (("mean", mean_json), ("pessimistic", pess_json)):
+        got = json.load(open(got_path))
+        if abs(got.get("auc", float("nan")) - want_auc) > 1e-12:
+            failures.append(f"{name}: auc tma {got.get('auc')!r}, scikit-learn {want_auc!r}")
     # The rules must really differ on these scores, or the test shows nothing.
     if abs(want_mean["mrr"] - want_pess["mrr"]) < 0.05 * want_mean["mrr"]:
         failures.append(f"the scores barely tie: MRR {want_mean['mrr']} vs {want_pess['mrr']}")
     if failures:
         sys.exit("\n".join(failures))
     print(f"ogb Evaluator MRR {want_mean['mrr']:.6f} hits@10 {want_mean['hits@10']:.4f} = tma ties=mean; "
-          f"pessimistic MRR {want_pess['mrr']:.6f} = tma ties=pessimistic")
+          f"pessimistic MRR {want_pess['mrr']:.6f} = tma ties=pessimistic; AUC {want_auc:.6f} = scikit-learn")
 
 
 if __name__ == "__main__":
