@@ -8,6 +8,27 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
 hard() { echo "ERROR: $*" >&2; exit 99; }
 
+# need PROGRAM PACKAGE: a test that runs PROGRAM checks for it first and fails
+# with one line naming it and the Debian package that brings it (./check
+# installs every package the tests need: .ci/packages, .ci/packages-test).
+# PROGRAM may be a path (an empty one: configure found none).
+_need_hint="run ./check, which installs every package the tests need, or apt-get install"
+need() {
+  local prog=$1 pkg=$2
+  if [[ $prog == */* ]]; then [ -x "$prog" ] && return 0
+  elif [ -n "$prog" ] && command -v "$prog" >/dev/null 2>&1; then return 0
+  fi
+  fail "this test needs ${3:-$prog} (Debian package $pkg): $_need_hint $pkg"
+}
+# need_py PYTHON MODULE PACKAGE: the same for a Python module.
+need_py() {
+  local py=$1 mod=$2 pkg=$3
+  [ -n "$py" ] && "$py" -c "import $mod" >/dev/null 2>&1 ||
+    fail "this test needs the Python module $mod${py:+ in $py} (Debian package $pkg): $_need_hint $pkg"
+}
+# Every shell test reads JSON and picks ports with python3.
+need python3 python3
+
 TMP_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/tma-test-XXXXXX") || hard "mktemp failed"
 _tma_pids=()
 _tma_cleanup() {
@@ -87,6 +108,8 @@ _etcd_wait() {
 }
 etcd_start() {
   local n=${1:-1} i ports
+  need "${TMA_ETCD:-}" etcd-server etcd
+  need "${TMA_ETCDCTL:-}" etcd-client etcdctl
   ports=($(_etcd_free_ports $((2 * n)))) || hard "no free ports"
   ETCD_URLS=(); ETCD_PEERS=(); ETCD_DIRS=(); ETCD_CLUSTER=""
   for ((i = 0; i < n; i++)); do

@@ -5,7 +5,7 @@
 # namespaces cannot be made (no root, no iproute2).
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
-command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
+need ip iproute2
 sfx=$(( $$ % 100000 ))
 ip netns add "tmaprobe$sfx" 2>/dev/null || skip "network namespaces cannot be made here (needs root)"
 ip netns del "tmaprobe$sfx"

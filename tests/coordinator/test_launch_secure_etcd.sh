@@ -10,7 +10,7 @@
 # --insecure-etcd is given.
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
-command -v openssl >/dev/null || skip "openssl is missing (Debian package openssl)"
+need openssl openssl
 cd "$TMP_ROOT"
 
 # Certificates: a CA, the server (127.0.0.1), a client without a Common Name

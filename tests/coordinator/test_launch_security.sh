@@ -14,9 +14,10 @@ source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to create a second local user (useradd)"
-for c in useradd userdel runuser curl; do
-  command -v $c >/dev/null || skip "$c is missing (passwd, util-linux, curl)"
-done
+need useradd passwd
+need userdel passwd
+need runuser util-linux
+need curl curl
 PEER=$TMA_BUILDDIR/tests/transport/transport_peer
 [ -x "$PEER" ] || hard "$PEER is not built"
 

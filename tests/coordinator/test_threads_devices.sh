@@ -8,7 +8,7 @@
 # the worker really trains on.
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
-command -v taskset >/dev/null || skip "taskset (util-linux) is not installed"
+need taskset util-linux
 cd "$TMP_ROOT" || hard "cd"
 unset OMP_NUM_THREADS SLURM_LOCALID OMPI_COMM_WORLD_LOCAL_RANK
 "$TMA" gen sbm -o g.tmag --nodes 1000 >/dev/null || fail "tma gen"

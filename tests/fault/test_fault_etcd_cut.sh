@@ -12,7 +12,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
+need ip iproute2
 sfx=$(( $$ % 100000 ))
 ip netns add "tmacprobe$sfx" 2>/dev/null || skip "network namespaces cannot be made here (needs root)"
 ip netns del "tmacprobe$sfx"

@@ -5,7 +5,7 @@
 # tma's (`tma eval --scores`) and so does the MRR.  Bad input is refused.
 . "$TMA_SRCDIR/tests/lib.sh"
 PY=${TMA_TORCH_PYTHON:-}
-[ -n "$PY" ] || skip "no Python with torch and numpy (python3-torch): the export is checked by loading it in PyTorch"
+need_py "$PY" torch python3-torch   # the export is checked by loading it in PyTorch
 W="$TMA_BUILDDIR/tests/gnn/write_test_graph"
 cd "$TMP_ROOT" || hard "cd"
 "$W" g.tmag 400 24 0 3 || hard "cannot write the test graph"

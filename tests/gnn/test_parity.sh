@@ -4,7 +4,8 @@
 # parity_torch.py redoes the steps in PyTorch (float64) and must agree within 1e-4.
 . "$TMA_SRCDIR/tests/lib.sh"
 
-[ -n "${TMA_TORCH_PYTHON:-}" ] || hard "no Python with torch and numpy (configure TORCH_PYTHON=...; Debian: python3-torch python3-numpy)"
+need_py "${TMA_TORCH_PYTHON:-}" torch python3-torch
+need_py "$TMA_TORCH_PYTHON" numpy python3-numpy
 "$TMA_TORCH_PYTHON" -c 'import torch, numpy' 2>/dev/null || hard "$TMA_TORCH_PYTHON cannot import torch and numpy"
 
 dump="$TMA_BUILDDIR/tests/gnn/parity_dump"

@@ -8,7 +8,7 @@
 . "$TMA_SRCDIR/tests/lib.sh"
 
 CLANG=${CLANG:-clang}
-command -v "$CLANG" >/dev/null || fail "clang is missing: apt-get install clang libclang-rt-14-dev"
+need "$CLANG" clang
 S=$TMA_SRCDIR
 B=$TMA_BUILDDIR
 secs=${TMA_FUZZ_SECONDS:-15}

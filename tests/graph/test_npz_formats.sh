@@ -10,8 +10,8 @@
 . "$TMA_SRCDIR/tests/lib.sh"
 
 PY=/usr/bin/python3
-"$PY" -c 'import numpy, scipy.sparse' 2>/dev/null ||
-  hard "$PY lacks numpy or scipy: install python3-numpy and python3-scipy (.ci/packages-test)"
+need_py "$PY" numpy python3-numpy
+need_py "$PY" scipy.sparse python3-scipy
 "$PY" "$TMA_SRCDIR/tests/graph/make_formats.py" "$TMP_ROOT/f" "$TMA_FIXTURES/cora/cora.npz" ||
   hard "make_formats.py failed"
 cd "$TMP_ROOT" || hard "cd"

@@ -22,10 +22,11 @@ TMA=$TMA_BIN
 SCRIPT=$TMA_SRCDIR/examples/slurm/tma-cpu.sbatch
 export PATH=$PATH:/usr/sbin:/sbin
 
-for p in munged slurmctld slurmd sbatch squeue scontrol scancel; do
-  command -v "$p" >/dev/null || skip "$p is not installed (Debian: slurmctld slurmd slurm-client munge)"
-done
-command -v "$TMA_ETCD" >/dev/null || skip "etcd is not installed"
+need munged munge
+need slurmctld slurmctld
+need slurmd slurmd
+for p in sbatch squeue scontrol scancel; do need "$p" slurm-client; done
+need "${TMA_ETCD:-}" etcd-server etcd
 # The batch script starts etcd by name.
 PATH=$(dirname "$(command -v "$TMA_ETCD")"):$PATH
 

@@ -7,7 +7,7 @@
 . "$TMA_SRCDIR/tests/lib.sh"
 
 CLANG=${CLANG:-clang}
-command -v "$CLANG" >/dev/null || fail "clang is missing: apt-get install clang libclang-rt-14-dev"
+need "$CLANG" clang
 S=$TMA_SRCDIR
 B=$TMA_BUILDDIR
 cflags="-g -O1 -fsanitize=address -fno-omit-frame-pointer -include $B/config.h -D_GNU_SOURCE \
