@@ -11,6 +11,7 @@
 #include "cli_int.h"
 #include "tma_fault.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,12 +30,13 @@ typedef struct launch {
     /* flags */
     const char *config_path, *out;
     cli_etcd_flags_t ef; /* --etcd and its TLS/auth flags (an external etcd) */
-    int keep, quiet, json;
+    int keep, quiet, json, force;
     int64_t workers, backups, threads;
     double seconds;
     /* the job and the run folder */
     tma_job_t *job;
     char *exe, *run_dir, *logs, *job_path;
+    int made_run_dir; /* the run folder did not exist before: removed again if the job is refused */
     FILE *say; /* the human lines: stdout, or stderr under --json */
     /* the roles */
     cli_etcd_t etcd;
@@ -184,7 +186,9 @@ static void print_result(FILE *out, const char *run_dir)
 static int launch_parse(launch_t *L, int argc, char **argv)
 {
     const cli_opt_t opts[] = {
-        {"output", 'o', CLI_STR, &L->out, "RUN", "the run folder (default runs/JOB-DATE-TIME)", NULL},
+        {"output", 'o', CLI_STR, &L->out, "RUN", "the run folder (default runs/JOB-DATE-TIME); one that holds a run is refused",
+         NULL},
+        {"force", 0, CLI_FLAG, &L->force, NULL, "replace the run in an -o folder that holds one", NULL},
         {"etcd", 0, CLI_STR, &L->ef.endpoints, "URLS",
          "use this etcd instead of starting a private one (http://, https:// or unix:///PATH)", NULL},
         CLI_ETCD_SECURE_OPTS(L->ef),
@@ -220,10 +224,22 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         return rc;
     L->config_path = args.pos[0];
     L->say = L->json ? stderr : stdout;
+    if (L->out && !L->force && tma_run_holds_run(L->out)) {
+        fprintf(stderr, "tma launch: %s already holds a run (result.json, metrics.jsonl or best.tmaw); choose another "
+                        "-o, or --force to replace it\n", L->out);
+        return CLI_EXIT_USAGE;
+    }
     tma_status_t st = tma_job_load(L->config_path, &L->job);
     if (st != TMA_OK)
         return st == TMA_ERR_NOMEM ? CLI_EXIT_RUNTIME : CLI_EXIT_USAGE; /* the error named the file or key */
     tma_job_t *job = L->job;
+    /* A graph the config names must be there before a run folder is made
+     * (exit 1, as every command answers a missing graph). */
+    if (job->source == TMA_SOURCE_GRAPH && job->graph && access(job->graph, R_OK) != 0) {
+        fprintf(stderr, "tma launch: cannot read the graph %s (\"graph\" in %s): %s\n", job->graph, L->config_path,
+                strerror(errno));
+        return CLI_EXIT_RUNTIME;
+    }
     if (L->workers > 0) {
         job->workers = (int)L->workers;
         if (job->variant != TMA_VARIANT_GGS && job->shards < job->workers)
@@ -249,10 +265,16 @@ static tma_status_t launch_open_run(launch_t *L)
         L->run_dir = tma_strdup_printf("runs/%s-%s", L->job->name, stamp);
     }
     char *abs;
-    if (!L->run_dir || tma_run_make_dir(L->run_dir, &abs) != TMA_OK)
+    if (!L->run_dir)
+        return TMA_ERR_NOMEM;
+    struct stat sb;
+    L->made_run_dir = stat(L->run_dir, &sb) != 0;
+    if (tma_run_make_dir(L->run_dir, &abs) != TMA_OK)
         return TMA_ERR_IO;
     free(L->run_dir);
     L->run_dir = abs;
+    if (L->force && tma_run_clear_results(L->run_dir) != TMA_OK)
+        return TMA_ERR_IO;
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
@@ -325,7 +347,7 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     tma_graph_t *g;
     tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
     if (st != TMA_OK)
-        return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file "graph" gives */
+        return st; /* logged, naming the file "graph" gives: exit 1, as every command for a missing graph */
     int64_t nodes = g->num_nodes;
     tma_graph_destroy(g);
     char scheme[64], shards[32], seed[32];
@@ -365,7 +387,7 @@ static tma_status_t launch_write_job(launch_t *L)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
     st = tma_job_check_files(job);
     if (st != TMA_OK)
-        return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file or key */
+        return st; /* logged, naming the file or key: a config error is exit 2, a missing or bad file 1 */
     L->job_path = tma_path_join(L->run_dir, "job.json");
     cJSON *j = tma_job_to_json(job);
     st = j && L->job_path ? tma_json_write_file(L->job_path, j) : TMA_ERR_NOMEM;
@@ -577,6 +599,10 @@ int cli_cmd_launch(int argc, char **argv)
     } else {
         rc = cli_exit_code(st, &g_stop);
     }
+    /* A job refused as a usage error (a phase's flags or config) leaves no
+     * run folder behind, when this launch made it. */
+    if (rc == CLI_EXIT_USAGE && L.made_run_dir && L.run_dir && tma_remove_tree(L.run_dir) != TMA_OK)
+        fprintf(stderr, "tma launch: could not remove the run folder %s\n", L.run_dir);
     launch_close(&L);
     return rc;
 }

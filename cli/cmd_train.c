@@ -27,7 +27,7 @@ typedef struct train_flags {
     const char *graph, *config, *out, *encoder, *device;
     double seconds, eval_every, lr;
     int64_t steps, threads, seed, batch;
-    int seen_seconds, seen_steps, seen_eval, seen_lr, seen_seed, quiet, json;
+    int seen_seconds, seen_steps, seen_eval, seen_lr, seen_seed, quiet, json, force;
 } train_flags_t;
 
 typedef struct train_run {
@@ -114,19 +114,6 @@ static void progress(const train_run_t *r, int final)
     fflush(stderr);
 }
 
-static int run_exists(const char *dir)
-{
-    static const char *const names[] = {"result.json", "metrics.jsonl", "best.tmaw", NULL};
-    for (const char *const *n = names; *n; n++) {
-        char *p = tma_path_join(dir, *n);
-        int e = p && tma_file_exists(p);
-        free(p);
-        if (e)
-            return 1;
-    }
-    return 0;
-}
-
 /* The flags (table-driven) into *f; CLI_GO_ON, or the exit code to end
  * with (0 after the help). */
 static int train_parse(train_flags_t *f, int argc, char **argv)
@@ -141,7 +128,9 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         {"steps", 0, CLI_INT, &f->steps, "N", "train for N steps instead", &f->seen_steps},
         {"eval-every-seconds", 0, CLI_DOUBLE, &f->eval_every, "E",
          "validate every E seconds of training (default: a tenth of --seconds, or 30)", &f->seen_eval},
-        {"output", 'o', CLI_STR, &f->out, "RUN", "run folder to create (required)", NULL},
+        {"output", 'o', CLI_STR, &f->out, "RUN", "run folder to create (required); one that holds a run is refused",
+         NULL},
+        {"force", 0, CLI_FLAG, &f->force, NULL, "replace the run in an -o folder that holds one", NULL},
         {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage, mlp or rgcn", NULL},
         {"threads", 0, CLI_INT, &f->threads, "N", "override train.threads (0: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &f->device, "DEV",
@@ -236,14 +225,15 @@ static tma_status_t train_open(train_run_t *r)
     }
     if ((st = tma_gnn_config_resolve(&r->cfg, r->g)) != TMA_OK)
         return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG;
-    if (run_exists(f->out)) {
+    if (!f->force && tma_run_holds_run(f->out)) {
         fprintf(stderr, "tma train: %s already holds a run (result.json, metrics.jsonl or best.tmaw); "
-                        "choose another -o or remove it\n", f->out);
+                        "choose another -o, or --force to replace it\n", f->out);
         return TMA_ERR_CONFIG;
     }
     if ((st = tma_gnn_trainer_create(&r->cfg, &r->g, 1, &r->tr)) != TMA_OK ||
         (st = tma_gnn_evaluator_create(&r->cfg, r->g, &r->ev)) != TMA_OK ||
-        (st = tma_run_make_dir(f->out, &r->run_dir)) != TMA_OK)
+        (st = tma_run_make_dir(f->out, &r->run_dir)) != TMA_OK ||
+        (f->force && (st = tma_run_clear_results(r->run_dir)) != TMA_OK))
         return st;
     /* The resolved config alone, so `--config RUN/config.json` repeats the run. */
     cJSON *cj = tma_gnn_config_to_json(&r->cfg);

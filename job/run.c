@@ -44,6 +44,40 @@ tma_status_t tma_run_make_dir(const char *dir, char **abs_p)
     return TMA_OK;
 }
 
+/* The files whose presence means a run was written here. */
+static const char *const run_results[] = {"result.json", "metrics.jsonl", "best.tmaw", NULL};
+
+int tma_run_holds_run(const char *dir)
+{
+    for (const char *const *n = run_results; *n; n++) {
+        char *p = tma_path_join(dir, *n);
+        int e = p && tma_file_exists(p);
+        free(p);
+        if (e)
+            return 1;
+    }
+    return 0;
+}
+
+tma_status_t tma_run_clear_results(const char *dir)
+{
+    static const char *const more[] = {"mrr.svg", NULL};
+    const char *const *lists[] = {run_results, more};
+    for (size_t l = 0; l < TMA_ARRAY_LEN(lists); l++)
+        for (const char *const *n = lists[l]; *n; n++) {
+            char *p = tma_path_join(dir, *n);
+            if (!p)
+                return TMA_ERR_NOMEM;
+            int bad = unlink(p) != 0 && errno != ENOENT;
+            if (bad)
+                tma_log_error(COMP, "%s: cannot remove the previous run's file: %s", p, strerror(errno));
+            free(p);
+            if (bad)
+                return TMA_ERR_IO;
+        }
+    return TMA_OK;
+}
+
 /* One line, all or nothing: a failed or short write (a full disk) is cut
  * back to where the file ended, so no torn line is ever left behind. */
 tma_status_t tma_run_append_line(const char *path, const cJSON *obj)

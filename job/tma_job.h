@@ -467,6 +467,13 @@ char *tma_run_path(const char *run_dir, const char *name);
 /* Makes the folder (and its parents; one it makes is 0700: the user's
  * alone); *abs_p is its absolute path (malloc'd; caller frees). */
 tma_status_t tma_run_make_dir(const char *dir, char **abs_p);
+/* Whether dir holds a run's results (result.json, metrics.jsonl or
+ * best.tmaw): commands refuse to write a run there unless told to replace
+ * it. */
+int tma_run_holds_run(const char *dir);
+/* Removes those files and mrr.svg from dir (missing ones are fine), so a
+ * new run can replace the old one (--force). */
+tma_status_t tma_run_clear_results(const char *dir);
 /* Appends one JSON line (with newline) to a file, flushed and fsynced. */
 tma_status_t tma_run_append_line(const char *path, const cJSON *obj);
 /* Reads metrics.jsonl: the rounds' validation MRR and times, in file order.
