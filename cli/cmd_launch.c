@@ -475,8 +475,8 @@ static tma_status_t launch_spawn_roles(launch_t *L)
         if ((st = launch_spawn(L, "worker", name, wargs)) != TMA_OK)
             return st;
     }
-    fprintf(L->say, "started etcd (%s), the coordinator and %d worker(s)%s; logs in %s\n", L->url, nworkers,
-            L->backups ? " plus backups" : "", L->logs);
+    fprintf(L->say, "%s etcd (%s), started the coordinator and %d worker(s)%s; logs in %s\n",
+            L->etcd_started ? "started" : "using", L->url, nworkers, L->backups ? " plus backups" : "", L->logs);
     if (job->train_s > 0)
         fprintf(L->say, "training for %.0f s", job->train_s);
     else
@@ -487,6 +487,44 @@ static tma_status_t launch_spawn_roles(launch_t *L)
         fprintf(L->say, ", aggregating every %.0f s\n", job->interval_s);
     fflush(L->say);
     return TMA_OK;
+}
+
+/* The last ERROR line of a role's log (else its last line), so a failed
+ * role says why where the user looks, not only in its log file. */
+static void print_last_error(FILE *out, const char *logs, const char *name)
+{
+    char lname[64];
+    snprintf(lname, sizeof lname, "%s.log", name);
+    char *path = tma_path_join(logs, lname), *text = NULL;
+    size_t len = 0;
+    if (!path || tma_file_read_all(path, &text, &len) != TMA_OK) {
+        free(path);
+        return;
+    }
+    const char *best = NULL, *last = NULL;
+    size_t best_n = 0, last_n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && text[j] != '\n')
+            j++;
+        if (j > i) {
+            last = text + i;
+            last_n = j - i;
+            if (memmem(text + i, j - i, " ERROR ", 7) || memmem(text + i, j - i, "FAILED", 6)) {
+                best = text + i;
+                best_n = j - i;
+            }
+        }
+        i = j + 1;
+    }
+    if (!best) {
+        best = last;
+        best_n = last_n;
+    }
+    if (best)
+        fprintf(out, "  %s's last error (%s): %.*s\n", name, path, (int)TMA_MIN(best_n, (size_t)400), best);
+    free(text);
+    free(path);
 }
 
 /* Phase 4: supervise until the coordinator ends: progress lines, workers
@@ -508,9 +546,11 @@ static void launch_supervise(launch_t *L)
         }
         for (int i = 1; i < L->nprocs; i++) {
             cli_proc_t *p = &L->procs[i];
-            if (p->running && !cli_proc_poll(p) && cli_proc_exit_code(p) != 0)
-                fprintf(L->say, "%s exited (code %d; see its log); the coordinator applies fault.on_failure\n",
-                        p->name, cli_proc_exit_code(p));
+            if (p->running && !cli_proc_poll(p) && cli_proc_exit_code(p) != 0) {
+                fprintf(L->say, "%s exited (code %d); the coordinator applies fault.on_failure\n", p->name,
+                        cli_proc_exit_code(p));
+                print_last_error(L->say, L->logs, p->name);
+            }
         }
         if (show)
             show_progress(&prog);
@@ -542,6 +582,7 @@ static int launch_result(launch_t *L)
     int code = cli_proc_exit_code(&L->procs[0]);
     if (!have || (code != CLI_EXIT_OK && !(g_stop && code > CLI_EXIT_SIGNAL_BASE))) {
         tma_log_error(COMP, "the job did not finish; see %s/coordinator.log", L->logs);
+        print_last_error(stderr, L->logs, "coordinator");
         return g_stop ? cli_exit_code(TMA_ERR_CANCELLED, &g_stop) : CLI_EXIT_RUNTIME;
     }
     print_result(L->say, L->run_dir);

@@ -55,6 +55,30 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
     return CLI_EXIT_OK;
 }
 
+int cli_etcd_probe(const char *cmd, const tma_kv_config_t *cfg)
+{
+    /* One read with a 2 s deadline: an etcd that is down, unreachable or
+     * refusing TLS shows up now, not after the graph is prepared or a
+     * worker has waited for its job. */
+    tma_kv_config_t c = *cfg;
+    c.request_timeout_s = TMA_MIN(c.request_timeout_s, 2.0);
+    c.connect_timeout_s = TMA_MIN(c.connect_timeout_s, 1.0);
+    tma_kv_t *kv;
+    if (tma_kv_create(&c, &kv) != TMA_OK)
+        return cli_usage_error(cmd, "--etcd: the etcd settings are refused (the error above says why)");
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof res);
+    tma_status_t st = tma_kv_get(kv, "/tma/", &res);
+    tma_kv_result_free(&res);
+    tma_kv_destroy(kv);
+    if (st == TMA_OK || st == TMA_ERR_NOT_FOUND)
+        return CLI_EXIT_OK;
+    fprintf(stderr, "tma %s: etcd at %s failed a first read within 2 s: %s (the line above gives curl's reason); "
+                    "start etcd there, or check --etcd and its TLS flags\n",
+            cmd, cfg->endpoints, tma_status_str(st));
+    return CLI_EXIT_RUNTIME;
+}
+
 int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f)
 {
     if (!f->endpoints) {
@@ -71,6 +95,8 @@ int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f)
     if (tma_kv_create(&cfg, &kv) != TMA_OK)
         return cli_usage_error(cmd, "--etcd: the etcd settings are refused (the error above says why)");
     tma_kv_destroy(kv);
+    if ((rc = cli_etcd_probe(cmd, &cfg)) != CLI_EXIT_OK)
+        return rc;
     /* The roles inherit the password in their environment, never on a
      * command line (which every user can read in /proc). */
     if (f->user && setenv("TMA_ETCD_PASSWORD", f->password, 1) != 0)
