@@ -18,6 +18,8 @@ typedef struct run_row {
     const char *dir;
     char variant[32];
     char label[96];
+    char graph_id[40], ties[24], stopped[24];
+    int interrupted; /* stopped by a signal or failed: left out of the means unless --all */
     double r, test, conv, best_val, train_s;
     int64_t rounds;
     int64_t steps_min, steps_max;
@@ -29,6 +31,13 @@ static double num(const cJSON *o, const char *k)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsNumber(it) ? it->valuedouble : NAN;
+}
+
+/* A string field into buf ("?" when absent). */
+static void str(const cJSON *o, const char *k, char *buf, size_t cap)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, k);
+    snprintf(buf, cap, "%s", cJSON_IsString(it) ? it->valuestring : "?");
 }
 
 /* Total steps per worker id over metrics.jsonl. */
@@ -88,8 +97,11 @@ static int load_row(const char *dir, run_row_t *row)
         return 0;
     }
     if (ok) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "variant");
-        snprintf(row->variant, sizeof row->variant, "%s", cJSON_IsString(v) ? v->valuestring : "?");
+        str(res, "variant", row->variant, sizeof row->variant);
+        str(res, "graph_id", row->graph_id, sizeof row->graph_id);
+        str(res, "ties", row->ties, sizeof row->ties);
+        str(res, "stopped", row->stopped, sizeof row->stopped);
+        row->interrupted = strcmp(row->stopped, "interrupted") == 0 || strcmp(row->stopped, "failed") == 0;
         row->r = num(res, "edge_ratio");
         row->test = num(res, "test_mrr");
         row->conv = num(res, "convergence_seconds");
@@ -125,18 +137,22 @@ static void fmt(char *out, size_t cap, double v, double scale, const char *unit)
 
 int cli_cmd_report(int argc, char **argv)
 {
-    const char *plot = "report.svg";
-    int as_json = 0;
+    const char *plot = NULL;
+    int as_json = 0, all = 0;
     const cli_opt_t opts[] = {
-        {"output", 'o', CLI_STR, &plot, "FILE", "the SVG plot of every run's curve (default report.svg)", NULL},
+        {"output", 'o', CLI_STR, &plot, "FILE",
+         "the SVG plot of every run's curve (default report.svg; with --json only when given)", NULL},
         {"json", 0, CLI_FLAG, &as_json, NULL, "print the rows and groups as JSON", NULL},
+        {"all", 0, CLI_FLAG, &all, NULL, "count interrupted or failed runs in the means too", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {"report", "RUN [RUN...] [-o plot.svg]",
                              "Prints the paper's Table 2 (variant, edge ratio r, test MRR, convergence time) for "
                              "run folders, grouped by variant with mean and standard deviation over runs, and its "
                              "Table 3 (steps finished per worker: least, most, difference), and draws every run's "
-                             "validation MRR against training time in one SVG.",
+                             "validation MRR against training time in one SVG. Runs of different graphs (graph id) "
+                             "or tie rules are refused together; interrupted or failed runs are marked and left "
+                             "out of the means unless --all.",
                              opts, 1, -1};
     cli_args_t args;
     if (!cli_args_parse(&spec, argc, argv, &args))
@@ -155,6 +171,25 @@ int cli_cmd_report(int argc, char **argv)
         free(rows);
         return CLI_EXIT_RUNTIME;
     }
+    /* Means over runs of different graphs or tie rules compare nothing. */
+    for (int i = 1; i < n; i++) {
+        const char *what = strcmp(rows[i].graph_id, rows[0].graph_id) != 0 ? "graph (graph_id)"
+                           : strcmp(rows[i].ties, rows[0].ties) != 0   ? "tie rule (ties)"
+                                                                       : NULL;
+        if (!what)
+            continue;
+        fprintf(stderr, "tma report: the runs differ in their %s: %s has %s, %s has %s; report them apart\n", what,
+                rows[0].dir, what[0] == 'g' ? rows[0].graph_id : rows[0].ties, rows[i].dir,
+                what[0] == 'g' ? rows[i].graph_id : rows[i].ties);
+        for (int j = 0; j < n; j++) {
+            free(rows[j].times);
+            free(rows[j].vals);
+        }
+        free(rows);
+        return CLI_EXIT_USAGE;
+    }
+    if (!plot && !as_json)
+        plot = "report.svg";
     cJSON *out = cJSON_CreateObject();
     cJSON *jr = cJSON_AddArrayToObject(out, "runs");
     if (!as_json) {
@@ -173,6 +208,8 @@ int cli_cmd_report(int argc, char **argv)
         cJSON_AddNumberToObject(o, "best_val_mrr", r->best_val);
         cJSON_AddNumberToObject(o, "steps_min", (double)r->steps_min);
         cJSON_AddNumberToObject(o, "steps_max", (double)r->steps_max);
+        cJSON_AddStringToObject(o, "stopped", r->stopped);
+        cJSON_AddBoolToObject(o, "in_means", all || !r->interrupted);
         cJSON_AddItemToArray(jr, o);
         if (!as_json) {
             char a[32], b[32], c[32], d[32], e[32];
@@ -181,8 +218,9 @@ int cli_cmd_report(int argc, char **argv)
             fmt(c, sizeof c, r->conv, 1.0 / 60, "");
             fmt(d, sizeof d, r->best_val, 100, "%");
             fmt(e, sizeof e, diff, 100, "%");
-            printf("%-44.44s %-11s %6s %9s %11s %10s %9lld %9lld %7s\n", r->dir, r->variant, a, b, c, d,
-                   (long long)r->steps_min, (long long)r->steps_max, e);
+            printf("%-44.44s %-11s %6s %9s %11s %10s %9lld %9lld %7s%s\n", r->dir, r->variant, a, b, c, d,
+                   (long long)r->steps_min, (long long)r->steps_max, e,
+                   r->interrupted ? (all ? "  (stopped early)" : "  (stopped early: not in the means)") : "");
         }
     }
     /* Groups by variant: mean and standard deviation over runs (seeds). */
@@ -197,7 +235,7 @@ int cli_cmd_report(int argc, char **argv)
             continue;
         double st[3][3] = {{0}}; /* r, test, conv: n, sum, sumsq */
         for (int j = i; j < n; j++) {
-            if (strcmp(rows[j].variant, rows[i].variant) != 0)
+            if (strcmp(rows[j].variant, rows[i].variant) != 0 || (rows[j].interrupted && !all))
                 continue;
             double v[3] = {rows[j].r, rows[j].test * 100, rows[j].conv / 60};
             for (int k = 0; k < 3; k++)
@@ -212,25 +250,37 @@ int cli_cmd_report(int argc, char **argv)
             mean[k] = st[k][0] > 0 ? st[k][1] / st[k][0] : NAN;
             sd[k] = st[k][0] > 1 ? sqrt(fmax(0, (st[k][2] - st[k][0] * mean[k] * mean[k]) / (st[k][0] - 1))) : 0;
         }
+        for (int k = 0; k < 3; k++)
+            if (st[k][0] < 2)
+                sd[k] = NAN; /* the spread of one run is not 0: there is none */
         cJSON *g = cJSON_CreateObject();
         cJSON_AddStringToObject(g, "variant", rows[i].variant);
         cJSON_AddNumberToObject(g, "runs", st[1][0]);
-        cJSON_AddNumberToObject(g, "edge_ratio", mean[0]);
-        cJSON_AddNumberToObject(g, "test_mrr_mean", mean[1] / 100);
-        cJSON_AddNumberToObject(g, "test_mrr_std", sd[1] / 100);
-        cJSON_AddNumberToObject(g, "convergence_minutes_mean", mean[2]);
-        cJSON_AddNumberToObject(g, "convergence_minutes_std", sd[2]);
+        const char *keys[] = {"edge_ratio", "test_mrr_mean", "test_mrr_std", "convergence_minutes_mean",
+                              "convergence_minutes_std"};
+        const double vals[] = {mean[0], mean[1] / 100, sd[1] / 100, mean[2], sd[2]};
+        for (size_t k = 0; k < TMA_ARRAY_LEN(keys); k++) {
+            if (isfinite(vals[k]))
+                cJSON_AddNumberToObject(g, keys[k], vals[k]);
+            else
+                cJSON_AddNullToObject(g, keys[k]);
+        }
         cJSON_AddItemToArray(jg, g);
-        if (!as_json)
-            printf("%-11s %5.0f %6.3f %10.2f ± %5.2f %10.2f ± %5.2f\n", rows[i].variant, st[1][0], mean[0], mean[1],
-                   sd[1], mean[2], sd[2]);
+        if (!as_json) {
+            char m1[32], s1[32], m2[32], s2[32];
+            fmt(m1, sizeof m1, mean[1], 1, "");
+            fmt(s1, sizeof s1, sd[1], 1, "");
+            fmt(m2, sizeof m2, mean[2], 1, "");
+            fmt(s2, sizeof s2, sd[2], 1, "");
+            printf("%-11s %5.0f %6.3f %10s ± %5s %10s ± %5s\n", rows[i].variant, st[1][0], mean[0], m1, s1, m2, s2);
+        }
     }
     /* The plot. */
     const char **labels = calloc((size_t)n, sizeof *labels);
     const double **ts = calloc((size_t)n, sizeof *ts), **vs = calloc((size_t)n, sizeof *vs);
     int *counts = calloc((size_t)n, sizeof *counts);
-    tma_status_t pst = TMA_ERR_NOMEM;
-    if (labels && ts && vs && counts) {
+    tma_status_t pst = plot ? TMA_ERR_NOMEM : TMA_OK;
+    if (plot && labels && ts && vs && counts) {
         for (int i = 0; i < n; i++) {
             labels[i] = rows[i].label;
             ts[i] = rows[i].times;
@@ -240,7 +290,7 @@ int cli_cmd_report(int argc, char **argv)
         pst = tma_run_plot_svg(plot, "validation MRR against training time", n, labels, ts, vs, counts);
     }
     if (as_json) {
-        cJSON_AddStringToObject(out, "plot", pst == TMA_OK ? plot : "");
+        cJSON_AddStringToObject(out, "plot", plot && pst == TMA_OK ? plot : "");
         cli_print_json(out);
     } else if (pst == TMA_OK) {
         printf("\nplot: %s\n", plot);
