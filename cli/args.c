@@ -153,8 +153,17 @@ int cli_parse(const cli_spec_t *spec, int argc, char **argv, char **pos, int *np
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             o = find_long(spec, name, len);
             snprintf(shown, sizeof shown, "--%.*s", (int)len, name);
-            if (!o)
+            if (!o) {
+                tma_suggest_t sg;
+                tma_suggest_init(&sg);
+                for (const cli_opt_t *c = spec->opts; c && c->name; c++)
+                    if (c->help) /* hidden options are not suggested */
+                        tma_suggest_add(&sg, name, len, c->name);
+                const char *near = tma_suggest_best(&sg, len);
+                if (near)
+                    return cli_usage_error(spec->cmd, "unknown option '%s'; did you mean '--%s'?", shown, near);
                 return cli_usage_error(spec->cmd, "unknown option '%s'", shown);
+            }
             if (eq) {
                 if (o->kind == CLI_FLAG)
                     return cli_usage_error(spec->cmd, "%s takes no value", shown);

@@ -129,6 +129,14 @@ int main(int argc, char **argv)
             return rc;
         }
     }
-    fprintf(stderr, "tma: unknown command '%s'\nTry 'tma --help'.\n", name);
+    tma_suggest_t sg;
+    tma_suggest_init(&sg);
+    for (size_t k = 0; k < TMA_ARRAY_LEN(commands); k++)
+        tma_suggest_add(&sg, name, strlen(name), commands[k].name);
+    const char *near = tma_suggest_best(&sg, strlen(name));
+    if (near)
+        fprintf(stderr, "tma: unknown command '%s'; did you mean '%s'?\nTry 'tma --help'.\n", name, near);
+    else
+        fprintf(stderr, "tma: unknown command '%s'\nTry 'tma --help'.\n", name);
     return CLI_EXIT_USAGE;
 }

@@ -194,12 +194,62 @@ tma_status_t tma_json_check_keys(const cJSON *obj, const char *const *allowed, c
                     break;
                 off += (size_t)n;
             }
-            tma_log_error(COMP, "%s: unknown key \"%s\" (known keys: %s)", ctx,
-                          it->string ? it->string : "?", list);
+            const char *key = it->string ? it->string : "?";
+            tma_suggest_t sg;
+            tma_suggest_init(&sg);
+            for (const char *const *a = allowed; *a; a++)
+                tma_suggest_add(&sg, key, strlen(key), *a);
+            const char *near = tma_suggest_best(&sg, strlen(key));
+            if (near)
+                tma_log_error(COMP, "%s: unknown key \"%s\"; did you mean \"%s\"? (known keys: %s)", ctx, key,
+                              near, list);
+            else
+                tma_log_error(COMP, "%s: unknown key \"%s\" (known keys: %s)", ctx, key, list);
             return TMA_ERR_CONFIG;
         }
     }
     return TMA_OK;
+}
+
+void tma_suggest_init(tma_suggest_t *s)
+{
+    s->best = NULL;
+    s->dist = 1 << 30;
+}
+
+void tma_suggest_add(tma_suggest_t *s, const char *word, size_t len, const char *cand)
+{
+    /* Edit distance with swaps of neighbours ("trian": one edit from
+     * "train"), over three rows; words longer than 63 bytes are not
+     * misspellings worth guessing at. */
+    size_t m = strlen(cand);
+    if (len > 63 || m > 63)
+        return;
+    int prev2[64], prev[64], cur[64];
+    for (size_t j = 0; j <= m; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= len; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int sub = prev[j - 1] + (word[i - 1] != cand[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = TMA_MIN(sub, TMA_MIN(del, ins));
+            if (i > 1 && j > 1 && word[i - 1] == cand[j - 2] && word[i - 2] == cand[j - 1])
+                cur[j] = TMA_MIN(cur[j], prev2[j - 2] + 1);
+        }
+        memcpy(prev2, prev, (m + 1) * sizeof *prev);
+        memcpy(prev, cur, (m + 1) * sizeof *prev);
+    }
+    if (prev[m] < s->dist) {
+        s->dist = prev[m];
+        s->best = cand;
+    }
+}
+
+const char *tma_suggest_best(const tma_suggest_t *s, size_t len)
+{
+    int most = TMA_MAX(1, (int)len / 3);
+    return s->best && s->dist > 0 && s->dist <= most ? s->best : NULL;
 }
 
 int tma_parse_i64(const char *s, int64_t *val_p)

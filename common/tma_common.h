@@ -303,6 +303,18 @@ tma_status_t tma_json_get_string(const cJSON *obj, const char *key, const char *
 /* Fails naming the first key of obj that is not in the NULL-terminated list. */
 tma_status_t tma_json_check_keys(const cJSON *obj, const char *const *allowed, const char *ctx);
 
+/* "Did you mean": the candidate closest to a misspelt word (edit distance,
+ * at most a third of its length, at least 1).  Feed every candidate with
+ * tma_suggest_add (word: len bytes, not NUL-terminated), then
+ * tma_suggest_best gives it, or NULL when none is close. */
+typedef struct tma_suggest {
+    const char *best;
+    int dist;
+} tma_suggest_t;
+void tma_suggest_init(tma_suggest_t *s);
+void tma_suggest_add(tma_suggest_t *s, const char *word, size_t len, const char *cand);
+const char *tma_suggest_best(const tma_suggest_t *s, size_t len);
+
 /* ------------------------------------------------------------------ misc */
 
 #define TMA_MIN(a, b) ((a) < (b) ? (a) : (b))

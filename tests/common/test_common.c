@@ -383,6 +383,34 @@ static void test_threads_default(void)
     unsetenv("OMP_NUM_THREADS");
 }
 
+/* "Did you mean": the closest candidate within a third of the word's
+ * length (swaps of neighbours count one), none when nothing is close. */
+static void test_suggest(void)
+{
+    static const char *const cands[] = {"train", "partition", "launch", "workers", "eval", "export", NULL};
+    const struct {
+        const char *word, *want;
+    } cases[] = {{"trian", "train"}, {"parition", "partition"}, {"lanch", "launch"}, {"workres", "workers"},
+                 {"evl", "eval"},    {"frobnicate", NULL},      {"train", NULL},    {"x", NULL},
+                 {"exprot", "export"}};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(cases); i++) {
+        tma_suggest_t sg;
+        tma_suggest_init(&sg);
+        size_t len = strlen(cases[i].word);
+        for (const char *const *c = cands; *c; c++)
+            tma_suggest_add(&sg, cases[i].word, len, *c);
+        const char *got = tma_suggest_best(&sg, len);
+        CHECK_MSG(got == cases[i].want || (got && cases[i].want && strcmp(got, cases[i].want) == 0),
+                  "suggest '%s': got %s, want %s", cases[i].word, got ? got : "none",
+                  cases[i].want ? cases[i].want : "none");
+    }
+    /* Only the first len bytes of the word count (an option's "--name=value"). */
+    tma_suggest_t sg;
+    tma_suggest_init(&sg);
+    tma_suggest_add(&sg, "trian=3", 5, "train");
+    CHECK_MSG(tma_suggest_best(&sg, 5) && strcmp(tma_suggest_best(&sg, 5), "train") == 0, "a prefix of the word");
+}
+
 int main(void)
 {
     test_status();
@@ -394,5 +422,6 @@ int main(void)
     test_files();
     test_json();
     test_threads_default();
+    test_suggest();
     return tma_test_done();
 }
