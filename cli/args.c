@@ -24,6 +24,15 @@ int cli_exit_from_status(tma_status_t st)
     return st == TMA_ERR_CONFIG || st == TMA_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
 }
 
+int cli_check_threads(const char *cmd, const char *flag, int64_t n)
+{
+    if (n >= 0 && n <= CLI_MAX_THREADS)
+        return CLI_EXIT_OK;
+    return cli_usage_error(cmd, "%s: expected 0 to %d (0: $OMP_NUM_THREADS, else one per CPU this process may use), "
+                                "got %lld",
+                           flag, CLI_MAX_THREADS, (long long)n);
+}
+
 int cli_exit_code(tma_status_t st, const volatile sig_atomic_t *flag)
 {
     int sig = flag ? *flag : 0;

@@ -67,6 +67,10 @@ int cli_args_parse(const cli_spec_t *spec, int argc, char **argv, cli_args_t *a)
 int cli_parse(const cli_spec_t *spec, int argc, char **argv, char **pos, int *npos_p);
 /* Prints "tma CMD: message" and a hint to use --help; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) TMA_PRINTF(2, 3);
+/* The one range check of every --threads-like flag: CLI_EXIT_OK for 0
+ * (the default count) to 1024, else a usage error naming the range. */
+#define CLI_MAX_THREADS 1024
+int cli_check_threads(const char *cmd, const char *flag, int64_t n);
 /* Maps a status to an exit code: 0, 2 for a bad config or argument
  * (TMA_ERR_CONFIG, TMA_ERR_INVALID), 1 otherwise. */
 int cli_exit_from_status(tma_status_t st);

@@ -111,8 +111,8 @@ int cli_cmd_eval(int argc, char **argv)
         which = TMA_GNN_SPLIT_VAL;
     else
         return cli_usage_error("eval", "--split: expected test or val, got '%s'", split);
-    if (threads < 0 || threads > 1024)
-        return cli_usage_error("eval", "--threads: expected 0 to 1024, got %lld", (long long)threads);
+    if (cli_check_threads("eval", "--threads", threads) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     if (max_edges < 0)
         return cli_usage_error("eval", "--max-edges: expected a non-negative count");
     tma_gnn_ties_t rule;

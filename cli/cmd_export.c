@@ -162,8 +162,8 @@ int cli_cmd_export(int argc, char **argv)
     cli_args_t args;
     if (!cli_args_parse(&spec, argc, argv, &args))
         return args.exit;
-    if (threads < 0 || threads > 1024)
-        return cli_usage_error("export", "--threads: expected 0 to 1024, got %lld", (long long)threads);
+    if (cli_check_threads("export", "--threads", threads) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("export", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
     char *weights = NULL, *graph = NULL, *out = NULL;

@@ -215,8 +215,8 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         return cli_usage_error("launch", "--workers: expected 1..%d", TMA_JOB_MAX_WORKERS);
     if (L->backups < 0 || L->backups > 64)
         return cli_usage_error("launch", "--backups: expected 0..64");
-    if (L->threads < 0 || L->threads > 1024)
-        return cli_usage_error("launch", "--threads: expected 0..1024");
+    if (cli_check_threads("launch", "--threads", L->threads) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
     int rc = cli_etcd_check_external("launch", &L->ef);

@@ -202,8 +202,8 @@ int cli_cmd_coordinator(int argc, char **argv)
         return rc;
     if (!job && !config)
         return cli_usage_error("coordinator", "give --job NAME (and --config job.json for a new job)");
-    if (eval_threads < 0 || eval_threads > 1024)
-        return cli_usage_error("coordinator", "--eval-threads: expected 0..1024");
+    if (cli_check_threads("coordinator", "--eval-threads", eval_threads) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     if (strcmp(on_signal, "stop") != 0 && strcmp(on_signal, "suspend") != 0)
         return cli_usage_error("coordinator", "--on-signal: expected stop or suspend, got '%s'", on_signal);
     tma_inject_t inj;
@@ -266,8 +266,8 @@ int cli_cmd_worker(int argc, char **argv)
         return rc;
     if (!job)
         return cli_usage_error("worker", "--job NAME is required");
-    if (threads < 0 || threads > 1024)
-        return cli_usage_error("worker", "--threads: expected 0..1024");
+    if (cli_check_threads("worker", "--threads", threads) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     if (!(wait >= 0))
         return cli_usage_error("worker", "--wait: expected seconds >= 0");
     if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0 && strncmp(device, "cuda:", 5) != 0)

@@ -118,7 +118,7 @@ static void progress(const train_run_t *r, int final)
  * with (0 after the help). */
 static int train_parse(train_flags_t *f, int argc, char **argv)
 {
-    f->threads = -1;
+    f->threads = INT64_MIN; /* unset: the config's train.threads */
     f->seed = -1;
     const cli_opt_t opts[] = {
         {"config", 'c', CLI_STR, &f->config, "FILE",
@@ -153,6 +153,8 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
     cli_args_t args;
     if (!cli_args_parse(&spec, argc, argv, &args))
         return args.exit;
+    if (f->threads != INT64_MIN && cli_check_threads("train", "--threads", f->threads) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     f->graph = args.pos[0];
     if (!f->out)
         return cli_usage_error("train", "-o RUN is required (the run folder to create)");
@@ -194,8 +196,8 @@ static int train_config(const train_flags_t *f, tma_gnn_config_t *cfg)
         if (!found)
             return cli_usage_error("train", "--encoder: expected gcn, sage, mlp or rgcn, got '%s'", f->encoder);
     }
-    if (f->threads >= 0)
-        cfg->threads = (int)TMA_MIN(f->threads, 1 << 20);
+    if (f->threads != INT64_MIN)
+        cfg->threads = (int)f->threads; /* checked in train_parse */
     if (f->seen_seed)
         cfg->seed = (uint64_t)f->seed;
     if (f->batch)

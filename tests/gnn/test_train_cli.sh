@@ -113,6 +113,12 @@ expect_fail 2 "steps" -- "$TMA_BIN" train "$G" --steps 0 -o "$TMP_ROOT/x"
 expect_fail 2 "seconds" -- "$TMA_BIN" train "$G" --seconds -3 -o "$TMP_ROOT/x"
 expect_fail 2 "gat" -- "$TMA_BIN" train "$G" --encoder gat --steps 5 -o "$TMP_ROOT/x"
 expect_fail 2 "unknown option '--bogus'" -- "$TMA_BIN" train "$G" --bogus -o "$TMP_ROOT/x"
+# one range check for --threads in every command
+for cmd in "train $G -o $TMP_ROOT/x" "eval $G $RUN/best.tmaw" "export $RUN -o $TMP_ROOT/x" "launch $TMP_ROOT/typo.json"; do
+  for n in -1 1025; do
+    expect_fail 2 "threads: expected 0 to 1024 .*got $n" -- "$TMA_BIN" $cmd --threads $n
+  done
+done
 # "did you mean" for a misspelt option, command and config key
 expect_fail 2 "unknown option '--step'; did you mean '--steps'" -- "$TMA_BIN" train "$G" --step 5 -o "$TMP_ROOT/x"
 expect_fail 2 "unknown command 'trian'; did you mean 'train'" -- "$TMA_BIN" trian "$G"
