@@ -2,10 +2,12 @@
  * shard files, partition.json and a table of the shard statistics. */
 #include "cli_int.h"
 #include "tma_graph.h"
+#include "tma_job.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_cmd_partition(int argc, char **argv)
 {
@@ -14,7 +16,7 @@ int cli_cmd_partition(int argc, char **argv)
     int shards_seen = 0, json = 0;
     const cli_opt_t opts[] = {
         {"scheme", 0, CLI_STR, &scheme, "SCHEME",
-         "random (each node to a seeded random shard), supernode:N (METIS into N mini-clusters, "
+         "random (each node to a seeded random shard), supernode[:N] (METIS into N mini-clusters, "
          "shuffled and dealt to the shards) or metis (METIS into the shard count); required",
          NULL},
         {"shards", 0, CLI_INT, &shards, "S", "number of shards (required)", &shards_seen},
@@ -25,7 +27,7 @@ int cli_cmd_partition(int argc, char **argv)
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {
-        "partition", "G.tmag --scheme random|supernode:N|metis --shards S [--seed X] -o DIR",
+        "partition", "G.tmag --scheme random|supernode[:N]|metis --shards S [--seed X] -o DIR",
         "Cuts the training graph of G.tmag into S shards; each shard file holds the induced training "
         "subgraph, its features, labels and global ids. Prints and saves the statistics: edge_ratio (share "
         "of training edges kept inside shards), label_tv (mean total-variation distance of the shards' "
@@ -38,17 +40,22 @@ int cli_cmd_partition(int argc, char **argv)
     if (!out)
         return cli_usage_error("partition", "-o DIR is required");
     if (!scheme)
-        return cli_usage_error("partition", "--scheme is required (random, supernode:N or metis)");
+        return cli_usage_error("partition", "--scheme is required (random, supernode[:N] or metis)");
     tma_partition_opts_t o = {0};
+    /* "supernode" alone: N as a job config gets it (about 50 nodes a
+     * cluster), from the graph's node count, after the flags are checked. */
+    int default_n = strcmp(scheme, "supernode") == 0;
+    if (default_n)
+        scheme = "supernode:1";
     if (tma_partition_scheme_parse(scheme, &o) != TMA_OK)
-        return cli_usage_error("partition", "--scheme: expected random, supernode:N (N >= 1) or metis, got '%s'",
+        return cli_usage_error("partition", "--scheme: expected random, supernode, supernode:N (N >= 1) or metis, got '%s'",
                                scheme);
     if (!shards_seen || shards < 1 || shards > (1 << 20))
         return cli_usage_error("partition", "--shards: expected a count in [1, 1048576]%s",
                                shards_seen ? "" : " (required)");
     if (seed < 0 || seed >= TMA_GRAPH_MAX_SEED)
         return cli_usage_error("partition", "--seed: expected an integer in [0, 2^53), got %" PRId64, seed);
-    if (o.scheme == TMA_PARTITION_SUPERNODE && o.num_clusters < shards)
+    if (o.scheme == TMA_PARTITION_SUPERNODE && o.num_clusters < shards && !default_n)
         return cli_usage_error("partition", "--scheme supernode:%" PRId64 ": needs at least as many clusters as "
                                "--shards (%" PRId64 ")", o.num_clusters, shards);
     o.num_shards = (int32_t)shards;
@@ -59,6 +66,16 @@ int cli_cmd_partition(int argc, char **argv)
     if (st != TMA_OK) {
         fprintf(stderr, "tma partition: cannot use %s: %s\n", args.pos[0], tma_status_str(st));
         return CLI_EXIT_RUNTIME;
+    }
+    if (default_n) {
+        char def[64];
+        tma_job_default_scheme(TMA_VARIANT_SUPERTMA, (int)shards, g->num_nodes, def, sizeof def);
+        if (tma_partition_scheme_parse(def, &o) != TMA_OK) {
+            tma_graph_destroy(g);
+            return CLI_EXIT_RUNTIME;
+        }
+        fprintf(stderr, "tma partition: --scheme supernode: %s (the job config's default: about 50 nodes a "
+                        "cluster, at least 4 a shard, at most 15000)\n", def);
     }
     tma_partition_result_t *r;
     st = tma_partition_run(g, args.pos[0], &o, out, &r);

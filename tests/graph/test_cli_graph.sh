@@ -81,6 +81,13 @@ for s in random supernode:200 metis; do
 done
 [ "$(json p1-supernode:200/partition.json 'd["scheme"], d["clusters"], d["shard_clusters"]')" = "supernode 200 [67, 67, 66]" ] || fail "supernode json"
 [ "$(json p1-random/partition.json 'd["scheme"], "clusters" in d')" = "random False" ] || fail "random json"
+# supernode without N: the job config's default, about 50 nodes a cluster (at least 4 a shard)
+"$T" partition big1.tmag --scheme supernode --shards 3 -o p-sn > /dev/null 2> p-sn.err || fail "partition supernode"
+"$T" info big1.tmag --json > big1.info || fail "info big1"
+nodes=$(json big1.info 'd["nodes"]')
+want=$(( nodes / 50 > 12 ? (nodes / 50 < 15000 ? nodes / 50 : 15000) : 12 ))
+[ "$(json p-sn/partition.json 'd["clusters"]')" = "$want" ] || fail "supernode default N: $(json p-sn/partition.json 'd["clusters"]'), want $want"
+grep -q "supernode:$want (the job config's default" p-sn.err || fail "the default N is not printed: $(cat p-sn.err)"
 # Without labels label_tv is null.
 "$T" partition rmat1.tmag --scheme random --shards 2 -o prm > prm.out || fail "partition rmat"
 [ "$(json prm/partition.json 'd["label_tv"]')" = None ] || fail "label_tv should be null without labels"
