@@ -44,4 +44,10 @@ complete_words() { # complete_words WORD... : COMPREPLY for the last word, with 
 [ "$(complete_words tma gen rmat --sc)" = --scale ] || fail "tma gen rmat --sc<TAB>"
 [ "$(complete_words tma gen r)" = rmat ] || fail "tma gen r<TAB>"
 [ -z "$(complete_words tma train --nosuch)" ] || fail "an unknown option completed"
+# values of the options that take one of a few
+[ "$(complete_words tma partition g.tmag --scheme r)" = random ] || fail "--scheme r<TAB> gave '$(complete_words tma partition g.tmag --scheme r)'"
+[ "$(complete_words tma partition g.tmag --scheme super)" = "supernode supernode:" ] || fail "--scheme super<TAB>"
+[ "$(complete_words tma train g.tmag --encoder s)" = sage ] || fail "--encoder s<TAB> gave '$(complete_words tma train g.tmag --encoder s)'"
+[ "$(complete_words tma eval g.tmag w --device c)" = "cpu cuda cuda:0 cuda:1" ] || fail "--device c<TAB>"
+[ "$(complete_words tma eval g.tmag w --ties m)" = mean ] || fail "--ties m<TAB>"
 echo "installed: $bin, man pages, bash completion"
