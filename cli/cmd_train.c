@@ -24,7 +24,7 @@ static volatile sig_atomic_t g_stop;
 
 /* The flags. */
 typedef struct train_flags {
-    const char *graph, *config, *out, *encoder, *device;
+    const char *graph, *config, *out, *encoder, *device, *init;
     double seconds, eval_every, lr;
     int64_t steps, threads, seed, batch;
     int seen_seconds, seen_steps, seen_eval, seen_lr, seen_seed, quiet, json, force;
@@ -131,6 +131,8 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         {"output", 'o', CLI_STR, &f->out, "RUN", "run folder to create (required); one that holds a run is refused",
          NULL},
         {"force", 0, CLI_FLAG, &f->force, NULL, "replace the run in an -o folder that holds one", NULL},
+        {"init", 0, CLI_STR, &f->init, "WEIGHTS",
+         "start from these weights (a .tmaw of the same model) instead of fresh ones: fine-tuning", NULL},
         {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage, mlp or rgcn", NULL},
         {"threads", 0, CLI_INT, &f->threads, "N", "override train.threads (0: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &f->device, "DEV",
@@ -232,8 +234,23 @@ static tma_status_t train_open(train_run_t *r)
                         "choose another -o, or --force to replace it\n", f->out);
         return TMA_ERR_CONFIG;
     }
-    if ((st = tma_gnn_trainer_create(&r->cfg, &r->g, 1, &r->tr)) != TMA_OK ||
-        (st = tma_gnn_evaluator_create(&r->cfg, r->g, &r->ev)) != TMA_OK ||
+    if ((st = tma_gnn_trainer_create(&r->cfg, &r->g, 1, &r->tr)) != TMA_OK)
+        return st;
+    if (f->init) {
+        /* Warm start, before the run folder exists: the weights must be
+         * this model's (the error names the first field that differs). */
+        float *w = NULL;
+        uint64_t round = 0;
+        st = tma_gnn_weights_read(f->init, &r->cfg, NULL, &w, NULL, &round);
+        if (st == TMA_OK)
+            st = tma_gnn_trainer_set_params(r->tr, w);
+        free(w);
+        if (st != TMA_OK)
+            return st == TMA_ERR_MISMATCH ? TMA_ERR_CONFIG : st;
+        if (!f->quiet)
+            fprintf(stderr, "[train] starting from %s (round %llu)\n", f->init, (unsigned long long)round);
+    }
+    if ((st = tma_gnn_evaluator_create(&r->cfg, r->g, &r->ev)) != TMA_OK ||
         (st = tma_run_make_dir(f->out, &r->run_dir)) != TMA_OK ||
         (f->force && (st = tma_run_clear_results(r->run_dir)) != TMA_OK))
         return st;

@@ -531,20 +531,27 @@ tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g)
     return tma_gnn_config_validate(cfg, "model config");
 }
 
-uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
+/* The model's shape as "key=value" words: what the hash covers. */
+static int model_text(const tma_gnn_config_t *cfg, char *s, size_t cap)
 {
-    char s[640];
-    int n = snprintf(s, sizeof s, "tma-model-v1 encoder=%s layers=%d hidden=%d decoder_layers=%d "
+    int n = snprintf(s, cap, "tma-model-v1 encoder=%s layers=%d hidden=%d decoder_layers=%d "
                      "decoder_hidden=%d feature_dim=%lld norm=layernorm act=prelu",
                      tma_gnn_encoder_name(cfg->encoder), cfg->layers, cfg->hidden, cfg->decoder_layers,
                      cfg->decoder_hidden, (long long)cfg->feature_dim);
     /* Relational models extend the text; the others keep their hash. */
     if (tma_gnn_config_relational(cfg))
-        n += snprintf(s + n, sizeof s - (size_t)n, " decoder=%s bases=%d relations=%d",
+        n += snprintf(s + n, cap - (size_t)n, " decoder=%s bases=%d relations=%d",
                       tma_gnn_decoder_name(cfg->decoder), cfg->encoder == TMA_GNN_ENCODER_RGCN ? cfg->bases : 0,
                       cfg->num_rel_ids);
     for (int t = 0; t < cfg->num_node_types; t++)
-        n += snprintf(s + n, sizeof s - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
+        n += snprintf(s + n, cap - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
+    return TMA_MIN(n, (int)cap - 1);
+}
+
+uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
+{
+    char s[640];
+    int n = model_text(cfg, s, sizeof s);
     /* FNV-1a, then a final mix. */
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < n; i++) {
@@ -552,6 +559,27 @@ uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
         h *= 0x100000001b3ull;
     }
     return tma_hash64(h);
+}
+
+void tma_gnn_config_model_diff(const tma_gnn_config_t *have, const tma_gnn_config_t *want, char *buf, size_t cap)
+{
+    char a[640], b[640];
+    model_text(have, a, sizeof a);
+    model_text(want, b, sizeof b);
+    /* The first word that differs, by key; a key only one side has counts. */
+    char *sa = NULL, *sb = NULL;
+    for (char *wa = strtok_r(a, " ", &sa), *wb = strtok_r(b, " ", &sb); wa || wb;
+         wa = strtok_r(NULL, " ", &sa), wb = strtok_r(NULL, " ", &sb)) {
+        if (wa && wb && strcmp(wa, wb) == 0)
+            continue;
+        const char *ea = wa ? strchr(wa, '=') : NULL, *eb = wb ? strchr(wb, '=') : NULL;
+        if (ea && eb && ea - wa == eb - wb && strncmp(wa, wb, (size_t)(ea - wa)) == 0)
+            snprintf(buf, cap, "%.*s is %s there, %s here", (int)(ea - wa), wa, ea + 1, eb + 1);
+        else
+            snprintf(buf, cap, "%s there, %s here", wa ? wa : "(nothing)", wb ? wb : "(nothing)");
+        return;
+    }
+    snprintf(buf, cap, "the same shape");
 }
 
 /* ------------------------------------------------------------------ layout */

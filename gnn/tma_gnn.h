@@ -436,6 +436,10 @@ void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_
  */
 #define TMA_GNN_WEIGHTS_VERSION 1
 
+/* The first field in which two models' shapes differ, as "hidden is 64
+ * there, 32 here" (have: "there", want: "here"), into buf. */
+void tma_gnn_config_model_diff(const tma_gnn_config_t *have, const tma_gnn_config_t *want, char *buf, size_t cap);
+
 /* Writes cfg's model section and `params` (tma_gnn_param_count floats). */
 tma_status_t tma_gnn_weights_write(const char *path, const tma_gnn_config_t *cfg, const float *params,
                                    uint64_t round);

@@ -153,10 +153,12 @@ tma_status_t tma_gnn_weights_read(const char *path, const tma_gnn_config_t *expe
     if (tma_gnn_config_hash(&file_cfg) != get64(p + 16) || tma_gnn_param_count(&file_cfg) != (int64_t)count)
         REFUSE(TMA_ERR_FORMAT, "%s: the model section disagrees with the header's hash or parameter count", path);
     if (expect && tma_gnn_config_hash(expect) != get64(p + 16)) {
-        char a[160], b[160];
+        char a[160], b[160], d[160];
         describe(&file_cfg, a, sizeof a);
         describe(expect, b, sizeof b);
-        REFUSE(TMA_ERR_MISMATCH, "%s: the weights are for another model (%s), not this one (%s)", path, a, b);
+        tma_gnn_config_model_diff(&file_cfg, expect, d, sizeof d);
+        REFUSE(TMA_ERR_MISMATCH, "%s: the weights are for another model: %s (%s, not this one's %s)", path, d, a,
+               b);
     }
     params = malloc(count ? count * sizeof(float) : 1);
     if (!params)

@@ -113,6 +113,18 @@ expect_fail 2 "steps" -- "$TMA_BIN" train "$G" --steps 0 -o "$TMP_ROOT/x"
 expect_fail 2 "seconds" -- "$TMA_BIN" train "$G" --seconds -3 -o "$TMP_ROOT/x"
 expect_fail 2 "gat" -- "$TMA_BIN" train "$G" --encoder gat --steps 5 -o "$TMP_ROOT/x"
 expect_fail 2 "unknown option '--bogus'" -- "$TMA_BIN" train "$G" --bogus -o "$TMP_ROOT/x"
+# --init: warm start from saved weights. With a vanishing learning rate the
+# run's best weights are the ones it started from (the same test MRR).
+"$TMA_BIN" train "$G" --config "$RUN/config.json" --init "$RUN/best.tmaw" --lr 1e-30 --steps 2 \
+  --eval-every-seconds 1000 -q -o "$TMP_ROOT/init" > /dev/null 2> "$TMP_ROOT/init.err" ||
+  { cat "$TMP_ROOT/init.err" >&2; fail "tma train --init failed"; }
+a=$("$TMA_BIN" eval "$G" "$RUN/best.tmaw" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["mrr"])')
+b=$("$TMA_BIN" eval "$G" "$TMP_ROOT/init/best.tmaw" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["mrr"])')
+[ "$a" = "$b" ] || fail "tma train --init did not start from the weights: test MRR $b, the weights' $a"
+echo '{"model": {"hidden": 8}}' > "$TMP_ROOT/other.json"
+expect_fail 2 "another model: hidden is [0-9]+ there, 8 here" -- \
+  "$TMA_BIN" train "$G" --config "$TMP_ROOT/other.json" --init "$RUN/best.tmaw" --steps 2 -o "$TMP_ROOT/init2"
+[ ! -e "$TMP_ROOT/init2" ] || fail "a refused --init left a run folder"
 # one range check for --threads in every command
 for cmd in "train $G -o $TMP_ROOT/x" "eval $G $RUN/best.tmaw" "export $RUN -o $TMP_ROOT/x" "launch $TMP_ROOT/typo.json"; do
   for n in -1 1025; do
