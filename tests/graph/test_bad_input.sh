@@ -43,7 +43,7 @@ expect_fail 2 "unknown model 'ba'" -- "$TMA_BIN" gen ba -o "$out/g.tmag"
 expect_fail 2 '--homophily: expected a probability' -- "$TMA_BIN" gen sbm -o "$out/g.tmag" --homophily 1.2
 expect_fail 2 '--classes: expected a count in \[1, nodes\]' -- "$TMA_BIN" gen sbm -o "$out/g.tmag" --nodes 10 --classes 11
 expect_fail 2 '--nodes 5000 does not fit --scale 12' -- "$TMA_BIN" gen rmat -o "$out/g.tmag" --scale 12 --nodes 5000
-expect_fail 2 '--scheme: expected random, supernode:N' -- "$TMA_BIN" partition "$out/g.tmag" --scheme supernode:x --shards 2 -o "$out/p"
+expect_fail 2 '--scheme: expected random, supernode, supernode:N' -- "$TMA_BIN" partition "$out/g.tmag" --scheme supernode:x --shards 2 -o "$out/p"
 expect_fail 2 '--shards: expected a count' -- "$TMA_BIN" partition "$out/g.tmag" --scheme random --shards 0 -o "$out/p"
 expect_fail 2 '--shards: .*required' -- "$TMA_BIN" partition "$out/g.tmag" --scheme random -o "$out/p"
 expect_fail 2 'supernode:2: needs at least as many clusters as --shards' -- "$TMA_BIN" partition "$out/g.tmag" --scheme supernode:2 --shards 3 -o "$out/p"
