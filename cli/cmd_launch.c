@@ -387,7 +387,7 @@ static tma_status_t launch_write_job(launch_t *L)
         snprintf(job->host, sizeof job->host, "127.0.0.1");
     st = tma_job_check_files(job);
     if (st != TMA_OK)
-        return st; /* logged, naming the file or key: a config error is exit 2, a missing or bad file 1 */
+        return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file or key */
     L->job_path = tma_path_join(L->run_dir, "job.json");
     cJSON *j = tma_job_to_json(job);
     st = j && L->job_path ? tma_json_write_file(L->job_path, j) : TMA_ERR_NOMEM;

@@ -15,6 +15,7 @@
  */
 #include "coord_int.h"
 
+#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -34,6 +35,13 @@ static tma_status_t load_config_file(coord_t *c)
     if (st == TMA_OK) {
         if (c->o->job)
             snprintf(c->job->name, sizeof c->job->name, "%s", c->o->job);
+        /* A graph that is not there is a missing input (exit 1), as in
+         * every command that reads one; the rest of the files are config. */
+        if (c->job->source == TMA_SOURCE_GRAPH && c->job->graph && access(c->job->graph, R_OK) != 0) {
+            tma_log_error(COMP, "cannot read the graph %s (\"graph\" in %s): %s", c->job->graph, c->o->config_path,
+                          strerror(errno));
+            return TMA_ERR_NOT_FOUND;
+        }
         st = tma_job_check_files(c->job);
     }
     return st == TMA_OK || st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG;

@@ -33,7 +33,12 @@ case_ "more trainers than shards" '{"graph": "g.tmag", "partition": {"dir": "par
 case_ "partition of another graph" '{"graph": "g.tmag", "partition": {"dir": "other-part"}}' 'another graph'
 case_ "scheme that does not fit" '{"graph": "g.tmag", "variant": "psgd-pa", "partition": {"dir": "part3"}}' 'does not fit variant psgd-pa'
 case_ "unknown key" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "aggregaton": {}}' 'unknown key "aggregaton"'
-case_ "missing graph" '{"graph": "nope.tmag"}' 'nope.tmag'
+# A graph that is not there is a missing input: exit 1, as in every command
+# that reads one (tma train, eval, partition, info), before anything starts.
+printf '%s\n' '{"graph": "nope.tmag"}' > nograph.json
+expect_fail 1 'nope.tmag' -- "$TMA" launch nograph.json -o run-nograph
+[ ! -e run-nograph ] || fail "missing graph: tma launch made its run folder"
+expect_fail 1 'nope.tmag' -- "$TMA" coordinator --etcd http://127.0.0.1:9 --config nograph.json
 case_ "bad model key" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "model": {"hidden": 0}}' 'hidden'
 case_ "not JSON" '{"graph": "g.tmag",' 'invalid JSON'
 
