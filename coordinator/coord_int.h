@@ -192,6 +192,10 @@ int coord_is_connected(coord_t *c, uint32_t id);
 void coord_mark_suspect(slot_t *sl);
 int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
 int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
+/* The participants now (-1 when the job view cannot be read) and, into
+ * *owners_p (may be NULL), the members that own shards (without shards:
+ * every member). */
+int coord_count_participants(coord_t *c, int *owners_p);
 /* The ids of the job's members (malloc'd, *n_p of them; NULL on no memory). */
 uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p);
 tma_status_t coord_service_view(coord_t *c, int training);

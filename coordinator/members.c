@@ -152,6 +152,23 @@ int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
     return n;
 }
 
+int coord_count_participants(coord_t *c, int *owners_p)
+{
+    tma_jobview_snap_t s;
+    if (tma_jobview_snapshot(c->view, &s) != TMA_OK)
+        return -1;
+    uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
+    int n = ids ? coord_participants(c, &s, ids) : -1;
+    int owners = 0;
+    for (int i = 0; i < s.n_members; i++)
+        owners += !c->vd->uses_shards || tma_shard_map_count(&c->map, s.members[i].rec.id, NULL) > 0;
+    tma_jobview_snap_free(&s);
+    free(ids);
+    if (owners_p)
+        *owners_p = owners;
+    return n;
+}
+
 /* Opens a round's bookkeeping: the participants (into ids, returned count)
  * are expected, with the lease they hold now; every other slot is not. */
 int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)

@@ -232,6 +232,13 @@ tma_status_t coord_take_over(coord_t *c)
     }
     memcpy(c->global, params, (size_t)c->P * sizeof(float));
     free(params);
+    /* GGS's replica steps on from these parameters (with a fresh Adam: its
+     * moments are not checkpointed). */
+    if (c->vd->averages == TMA_AVERAGE_GRADS && c->server &&
+        (st = tma_gnn_trainer_set_params(c->server, c->global)) != TMA_OK) {
+        free(path);
+        return st;
+    }
     free(c->checkpoint_path);
     c->checkpoint_path = path;
     if (strcmp(path, prev->checkpoint) != 0) {
@@ -257,8 +264,11 @@ tma_status_t coord_take_over(coord_t *c)
         tma_jobview_snap_free(&s);
         return st;
     }
-    /* Workers already training keep going: treat them as having the weights. */
-    for (int i = 0; i < s.n_ready; i++) {
+    /* Workers already training keep going: treat them as having the
+     * weights.  Not in GGS: they step on the coordinator's parameters, so
+     * each gets this one's as it connects (and its step numbering with
+     * them: the sync-step counter starts again). */
+    for (int i = 0; i < s.n_ready && c->vd->averages != TMA_AVERAGE_GRADS; i++) {
         slot_t *sl = coord_slot_get(c, s.ready[i].id);
         if (sl)
             sl->pushed_rev = s.ready[i].mod_revision;
