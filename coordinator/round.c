@@ -285,7 +285,7 @@ static tma_status_t raise_agg(coord_t *c, int64_t t)
  * live member that trains, also those that missed the round. */
 static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, int *n_got_p)
 {
-    tma_inject_crash_point(&c->inj, "aggregate", t);
+    tma_inject_point(&c->inj, "aggregate", t);
     for (int i = 0; i < c->n_slots; i++)
         if (c->slots[i].used && c->slots[i].got)
             dump_tensor(c, "local", c->slots[i].id, t, c->slots[i].buf);
@@ -298,7 +298,7 @@ static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, i
     if (st != TMA_OK)
         return st;
     dump_tensor(c, "global", 0, t, c->global);
-    tma_inject_crash_point(&c->inj, "broadcast", t);
+    tma_inject_point(&c->inj, "broadcast", t);
     tma_jobview_snap_t s;
     if (tma_jobview_snapshot(c->view, &s) == TMA_OK) {
         int np = coord_participants(c, &s, ids);

@@ -654,7 +654,7 @@ static void maybe_aggregate(worker_t *w)
         w->stall_done = 1;
         tma_member_stall_keepalive(w->member, w->inj.stall_seconds);
     }
-    tma_inject_crash_point(&w->inj, "send", t);
+    tma_inject_point(&w->inj, "send", t);
     w->last_sent_round = t;
     w->last_sent_epoch = epoch;
     if (!w->conn_epoch) {
@@ -675,7 +675,7 @@ static void maybe_aggregate(worker_t *w)
     }
     if (!steps)
         reset_round(w);
-    tma_inject_crash_point(&w->inj, "recv", t);
+    tma_inject_point(&w->inj, "recv", t);
     /* The coordinator waits up to its round deadline, then averages and
      * broadcasts: allow for that and some slack. */
     int got = wait_global(w, t, job->round_deadline + 10.0);
@@ -851,7 +851,8 @@ static tma_status_t incarnation(worker_t *w)
                 tma_jobview_wait(w->view, seen, 0.2);
             continue;
         }
-        tma_inject_crash_point(&w->inj, "step", w->last_sent_round + 1);
+        if (w->steps_round == 0) /* the round's first step: a pause there fires once */
+            tma_inject_point(&w->inj, "step", w->last_sent_round + 1);
         float loss = 0;
         double t0 = tma_clock_now();
         st = tma_gnn_trainer_step(w->trainer, &loss);
