@@ -17,12 +17,40 @@
 
 #define COMP COORD_COMP
 
+/* A `state` that is present but does not decode (the view treats it as
+ * absent) leaves the job's progress unknown: starting it over would deal
+ * the shards afresh, train from new weights and reset the budget, so it is
+ * an error naming the key and the way out. */
+static tma_status_t check_state_readable(coord_t *c)
+{
+    char key[TMA_KEY_MAX];
+    tma_job_key(key, c->job->name, TMA_KEY_STATE);
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof res);
+    tma_status_t st = tma_kv_get(c->kv, key, &res);
+    tma_state_rec_t r;
+    if (st == TMA_OK && res.n_pairs == 1 &&
+        (st = tma_state_rec_decode(key, res.pairs[0].value, res.pairs[0].value_len, &r)) != TMA_OK) {
+        tma_log_error(COMP, "job %s: %s is present but cannot be read (%s): how far the job got is unknown, so it "
+                            "is not started over; to discard the job and start it anew, run the coordinator with "
+                            "--config FILE --fresh",
+                      c->job->name, key, tma_status_str(st));
+        st = TMA_ERR_MALFORMED;
+    }
+    tma_kv_result_free(&res);
+    return st == TMA_ERR_NOT_FOUND ? TMA_OK : st;
+}
+
 tma_status_t coord_resume_check(coord_t *c)
 {
     tma_jobview_snap_t s0;
     tma_status_t st = tma_jobview_snapshot(c->view, &s0);
     if (st != TMA_OK)
         return st;
+    if (!s0.has_state && (st = check_state_readable(c)) != TMA_OK) {
+        tma_jobview_snap_free(&s0);
+        return st;
+    }
     int resume = s0.has_state && (strcmp(s0.state.phase, "training") == 0 || strcmp(s0.state.phase, "starting") == 0 ||
                                   strcmp(s0.state.phase, "stopping") == 0);
     int finished = s0.has_state && !resume;
