@@ -72,9 +72,12 @@ static tma_status_t train_rounds(coord_t *c, const char **reason_p)
             }
         }
         st = coord_round(c, c->round + 1);
-        /* A round that ran past the end of the training time was the last. */
+        /* A round that ran past the end of the training time was the last.
+         * Past it by the time in its record: one recorded just before the
+         * end, and committed just after it (a loaded machine), is followed
+         * by the last round, at the end. */
         if (st != TMA_OK || coord_stopping(c) || last ||
-            (c->job->train_s > 0 && coord_train_elapsed(c) >= c->job->train_s))
+            (c->job->train_s > 0 && c->round_time >= c->job->train_s))
             break;
     }
     return st;

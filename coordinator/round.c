@@ -347,7 +347,8 @@ tma_status_t coord_round(coord_t *c, int64_t t)
     double agg_s = tma_clock_now() - t0;
     if (n_exp - n_got > 0)
         tma_log_warn(COMP, "round %lld completed with %d of %d owners", (long long)t, n_got, n_exp);
-    cJSON *rec = coord_round_record(c, t, coord_train_elapsed(c), alive, n_alive, agg_s);
+    c->round_time = coord_train_elapsed(c);
+    cJSON *rec = coord_round_record(c, t, c->round_time, alive, n_alive, agg_s);
     free(ids);
     free(alive);
     return coord_publish_round(c, t, rec);
