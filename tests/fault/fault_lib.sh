@@ -51,18 +51,19 @@ same_model() {
   python3 -c "import sys; sys.exit(0 if abs(${mrr[0]} - ${mrr[1]}) <= $3 else 1)"
 }
 
-# start_undisturbed JOB.json JOB: the reference run of a pair (u-c.log,
-# u-w0..2.log, run folder u-run), started beside the faulted one (f-*).
+# start_undisturbed JOB.json JOB [ARGS...]: the reference run of a pair
+# (u-c.log, u-w0..2.log, run folder u-run; ARGS for its coordinator),
+# started beside the faulted one (f-*).
 start_undisturbed() {
-  start_coordinator u-c.log --config "$1" --run-dir u-run
+  start_coordinator u-c.log --config "$1" --run-dir u-run "${@:3}"
   UNDISTURBED=$COORD_PID
   local i
   for i in 0 1 2; do start_worker u-w$i.log --job "$2" --name u$i; done
 }
 
 # restart_faulted JOB: once every faulted worker (f-w0..2.log) saw its
-# coordinator go, starts `tma coordinator --job JOB` (f-c2.log); then both
-# runs of the pair finish and their run folders are valid.
+# coordinator go, starts `tma coordinator --job JOB` (f-c2.log); then
+# finish_pair.
 restart_faulted() {
   local i
   for i in 0 1 2; do
@@ -70,7 +71,13 @@ restart_faulted() {
       { dump_logs f-w$i.log; fail "worker f$i did not see the coordinator go"; }
   done
   start_coordinator f-c2.log --job "$1"
-  local second=$COORD_PID faulted=("${WORKER_PIDS[@]:3}")
+  finish_pair "$COORD_PID"
+}
+
+# finish_pair PID: both runs of the pair finish (the faulted one under the
+# coordinator PID, logging to f-c2.log) and their run folders are valid.
+finish_pair() {
+  local second=$1 faulted=("${WORKER_PIDS[@]:3}")
   COORD_PID=$UNDISTURBED
   WORKER_PIDS=("${WORKER_PIDS[@]:0:3}")
   finish_job u-c.log u-w0.log
