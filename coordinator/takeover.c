@@ -160,8 +160,28 @@ static tma_status_t rebuild_metrics(coord_t *c, int64_t last_round)
     return st;
 }
 
+/* Weights files a coordinator was writing when it died (checkpoint-*.tmaw
+ * and best.tmaw are written to NAME.tmp.XXXXXX, then renamed) would stay
+ * for ever: they go before this coordinator's evaluator starts writing. */
+static void prune_partial_files(coord_t *c)
+{
+    DIR *d = opendir(c->run_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (!strstr(de->d_name, ".tmaw.tmp."))
+            continue;
+        char *path = tma_run_path(c->run_dir, de->d_name);
+        if (path && unlink(path) == 0)
+            tma_log_info(COMP, "removed %s, a partial file the previous coordinator left", path);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+}
+
 tma_status_t coord_resume_metrics(coord_t *c, coord_eval_cfg_t *ec)
 {
+    prune_partial_files(c);
     coord_io_retry_t r = {c->metrics_path, "the rebuilt metrics", 0, 0};
     tma_status_t st;
     while ((st = rebuild_metrics(c, c->prev.round)) != TMA_OK && coord_io_retry(&r, st, coord_stopping(c)))

@@ -6,8 +6,9 @@
 # connection end.  Each worker holds round 4's weights (no step more) until
 # the new coordinator is there, which waits for them before it opens the
 # round again: every round counts all three workers, the job reaches the
-# same rounds as an undisturbed run of the same seed, and its test MRR is
-# that run's, within 0.005 (the two runs sum the same tensors, but member ids
+# same rounds as an undisturbed run of the same seed (and the partial
+# weights files a coordinator killed mid-write leaves are removed), and its
+# final test MRR is that run's, within 0.005 (the two runs sum the same tensors, but member ids
 # are dealt in registration order, so shards may pair with other ids and the
 # average adds them in another order: rounding only; a frozen model after
 # the restart scores about half).
@@ -30,7 +31,10 @@ first=$COORD_PID
 for i in 0 1 2; do start_worker f-w$i.log --job sf --name f$i; done
 wait_exit "$first" 90 >/dev/null
 grep -q "injected crash at aggregate in round 4" f-c1.log || { dump_logs f-c1.log; fail "no injected crash"; }
+# What a coordinator killed while writing a checkpoint leaves behind.
+touch f-run/checkpoint-r000004-e1.tmaw.tmp.Ab12Cd f-run/best.tmaw.tmp.Ef34Gh
 restart_faulted sf
+! ls f-run/*.tmaw.tmp.* 2>/dev/null || fail "partial weights files of the dead coordinator were left"
 grep -q "took over job sf at round 3" f-c2.log || { dump_logs f-c2.log; fail "did not resume from round 3"; }
 rounds_check f-run "len(R) == $ROUNDS + 1 and all(len(r['workers']) == 3 and r['missed'] == [] for r in R[1:])" \
   "a round of the restarted job lacked a worker's weights" || { dump_logs f-c2.log f-w0.log; fail "rounds"; }
