@@ -197,6 +197,13 @@ int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t 
  * *owners_p (may be NULL), the members that own shards (without shards:
  * every member). */
 int coord_count_participants(coord_t *c, int *owners_p);
+/* At a round's start: the shards/<k> records in the view s must be this
+ * coordinator's map.  One that does not decode, names another owner or was
+ * deleted (someone else wrote it) would make its owner drop the shard while
+ * the rounds still expect it: it is written again (guarded), with a
+ * warning.  One of its own the view has not shown yet is written again
+ * with the same value. */
+tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s);
 /* The ids of the job's members (malloc'd, *n_p of them; NULL on no memory). */
 uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p);
 tma_status_t coord_service_view(coord_t *c, int training);

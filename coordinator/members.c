@@ -248,6 +248,29 @@ static void push_ready(coord_t *c, const tma_jobview_snap_t *s)
     free(push);
 }
 
+tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s)
+{
+    tma_status_t st = TMA_OK;
+    if (!c->map_ready || !c->vd->uses_shards)
+        return TMA_OK;
+    for (int k = 0; k < c->map.n && st == TMA_OK; k++) {
+        int64_t owner = c->map.owner[k];
+        if (owner < 0 || (k < s->n_shards && s->shard_present[k] && s->shards[k].owner == owner))
+            continue;
+        char key[TMA_KEY_MAX];
+        tma_job_key_n(key, c->job->name, TMA_KEY_SHARDS, k);
+        tma_shard_rec_t r = {k, owner, c->epoch, c->round};
+        char *val = tma_shard_rec_encode(&r);
+        const char *kp[1] = {key};
+        tma_log_warn(COMP, "%s in etcd does not name member %lld, this coordinator's owner of shard %d "
+                           "(damaged, deleted or not seen yet): writing it again",
+                     key, (long long)owner, k);
+        st = val ? coord_guarded_put(c, 1, kp, &val, 1) : TMA_ERR_NOMEM;
+        free(val);
+    }
+    return st;
+}
+
 /* Looks at the job view: fencing by a newer epoch, the policies, slots of
  * members that are gone, readiness. */
 tma_status_t coord_service_view(coord_t *c, int training)

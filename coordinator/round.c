@@ -317,6 +317,10 @@ tma_status_t coord_round(coord_t *c, int64_t t)
     tma_status_t st = tma_jobview_snapshot(c->view, &s);
     if (st != TMA_OK)
         return st;
+    if ((st = coord_reassert_shards(c, &s)) != TMA_OK) {
+        tma_jobview_snap_free(&s);
+        return st;
+    }
     int n_alive = 0;
     uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
     uint32_t *alive = coord_member_ids(&s, &n_alive);
