@@ -141,6 +141,7 @@ typedef struct coord {
     int64_t round;
     double elapsed_base; /* training seconds before clock_start */
     double clock_start;  /* monotonic; 0 while not training */
+    double round_time;   /* training seconds in the last round's record (coord_round) */
     uint64_t seen_version;
     cJSON *moves;        /* shard moves since the last round record */
     cJSON *lost;         /* members lost since the last round record */
@@ -192,6 +193,17 @@ int coord_is_connected(coord_t *c, uint32_t id);
 void coord_mark_suspect(slot_t *sl);
 int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
 int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
+/* The participants now (-1 when the job view cannot be read) and, into
+ * *owners_p (may be NULL), the members that own shards (without shards:
+ * every member). */
+int coord_count_participants(coord_t *c, int *owners_p);
+/* At a round's start: the shards/<k> records in the view s must be this
+ * coordinator's map.  One that does not decode, names another owner or was
+ * deleted (someone else wrote it) would make its owner drop the shard while
+ * the rounds still expect it: it is written again (guarded), with a
+ * warning.  One of its own the view has not shown yet is written again
+ * with the same value. */
+tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s);
 /* The ids of the job's members (malloc'd, *n_p of them; NULL on no memory). */
 uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p);
 tma_status_t coord_service_view(coord_t *c, int training);

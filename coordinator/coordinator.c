@@ -62,19 +62,70 @@ static tma_status_t train_rounds(coord_t *c, const char **reason_p)
             st = coord_idle(c, 0, 1);
             if (st != TMA_OK || coord_stopping(c))
                 break;
+            /* A round is defined by the steps its participants make: none
+             * is opened without one (it would count no weights). */
+            if (coord_count_participants(c, NULL) <= 0) {
+                st = coord_idle(c, 0.1, 1);
+                if (st != TMA_OK || coord_stopping(c))
+                    break;
+                continue;
+            }
         }
         st = coord_round(c, c->round + 1);
-        /* A round that ran past the end of the training time was the last. */
+        /* A round that ran past the end of the training time was the last.
+         * Past it by the time in its record: one recorded just before the
+         * end, and committed just after it (a loaded machine), is followed
+         * by the last round, at the end. */
         if (st != TMA_OK || coord_stopping(c) || last ||
-            (c->job->train_s > 0 && coord_train_elapsed(c) >= c->job->train_s))
+            (c->job->train_s > 0 && c->round_time >= c->job->train_s))
             break;
     }
     return st;
 }
 
+/* After a takeover in step mode (rounds counted in steps) or GGS: waits up
+ * to fault.start_timeout for the owners to reconnect, so the first round
+ * (or step) collects from all of them rather than from the first to come
+ * back.  Owners that do not come back are handled by their leases. */
+static tma_status_t await_owners(coord_t *c)
+{
+    double end = tma_clock_now() + c->job->start_timeout;
+    int said = 0;
+    for (;;) {
+        /* As at the start: the view is looked at every time, so one that
+         * connected gets the weights it needs (GGS) at once. */
+        tma_status_t st = coord_idle(c, 0.1, 1);
+        if (st == TMA_OK)
+            st = coord_service_view(c, 1);
+        if (st != TMA_OK || coord_stopping(c))
+            return st;
+        int owners = 0;
+        int n = coord_count_participants(c, &owners);
+        if (n > 0 && n >= owners) {
+            if (said)
+                tma_log_info(COMP, "all %d owner(s) reconnected", n);
+            return TMA_OK;
+        }
+        if (tma_clock_now() >= end) {
+            tma_log_warn(COMP, "%d of %d owner(s) reconnected within %.0f s; going on with them", TMA_MAX(n, 0),
+                         owners, c->job->start_timeout);
+            return TMA_OK;
+        }
+        if (!said)
+            tma_log_info(COMP, "waiting up to %.0f s for the %d owner(s) to reconnect", c->job->start_timeout,
+                         owners);
+        said = 1;
+    }
+}
+
 /* Training from the current round on: rounds, or GGS's synchronous steps. */
 static tma_status_t train(coord_t *c, const char **reason_p)
 {
+    if (c->resume && (c->job->interval_steps > 0 || c->vd->averages == TMA_AVERAGE_GRADS)) {
+        tma_status_t st = await_owners(c);
+        if (st != TMA_OK || coord_stopping(c))
+            return st;
+    }
     c->clock_start = tma_clock_now();
     *reason_p = "time";
     if (c->vd->averages == TMA_AVERAGE_WEIGHTS)

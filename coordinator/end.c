@@ -125,7 +125,7 @@ tma_status_t coord_finish(coord_t *c, const char *reason)
     c->clock_start = 0;
     c->elapsed_base = train_s;
     publish_stop(c, reason, train_s);
-    tma_inject_crash_point(&c->inj, "stop", c->round);
+    tma_inject_point(&c->inj, "stop", c->round);
     tma_log_info(COMP, "training stopped (%s) after %.1f s and %lld round(s); finishing the evaluation", reason,
                  train_s, (long long)c->round);
     coord_eval_drain(c->ev);

@@ -188,7 +188,7 @@ static void *eval_main(void *arg)
             e->tail = NULL;
         pthread_mutex_unlock(&e->lock);
 
-        tma_inject_pause_point(e->inj, "eval", round);
+        tma_inject_point(e->inj, "eval", round);
         tma_gnn_metrics_t m;
         double t0 = tma_clock_now();
         tma_status_t st = tma_gnn_evaluator_metrics(e->ev, e->work, TMA_GNN_SPLIT_VAL, &m);

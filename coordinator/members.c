@@ -152,6 +152,23 @@ int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
     return n;
 }
 
+int coord_count_participants(coord_t *c, int *owners_p)
+{
+    tma_jobview_snap_t s;
+    if (tma_jobview_snapshot(c->view, &s) != TMA_OK)
+        return -1;
+    uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
+    int n = ids ? coord_participants(c, &s, ids) : -1;
+    int owners = 0;
+    for (int i = 0; i < s.n_members; i++)
+        owners += !c->vd->uses_shards || tma_shard_map_count(&c->map, s.members[i].rec.id, NULL) > 0;
+    tma_jobview_snap_free(&s);
+    free(ids);
+    if (owners_p)
+        *owners_p = owners;
+    return n;
+}
+
 /* Opens a round's bookkeeping: the participants (into ids, returned count)
  * are expected, with the lease they hold now; every other slot is not. */
 int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
@@ -229,6 +246,29 @@ static void push_ready(coord_t *c, const tma_jobview_snap_t *s)
         tma_log_info(COMP, "%d member(s) ready: sending them the current global weights", np);
     coord_push_global(c, push, np, c->vd->averages == TMA_AVERAGE_GRADS ? c->ggs_step : c->round);
     free(push);
+}
+
+tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s)
+{
+    tma_status_t st = TMA_OK;
+    if (!c->map_ready || !c->vd->uses_shards)
+        return TMA_OK;
+    for (int k = 0; k < c->map.n && st == TMA_OK; k++) {
+        int64_t owner = c->map.owner[k];
+        if (owner < 0 || (k < s->n_shards && s->shard_present[k] && s->shards[k].owner == owner))
+            continue;
+        char key[TMA_KEY_MAX];
+        tma_job_key_n(key, c->job->name, TMA_KEY_SHARDS, k);
+        tma_shard_rec_t r = {k, owner, c->epoch, c->round};
+        char *val = tma_shard_rec_encode(&r);
+        const char *kp[1] = {key};
+        tma_log_warn(COMP, "%s in etcd does not name member %lld, this coordinator's owner of shard %d "
+                           "(damaged, deleted or not seen yet): writing it again",
+                     key, (long long)owner, k);
+        st = val ? coord_guarded_put(c, 1, kp, &val, 1) : TMA_ERR_NOMEM;
+        free(val);
+    }
+    return st;
 }
 
 /* Looks at the job view: fencing by a newer epoch, the policies, slots of

@@ -285,7 +285,7 @@ static tma_status_t raise_agg(coord_t *c, int64_t t)
  * live member that trains, also those that missed the round. */
 static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, int *n_got_p)
 {
-    tma_inject_crash_point(&c->inj, "aggregate", t);
+    tma_inject_point(&c->inj, "aggregate", t);
     for (int i = 0; i < c->n_slots; i++)
         if (c->slots[i].used && c->slots[i].got)
             dump_tensor(c, "local", c->slots[i].id, t, c->slots[i].buf);
@@ -298,7 +298,7 @@ static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, i
     if (st != TMA_OK)
         return st;
     dump_tensor(c, "global", 0, t, c->global);
-    tma_inject_crash_point(&c->inj, "broadcast", t);
+    tma_inject_point(&c->inj, "broadcast", t);
     tma_jobview_snap_t s;
     if (tma_jobview_snapshot(c->view, &s) == TMA_OK) {
         int np = coord_participants(c, &s, ids);
@@ -317,6 +317,10 @@ tma_status_t coord_round(coord_t *c, int64_t t)
     tma_status_t st = tma_jobview_snapshot(c->view, &s);
     if (st != TMA_OK)
         return st;
+    if ((st = coord_reassert_shards(c, &s)) != TMA_OK) {
+        tma_jobview_snap_free(&s);
+        return st;
+    }
     int n_alive = 0;
     uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
     uint32_t *alive = coord_member_ids(&s, &n_alive);
@@ -347,7 +351,8 @@ tma_status_t coord_round(coord_t *c, int64_t t)
     double agg_s = tma_clock_now() - t0;
     if (n_exp - n_got > 0)
         tma_log_warn(COMP, "round %lld completed with %d of %d owners", (long long)t, n_got, n_exp);
-    cJSON *rec = coord_round_record(c, t, coord_train_elapsed(c), alive, n_alive, agg_s);
+    c->round_time = coord_train_elapsed(c);
+    cJSON *rec = coord_round_record(c, t, c->round_time, alive, n_alive, agg_s);
     free(ids);
     free(alive);
     return coord_publish_round(c, t, rec);

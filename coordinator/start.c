@@ -124,20 +124,10 @@ static tma_status_t readiness(coord_t *c)
         tma_status_t st = coord_service_view(c, 1);
         if (st != TMA_OK)
             return st;
-        tma_jobview_snap_t s;
-        if ((st = tma_jobview_snapshot(c->view, &s)) != TMA_OK)
-            return st;
-        uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
-        int n = ids ? coord_participants(c, &s, ids) : 0;
         int owners = 0;
-        if (!c->vd->uses_shards) {
-            owners = s.n_members;
-        } else {
-            for (int i = 0; i < s.n_members; i++)
-                owners += tma_shard_map_count(&c->map, s.members[i].rec.id, NULL) > 0;
-        }
-        tma_jobview_snap_free(&s);
-        free(ids);
+        int n = coord_count_participants(c, &owners);
+        if (n < 0)
+            return TMA_ERR_NOMEM;
         if (n > 0 && n >= owners)
             return TMA_OK;
         if (tma_clock_now() >= t_ready) {

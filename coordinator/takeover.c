@@ -17,12 +17,40 @@
 
 #define COMP COORD_COMP
 
+/* A `state` that is present but does not decode (the view treats it as
+ * absent) leaves the job's progress unknown: starting it over would deal
+ * the shards afresh, train from new weights and reset the budget, so it is
+ * an error naming the key and the way out. */
+static tma_status_t check_state_readable(coord_t *c)
+{
+    char key[TMA_KEY_MAX];
+    tma_job_key(key, c->job->name, TMA_KEY_STATE);
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof res);
+    tma_status_t st = tma_kv_get(c->kv, key, &res);
+    tma_state_rec_t r;
+    if (st == TMA_OK && res.n_pairs == 1 &&
+        (st = tma_state_rec_decode(key, res.pairs[0].value, res.pairs[0].value_len, &r)) != TMA_OK) {
+        tma_log_error(COMP, "job %s: %s is present but cannot be read (%s): how far the job got is unknown, so it "
+                            "is not started over; to discard the job and start it anew, run the coordinator with "
+                            "--config FILE --fresh",
+                      c->job->name, key, tma_status_str(st));
+        st = TMA_ERR_MALFORMED;
+    }
+    tma_kv_result_free(&res);
+    return st == TMA_ERR_NOT_FOUND ? TMA_OK : st;
+}
+
 tma_status_t coord_resume_check(coord_t *c)
 {
     tma_jobview_snap_t s0;
     tma_status_t st = tma_jobview_snapshot(c->view, &s0);
     if (st != TMA_OK)
         return st;
+    if (!s0.has_state && (st = check_state_readable(c)) != TMA_OK) {
+        tma_jobview_snap_free(&s0);
+        return st;
+    }
     int resume = s0.has_state && (strcmp(s0.state.phase, "training") == 0 || strcmp(s0.state.phase, "starting") == 0 ||
                                   strcmp(s0.state.phase, "stopping") == 0);
     int finished = s0.has_state && !resume;
@@ -132,8 +160,28 @@ static tma_status_t rebuild_metrics(coord_t *c, int64_t last_round)
     return st;
 }
 
+/* Weights files a coordinator was writing when it died (checkpoint-*.tmaw
+ * and best.tmaw are written to NAME.tmp.XXXXXX, then renamed) would stay
+ * for ever: they go before this coordinator's evaluator starts writing. */
+static void prune_partial_files(coord_t *c)
+{
+    DIR *d = opendir(c->run_dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (!strstr(de->d_name, ".tmaw.tmp."))
+            continue;
+        char *path = tma_run_path(c->run_dir, de->d_name);
+        if (path && unlink(path) == 0)
+            tma_log_info(COMP, "removed %s, a partial file the previous coordinator left", path);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+}
+
 tma_status_t coord_resume_metrics(coord_t *c, coord_eval_cfg_t *ec)
 {
+    prune_partial_files(c);
     coord_io_retry_t r = {c->metrics_path, "the rebuilt metrics", 0, 0};
     tma_status_t st;
     while ((st = rebuild_metrics(c, c->prev.round)) != TMA_OK && coord_io_retry(&r, st, coord_stopping(c)))
@@ -232,6 +280,13 @@ tma_status_t coord_take_over(coord_t *c)
     }
     memcpy(c->global, params, (size_t)c->P * sizeof(float));
     free(params);
+    /* GGS's replica steps on from these parameters (with a fresh Adam: its
+     * moments are not checkpointed). */
+    if (c->vd->averages == TMA_AVERAGE_GRADS && c->server &&
+        (st = tma_gnn_trainer_set_params(c->server, c->global)) != TMA_OK) {
+        free(path);
+        return st;
+    }
     free(c->checkpoint_path);
     c->checkpoint_path = path;
     if (strcmp(path, prev->checkpoint) != 0) {
@@ -257,8 +312,11 @@ tma_status_t coord_take_over(coord_t *c)
         tma_jobview_snap_free(&s);
         return st;
     }
-    /* Workers already training keep going: treat them as having the weights. */
-    for (int i = 0; i < s.n_ready; i++) {
+    /* Workers already training keep going: treat them as having the
+     * weights.  Not in GGS: they step on the coordinator's parameters, so
+     * each gets this one's as it connects (and its step numbering with
+     * them: the sync-step counter starts again). */
+    for (int i = 0; i < s.n_ready && c->vd->averages != TMA_AVERAGE_GRADS; i++) {
         slot_t *sl = coord_slot_get(c, s.ready[i].id);
         if (sl)
             sl->pushed_rev = s.ready[i].mod_revision;

@@ -150,21 +150,18 @@ static int armed(const tma_inject_t *inj, const char *at, int64_t at_round, cons
     return at_round == TMA_INJECT_ANY_ROUND || at_round == round;
 }
 
-void tma_inject_crash_point(const tma_inject_t *inj, const char *point, int64_t round)
+void tma_inject_point(const tma_inject_t *inj, const char *point, int64_t round)
 {
-    if (!armed(inj, inj ? inj->crash_point : "", inj ? inj->crash_round : -1, point, round))
-        return;
-    tma_log_warn(COMP, "injected crash at %s in round %lld", point, (long long)round);
-    kill(getpid(), SIGKILL);
-    pause();
-}
-
-void tma_inject_pause_point(const tma_inject_t *inj, const char *point, int64_t round)
-{
-    if (!armed(inj, inj ? inj->pause_point : "", inj ? inj->pause_round : -1, point, round))
-        return;
-    tma_log_warn(COMP, "injected pause at %s in round %lld (SIGSTOP: SIGCONT resumes)", point, (long long)round);
-    kill(getpid(), SIGSTOP); /* stops every thread; returns once continued */
+    if (armed(inj, inj ? inj->crash_point : "", inj ? inj->crash_round : -1, point, round)) {
+        tma_log_warn(COMP, "injected crash at %s in round %lld", point, (long long)round);
+        kill(getpid(), SIGKILL);
+        pause();
+    }
+    if (armed(inj, inj ? inj->pause_point : "", inj ? inj->pause_round : -1, point, round)) {
+        tma_log_warn(COMP, "injected pause at %s in round %lld (SIGSTOP: SIGCONT resumes)", point,
+                     (long long)round);
+        kill(getpid(), SIGSTOP); /* stops every thread; returns once continued */
+    }
 }
 
 void tma_inject_poison(const tma_inject_t *inj, const char *what, int64_t round, float *x)

@@ -180,11 +180,11 @@ void tma_inject_init(tma_inject_t *inj);
 tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj);
 /* Parses $TMA_FAULT when set (an inert object otherwise). */
 tma_status_t tma_inject_from_env(tma_inject_t *inj);
-/* SIGKILLs the process, after a log line, when (point, round) is armed. */
-void tma_inject_crash_point(const tma_inject_t *inj, const char *point, int64_t round);
-/* SIGSTOPs the process, after a log line, when pause=(point, round) is armed;
- * returns once it is continued. */
-void tma_inject_pause_point(const tma_inject_t *inj, const char *point, int64_t round);
+/* A failure point: after a log line, SIGKILLs the process when
+ * crash=(point, round) is armed, SIGSTOPs it when pause=(point, round) is
+ * (returning once it is continued); nothing otherwise.  Every point that
+ * tma_inject_parse accepts is one call of this in the code. */
+void tma_inject_point(const tma_inject_t *inj, const char *point, int64_t round);
 /* Puts a NaN into x[0], after a log line, when poison=WHAT@round is armed. */
 void tma_inject_poison(const tma_inject_t *inj, const char *what, int64_t round, float *x);
 

@@ -26,14 +26,35 @@ char *tma_run_path(const char *run_dir, const char *name)
 
 tma_status_t tma_run_make_dir(const char *dir, char **abs_p)
 {
-    /* A run folder made here is the user's alone: it holds the model
-     * (docs/security.md).  An existing folder keeps its mode. */
-    int existed = tma_file_exists(dir);
+    /* A run folder holds the model, checkpoints a resume loads and the
+     * job's logs (docs/security.md): one made here is the user's alone; an
+     * existing one keeps its mode, but only if it is the user's and nobody
+     * else may write in it (replace a checkpoint, plant a file). */
+    int existed = tma_dir_exists(dir);
     tma_status_t st = tma_mkdir_p(dir);
     if (st != TMA_OK)
         return st;
-    if (!existed && chmod(dir, 0700) != 0)
-        tma_log_warn(COMP, "%s: cannot make it private (chmod 700): %s", dir, strerror(errno));
+    if (!existed && chmod(dir, 0700) != 0) {
+        tma_log_error(COMP, "%s: cannot make it private (chmod 700): %s", dir, strerror(errno));
+        return TMA_ERR_IO;
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        tma_log_error(COMP, "%s: %s", dir, strerror(errno));
+        return TMA_ERR_IO;
+    }
+    if (sb.st_uid != geteuid()) {
+        tma_log_error(COMP, "%s: the run folder belongs to user id %u, not to you (%u): its owner could read the "
+                            "model and replace checkpoints; choose a folder of your own",
+                      dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+        return TMA_ERR_INVALID;
+    }
+    if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+        tma_log_error(COMP, "%s: the run folder is writable by %s (mode %03o): anyone who can write there could "
+                            "replace checkpoints; chmod go-w it or choose another folder",
+                      dir, sb.st_mode & S_IWOTH ? "every user" : "its group", (unsigned)(sb.st_mode & 0777));
+        return TMA_ERR_INVALID;
+    }
     /* Absolute, so the roles and the records name it from any directory. */
     char *abs = realpath(dir, NULL);
     if (!abs)
@@ -87,7 +108,7 @@ tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
         return TMA_ERR_NOMEM;
     size_t n = strlen(text);
     text[n] = '\n'; /* replaces the NUL; written with its length */
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     tma_status_t st = TMA_OK;
     if (fd < 0) {
         tma_log_error(COMP, "%s: cannot open for appending: %s", path, strerror(errno));

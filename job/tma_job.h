@@ -465,7 +465,9 @@ tma_status_t tma_jobview_wait_config(tma_jobview_t *v, double timeout, volatile 
 /* Paths in a run folder (malloc'd; caller frees). */
 char *tma_run_path(const char *run_dir, const char *name);
 /* Makes the folder (and its parents; one it makes is 0700: the user's
- * alone); *abs_p is its absolute path (malloc'd; caller frees). */
+ * alone); *abs_p is its absolute path (malloc'd; caller frees).  An
+ * existing folder that another user owns, or that its group or others may
+ * write, is refused (TMA_ERR_INVALID, logged). */
 tma_status_t tma_run_make_dir(const char *dir, char **abs_p);
 /* Whether dir holds a run's results (result.json, metrics.jsonl or
  * best.tmaw): commands refuse to write a run there unless told to replace

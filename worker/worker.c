@@ -73,6 +73,12 @@ typedef struct worker {
      * coordinator raises again after a takeover is sent again. */
     int64_t last_sent_round;
     uint64_t last_sent_epoch;
+    /* Step mode: the interval's steps are done and its weights wait for a
+     * coordinator to take them (the one they went to died before sending
+     * W[t] back): no more steps until one does, so the round holds exactly
+     * interval_steps steps, as in a run without the failure. */
+    int step_pending;
+    int64_t state_round; /* the last round committed (`state` in etcd) */
     int stall_done, drop_done;
     int ready_dirty; /* ready/<id> must be (re)written */
     int bad_shard_said; /* the highest out-of-range shards/<k> reported */
@@ -584,9 +590,26 @@ static tma_status_t join(worker_t *w)
     w->adopted_epoch = 0;
     w->last_sent_round = 0;
     w->last_sent_epoch = 0;
+    w->step_pending = 0;
+    w->state_round = 0;
     w->steps_total = 0;
     reset_round(w);
     return TMA_OK;
+}
+
+/* Step mode: the round the coordinator we are connected to collects next,
+ * one past the newest of the round committed last (`state`), the global
+ * weights it sent us and the round we sent it.  A coordinator that took the
+ * job over resumes from `state`, so a worker that sent round t to its
+ * predecessor sends t again, and one that joins late counts from W[r]. */
+static int64_t step_round(const worker_t *w)
+{
+    int64_t base = w->state_round;
+    if (w->adopted_epoch == w->conn_epoch && w->adopted_round > base)
+        base = w->adopted_round;
+    if (w->last_sent_epoch == w->conn_epoch && w->last_sent_round > base)
+        base = w->last_sent_round;
+    return base + 1;
 }
 
 /* The aggregation protocol at the end of a step: when a round is due (agg
@@ -599,8 +622,16 @@ static void maybe_aggregate(worker_t *w)
     int64_t t = -1;
     uint64_t epoch = w->last_sent_epoch;
     if (job->interval_steps > 0) {
-        if (w->steps_round >= job->interval_steps)
-            t = w->last_sent_round + 1;
+        if (w->steps_round < job->interval_steps && !w->step_pending)
+            return;
+        if (!w->conn_epoch) {
+            /* No coordinator: the round's weights wait for the next one
+             * (the round number is its to say, not ours to advance). */
+            w->step_pending = 1;
+            return;
+        }
+        t = step_round(w);
+        epoch = w->conn_epoch;
     } else {
         /* A round raised by another coordinator than the one we are
          * connected to waits until we are connected to it (or it is
@@ -623,7 +654,7 @@ static void maybe_aggregate(worker_t *w)
         w->stall_done = 1;
         tma_member_stall_keepalive(w->member, w->inj.stall_seconds);
     }
-    tma_inject_crash_point(&w->inj, "send", t);
+    tma_inject_point(&w->inj, "send", t);
     w->last_sent_round = t;
     w->last_sent_epoch = epoch;
     if (!w->conn_epoch) {
@@ -631,18 +662,37 @@ static void maybe_aggregate(worker_t *w)
         reset_round(w);
         return;
     }
+    int steps = job->interval_steps > 0;
     if (w->inj.drop_round == t && !w->drop_done) {
         w->drop_done = 1;
         tma_log_warn(COMP, "injected: member %u drops its weights for round %lld", w->id, (long long)t);
     } else if (send_tensor(w, TMA_TAG_LOCAL, t) != TMA_OK) {
-        reset_round(w);
+        if (steps)
+            w->step_pending = 1; /* for the next coordinator */
+        else
+            reset_round(w);
         return;
     }
-    reset_round(w);
-    tma_inject_crash_point(&w->inj, "recv", t);
+    if (!steps)
+        reset_round(w);
+    tma_inject_point(&w->inj, "recv", t);
     /* The coordinator waits up to its round deadline, then averages and
      * broadcasts: allow for that and some slack. */
-    if (!wait_global(w, t, job->round_deadline + 10.0))
+    int got = wait_global(w, t, job->round_deadline + 10.0);
+    if (steps && !got && !w->conn_epoch) {
+        /* It died before W[t] came: the same weights go to the next one. */
+        if (!w->step_pending)
+            tma_log_warn(COMP, "member %u: the coordinator went away in round %lld: holding the round's weights "
+                               "for the next one",
+                         w->id, (long long)t);
+        w->step_pending = 1;
+        return;
+    }
+    if (steps) {
+        w->step_pending = 0;
+        reset_round(w);
+    }
+    if (!got)
         tma_log_warn(COMP, "member %u: no global weights for round %lld; training on", w->id, (long long)t);
 }
 
@@ -659,8 +709,10 @@ static tma_status_t ggs_step(worker_t *w, int64_t s)
     w->step_seconds = tma_clock_now() - t0;
     if (send_tensor(w, TMA_TAG_GRADS, s) != TMA_OK)
         return TMA_OK;
-    /* The new parameters come back as the global weights of step s. */
-    if (!wait_global(w, s, w->job->round_deadline + 10.0))
+    /* The new parameters come back as the global weights of step s (or of
+     * an earlier one, when the coordinator refused ours: we step again
+     * from them, numbered as it numbers them). */
+    if (!wait_global(w, -1, w->job->round_deadline + 10.0))
         tma_log_warn(COMP, "member %u: no parameters back for step %lld", w->id, (long long)s);
     reset_round(w);
     return TMA_OK;
@@ -702,7 +754,6 @@ static tma_status_t incarnation(worker_t *w)
     if (st != TMA_OK)
         return st;
     uint64_t seen = (uint64_t)-1;
-    int64_t ggs_step_no = 0;
     int started = 0;
     while (!should_stop(w)) {
         if (__atomic_load_n(&w->fenced, __ATOMIC_SEQ_CST)) {
@@ -727,6 +778,8 @@ static tma_status_t incarnation(worker_t *w)
             tma_jobview_snap_t s;
             if (tma_jobview_snapshot(w->view, &s) == TMA_OK) {
                 seen = s.version;
+                if (s.has_state)
+                    w->state_round = s.state.round;
                 ensure_connected(w, &s);
                 int32_t *want = w->want;
                 int n_want;
@@ -772,15 +825,34 @@ static tma_status_t incarnation(worker_t *w)
                 w->last_sent_epoch = agg_epoch;
             } else if (w->adopted_round > w->last_sent_round)
                 w->last_sent_round = w->adopted_round;
-            ggs_step_no = w->adopted_round;
         }
         if (w->vd->averages == TMA_AVERAGE_GRADS) {
-            st = ggs_step(w, ++ggs_step_no);
+            /* GGS steps on the parameters of the coordinator we are
+             * connected to, numbered as it numbers them: one that took the
+             * job over sends its own when we connect (its counter restarts). */
+            if (!w->conn_epoch) {
+                tma_jobview_wait(w->view, seen, 0.2);
+                continue;
+            }
+            if (w->adopted_epoch != w->conn_epoch) {
+                wait_global(w, -1, 0.2);
+                continue;
+            }
+            st = ggs_step(w, w->adopted_round + 1);
             if (st != TMA_OK)
                 break;
             continue;
         }
-        tma_inject_crash_point(&w->inj, "step", w->last_sent_round + 1);
+        if (w->step_pending) {
+            /* Step mode: this round's weights wait for a coordinator. */
+            if (w->conn_epoch)
+                maybe_aggregate(w);
+            else
+                tma_jobview_wait(w->view, seen, 0.2);
+            continue;
+        }
+        if (w->steps_round == 0) /* the round's first step: a pause there fires once */
+            tma_inject_point(&w->inj, "step", w->last_sent_round + 1);
         float loss = 0;
         double t0 = tma_clock_now();
         st = tma_gnn_trainer_step(w->trainer, &loss);

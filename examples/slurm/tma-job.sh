@@ -55,7 +55,7 @@ run=${TMA_RUNS:-$SLURM_SUBMIT_DIR/runs}/$job
 backups=${TMA_BACKUPS:-0}
 workers=$((SLURM_NTASKS - 1))
 [ "$form" = gpu ] && workers=$SLURM_NTASKS backups=0
-mkdir -p "$run" || exit 1
+mkdir -p -m 700 "$run" || exit 1  # tma refuses a run folder others may write
 say() { echo "tma-slurm $(date +%T) [$job]: $*"; }
 read -r -a etcd_flags <<<"${TMA_ETCD_OPTS:-}"
 

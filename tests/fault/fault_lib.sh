@@ -20,6 +20,74 @@ write_job() {
 JSON
 }
 
+# step_job FILE NAME 'EXTRA' : a step-mode job (aggregation.interval_steps
+# STEPS, default 15; duration.rounds ROUNDS, default 8; VARIANT, default
+# randomtma; ggs has no partition), the model and data of write_job.  Step mode does not depend on
+# timing: a run with a fault is compared with an undisturbed one.
+step_job() {
+  local file=$1 name=$2 extra=${3:-}
+  cat > "$file" <<JSON
+{"job": "$name", "graph": "g.tmag", $(if [ "${VARIANT:-randomtma}" != ggs ]; then echo '"partition": {"dir": "part"},'; fi)
+ "workers": ${WORKERS:-3}, "variant": "${VARIANT:-randomtma}", "aggregation": {"interval_steps": ${STEPS:-15}},
+ "duration": {"rounds": ${ROUNDS:-8}}, "model": {"hidden": 32, "decoder_hidden": 32},
+ "train": {"batch_size": 128, "threads": 1}, "eval": {"threads": 1}${extra:+, $extra}}
+JSON
+}
+
+# same_model RUN_A RUN_B TOL: both runs reached the same last round, and
+# the test MRRs of their final models (the last round's checkpoint: the best
+# round depends on which rounds the evaluator had time for) differ by at
+# most TOL.
+same_model() {
+  local run mrr=() last=() ck
+  for run in "$1" "$2"; do
+    ck=$(ls "$run"/checkpoint-r*-e*.tmaw | sort | tail -n 1)
+    last+=("$(checkpoint_round "$ck")")
+    "$TMA" eval g.tmag "$ck" --split test --json --threads 1 > "$run/.final-eval.json" || return 1
+    mrr+=("$(json "$run/.final-eval.json" 'd["mrr"]')")
+  done
+  echo "$1: round ${last[0]}, final test MRR ${mrr[0]}; $2: round ${last[1]}, final test MRR ${mrr[1]}"
+  [ "${last[0]}" = "${last[1]}" ] || return 1
+  python3 -c "import sys; sys.exit(0 if abs(${mrr[0]} - ${mrr[1]}) <= $3 else 1)"
+}
+
+# start_undisturbed JOB.json JOB [ARGS...]: the reference run of a pair
+# (u-c.log, u-w0..2.log, run folder u-run; ARGS for its coordinator),
+# started beside the faulted one (f-*).
+start_undisturbed() {
+  start_coordinator u-c.log --config "$1" --run-dir u-run "${@:3}"
+  UNDISTURBED=$COORD_PID
+  local i
+  for i in 0 1 2; do start_worker u-w$i.log --job "$2" --name u$i; done
+}
+
+# restart_faulted JOB: once every faulted worker (f-w0..2.log) saw its
+# coordinator go, starts `tma coordinator --job JOB` (f-c2.log); then
+# finish_pair.
+restart_faulted() {
+  local i
+  for i in 0 1 2; do
+    wait_for 30 grep -qE "connection to the coordinator ended|sending to the coordinator failed" f-w$i.log ||
+      { dump_logs f-w$i.log; fail "worker f$i did not see the coordinator go"; }
+  done
+  start_coordinator f-c2.log --job "$1"
+  finish_pair "$COORD_PID"
+}
+
+# finish_pair PID: both runs of the pair finish (the faulted one under the
+# coordinator PID, logging to f-c2.log) and their run folders are valid.
+finish_pair() {
+  local second=$1 faulted=("${WORKER_PIDS[@]:3}")
+  COORD_PID=$UNDISTURBED
+  WORKER_PIDS=("${WORKER_PIDS[@]:0:3}")
+  finish_job u-c.log u-w0.log
+  COORD_PID=$second
+  WORKER_PIDS=("${faulted[@]}")
+  finish_job f-c2.log f-w0.log f-w1.log f-w2.log
+  check_run u-run >/dev/null || fail "the undisturbed run folder is invalid"
+  check_run f-run >/dev/null || { dump_logs f-c2.log; fail "the faulted run folder is invalid"; }
+}
+
 # rounds_json RUN EXPR: evaluates a Python expression over the list of round
 # records `R` of RUN/metrics.jsonl; exits non-zero when it is false.
 rounds_check() {

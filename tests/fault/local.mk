@@ -30,3 +30,9 @@ FAULT_SCRIPT_FILES += $(FAULT_WORKER_TESTS)
 check-chaos: all tests/harness.sh
 	CHAOS_RUNS=20 TMA_TEST_TIMEOUT=3600 $(top_builddir)/tests/harness.sh $(top_srcdir)/tests/fault/test_fault_chaos.sh
 .PHONY: check-chaos
+# issue 30, failover that keeps the model (step mode, GGS)
+FAULT_MODEL_TESTS = tests/fault/test_fault_step_restart.sh tests/fault/test_fault_ggs_restart.sh \
+	tests/fault/test_fault_pause_points.sh tests/fault/test_fault_bad_state.sh tests/fault/test_fault_step_standby.sh \
+	tests/fault/test_fault_bad_record.sh
+TESTS += $(FAULT_MODEL_TESTS)
+FAULT_SCRIPT_FILES += $(FAULT_MODEL_TESTS)

@@ -79,13 +79,13 @@ static void test_inject(void)
     CHECK_OK(tma_inject_parse("crash=stop@*", &inj));
     CHECK(inj.active && inj.crash_round == TMA_INJECT_ANY_ROUND && strcmp(inj.crash_point, "stop") == 0);
     /* Armed for another point: nothing happens at this one, in any round. */
-    tma_inject_crash_point(&inj, "send", 3);
-    tma_inject_crash_point(&inj, "send", TMA_INJECT_ANY_ROUND);
+    tma_inject_point(&inj, "send", 3);
+    tma_inject_point(&inj, "send", TMA_INJECT_ANY_ROUND);
     /* At its point it kills, whatever the round. */
     for (int64_t round = 0; round < 8; round += 7) {
         pid_t pid = fork();
         if (pid == 0) {
-            tma_inject_crash_point(&inj, "stop", round);
+            tma_inject_point(&inj, "stop", round);
             _exit(0);
         }
         int status = 0;
@@ -93,22 +93,33 @@ static void test_inject(void)
         CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "round %lld: status %d", (long long)round,
                   status);
     }
-    /* A pause stops the process until it is continued. */
-    CHECK_OK(tma_inject_parse("pause=eval@2", &inj));
-    CHECK(inj.active && inj.pause_round == 2 && strcmp(inj.pause_point, "eval") == 0 && inj.crash_round == -1);
-    tma_inject_pause_point(&inj, "eval", 1);
-    tma_inject_crash_point(&inj, "eval", 2);
-    pid_t pid = fork();
-    if (pid == 0) {
-        tma_inject_pause_point(&inj, "eval", 2);
-        _exit(3);
+    /* Every documented point fires, for crash and for pause, in its round
+     * only: a pause stops the process until it is continued. */
+    static const char *const points[] = {"step", "send", "recv", "aggregate", "broadcast", "stop", "eval"};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(points); i++) {
+        for (int crash = 0; crash < 2; crash++) {
+            char spec[64];
+            snprintf(spec, sizeof spec, "%s=%s@2", crash ? "crash" : "pause", points[i]);
+            CHECK_OK(tma_inject_parse(spec, &inj));
+            pid_t pid = fork();
+            if (pid == 0) {
+                tma_inject_point(&inj, points[i], 1);
+                tma_inject_point(&inj, points[(i + 1) % TMA_ARRAY_LEN(points)], 2);
+                tma_inject_point(&inj, points[i], 2);
+                _exit(3);
+            }
+            int status = 0;
+            CHECK(pid > 0 && waitpid(pid, &status, WUNTRACED) == pid);
+            if (crash) {
+                CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: status %d", spec, status);
+                continue;
+            }
+            CHECK_MSG(WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP, "%s: status %d", spec, status);
+            kill(pid, SIGCONT);
+            CHECK(waitpid(pid, &status, 0) == pid);
+            CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 3, "%s: status %d", spec, status);
+        }
     }
-    int status = 0;
-    CHECK(pid > 0 && waitpid(pid, &status, WUNTRACED) == pid);
-    CHECK_MSG(WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP, "status %d", status);
-    kill(pid, SIGCONT);
-    CHECK(waitpid(pid, &status, 0) == pid);
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 3, "status %d", status);
     const char *bad[] = {"pause=nowhere@1", "pause=eval", "crash=nowhere@1", "crash=send", "delay_step=-1", "crash=stop@", "crash=stop@**",
                          "crash=stop*", "drop=grads@1", "bogus=1", "x",
                          "stall_keepalive=0@1", "crash=send@-2"};
@@ -119,7 +130,7 @@ static void test_inject(void)
     CHECK_OK(tma_inject_parse("", &inj));
     CHECK(!inj.active);
     /* An unarmed point does nothing (we are still alive). */
-    tma_inject_crash_point(&inj, "send", 3);
+    tma_inject_point(&inj, "send", 3);
 }
 
 int main(void)

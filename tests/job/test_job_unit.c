@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void test_records(void)
 {
@@ -306,6 +307,46 @@ static void test_token(void)
     tma_test_cleanup_dir(dir);
 }
 
+/* The run folder (issue 30, item 6): a new one is 0700, an existing one of
+ * the user's keeps its mode, one writable by others or owned by another
+ * user is refused; metrics.jsonl is 0600. */
+static void test_run_dir(void)
+{
+    char base[] = "/tmp/tma-run-dir-XXXXXX";
+    CHECK(mkdtemp(base) != NULL);
+    char *abs = NULL, path[256];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/new/run", base);
+    CHECK_OK(tma_run_make_dir(path, &abs));
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+    free(abs);
+    CHECK(chmod(path, 0750) == 0);
+    CHECK_OK(tma_run_make_dir(path, &abs)); /* the user's: keeps its mode */
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0750);
+    free(abs);
+    cJSON *o = cJSON_CreateObject();
+    char *mpath = tma_run_path(path, "metrics.jsonl");
+    CHECK_OK(tma_run_append_line(mpath, o));
+    CHECK(stat(mpath, &sb) == 0 && (sb.st_mode & 0777) == 0600);
+    cJSON_Delete(o);
+    CHECK(unlink(mpath) == 0);
+    free(mpath);
+    CHECK(chmod(path, 0777) == 0);
+    abs = NULL;
+    CHECK(tma_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
+    CHECK(chmod(path, 0770) == 0);
+    CHECK(tma_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
+    CHECK(chmod(path, 0700) == 0);
+    if (geteuid() == 0) { /* only root can give a folder away */
+        CHECK(chown(path, 65534, 65534) == 0);
+        CHECK(tma_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
+    }
+    CHECK(rmdir(path) == 0);
+    snprintf(path, sizeof path, "%s/new", base);
+    CHECK(rmdir(path) == 0);
+    CHECK(rmdir(base) == 0);
+}
+
 int main(void)
 {
     tma_log_set_level(TMA_LOG_ERROR);
@@ -314,5 +355,6 @@ int main(void)
     test_variants();
     test_jobs();
     test_token();
+    test_run_dir();
     return tma_test_done();
 }
