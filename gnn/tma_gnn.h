@@ -244,6 +244,11 @@ uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg);
 const char *tma_gnn_encoder_name(tma_gnn_encoder_t e);
 /* "mlp" or "distmult". */
 const char *tma_gnn_decoder_name(tma_gnn_decoder_t d);
+/* The kind named `name` (as the names above spell it); TMA_ERR_CONFIG for none. */
+tma_status_t tma_gnn_encoder_parse(const char *name, tma_gnn_encoder_t *e_p);
+tma_status_t tma_gnn_decoder_parse(const char *name, tma_gnn_decoder_t *d_p);
+/* Sets the default kinds: a gcn encoder and an mlp decoder. */
+void tma_gnn_config_default_kinds(tma_gnn_config_t *cfg);
 /* 1 when the model reads relation ids (encoder rgcn or decoder distmult). */
 int tma_gnn_config_relational(const tma_gnn_config_t *cfg);
 /* "pessimistic" or "mean". */
