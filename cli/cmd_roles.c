@@ -244,7 +244,7 @@ int cli_cmd_worker(int argc, char **argv)
         return cli_usage_error("worker", "--threads: expected 0..1024");
     if (!(wait >= 0))
         return cli_usage_error("worker", "--wait: expected seconds >= 0");
-    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0 && strncmp(device, "cuda:", 5) != 0)
+    if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("worker", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
     tma_inject_t inj;
     if ((rc = fault_flag("worker", fault, &inj)) != CLI_EXIT_OK)

@@ -19,6 +19,31 @@ extern const tma_gnn_ops_t tma_gnn_cuda_ops;
 
 /* ------------------------------------------------------------------ registry */
 
+tma_status_t tma_gnn_device_parse(const char *device, int *gpu_p)
+{
+    int gpu = -1;
+    if (!device)
+        return TMA_ERR_CONFIG;
+    if (strcmp(device, "cuda") == 0) {
+        gpu = 0;
+    } else if (strncmp(device, "cuda:", 5) == 0) {
+        int64_t i;
+        if (device[5] < '0' || device[5] > '9' || tma_parse_i64(device + 5, &i) != 0 || i > 1023)
+            return TMA_ERR_CONFIG;
+        gpu = (int)i;
+    } else if (strcmp(device, "cpu") != 0) {
+        return TMA_ERR_CONFIG;
+    }
+    if (gpu_p)
+        *gpu_p = gpu;
+    return TMA_OK;
+}
+
+int tma_gnn_device_valid(const char *device)
+{
+    return tma_gnn_device_parse(device, NULL) == TMA_OK;
+}
+
 tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_backend_t **b_p)
 {
     if (!device || !b_p)

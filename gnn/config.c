@@ -78,17 +78,6 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     strcpy(cfg->eval_device, "cpu");
 }
 
-int tma_gnn_device_valid(const char *device)
-{
-    if (!device)
-        return 0;
-    if (strcmp(device, "cpu") == 0 || strcmp(device, "cuda") == 0)
-        return 1;
-    int64_t i;
-    return strncmp(device, "cuda:", 5) == 0 && tma_parse_i64(device + 5, &i) == 0 && i >= 0 && i < 1024 &&
-           device[5] >= '0' && device[5] <= '9';
-}
-
 tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx)
 {
 #define BAD(...)                                                                                   \

@@ -229,9 +229,14 @@ tma_status_t tma_gnn_config_load(const char *path, tma_gnn_config_t *cfg_p);
 cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg);
 /* The "model" section alone (what weight files record). */
 cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg);
-/* 1 when `device` names a device a config may hold: "cpu", "cuda" or
- * "cuda:N" (N in 0..1023).  Whether this build and machine have it is only
- * known when a backend is created. */
+/*
+ * The one parser of device names (gnn/backend.c): "cpu" (*gpu_p = -1),
+ * "cuda" (GPU 0) or "cuda:N" (N: decimal digits, 0..1023).  TMA_OK or
+ * TMA_ERR_CONFIG; gpu_p may be NULL.  Whether this build and machine have
+ * the device is only known when a backend is created.
+ */
+tma_status_t tma_gnn_device_parse(const char *device, int *gpu_p);
+/* 1 when tma_gnn_device_parse accepts `device`. */
 int tma_gnn_device_valid(const char *device);
 /* Checks the ranges and relations of a config filled in by hand. */
 tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx);

@@ -176,16 +176,11 @@ static void cuda_fini(tma_gnn_backend_t *b)
     b->impl = NULL;
 }
 
-/* "cuda" -> 0, "cuda:3" -> 3; -1 if malformed. */
+/* "cuda" -> 0, "cuda:3" -> 3; -1 if malformed (tma_gnn_device_parse's rule). */
 static int device_index(const char *device)
 {
-    const char *colon = strchr(device, ':');
-    if (!colon)
-        return 0;
-    int64_t i;
-    if (tma_parse_i64(colon + 1, &i) != 0 || i < 0 || i > 1023 || colon[1] < '0' || colon[1] > '9')
-        return -1;
-    return (int)i;
+    int gpu = -1;
+    return tma_gnn_device_parse(device, &gpu) == TMA_OK ? gpu : -1;
 }
 
 static tma_status_t cuda_init(tma_gnn_backend_t *b, const char *device)
