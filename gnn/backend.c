@@ -354,34 +354,6 @@ tma_status_t tma_gnn_op_spmm_t(const tma_gnn_block_t *blk, const tensor_t *dY, t
     TIMED_IO(dX->backend, GNN_OP_SPMM_T, 0, 4.0 * (double)blk->num_edges * (double)dY->cols, dX->backend->ops->spmm_t(dX->backend, blk, dY, dX));
 }
 
-tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta, float eps,
-                                      tensor_t *Y, tensor_t *mean, tensor_t *rstd)
-{
-    REQUIRE("layernorm_fwd", Y->rows == X->rows && Y->cols == X->cols);
-    REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols);
-    REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
-    TIMED(Y->backend, GNN_OP_LAYERNORM_FWD, 0,
-          Y->backend->ops->layernorm_fwd(Y->backend, X, gamma, beta, eps, Y, mean, rstd));
-}
-
-tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *gamma,
-                                      const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
-                                      tensor_t *dbeta)
-{
-    REQUIRE("layernorm_bwd", dY->rows == X->rows && dY->cols == X->cols && dX->rows == X->rows &&
-                                 dX->cols == X->cols);
-    REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
-    REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
-    TIMED(dX->backend, GNN_OP_LAYERNORM_BWD, 0,
-          dX->backend->ops->layernorm_bwd(dX->backend, dY, X, gamma, mean, rstd, dX, dgamma, dbeta));
-}
-
-tma_status_t tma_gnn_op_prelu_fwd(const tensor_t *X, const tensor_t *a, tensor_t *Y)
-{
-    REQUIRE("prelu_fwd", tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(Y) && tma_gnn_tensor_numel(a) == 1);
-    TIMED(Y->backend, GNN_OP_PRELU_FWD, 0, Y->backend->ops->prelu_fwd(Y->backend, X, a, Y));
-}
-
 tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *a, tensor_t *dX,
                                   tensor_t *da)
 {
@@ -461,12 +433,6 @@ tma_status_t tma_gnn_op_scale(tensor_t *x, float s)
 tma_status_t tma_gnn_op_fill(tensor_t *x, float v)
 {
     TIMED(x->backend, GNN_OP_FILL, 0, x->backend->ops->fill(x->backend, x, v));
-}
-
-tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src)
-{
-    REQUIRE("copy", tma_gnn_tensor_numel(dst) == tma_gnn_tensor_numel(src) && dst->dtype == src->dtype);
-    TIMED(dst->backend, GNN_OP_COPY, 0, dst->backend->ops->copy(dst->backend, dst, src));
 }
 
 tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h)

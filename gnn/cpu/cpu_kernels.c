@@ -147,14 +147,6 @@ static tma_status_t cpu_memcpy(tma_gnn_backend_t *b, void *dst, const void *src,
     return TMA_OK;
 }
 
-static tma_status_t cpu_copy(tma_gnn_backend_t *b, tensor_t *dst, const tensor_t *src)
-{
-    size_t bytes = (size_t)tma_gnn_tensor_numel(src) * tma_gnn_dtype_size(src->dtype);
-    if (dst->data != src->data)
-        memcpy(dst->data, src->data, bytes);
-    return TMA_OK;
-}
-
 static tma_status_t cpu_fill(tma_gnn_backend_t *b, tensor_t *x, float v)
 {
     int64_t n = tma_gnn_tensor_numel(x);
@@ -629,119 +621,6 @@ static inline void row_moments(const float *restrict xi, int64_t d, float eps, f
     *rs_p = 1.0f / sqrtf(v / (float)d + eps);
 }
 
-static tma_status_t cpu_layernorm_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
-                                      const tensor_t *beta, float eps, tensor_t *Y, tensor_t *mean,
-                                      tensor_t *rstd)
-{
-    const int64_t n = X->rows, d = X->cols;
-    const float *x = CF(X), *g = CF(gamma), *bt = CF(beta);
-    float *y = F(Y), *mu_out = F(mean), *rs_out = F(rstd);
-#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const float *xi = x + i * d;
-        float *yi = y + i * d;
-        float mu, rs;
-        row_moments(xi, d, eps, &mu, &rs);
-#pragma omp simd
-        for (int64_t j = 0; j < d; j++)
-            yi[j] = (xi[j] - mu) * rs * g[j] + bt[j];
-        mu_out[i] = mu;
-        rs_out[i] = rs;
-    }
-    return TMA_OK;
-}
-
-static tma_status_t cpu_layernorm_bwd(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X,
-                                      const tensor_t *gamma, const tensor_t *mean, const tensor_t *rstd,
-                                      tensor_t *dX, tensor_t *dgamma, tensor_t *dbeta)
-{
-    const int64_t n = X->rows, d = X->cols;
-    const float *x = CF(X), *dy = CF(dY), *g = CF(gamma), *mu = CF(mean), *rs = CF(rstd);
-    float *dx = F(dX), *dg = F(dgamma), *db = F(dbeta);
-    if (d <= SCRATCH_COLS) {
-        /* One pass: each fixed row chunk computes its rows of dX and its
-         * partial dgamma/dbeta (dY is read before dX, which may alias it, is written). */
-        double *pg = partials(b, 0), *pb = partials(b, 1);
-#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
-        for (int c = 0; c < NCHUNK; c++) {
-            double *ag = pg + (size_t)c * SCRATCH_COLS, *ab = pb + (size_t)c * SCRATCH_COLS;
-            for (int64_t j = 0; j < d; j++)
-                ag[j] = ab[j] = 0;
-            for (int64_t i = n * c / NCHUNK; i < n * (c + 1) / NCHUNK; i++) {
-                const float *xi = x + i * d, *gi = dy + i * d;
-                float *dxi = dx + i * d;
-                const float m = mu[i], r = rs[i];
-                float m1 = 0, m2 = 0;
-#pragma omp simd reduction(+ : m1, m2)
-                for (int64_t j = 0; j < d; j++) {
-                    float gg = gi[j] * g[j];
-                    m1 += gg;
-                    m2 += gg * ((xi[j] - m) * r);
-                }
-                m1 /= (float)d;
-                m2 /= (float)d;
-#pragma omp simd
-                for (int64_t j = 0; j < d; j++) {
-                    const float xh = (xi[j] - m) * r, gv = gi[j];
-                    ag[j] += gv * xh;
-                    ab[j] += gv;
-                    dxi[j] = r * (gv * g[j] - m1 - xh * m2);
-                }
-            }
-        }
-        combine_partials(pg, d, dg);
-        combine_partials(pb, d, db);
-        return TMA_OK;
-    }
-    int64_t cw;
-    int nch = col_chunks(d, NT(b), &cw);
-#pragma omp parallel num_threads(NT(b)) if (n * d > PAR_MIN)
-    {
-        /* Parameter gradients first (they read dY, which dX may alias). */
-#pragma omp for schedule(static, 1)
-        for (int c = 0; c < nch; c++) {
-            for (int64_t j0 = c * cw; j0 < TMA_MIN(d, (c + 1) * cw); j0 += SUBW) {
-                int64_t len = TMA_MIN(TMA_MIN(d, (c + 1) * cw) - j0, (int64_t)SUBW);
-                double ag[SUBW], ab[SUBW];
-                for (int64_t j = 0; j < len; j++)
-                    ag[j] = ab[j] = 0;
-                for (int64_t i = 0; i < n; i++) {
-                    const float *xi = x + i * d + j0, *gi = dy + i * d + j0;
-                    const float m = mu[i], r = rs[i];
-#pragma omp simd
-                    for (int64_t j = 0; j < len; j++) {
-                        ag[j] += gi[j] * ((xi[j] - m) * r);
-                        ab[j] += gi[j];
-                    }
-                }
-                for (int64_t j = 0; j < len; j++) {
-                    dg[j0 + j] = (float)ag[j];
-                    db[j0 + j] = (float)ab[j];
-                }
-            }
-        }
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < n; i++) {
-            const float *xi = x + i * d, *gi = dy + i * d;
-            float *dxi = dx + i * d;
-            const float m = mu[i], r = rs[i];
-            float m1 = 0, m2 = 0;
-#pragma omp simd reduction(+ : m1, m2)
-            for (int64_t j = 0; j < d; j++) {
-                float gg = gi[j] * g[j];
-                m1 += gg;
-                m2 += gg * ((xi[j] - m) * r);
-            }
-            m1 /= (float)d;
-            m2 /= (float)d;
-#pragma omp simd
-            for (int64_t j = 0; j < d; j++)
-                dxi[j] = r * (gi[j] * g[j] - m1 - ((xi[j] - m) * r) * m2);
-        }
-    }
-    return TMA_OK;
-}
-
 /* One row of PReLU_s(LayerNorm(x)) into h, with the row's mean and 1/std. */
 static inline void ln_prelu_row(const float *restrict xi, int64_t d, const float *restrict g,
                                 const float *restrict bt, float s, float eps, float *restrict hi, float *mu_p,
@@ -830,17 +709,6 @@ static tma_status_t cpu_ln_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dH, c
     for (int c = 0; c < NCHUNK; c++)
         sa += pa[c];
     F(da)[0] = (float)sa;
-    return TMA_OK;
-}
-
-static tma_status_t cpu_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *a, tensor_t *Y)
-{
-    const int64_t n = tma_gnn_tensor_numel(X);
-    const float s = CF(a)[0], *x = CF(X);
-    float *y = F(Y);
-#pragma omp parallel for simd num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] * (x[i] > 0 ? 1.0f : s); /* a select and a multiply: no branch; NaN stays NaN */
     return TMA_OK;
 }
 
@@ -1724,16 +1592,12 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .free = cpu_free,
     .upload = cpu_memcpy,
     .download = cpu_memcpy,
-    .copy = cpu_copy,
     .fill = cpu_fill,
     .matmul = cpu_matmul,
     .add_bias = cpu_add_bias,
     .colsum = cpu_colsum,
     .spmm = cpu_spmm,
     .spmm_t = cpu_spmm_t,
-    .layernorm_fwd = cpu_layernorm_fwd,
-    .layernorm_bwd = cpu_layernorm_bwd,
-    .prelu_fwd = cpu_prelu_fwd,
     .prelu_bwd = cpu_prelu_bwd,
     .bias_prelu = cpu_bias_prelu,
     .ln_prelu_fwd = cpu_ln_prelu_fwd,
