@@ -18,9 +18,5 @@ static tma_status_t distmult_forward(const tma_gnn_config_t *cfg, const gnn_para
 }
 
 const gnn_decoder_desc_t gnn_decoder_distmult = {
-    .name = "distmult",
-    .relational = 1,
-    .single = 1,
-    .params = distmult_params,
-    .forward = distmult_forward,
+    .name = "distmult", .relational = 1, .single = 1, .params = distmult_params, .forward = distmult_forward,
 };

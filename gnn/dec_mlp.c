@@ -36,7 +36,5 @@ static tma_status_t mlp_forward(const tma_gnn_config_t *cfg, const gnn_params_t 
 }
 
 const gnn_decoder_desc_t gnn_decoder_mlp = {
-    .name = "mlp",
-    .params = mlp_params,
-    .forward = mlp_forward,
+    .name = "mlp", .params = mlp_params, .forward = mlp_forward,
 };

@@ -59,24 +59,12 @@ static tma_status_t sage_combine(const gnn_enc_params_t *e, const tma_gnn_block_
 }
 
 const gnn_encoder_desc_t gnn_encoder_gcn = {
-    .name = "gcn",
-    .neighbours = 1,
-    .whole_graph = 1,
-    .self_loops = 1,
-    .norm = TMA_GRAPH_NORM_GCN,
-    .params = gcn_params,
-    .combine = gcn_combine,
-    .agg_weight = offsetof(gnn_enc_params_t, W),
+    .name = "gcn", .neighbours = 1, .whole_graph = 1, .self_loops = 1, .norm = TMA_GRAPH_NORM_GCN,
+    .params = gcn_params, .combine = gcn_combine, .agg_weight = offsetof(gnn_enc_params_t, W),
 };
 
 const gnn_encoder_desc_t gnn_encoder_sage = {
-    .name = "sage",
-    .neighbours = 1,
-    .whole_graph = 1,
-    .concat_self = 1,
-    .norm = TMA_GRAPH_NORM_MEAN,
-    .params = sage_params,
-    .combine = sage_combine,
-    .agg_weight = offsetof(gnn_enc_params_t, W_neigh),
+    .name = "sage", .neighbours = 1, .whole_graph = 1, .concat_self = 1, .norm = TMA_GRAPH_NORM_MEAN,
+    .params = sage_params, .combine = sage_combine, .agg_weight = offsetof(gnn_enc_params_t, W_neigh),
     .self_term = 1,
 };

@@ -22,9 +22,6 @@ static tma_status_t mlp_combine(const gnn_enc_params_t *e, const tma_gnn_block_t
 }
 
 const gnn_encoder_desc_t gnn_encoder_mlp = {
-    .name = "mlp",
-    .norm = TMA_GRAPH_NORM_MEAN,
-    .params = mlp_params,
-    .combine = mlp_combine,
+    .name = "mlp", .norm = TMA_GRAPH_NORM_MEAN, .params = mlp_params, .combine = mlp_combine,
     .agg_weight = offsetof(gnn_enc_params_t, W),
 };

@@ -27,14 +27,7 @@ static tma_status_t rgcn_combine(const gnn_enc_params_t *e, const tma_gnn_block_
 }
 
 const gnn_encoder_desc_t gnn_encoder_rgcn = {
-    .name = "rgcn",
-    .neighbours = 1,
-    .relational = 1,
-    .node_types = 1,
-    .always_project = 1,
-    .norm = TMA_GRAPH_NORM_MEAN,
-    .params = rgcn_params,
-    .combine = rgcn_combine,
-    .agg_weight = offsetof(gnn_enc_params_t, V),
-    .self_term = 1,
+    .name = "rgcn", .neighbours = 1, .relational = 1, .node_types = 1, .always_project = 1,
+    .norm = TMA_GRAPH_NORM_MEAN, .params = rgcn_params, .combine = rgcn_combine,
+    .agg_weight = offsetof(gnn_enc_params_t, V), .self_term = 1,
 };
