@@ -270,7 +270,7 @@ int cli_cmd_worker(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (!(wait >= 0))
         return cli_usage_error("worker", "--wait: expected seconds >= 0");
-    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0 && strncmp(device, "cuda:", 5) != 0)
+    if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("worker", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
     tma_inject_t inj;
     if ((rc = fault_flag("worker", fault, &inj)) != CLI_EXIT_OK)

@@ -189,13 +189,7 @@ static int train_config(const train_flags_t *f, tma_gnn_config_t *cfg)
         tma_gnn_config_default(cfg);
     }
     if (f->encoder) {
-        int found = 0;
-        for (int e = TMA_GNN_ENCODER_GCN; e <= TMA_GNN_ENCODER_RGCN; e++)
-            if (strcmp(f->encoder, tma_gnn_encoder_name((tma_gnn_encoder_t)e)) == 0) {
-                cfg->encoder = (tma_gnn_encoder_t)e;
-                found = 1;
-            }
-        if (!found)
+        if (tma_gnn_encoder_parse(f->encoder, &cfg->encoder) != TMA_OK)
             return cli_usage_error("train", "--encoder: expected gcn, sage, mlp or rgcn, got '%s'", f->encoder);
     }
     if (f->threads != INT64_MIN)

@@ -19,6 +19,31 @@ extern const tma_gnn_ops_t tma_gnn_cuda_ops;
 
 /* ------------------------------------------------------------------ registry */
 
+tma_status_t tma_gnn_device_parse(const char *device, int *gpu_p)
+{
+    int gpu = -1;
+    if (!device)
+        return TMA_ERR_CONFIG;
+    if (strcmp(device, "cuda") == 0) {
+        gpu = 0;
+    } else if (strncmp(device, "cuda:", 5) == 0) {
+        int64_t i;
+        if (device[5] < '0' || device[5] > '9' || tma_parse_i64(device + 5, &i) != 0 || i > 1023)
+            return TMA_ERR_CONFIG;
+        gpu = (int)i;
+    } else if (strcmp(device, "cpu") != 0) {
+        return TMA_ERR_CONFIG;
+    }
+    if (gpu_p)
+        *gpu_p = gpu;
+    return TMA_OK;
+}
+
+int tma_gnn_device_valid(const char *device)
+{
+    return tma_gnn_device_parse(device, NULL) == TMA_OK;
+}
+
 tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_backend_t **b_p)
 {
     if (!device || !b_p)
@@ -329,35 +354,6 @@ tma_status_t tma_gnn_op_spmm_t(const tma_gnn_block_t *blk, const tensor_t *dY, t
     TIMED_IO(dX->backend, GNN_OP_SPMM_T, 0, 4.0 * (double)blk->num_edges * (double)dY->cols, dX->backend->ops->spmm_t(dX->backend, blk, dY, dX));
 }
 
-tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta, float eps,
-                                      tensor_t *Y, tensor_t *mean, tensor_t *rstd)
-{
-    REQUIRE("layernorm_fwd", Y->rows == X->rows && Y->cols == X->cols);
-    REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(gamma) == X->cols && tma_gnn_tensor_numel(beta) == X->cols);
-    REQUIRE("layernorm_fwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
-    TIMED(Y->backend, GNN_OP_LAYERNORM_FWD, 0,
-          Y->backend->ops->layernorm_fwd(Y->backend, X, gamma, beta, eps, Y, mean, rstd));
-}
-
-tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *gamma,
-                                      const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
-                                      tensor_t *dbeta)
-{
-    REQUIRE("layernorm_bwd", dY->rows == X->rows && dY->cols == X->cols && dX->rows == X->rows &&
-                                 dX->cols == X->cols);
-    REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(dgamma) == X->cols && tma_gnn_tensor_numel(dbeta) == X->cols);
-    REQUIRE("layernorm_bwd", tma_gnn_tensor_numel(mean) == X->rows && tma_gnn_tensor_numel(rstd) == X->rows);
-    REQUIRE("layernorm_bwd", mean->backend == dX->backend && rstd->backend == dX->backend);
-    TIMED(dX->backend, GNN_OP_LAYERNORM_BWD, 0,
-          dX->backend->ops->layernorm_bwd(dX->backend, dY, X, gamma, mean, rstd, dX, dgamma, dbeta));
-}
-
-tma_status_t tma_gnn_op_prelu_fwd(const tensor_t *X, const tensor_t *a, tensor_t *Y)
-{
-    REQUIRE("prelu_fwd", tma_gnn_tensor_numel(X) == tma_gnn_tensor_numel(Y) && tma_gnn_tensor_numel(a) == 1);
-    TIMED(Y->backend, GNN_OP_PRELU_FWD, 0, Y->backend->ops->prelu_fwd(Y->backend, X, a, Y));
-}
-
 tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *a, tensor_t *dX,
                                   tensor_t *da)
 {
@@ -438,12 +434,6 @@ tma_status_t tma_gnn_op_scale(tensor_t *x, float s)
 tma_status_t tma_gnn_op_fill(tensor_t *x, float v)
 {
     TIMED(x->backend, GNN_OP_FILL, 0, x->backend->ops->fill(x->backend, x, v));
-}
-
-tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src)
-{
-    REQUIRE("copy", tma_gnn_tensor_numel(dst) == tma_gnn_tensor_numel(src) && dst->dtype == src->dtype);
-    TIMED(dst->backend, GNN_OP_COPY, 0, dst->backend->ops->copy(dst->backend, dst, src));
 }
 
 tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h)

@@ -3,7 +3,7 @@
  * validation, the model hash) and the parameter layout and initialisation
  * that follow from it.
  */
-#include "gnn_backend.h"
+#include "gnn_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,23 +15,9 @@
 /* Decoder depth limit (its layers share the parameter table with the encoder's). */
 #define MAX_DECODER_LAYERS 16
 
-static const char *const encoder_names[] = {"gcn", "sage", "mlp", "rgcn"};
-
-const char *tma_gnn_encoder_name(tma_gnn_encoder_t e)
-{
-    return (unsigned)e < TMA_ARRAY_LEN(encoder_names) ? encoder_names[e] : "?";
-}
-
-static const char *const decoder_names[] = {"mlp", "distmult"};
-
-const char *tma_gnn_decoder_name(tma_gnn_decoder_t d)
-{
-    return (unsigned)d < TMA_ARRAY_LEN(decoder_names) ? decoder_names[d] : "?";
-}
-
 int tma_gnn_config_relational(const tma_gnn_config_t *cfg)
 {
-    return cfg->encoder == TMA_GNN_ENCODER_RGCN || cfg->decoder == TMA_GNN_DECODER_DISTMULT;
+    return gnn_encoder_of(cfg)->relational || gnn_decoder_of(cfg)->relational;
 }
 
 static const char *const ties_names[] = {"pessimistic", "mean"};
@@ -61,13 +47,12 @@ static void default_fanouts(tma_gnn_config_t *cfg)
 void tma_gnn_config_default(tma_gnn_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->encoder = TMA_GNN_ENCODER_GCN;
+    tma_gnn_config_default_kinds(cfg);
     cfg->layers = 2;
     cfg->hidden = 256;
     cfg->decoder_layers = 2;
     cfg->decoder_hidden = 256;
     cfg->feature_dim = 0;
-    cfg->decoder = TMA_GNN_DECODER_MLP;
     cfg->bases = TMA_GNN_DEFAULT_BASES;
     cfg->num_rel_ids = 0;
     cfg->batch_size = 1024;
@@ -93,17 +78,6 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     strcpy(cfg->eval_device, "cpu");
 }
 
-int tma_gnn_device_valid(const char *device)
-{
-    if (!device)
-        return 0;
-    if (strcmp(device, "cpu") == 0 || strcmp(device, "cuda") == 0)
-        return 1;
-    int64_t i;
-    return strncmp(device, "cuda:", 5) == 0 && tma_parse_i64(device + 5, &i) == 0 && i >= 0 && i < 1024 &&
-           device[5] >= '0' && device[5] <= '9';
-}
-
 tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx)
 {
 #define BAD(...)                                                                                   \
@@ -111,10 +85,11 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         tma_log_error(COMP, __VA_ARGS__);                                                          \
         return TMA_ERR_CONFIG;                                                                     \
     } while (0)
-    if ((unsigned)cfg->encoder >= TMA_ARRAY_LEN(encoder_names))
+    if (!gnn_encoder_of(cfg))
         BAD("%s: model.encoder must be gcn, sage, mlp or rgcn", ctx);
-    if ((unsigned)cfg->decoder >= TMA_ARRAY_LEN(decoder_names))
+    if (!gnn_decoder_of(cfg))
         BAD("%s: model.decoder must be mlp or distmult", ctx);
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
     if (cfg->bases < 1 || cfg->bases > TMA_GNN_MAX_BASES)
         BAD("%s: model.bases = %d is out of range [1, %d]", ctx, cfg->bases, TMA_GNN_MAX_BASES);
     if (cfg->num_rel_ids < 0 || cfg->num_rel_ids > 2 * TMA_GRAPH_MAX_RELATIONS)
@@ -126,9 +101,9 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         if (cfg->type_dims[t] < 1 || (cfg->feature_dim > 0 && cfg->type_dims[t] > cfg->feature_dim))
             BAD("%s: model.type_dims[%d] = %d is out of range [1, feature_dim %lld]", ctx, t, cfg->type_dims[t],
                 (long long)cfg->feature_dim);
-    if (cfg->num_node_types > 0 && cfg->encoder != TMA_GNN_ENCODER_RGCN)
+    if (cfg->num_node_types > 0 && !enc->node_types)
         BAD("%s: model.type_dims is for the rgcn encoder (gcn, sage and mlp ignore node types)", ctx);
-    if (cfg->encoder == TMA_GNN_ENCODER_RGCN && (int64_t)cfg->num_rel_ids * cfg->bases > TMA_GNN_RGCN_MAX_COEF)
+    if (enc->relational && (int64_t)cfg->num_rel_ids * cfg->bases > TMA_GNN_RGCN_MAX_COEF)
         BAD("%s: model.relations x model.bases = %d x %d is more than %d RGCN coefficients (use fewer bases)", ctx,
             cfg->num_rel_ids, cfg->bases, TMA_GNN_RGCN_MAX_COEF);
     if (cfg->layers < 1 || cfg->layers > TMA_GNN_MAX_LAYERS)
@@ -305,21 +280,18 @@ static tma_status_t copy_device(const char *dev, const char *ctx, char out[32])
     return TMA_OK;
 }
 
-/* A string key that must be one of `names`: its index, or the error naming the key. */
-static tma_status_t parse_name(const cJSON *obj, const char *key, const char *def, const char *const *names,
-                               size_t n, const char *what, const char *choices, const char *ctx, int *index_p)
+/* The string key `key` as an encoder (decoder 0) or decoder (1) kind, or the error naming the key. */
+static tma_status_t parse_kind(const cJSON *obj, const char *key, const char *def, int decoder, const char *ctx,
+                               tma_gnn_config_t *cfg)
 {
     const char *v;
     tma_status_t st = tma_json_get_string(obj, key, def, ctx, &v);
     if (st != TMA_OK)
         return st;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(v, names[i]) == 0) {
-            *index_p = (int)i;
-            return TMA_OK;
-        }
-    }
-    tma_log_error(COMP, "%s.%s: \"%s\" is not %s (%s)", ctx, key, v, what, choices);
+    if (decoder ? tma_gnn_decoder_parse(v, &cfg->decoder) == TMA_OK : tma_gnn_encoder_parse(v, &cfg->encoder) == TMA_OK)
+        return TMA_OK;
+    tma_log_error(COMP, "%s.%s: \"%s\" is not %s (%s)", ctx, key, v, decoder ? "a decoder" : "an encoder",
+                  decoder ? "mlp or distmult" : "gcn, sage, mlp or rgcn");
     return TMA_ERR_CONFIG;
 }
 
@@ -345,14 +317,9 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_check_keys(eval, eval_keys, ectx)) != TMA_OK)
         return st;
 
-    int enc, dec;
-    if ((st = parse_name(model, "encoder", "gcn", encoder_names, TMA_ARRAY_LEN(encoder_names), "an encoder",
-                         "gcn, sage, mlp or rgcn", mctx, &enc)) != TMA_OK ||
-        (st = parse_name(model, "decoder", "mlp", decoder_names, TMA_ARRAY_LEN(decoder_names), "a decoder",
-                         "mlp or distmult", mctx, &dec)) != TMA_OK)
+    if ((st = parse_kind(model, "encoder", "gcn", 0, mctx, &cfg)) != TMA_OK ||
+        (st = parse_kind(model, "decoder", "mlp", 1, mctx, &cfg)) != TMA_OK)
         return st;
-    cfg.encoder = (tma_gnn_encoder_t)enc;
-    cfg.decoder = (tma_gnn_decoder_t)dec;
     int64_t i64;
     if ((st = get_intv(model, "layers", cfg.layers, 1, TMA_GNN_MAX_LAYERS, mctx, &cfg.layers)) ||
         (st = get_intv(model, "hidden", cfg.hidden, 1, TMA_GNN_MAX_HIDDEN, mctx, &cfg.hidden)) ||
@@ -435,7 +402,7 @@ cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg)
      * the weight files that record it) of every other model is unchanged. */
     if (tma_gnn_config_relational(cfg)) {
         cJSON_AddStringToObject(m, "decoder", tma_gnn_decoder_name(cfg->decoder));
-        if (cfg->encoder == TMA_GNN_ENCODER_RGCN)
+        if (gnn_encoder_of(cfg)->relational)
             cJSON_AddNumberToObject(m, "bases", cfg->bases);
         cJSON_AddNumberToObject(m, "relations", cfg->num_rel_ids);
         if (cfg->num_node_types > 0)
@@ -506,7 +473,7 @@ tma_status_t tma_gnn_config_resolve(tma_gnn_config_t *cfg, const tma_graph_t *g)
         return TMA_ERR_MISMATCH;
     }
     /* RGCN on several node types: the per-type input projection. */
-    int types = cfg->encoder == TMA_GNN_ENCODER_RGCN && tma_graph_is_typed(g) && g->num_node_types > 1
+    int types = gnn_encoder_of(cfg)->node_types && tma_graph_is_typed(g) && g->num_node_types > 1
                     ? g->num_node_types
                     : 0;
     if (types > TMA_GNN_MAX_TYPES) {
@@ -541,7 +508,7 @@ static int model_text(const tma_gnn_config_t *cfg, char *s, size_t cap)
     /* Relational models extend the text; the others keep their hash. */
     if (tma_gnn_config_relational(cfg))
         n += snprintf(s + n, cap - (size_t)n, " decoder=%s bases=%d relations=%d",
-                      tma_gnn_decoder_name(cfg->decoder), cfg->encoder == TMA_GNN_ENCODER_RGCN ? cfg->bases : 0,
+                      tma_gnn_decoder_name(cfg->decoder), gnn_encoder_of(cfg)->relational ? cfg->bases : 0,
                       cfg->num_rel_ids);
     for (int t = 0; t < cfg->num_node_types; t++)
         n += snprintf(s + n, cap - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
@@ -584,19 +551,6 @@ void tma_gnn_config_model_diff(const tma_gnn_config_t *have, const tma_gnn_confi
 
 /* ------------------------------------------------------------------ layout */
 
-static tma_status_t add_param(tma_gnn_layout_t *lay, const char *name, int64_t rows, int64_t cols)
-{
-    if (lay->count >= TMA_GNN_MAX_PARAMS)
-        return TMA_ERR_INTERNAL;
-    tma_gnn_param_info_t *p = &lay->params[lay->count++];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->rows = rows;
-    p->cols = cols;
-    p->offset = lay->total;
-    lay->total += (rows * cols + 15) / 16 * 16;
-    return TMA_OK;
-}
-
 tma_status_t tma_gnn_layout_build(const tma_gnn_config_t *cfg, tma_gnn_layout_t *layout_p)
 {
     tma_status_t st = tma_gnn_config_validate(cfg, "model config");
@@ -613,67 +567,10 @@ tma_status_t tma_gnn_layout_build(const tma_gnn_config_t *cfg, tma_gnn_layout_t 
     }
     tma_gnn_layout_t lay;
     memset(&lay, 0, sizeof lay);
-    char name[32];
-    int64_t in = cfg->feature_dim;
-    for (int t = 0; t < cfg->num_node_types; t++) {
-        snprintf(name, sizeof name, "in.%d.weight", t);
-        st = add_param(&lay, name, cfg->type_dims[t], cfg->hidden);
-        snprintf(name, sizeof name, "in.%d.bias", t);
-        if (st || (st = add_param(&lay, name, 1, cfg->hidden)))
-            return st;
-        in = cfg->hidden;
-    }
-    for (int l = 0; l < cfg->layers; l++) {
-        int64_t out = cfg->hidden;
-        if (cfg->encoder == TMA_GNN_ENCODER_RGCN) {
-            snprintf(name, sizeof name, "enc.%d.bases", l);
-            st = add_param(&lay, name, in, (int64_t)cfg->bases * out);
-            snprintf(name, sizeof name, "enc.%d.coef", l);
-            st = st ? st : add_param(&lay, name, cfg->num_rel_ids, cfg->bases);
-            snprintf(name, sizeof name, "enc.%d.weight_self", l);
-            st = st ? st : add_param(&lay, name, in, out);
-        } else if (cfg->encoder == TMA_GNN_ENCODER_SAGE) {
-            snprintf(name, sizeof name, "enc.%d.weight_self", l);
-            st = add_param(&lay, name, in, out);
-            snprintf(name, sizeof name, "enc.%d.weight_neigh", l);
-            st = st ? st : add_param(&lay, name, in, out);
-        } else {
-            snprintf(name, sizeof name, "enc.%d.weight", l);
-            st = add_param(&lay, name, in, out);
-        }
-        snprintf(name, sizeof name, "enc.%d.bias", l);
-        st = st ? st : add_param(&lay, name, 1, out);
-        if (l < cfg->layers - 1) {
-            snprintf(name, sizeof name, "enc.%d.ln_weight", l);
-            st = st ? st : add_param(&lay, name, 1, out);
-            snprintf(name, sizeof name, "enc.%d.ln_bias", l);
-            st = st ? st : add_param(&lay, name, 1, out);
-            snprintf(name, sizeof name, "enc.%d.prelu", l);
-            st = st ? st : add_param(&lay, name, 1, 1);
-        }
-        if (st)
-            return st;
-        in = out;
-    }
-    if (cfg->decoder == TMA_GNN_DECODER_DISTMULT) {
-        if ((st = add_param(&lay, "dec.relation", cfg->num_rel_ids, in)) == TMA_OK)
-            *layout_p = lay;
+    gnn_params_t views;
+    gnn_walk_t w = {.lay = &lay};
+    if ((st = gnn_params_walk(cfg, &w, &views)) != TMA_OK)
         return st;
-    }
-    for (int k = 0; k < cfg->decoder_layers; k++) {
-        int64_t out = k == cfg->decoder_layers - 1 ? 1 : cfg->decoder_hidden;
-        snprintf(name, sizeof name, "dec.%d.weight", k);
-        st = add_param(&lay, name, in, out);
-        snprintf(name, sizeof name, "dec.%d.bias", k);
-        st = st ? st : add_param(&lay, name, 1, out);
-        if (k < cfg->decoder_layers - 1) {
-            snprintf(name, sizeof name, "dec.%d.prelu", k);
-            st = st ? st : add_param(&lay, name, 1, 1);
-        }
-        if (st)
-            return st;
-        in = out;
-    }
     *layout_p = lay;
     return TMA_OK;
 }

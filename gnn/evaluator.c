@@ -147,8 +147,7 @@ static tma_status_t order_setup(tma_gnn_evaluator_t *ev, int64_t row_floats)
 {
     const tma_gnn_config_t *cfg = &ev->cfg;
     const int64_t N = ev->g->num_nodes;
-    if (!cfg->eval_locality || cfg->num_node_types > 0 ||
-        (cfg->encoder != TMA_GNN_ENCODER_GCN && cfg->encoder != TMA_GNN_ENCODER_SAGE))
+    if (!cfg->eval_locality || cfg->num_node_types > 0 || !gnn_encoder_of(cfg)->whole_graph)
         return TMA_OK;
     ev->node = malloc((size_t)N * sizeof *ev->node);
     ev->pos = malloc((size_t)N * sizeof *ev->pos);
@@ -190,9 +189,9 @@ static tma_status_t block_cache_setup(tma_gnn_evaluator_t *ev)
 {
     const tma_gnn_config_t *cfg = &ev->cfg;
     const tma_graph_t *g = ev->g;
-    const int gcn = cfg->encoder == TMA_GNN_ENCODER_GCN;
+    const int gcn = gnn_encoder_of(cfg)->self_loops;
     const int64_t N = g->num_nodes;
-    if (!gcn && cfg->encoder != TMA_GNN_ENCODER_SAGE)
+    if (!gnn_encoder_of(cfg)->whole_graph)
         return TMA_OK;
     int64_t nch = 0, edges = gcn ? N : 0;
     for (int64_t r0 = 0; r0 < N; r0 = chunk_end(ev, r0, gcn))
@@ -321,7 +320,7 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     ev->hb.indptr = host_array(ev, &ev->c_indptr, 0);
     ev->hb.indices = host_array(ev, &ev->c_indices, 1);
     ev->hb.weights = host_array(ev, &ev->c_weights, 2);
-    if (ev->cfg.encoder == TMA_GNN_ENCODER_RGCN) {
+    if (gnn_encoder_of(&ev->cfg)->always_project) {
         /* The projection of every node onto the bases, once a layer; the chunks aggregate from it. */
         if ((st = alloc_t(b, TMA_GNN_I32, ev->chunk_edges, &ev->c_rel)) ||
             (st = alloc_t(b, TMA_GNN_F32, N * ev->cfg.bases * H, &ev->T)))
@@ -341,9 +340,10 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     /* Scoring chunks. */
     ev->pairs = (int64_t)ev->cfg.eval_batch_edges * (1 + TMA_MAX(g->num_negatives, 0));
     int64_t widest = H;
-    for (int k = 0; k < ev->cfg.decoder_layers && ev->cfg.decoder == TMA_GNN_DECODER_MLP; k++)
+    const int single = gnn_decoder_of(&ev->cfg)->single;
+    for (int k = 0; k < ev->cfg.decoder_layers && !single; k++)
         widest = TMA_MAX(widest, ev->P.dec[k].W.cols);
-    if (ev->cfg.decoder == TMA_GNN_DECODER_DISTMULT) {
+    if (gnn_decoder_of(&ev->cfg)->relational) {
         if ((st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->prel)))
             goto fail;
         if (!(ev->h_rel = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t)))) {
@@ -401,9 +401,9 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
     const tma_gnn_config_t *cfg = &ev->cfg;
     const tma_graph_t *g = ev->g;
     const int64_t N = g->num_nodes, H = cfg->hidden, Fd = cfg->feature_dim;
-    const int mlp = cfg->encoder == TMA_GNN_ENCODER_MLP, gcn = cfg->encoder == TMA_GNN_ENCODER_GCN;
-    const int rgcn = cfg->encoder == TMA_GNN_ENCODER_RGCN;
-    const tma_graph_norm_t norm = gcn ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    const int mlp = !enc->neighbours, gcn = enc->self_loops, rgcn = enc->relational;
+    const tma_graph_norm_t norm = enc->norm;
     tma_status_t st = TMA_OK;
     tensor_t in, out;
     for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
@@ -434,7 +434,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         }
         /* GCN and SAGE from a dense source: the fused layer where the backend has it. */
         const int64_t d_in = l == 0 ? Fd : H;
-        const int fused = ev->b->ops->layer_infer && !pf && !mlp && !rgcn && (src.H || !ev->fi.sparse) &&
+        const int fused = ev->b->ops->layer_infer && !pf && enc->whole_graph && (src.H || !ev->fi.sparse) &&
                           ev->A.capacity >= (2 * d_in + H) * tma_gnn_backend_threads(ev->b);
         for (int64_t r0 = 0, c = 0; r0 < N && st == TMA_OK; c++) {
             int64_t r1 = ev->nchunks ? ev->crow[c + 1] : chunk_end(ev, r0, gcn), n = r1 - r0;
@@ -483,10 +483,9 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             if (st == TMA_OK && fused) {
                 /* The whole layer for this chunk in one op, the aggregate buffer its scratch. */
                 const gnn_enc_params_t *e = &ev->P.enc[l];
-                const int sage = cfg->encoder == TMA_GNN_ENCODER_SAGE;
                 tma_gnn_layer_infer_t L = {
                     .blk = &blk, .X = src.H, .feat = src.feat, .ids = src.ids,
-                    .W = sage ? &e->W_neigh : &e->W, .W_self = sage ? &e->W_self : NULL, .self0 = r0,
+                    .W = gnn_enc_agg_weight(enc, e), .W_self = enc->self_term ? &e->W_self : NULL, .self0 = r0,
                     .bias = &e->b, .gamma = &e->ln_w, .beta = &e->ln_b, .a = last ? NULL : &e->prelu,
                     .eps = GNN_LN_EPS};
                 tensor_t scratch = tma_gnn_tensor_shape(&ev->A, ev->A.capacity, 1);
@@ -585,7 +584,7 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
     const int64_t *edges = split == TMA_GNN_SPLIT_TEST ? g->test_edges : g->val_edges;
     const int64_t *negs = split == TMA_GNN_SPLIT_TEST ? g->test_neg : g->val_neg;
     const int32_t *erel = split == TMA_GNN_SPLIT_TEST ? g->test_rel : g->val_rel;
-    const int distmult = ev->cfg.decoder == TMA_GNN_DECODER_DISTMULT;
+    const int distmult = gnn_decoder_of(&ev->cfg)->relational;
     const char *name = split == TMA_GNN_SPLIT_TEST ? "test" : "validation";
     if (n <= 0 || !edges) {
         tma_log_error(COMP, "the graph has no %s edges to evaluate", name);

@@ -88,7 +88,6 @@ typedef struct tma_gnn_ops {
     void (*free)(tma_gnn_backend_t *b, void *p);
     tma_status_t (*upload)(tma_gnn_backend_t *b, void *dst, const void *host, size_t bytes);
     tma_status_t (*download)(tma_gnn_backend_t *b, void *host, const void *src, size_t bytes);
-    tma_status_t (*copy)(tma_gnn_backend_t *b, tensor_t *dst, const tensor_t *src);
     tma_status_t (*fill)(tma_gnn_backend_t *b, tensor_t *x, float v);
 
     /* dense: C = alpha op(A) op(B) + beta C (op = transpose when trans_*) */
@@ -103,14 +102,7 @@ typedef struct tma_gnn_ops {
     tma_status_t (*spmm)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y);
     tma_status_t (*spmm_t)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX);
 
-    /* row-wise LayerNorm; mean and rstd (rows x 1) are saved for backward */
-    tma_status_t (*layernorm_fwd)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
-                                  const tensor_t *beta, float eps, tensor_t *Y, tensor_t *mean, tensor_t *rstd);
-    tma_status_t (*layernorm_bwd)(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X,
-                                  const tensor_t *gamma, const tensor_t *mean, const tensor_t *rstd, tensor_t *dX,
-                                  tensor_t *dgamma, tensor_t *dbeta);
     /* PReLU with one slope a (1 x 1): y = x > 0 ? x : a x; dX may alias dY */
-    tma_status_t (*prelu_fwd)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *a, tensor_t *Y);
     tma_status_t (*prelu_bwd)(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X, const tensor_t *a,
                               tensor_t *dX, tensor_t *da);
     /* H = PReLU(LayerNorm(X)) without keeping the LayerNorm output (mean and
@@ -255,9 +247,6 @@ typedef struct tma_gnn_ops {
     X(COLSUM, "colsum")                                                                            \
     X(SPMM, "spmm")                                                                                \
     X(SPMM_T, "spmm_t")                                                                            \
-    X(LAYERNORM_FWD, "layernorm_fwd")                                                              \
-    X(LAYERNORM_BWD, "layernorm_bwd")                                                              \
-    X(PRELU_FWD, "prelu_fwd")                                                                      \
     X(PRELU_BWD, "prelu_bwd")                                                                      \
     X(PAIR_MUL, "pair_mul")                                                                        \
     X(PAIR_MUL_BWD, "pair_mul_bwd")                                                                \
@@ -265,7 +254,6 @@ typedef struct tma_gnn_ops {
     X(SUMSQ, "sumsq")                                                                              \
     X(SCALE, "scale")                                                                              \
     X(FILL, "fill")                                                                                \
-    X(COPY, "copy")                                                                                \
     X(ADAM, "adam")                                                                                \
     X(FEAT_MATMUL, "feat_matmul")                                                                  \
     X(FEAT_MATMUL_GRAD, "feat_matmul_grad")                                                        \
@@ -328,12 +316,6 @@ tma_status_t tma_gnn_op_add_bias(tensor_t *Z, const tensor_t *bias);
 tma_status_t tma_gnn_op_colsum(const tensor_t *X, tensor_t *out);
 tma_status_t tma_gnn_op_spmm(const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y);
 tma_status_t tma_gnn_op_spmm_t(const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX);
-tma_status_t tma_gnn_op_layernorm_fwd(const tensor_t *X, const tensor_t *gamma, const tensor_t *beta, float eps,
-                                      tensor_t *Y, tensor_t *mean, tensor_t *rstd);
-tma_status_t tma_gnn_op_layernorm_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *gamma,
-                                      const tensor_t *mean, const tensor_t *rstd, tensor_t *dX, tensor_t *dgamma,
-                                      tensor_t *dbeta);
-tma_status_t tma_gnn_op_prelu_fwd(const tensor_t *X, const tensor_t *a, tensor_t *Y);
 tma_status_t tma_gnn_op_prelu_bwd(const tensor_t *dY, const tensor_t *X, const tensor_t *a, tensor_t *dX,
                                   tensor_t *da);
 tma_status_t tma_gnn_op_bias_prelu(tensor_t *Z, const tensor_t *bias, const tensor_t *a, tensor_t *Y);
@@ -351,7 +333,6 @@ tma_status_t tma_gnn_op_bce_logits(const tensor_t *logits, const tensor_t *label
 tma_status_t tma_gnn_op_sumsq(const tensor_t *x, double *out_p);
 tma_status_t tma_gnn_op_scale(tensor_t *x, float s);
 tma_status_t tma_gnn_op_fill(tensor_t *x, float v);
-tma_status_t tma_gnn_op_copy(tensor_t *dst, const tensor_t *src);
 tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h);
 /* TMA_ERR_UNSUPPORTED where the backend has no mrr_sum (the caller ranks on the host). */
 tma_status_t tma_gnn_op_mrr_sum(const tensor_t *scores, double *sum_p);

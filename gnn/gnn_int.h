@@ -34,6 +34,23 @@ typedef struct gnn_params {
 tma_status_t gnn_params_bind(const tma_gnn_config_t *cfg, const tma_gnn_layout_t *layout, const tensor_t *block,
                              gnn_params_t *p_p);
 
+/*
+ * The parameter walker: the one list of parameter blocks, in one order.
+ * Building a layout (lay set) appends each block; binding (bind set, with
+ * its block) checks each against the layout's next entry and points the
+ * view at it.  The encoder and decoder descriptors name their own blocks.
+ */
+typedef struct gnn_walk {
+    tma_gnn_layout_t *lay;                                 /* building */
+    const tma_gnn_layout_t *bind; const tensor_t *block; /* binding */
+    int next;                                             /* binding: the layout entry to match next */
+} gnn_walk_t;
+/* One block, named "<part>.<i>.<role>" ("<part>.<role>" when i < 0), rows x cols. */
+tma_status_t gnn_walk_param(gnn_walk_t *w, tensor_t *view, int64_t rows, int64_t cols, const char *part, int i,
+                            const char *role);
+/* Walks every block of cfg's model, filling p's views when binding. */
+tma_status_t gnn_params_walk(const tma_gnn_config_t *cfg, gnn_walk_t *w, gnn_params_t *p);
+
 /* A layer's source rows: node features (layer 0: feat with ids giving the
  * rows) or a dense tensor H of the previous layer's output. */
 typedef struct gnn_src {
@@ -73,10 +90,72 @@ tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z,
 tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
                                  const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E,
                                  tensor_t *D);
+/* T = src[r0 : r0 + T->rows] W + beta T */
+tma_status_t gnn_src_matmul(const gnn_src_t *src, int64_t r0, const tensor_t *W, float beta, tensor_t *T);
+/* A = the block's weighted sum of src rows */
+tma_status_t gnn_src_aggregate(const gnn_src_t *src, const tma_gnn_block_t *blk, tensor_t *A);
+
+/* ------------------------------------------------------------------ model kinds (model_kinds.c, enc_*.c, dec_*.c) */
+
+/*
+ * One encoder kind: everything the trainer, the evaluator and the layout
+ * ask of it.  gnn_encoder_of() looks it up once; adding a kind is one
+ * enc_<kind>.c holding its descriptor and forward, plus its entry in the
+ * table of model_kinds.c.
+ */
+typedef struct gnn_encoder_desc {
+    const char *name;
+    int neighbours;          /* aggregates sampled neighbours (0: the MLP, no blocks) */
+    int relational;          /* per-relation weights: needs model.relations, blocks carry relation ids */
+    int node_types;          /* takes per-type input projections on typed graphs */
+    int whole_graph;         /* the evaluator may aggregate the whole graph chunk by chunk, one fused op a layer */
+    int concat_self;         /* its self and neighbour products may be one product over [X_dst | A] */
+    int always_project;      /* projects before aggregating at every layer (onto all bases: bases*hidden wide) */
+    int self_loops;          /* sampling adds self loops */
+    tma_graph_norm_t norm;   /* the sampled blocks' edge weights */
+    /* Walks layer l's blocks (in x out), binding them into e. */
+    tma_status_t (*params)(gnn_walk_t *w, const tma_gnn_config_t *cfg, int l, int64_t in, int64_t out,
+                           gnn_enc_params_t *e);
+    /* The layer's pre-activation forward (gnn_layer_combine's contract). */
+    tma_status_t (*combine)(const gnn_enc_params_t *e, const tma_gnn_block_t *blk, const gnn_src_t *src,
+                            int64_t self0, const tensor_t *T, const tensor_t *rel, tensor_t *A, tensor_t *Z);
+    /* Where in gnn_enc_params_t the weight applied to the aggregated (or
+     * projected) neighbours lies (W, W_neigh or V); self_term: a self term
+     * X_dst W_self beside it. */
+    size_t agg_weight;
+    int self_term;
+} gnn_encoder_desc_t;
+
+/* One decoder kind. */
+typedef struct gnn_decoder_desc {
+    const char *name;
+    int relational; /* scores a pair by its relation id: needs model.relations */
+    int single;     /* one logit op on the pair, no hidden layers (the buffers see depth 1) */
+    tma_status_t (*params)(gnn_walk_t *w, const tma_gnn_config_t *cfg, int64_t in, gnn_params_t *p);
+    tma_status_t (*forward)(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
+                            const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E, tensor_t *D);
+} gnn_decoder_desc_t;
+
+extern const gnn_encoder_desc_t gnn_encoder_gcn, gnn_encoder_sage, gnn_encoder_mlp, gnn_encoder_rgcn;
+extern const gnn_decoder_desc_t gnn_decoder_mlp, gnn_decoder_distmult;
+/* The descriptors of cfg's kinds (a validated config: never NULL). */
+const gnn_encoder_desc_t *gnn_encoder_of(const tma_gnn_config_t *cfg);
+const gnn_decoder_desc_t *gnn_decoder_of(const tma_gnn_config_t *cfg);
+
+/* The aggregate's weight of an encoder layer's parameters (or gradients). */
+static inline const tensor_t *gnn_enc_agg_weight(const gnn_encoder_desc_t *d, const gnn_enc_params_t *e)
+{
+    return (const tensor_t *)(const void *)((const char *)e + d->agg_weight);
+}
+static inline tensor_t *gnn_enc_agg_grad(const gnn_encoder_desc_t *d, gnn_enc_params_t *g)
+{
+    return (tensor_t *)(void *)((char *)g + d->agg_weight);
+}
+
 /* The decoder's layer count as the buffers see it: 1 for DistMult. */
 static inline int gnn_decoder_depth(const tma_gnn_config_t *cfg)
 {
-    return cfg->decoder == TMA_GNN_DECODER_DISTMULT ? 1 : cfg->decoder_layers;
+    return gnn_decoder_of(cfg)->single ? 1 : cfg->decoder_layers;
 }
 
 /* ------------------------------------------------------------------ heterogeneous layers (hetero.c) */

@@ -2,14 +2,24 @@
 lib_LIBRARIES += gnn/libtma_gnn.a
 gnn_libtma_gnn_a_SOURCES = \
 	gnn/tma_gnn.h gnn/gnn_backend.h gnn/gnn_int.h \
-	gnn/backend.c gnn/config.c gnn/model.c gnn/trainer.c gnn/evaluator.c gnn/weights.c gnn/hetero.c \
-	gnn/cpu/cpu_avx2.c gnn/cpu/cpu_generic.c gnn/cpu/cpu_gemm.c gnn/cpu/cpu_gemm_int.h \
+	gnn/backend.c gnn/config.c gnn/model.c gnn/model_kinds.c \
+	gnn/enc_gcn.c gnn/enc_mlp.c gnn/enc_rgcn.c gnn/dec_mlp.c gnn/dec_distmult.c gnn/trainer.c gnn/evaluator.c gnn/weights.c gnn/hetero.c \
+	gnn/cpu/cpu_gemm.c gnn/cpu/cpu_gemm_int.h \
 	gnn/ref/ref_backend.c
 # No errno from sqrtf and no FP-exception semantics: lets the compiler vectorise
 # the element-wise kernels (selects instead of branches); results are unchanged.
 gnn_libtma_gnn_a_CFLAGS = $(AM_CFLAGS) -fno-math-errno -fno-trapping-math
-# The CPU kernels are one source compiled twice (AVX2 and baseline) by the two files above.
-EXTRA_DIST += gnn/cpu/cpu_kernels.c
+# gnn/cpu/: the CPU backend's op files, by kind, compiled twice: with CPU_ISA_AVX2
+# (AVX2 + FMA, tma_gnn_cpu_avx2_ops) and without (the baseline ISA,
+# tma_gnn_cpu_generic_ops); both builds' objects go into libtma_gnn.a.
+GNN_CPU_SRCS = gnn/cpu/cpu_int.h gnn/cpu/cpu_ops.c gnn/cpu/cpu_dense.c gnn/cpu/cpu_aggregate.c \
+	gnn/cpu/cpu_norm.c gnn/cpu/cpu_score.c gnn/cpu/cpu_hetero.c
+noinst_LIBRARIES = gnn/libgnn_cpu_avx2.a gnn/libgnn_cpu_generic.a
+gnn_libgnn_cpu_avx2_a_SOURCES = $(GNN_CPU_SRCS)
+gnn_libgnn_cpu_avx2_a_CFLAGS = $(gnn_libtma_gnn_a_CFLAGS) -DCPU_ISA_AVX2
+gnn_libgnn_cpu_generic_a_SOURCES = $(GNN_CPU_SRCS)
+gnn_libgnn_cpu_generic_a_CFLAGS = $(gnn_libtma_gnn_a_CFLAGS)
+gnn_libtma_gnn_a_LIBADD = $(gnn_libgnn_cpu_avx2_a_OBJECTS) $(gnn_libgnn_cpu_generic_a_OBJECTS) $(GNN_CUDA_OBJS)
 pkginclude_HEADERS += gnn/tma_gnn.h
 TMA_ALL_LIBS += gnn/libtma_gnn.a
 # gnn/cuda/: the CUDA backend, compiled by nvcc (automake has no rule for .cu)
@@ -19,7 +29,6 @@ GNN_CUDA_HDRS = gnn/cuda/cuda_int.h gnn/gnn_backend.h gnn/tma_gnn.h common/tma_c
 EXTRA_DIST += $(GNN_CUDA_SRCS) gnn/cuda/cuda_int.h
 if HAVE_CUDA
 GNN_CUDA_OBJS = gnn/cuda/cuda_backend.$(OBJEXT) gnn/cuda/cuda_kernels.$(OBJEXT)
-gnn_libtma_gnn_a_LIBADD = $(GNN_CUDA_OBJS)
 CLEANFILES += $(GNN_CUDA_OBJS)
 GNN_NVCC = $(NVCC) $(NVCCFLAGS) -std=c++20 -include $(top_builddir)/config.h -D_GNU_SOURCE \
 	-I$(top_srcdir)/common -I$(top_srcdir)/graph -I$(top_srcdir)/gnn $(CJSON_CFLAGS) \

@@ -17,73 +17,72 @@
 
 #define COMP "gnn"
 
-static tma_status_t find_param(const tma_gnn_layout_t *lay, const tensor_t *block, const char *name, tensor_t *t)
+tma_status_t gnn_walk_param(gnn_walk_t *w, tensor_t *view, int64_t rows, int64_t cols, const char *part, int i,
+                            const char *role)
 {
-    for (int i = 0; i < lay->count; i++) {
-        const tma_gnn_param_info_t *p = &lay->params[i];
-        if (strcmp(p->name, name) == 0) {
-            *t = tma_gnn_tensor_view(block, p->offset, p->rows, p->cols);
-            return TMA_OK;
-        }
+    char name[sizeof w->bind->params[0].name];
+    if (i < 0)
+        snprintf(name, sizeof name, "%s.%s", part, role);
+    else
+        snprintf(name, sizeof name, "%s.%d.%s", part, i, role);
+    if (w->lay) {
+        tma_gnn_layout_t *lay = w->lay;
+        if (lay->count >= TMA_GNN_MAX_PARAMS)
+            return TMA_ERR_INTERNAL;
+        tma_gnn_param_info_t *p = &lay->params[lay->count++];
+        snprintf(p->name, sizeof p->name, "%s", name);
+        p->rows = rows;
+        p->cols = cols;
+        p->offset = lay->total;
+        lay->total += (rows * cols + 15) / 16 * 16;
+        return TMA_OK;
     }
-    tma_log_error(COMP, "parameter %s is missing from the layout", name);
-    return TMA_ERR_INTERNAL;
+    const tma_gnn_param_info_t *p = w->next < w->bind->count ? &w->bind->params[w->next] : NULL;
+    if (!p || strcmp(p->name, name) != 0 || p->rows != rows || p->cols != cols) {
+        tma_log_error(COMP, "parameter %s (%lld x %lld) is not the layout's entry %d", name, (long long)rows,
+                      (long long)cols, w->next);
+        return TMA_ERR_INTERNAL;
+    }
+    w->next++;
+    *view = tma_gnn_tensor_view(w->block, p->offset, p->rows, p->cols);
+    return TMA_OK;
+}
+
+tma_status_t gnn_params_walk(const tma_gnn_config_t *cfg, gnn_walk_t *w, gnn_params_t *p)
+{
+    memset(p, 0, sizeof *p);
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    tma_status_t st = TMA_OK;
+    int64_t in = cfg->feature_dim;
+    for (int t = 0; t < cfg->num_node_types && st == TMA_OK; t++) {
+        st = gnn_walk_param(w, &p->in_W[t], cfg->type_dims[t], cfg->hidden, "in", t, "weight");
+        st = st ? st : gnn_walk_param(w, &p->in_b[t], 1, cfg->hidden, "in", t, "bias");
+        in = cfg->hidden;
+    }
+    for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
+        gnn_enc_params_t *e = &p->enc[l];
+        const int64_t out = cfg->hidden;
+        st = enc->params(w, cfg, l, in, out, e);
+        st = st ? st : gnn_walk_param(w, &e->b, 1, out, "enc", l, "bias");
+        if (l < cfg->layers - 1) {
+            st = st ? st : gnn_walk_param(w, &e->ln_w, 1, out, "enc", l, "ln_weight");
+            st = st ? st : gnn_walk_param(w, &e->ln_b, 1, out, "enc", l, "ln_bias");
+            st = st ? st : gnn_walk_param(w, &e->prelu, 1, 1, "enc", l, "prelu");
+        }
+        in = out;
+    }
+    return st ? st : gnn_decoder_of(cfg)->params(w, cfg, in, p);
 }
 
 tma_status_t gnn_params_bind(const tma_gnn_config_t *cfg, const tma_gnn_layout_t *lay, const tensor_t *block,
                              gnn_params_t *p_p)
 {
     gnn_params_t p;
-    memset(&p, 0, sizeof p);
-    char name[32];
-    tma_status_t st = TMA_OK;
-    for (int t = 0; t < cfg->num_node_types && st == TMA_OK; t++) {
-        snprintf(name, sizeof name, "in.%d.weight", t);
-        st = find_param(lay, block, name, &p.in_W[t]);
-        snprintf(name, sizeof name, "in.%d.bias", t);
-        st = st ? st : find_param(lay, block, name, &p.in_b[t]);
-    }
-    for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
-        gnn_enc_params_t *e = &p.enc[l];
-        if (cfg->encoder == TMA_GNN_ENCODER_RGCN) {
-            snprintf(name, sizeof name, "enc.%d.bases", l);
-            st = find_param(lay, block, name, &e->V);
-            snprintf(name, sizeof name, "enc.%d.coef", l);
-            st = st ? st : find_param(lay, block, name, &e->coef);
-            snprintf(name, sizeof name, "enc.%d.weight_self", l);
-            st = st ? st : find_param(lay, block, name, &e->W_self);
-        } else if (cfg->encoder == TMA_GNN_ENCODER_SAGE) {
-            snprintf(name, sizeof name, "enc.%d.weight_self", l);
-            st = find_param(lay, block, name, &e->W_self);
-            snprintf(name, sizeof name, "enc.%d.weight_neigh", l);
-            st = st ? st : find_param(lay, block, name, &e->W_neigh);
-        } else {
-            snprintf(name, sizeof name, "enc.%d.weight", l);
-            st = find_param(lay, block, name, &e->W);
-        }
-        snprintf(name, sizeof name, "enc.%d.bias", l);
-        st = st ? st : find_param(lay, block, name, &e->b);
-        if (l < cfg->layers - 1) {
-            snprintf(name, sizeof name, "enc.%d.ln_weight", l);
-            st = st ? st : find_param(lay, block, name, &e->ln_w);
-            snprintf(name, sizeof name, "enc.%d.ln_bias", l);
-            st = st ? st : find_param(lay, block, name, &e->ln_b);
-            snprintf(name, sizeof name, "enc.%d.prelu", l);
-            st = st ? st : find_param(lay, block, name, &e->prelu);
-        }
-    }
-    if (st == TMA_OK && cfg->decoder == TMA_GNN_DECODER_DISTMULT)
-        st = find_param(lay, block, "dec.relation", &p.rel_diag);
-    for (int k = 0; k < cfg->decoder_layers && st == TMA_OK && cfg->decoder == TMA_GNN_DECODER_MLP; k++) {
-        gnn_dec_params_t *d = &p.dec[k];
-        snprintf(name, sizeof name, "dec.%d.weight", k);
-        st = find_param(lay, block, name, &d->W);
-        snprintf(name, sizeof name, "dec.%d.bias", k);
-        st = st ? st : find_param(lay, block, name, &d->b);
-        if (k < cfg->decoder_layers - 1) {
-            snprintf(name, sizeof name, "dec.%d.prelu", k);
-            st = st ? st : find_param(lay, block, name, &d->prelu);
-        }
+    gnn_walk_t w = {.bind = lay, .block = block};
+    tma_status_t st = gnn_params_walk(cfg, &w, &p);
+    if (st == TMA_OK && w.next != lay->count) {
+        tma_log_error(COMP, "the layout has %d parameters, the model %d", lay->count, w.next);
+        st = TMA_ERR_INTERNAL;
     }
     if (st == TMA_OK)
         *p_p = p;
@@ -92,13 +91,13 @@ tma_status_t gnn_params_bind(const tma_gnn_config_t *cfg, const tma_gnn_layout_t
 
 int gnn_layer_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_feat_info_t *fi)
 {
-    if (cfg->encoder == TMA_GNN_ENCODER_RGCN)
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    if (enc->always_project)
         return 1;
-    return cfg->encoder != TMA_GNN_ENCODER_MLP && l == 0 && fi && fi->sparse;
+    return enc->neighbours && l == 0 && fi && fi->sparse;
 }
 
-/* out = src[r0 : r0 + out->rows] W + beta out */
-static tma_status_t src_matmul(const gnn_src_t *src, int64_t r0, const tensor_t *W, float beta, tensor_t *out)
+tma_status_t gnn_src_matmul(const gnn_src_t *src, int64_t r0, const tensor_t *W, float beta, tensor_t *out)
 {
     if (src->feat) {
         tensor_t ids = tma_gnn_tensor_view(src->ids, r0, out->rows, 1);
@@ -108,8 +107,7 @@ static tma_status_t src_matmul(const gnn_src_t *src, int64_t r0, const tensor_t 
     return tma_gnn_op_matmul(&h, 0, W, 0, 1.0f, beta, out);
 }
 
-/* A = the block's weighted sum of src rows */
-static tma_status_t src_aggregate(const gnn_src_t *src, const tma_gnn_block_t *blk, tensor_t *A)
+tma_status_t gnn_src_aggregate(const gnn_src_t *src, const tma_gnn_block_t *blk, tensor_t *A)
 {
     if (src->feat)
         return tma_gnn_op_feat_aggregate(src->feat, src->ids, blk, A);
@@ -119,51 +117,16 @@ static tma_status_t src_aggregate(const gnn_src_t *src, const tma_gnn_block_t *b
 tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, const gnn_src_t *src,
                                int64_t n, tensor_t *T)
 {
-    const gnn_enc_params_t *e = &P->enc[l];
-    const tensor_t *W = cfg->encoder == TMA_GNN_ENCODER_SAGE ? &e->W_neigh
-                        : cfg->encoder == TMA_GNN_ENCODER_RGCN ? &e->V
-                                                               : &e->W;
+    const tensor_t *W = gnn_enc_agg_weight(gnn_encoder_of(cfg), &P->enc[l]);
     tensor_t t = tma_gnn_tensor_shape(T, n, W->cols);
-    return src_matmul(src, 0, W, 0.0f, &t);
+    return gnn_src_matmul(src, 0, W, 0.0f, &t);
 }
 
 tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
                                const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, const tensor_t *T,
                                const tensor_t *rel, tensor_t *A, tensor_t *Z)
 {
-    const gnn_enc_params_t *e = &P->enc[l];
-    tma_status_t st = TMA_OK;
-    switch (cfg->encoder) {
-    case TMA_GNN_ENCODER_GCN:
-    case TMA_GNN_ENCODER_SAGE: {
-        const tensor_t *W = cfg->encoder == TMA_GNN_ENCODER_SAGE ? &e->W_neigh : &e->W;
-        if (T) {
-            st = tma_gnn_op_spmm(blk, T, Z);
-            if (st == TMA_OK && cfg->encoder == TMA_GNN_ENCODER_SAGE)
-                st = src_matmul(src, self0, &e->W_self, 1.0f, Z);
-            break;
-        }
-        /* The bias goes in with the first product. */
-        st = src_aggregate(src, blk, A);
-        if (st == TMA_OK)
-            st = tma_gnn_op_matmul_bias(A, W, &e->b, Z);
-        if (st == TMA_OK && cfg->encoder == TMA_GNN_ENCODER_SAGE)
-            st = src_matmul(src, self0, &e->W_self, 1.0f, Z);
-        return st;
-    }
-    case TMA_GNN_ENCODER_MLP:
-        st = src_matmul(src, self0, &e->W, 0.0f, Z);
-        break;
-    case TMA_GNN_ENCODER_RGCN:
-        /* T = src V (all bases); the aggregation mixes them per edge by its relation. */
-        st = tma_gnn_op_rgcn_aggregate(blk, rel, T, &e->coef, Z);
-        if (st == TMA_OK)
-            st = src_matmul(src, self0, &e->W_self, 1.0f, Z);
-        break;
-    }
-    if (st == TMA_OK)
-        st = tma_gnn_op_add_bias(Z, &e->b);
-    return st;
+    return gnn_encoder_of(cfg)->combine(&P->enc[l], blk, src, self0, T, rel, A, Z);
 }
 
 tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *mean, tensor_t *rstd,
@@ -177,16 +140,5 @@ tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t
                                  const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E,
                                  tensor_t *D)
 {
-    if (cfg->decoder == TMA_GNN_DECODER_DISTMULT)
-        return tma_gnn_op_distmult(R, hi, ti, rel, &P->rel_diag, &D[0]);
-    tma_status_t st = tma_gnn_op_pair_mul(R, hi, ti, &E[0]);
-    for (int k = 0; k < cfg->decoder_layers && st == TMA_OK; k++) {
-        const gnn_dec_params_t *d = &P->dec[k];
-        st = tma_gnn_op_matmul(&E[k], 0, &d->W, 0, 1.0f, 0.0f, &D[k]);
-        if (st == TMA_OK && k < cfg->decoder_layers - 1)
-            st = tma_gnn_op_bias_prelu(&D[k], &d->b, &d->prelu, &E[k + 1]);
-        else if (st == TMA_OK)
-            st = tma_gnn_op_add_bias(&D[k], &d->b);
-    }
-    return st;
+    return gnn_decoder_of(cfg)->forward(cfg, P, R, hi, ti, rel, E, D);
 }

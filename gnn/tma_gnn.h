@@ -229,9 +229,14 @@ tma_status_t tma_gnn_config_load(const char *path, tma_gnn_config_t *cfg_p);
 cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg);
 /* The "model" section alone (what weight files record). */
 cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg);
-/* 1 when `device` names a device a config may hold: "cpu", "cuda" or
- * "cuda:N" (N in 0..1023).  Whether this build and machine have it is only
- * known when a backend is created. */
+/*
+ * The one parser of device names (gnn/backend.c): "cpu" (*gpu_p = -1),
+ * "cuda" (GPU 0) or "cuda:N" (N: decimal digits, 0..1023).  TMA_OK or
+ * TMA_ERR_CONFIG; gpu_p may be NULL.  Whether this build and machine have
+ * the device is only known when a backend is created.
+ */
+tma_status_t tma_gnn_device_parse(const char *device, int *gpu_p);
+/* 1 when tma_gnn_device_parse accepts `device`. */
 int tma_gnn_device_valid(const char *device);
 /* Checks the ranges and relations of a config filled in by hand. */
 tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ctx);
@@ -244,6 +249,11 @@ uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg);
 const char *tma_gnn_encoder_name(tma_gnn_encoder_t e);
 /* "mlp" or "distmult". */
 const char *tma_gnn_decoder_name(tma_gnn_decoder_t d);
+/* The kind named `name` (as the names above spell it); TMA_ERR_CONFIG for none. */
+tma_status_t tma_gnn_encoder_parse(const char *name, tma_gnn_encoder_t *e_p);
+tma_status_t tma_gnn_decoder_parse(const char *name, tma_gnn_decoder_t *d_p);
+/* Sets the default kinds: a gcn encoder and an mlp decoder. */
+void tma_gnn_config_default_kinds(tma_gnn_config_t *cfg);
 /* 1 when the model reads relation ids (encoder rgcn or decoder distmult). */
 int tma_gnn_config_relational(const tma_gnn_config_t *cfg);
 /* "pessimistic" or "mean". */

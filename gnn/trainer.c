@@ -43,7 +43,8 @@ struct tma_gnn_trainer {
     tma_gnn_layout_t layout;
     tma_gnn_backend_t *b;
     int L, K, B, mlp;
-    int rgcn, distmult; /* the RGCN encoder; the DistMult decoder */
+    const gnn_encoder_desc_t *enc; /* the encoder kind */
+    int rgcn, distmult; /* the encoder and decoder read relation ids (RGCN, DistMult) */
     int proj;           /* the per-type input projection (cfg.num_node_types > 0) */
 
     tensor_t params, grads, adam_m, adam_v;
@@ -153,7 +154,7 @@ static int stacked(const gnn_enc_params_t *e)
 
 static int sage_concat(const tma_gnn_trainer_t *tr)
 {
-    return tr->cfg.encoder == TMA_GNN_ENCODER_SAGE && !tr->proj && tr->b->ops->feat_self_aggregate &&
+    return tr->enc->concat_self && !tr->proj && tr->b->ops->feat_self_aggregate &&
            stacked(&tr->P.enc[0]) && stacked(&tr->G.enc[0]);
 }
 
@@ -375,8 +376,8 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
     so.num_layers = tr->mlp ? 0 : tr->L;
     for (int l = 0; l < tr->L; l++)
         so.fanouts[l] = tr->cfg.fanouts[l];
-    so.norm = tr->cfg.encoder == TMA_GNN_ENCODER_GCN ? TMA_GRAPH_NORM_GCN : TMA_GRAPH_NORM_MEAN;
-    so.self_loops = tr->cfg.encoder == TMA_GNN_ENCODER_GCN;
+    so.norm = tr->enc->norm;
+    so.self_loops = tr->enc->self_loops;
     /* Backward gathers per source row.  RGCN's weights (the mean per
      * relation) are set after sampling, so its blocks have no transpose
      * and the backward scatters. */
@@ -496,9 +497,10 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
     tr->L = tr->cfg.layers;
     tr->K = gnn_decoder_depth(&tr->cfg);
     tr->B = tr->cfg.batch_size;
-    tr->mlp = tr->cfg.encoder == TMA_GNN_ENCODER_MLP;
-    tr->rgcn = tr->cfg.encoder == TMA_GNN_ENCODER_RGCN;
-    tr->distmult = tr->cfg.decoder == TMA_GNN_DECODER_DISTMULT;
+    tr->enc = gnn_encoder_of(&tr->cfg);
+    tr->mlp = !tr->enc->neighbours;
+    tr->rgcn = tr->enc->relational;
+    tr->distmult = gnn_decoder_of(&tr->cfg)->relational;
     tr->proj = tr->cfg.num_node_types > 0;
     tma_rng_seed(&tr->rng, tr->cfg.seed, 0x747261696e6572ull);
     if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK)
@@ -871,9 +873,9 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
             if (st == TMA_OK && l > 0)
                 st = tma_gnn_op_matmul(&dZ, 0, &w->W, 1, 1.0f, 0.0f, &dH);
         } else {
-            const int sage = cfg->encoder == TMA_GNN_ENCODER_SAGE;
-            const tensor_t *Wagg = sage ? &w->W_neigh : &w->W;
-            tensor_t *gWagg = sage ? &gw->W_neigh : &gw->W;
+            const int sage = tr->enc->self_term; /* a self term beside the aggregate */
+            const tensor_t *Wagg = gnn_enc_agg_weight(tr->enc, w);
+            tensor_t *gWagg = gnn_enc_agg_grad(tr->enc, gw);
             if (l == 0 && !pf && !s->fi.sparse && sage_concat(tr)) {
                 /* [dW_self; dW_neigh] = [X_dst | A]^T dZ (the forward's product) */
                 tensor_t XA = tma_gnn_tensor_shape(&tr->lb[0].A, n_dst, 2 * d_in);

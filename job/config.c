@@ -125,13 +125,8 @@ static tma_status_t copy_str(char *dst, size_t cap, const char *src, const char 
 
 static tma_status_t parse_device(const char *s, const char *ctx, const char *key)
 {
-    if (strcmp(s, "cpu") == 0 || strcmp(s, "cuda") == 0)
+    if (tma_gnn_device_valid(s))
         return TMA_OK;
-    if (strncmp(s, "cuda:", 5) == 0) {
-        int64_t i;
-        if (tma_parse_i64(s + 5, &i) == 0 && i >= 0 && i < 1024)
-            return TMA_OK;
-    }
     tma_log_error(COMP, "%s: %s = \"%s\": a device is \"cpu\", \"cuda\" or \"cuda:N\"", ctx, key, s);
     return TMA_ERR_CONFIG;
 }

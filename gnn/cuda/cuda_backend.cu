@@ -176,16 +176,11 @@ static void cuda_fini(tma_gnn_backend_t *b)
     b->impl = NULL;
 }
 
-/* "cuda" -> 0, "cuda:3" -> 3; -1 if malformed. */
+/* "cuda" -> 0, "cuda:3" -> 3; -1 if malformed (tma_gnn_device_parse's rule). */
 static int device_index(const char *device)
 {
-    const char *colon = strchr(device, ':');
-    if (!colon)
-        return 0;
-    int64_t i;
-    if (tma_parse_i64(colon + 1, &i) != 0 || i < 0 || i > 1023 || colon[1] < '0' || colon[1] > '9')
-        return -1;
-    return (int)i;
+    int gpu = -1;
+    return tma_gnn_device_parse(device, &gpu) == TMA_OK ? gpu : -1;
 }
 
 static tma_status_t cuda_init(tma_gnn_backend_t *b, const char *device)
@@ -348,15 +343,6 @@ static tma_status_t cuda_download(tma_gnn_backend_t *b, void *host, const void *
     return TMA_OK;
 }
 
-static tma_status_t cuda_copy(tma_gnn_backend_t *b, tensor_t *dst, const tensor_t *src)
-{
-    ENTER(b);
-    size_t bytes = (size_t)tma_gnn_tensor_numel(src) * tma_gnn_dtype_size(src->dtype);
-    if (bytes && dst->data != src->data)
-        CU(cudaMemcpyAsync(dst->data, src->data, bytes, cudaMemcpyDeviceToDevice, S(b)->stream));
-    return TMA_OK;
-}
-
 static tma_status_t cuda_fill(tma_gnn_backend_t *b, tensor_t *x, float v)
 {
     ENTER(b);
@@ -453,24 +439,6 @@ static tma_status_t cuda_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk
 
 /* ------------------------------------------------------------------ LayerNorm, PReLU */
 
-static tma_status_t cuda_layernorm_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
-                                       const tensor_t *beta, float eps, tensor_t *Y, tensor_t *mean, tensor_t *rstd)
-{
-    ENTER(b);
-    CU(cuk_ln_fwd(S(b)->stream, CF(X), CF(gamma), CF(beta), NULL, eps, X->rows, X->cols, F(Y), F(mean), F(rstd)));
-    return TMA_OK;
-}
-
-static tma_status_t cuda_layernorm_bwd(tma_gnn_backend_t *b, const tensor_t *dY, const tensor_t *X,
-                                       const tensor_t *gamma, const tensor_t *mean, const tensor_t *rstd, tensor_t *dX,
-                                       tensor_t *dgamma, tensor_t *dbeta)
-{
-    ENTER(b);
-    CU(cuk_ln_bwd(S(b)->stream, &S(b)->sc, CF(dY), CF(X), CF(gamma), NULL, NULL, CF(mean), CF(rstd), X->rows,
-                  X->cols, F(dX), F(dgamma), F(dbeta), NULL));
-    return TMA_OK;
-}
-
 static tma_status_t cuda_ln_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *gamma,
                                       const tensor_t *beta, const tensor_t *a, float eps, tensor_t *H, tensor_t *mean,
                                       tensor_t *rstd)
@@ -488,14 +456,6 @@ static tma_status_t cuda_ln_prelu_bwd(tma_gnn_backend_t *b, const tensor_t *dH, 
     ENTER(b);
     CU(cuk_ln_bwd(S(b)->stream, &S(b)->sc, CF(dH), CF(X), CF(gamma), CF(beta), CF(a), CF(mean), CF(rstd), X->rows,
                   X->cols, F(dX), F(dgamma), F(dbeta), F(da)));
-    return TMA_OK;
-}
-
-static tma_status_t cuda_prelu_fwd(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *a, tensor_t *Y)
-{
-    ENTER(b);
-    /* PReLU alone: the bias-free case of bias_prelu (X is only read). */
-    CU(cuk_bias_prelu(S(b)->stream, (float *)X->data, 1, tma_gnn_tensor_numel(X), NULL, CF(a), F(Y)));
     return TMA_OK;
 }
 
@@ -846,16 +806,12 @@ const tma_gnn_ops_t tma_gnn_cuda_ops = {
     .free = cuda_free,
     .upload = cuda_upload,
     .download = cuda_download,
-    .copy = cuda_copy,
     .fill = cuda_fill,
     .matmul = cuda_matmul,
     .add_bias = cuda_add_bias,
     .colsum = cuda_colsum,
     .spmm = cuda_spmm,
     .spmm_t = cuda_spmm_t,
-    .layernorm_fwd = cuda_layernorm_fwd,
-    .layernorm_bwd = cuda_layernorm_bwd,
-    .prelu_fwd = cuda_prelu_fwd,
     .prelu_bwd = cuda_prelu_bwd,
     .ln_prelu_fwd = cuda_ln_prelu_fwd,
     .ln_prelu_bwd = cuda_ln_prelu_bwd,

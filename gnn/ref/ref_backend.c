@@ -38,11 +38,6 @@ static tma_status_t ref_memcpy(tma_gnn_backend_t *b, void *dst, const void *src,
     return TMA_OK;
 }
 
-static tma_status_t ref_copy(tma_gnn_backend_t *b, tensor_t *dst, const tensor_t *src)
-{
-    return ref_memcpy(b, dst->data, src->data, (size_t)tma_gnn_tensor_numel(src) * tma_gnn_dtype_size(src->dtype));
-}
-
 static tma_status_t ref_fill(tma_gnn_backend_t *b, tensor_t *x, float v)
 {
     int64_t n = tma_gnn_tensor_numel(x);
@@ -541,16 +536,12 @@ const tma_gnn_ops_t tma_gnn_ref_ops = {
     .free = ref_free,
     .upload = ref_memcpy,
     .download = ref_memcpy,
-    .copy = ref_copy,
     .fill = ref_fill,
     .matmul = ref_matmul,
     .add_bias = ref_add_bias,
     .colsum = ref_colsum,
     .spmm = ref_spmm,
     .spmm_t = ref_spmm_t,
-    .layernorm_fwd = ref_layernorm_fwd,
-    .layernorm_bwd = ref_layernorm_bwd,
-    .prelu_fwd = ref_prelu_fwd,
     .prelu_bwd = ref_prelu_bwd,
     .bias_prelu = ref_bias_prelu,
     .ln_prelu_fwd = ref_ln_prelu_fwd,

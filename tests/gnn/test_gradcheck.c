@@ -586,18 +586,20 @@ static void check_layernorm(void)
     var_t X = var_new(n, d, -2, 2, 0), g = var_new(1, d, 0.5, 1.5, 0), b = var_new(1, d, -1, 1, 0);
     var_t R = var_new(n, d, -1, 1, 0), Y = var_out(n, d), mu = var_out(n, 1), rs = var_out(n, 1);
     var_t dX = var_out(n, d), dg = var_out(1, d), db = var_out(1, d);
-    CHECK_OK(tma_gnn_op_layernorm_fwd(&X.t, &g.t, &b.t, 1e-5f, &Y.t, &mu.t, &rs.t));
+    /* LayerNorm alone: the model's ln_prelu with slope 1 (the identity). */
+    var_t a = var_new(1, 1, 1, 1, 0), da = var_out(1, 1);
+    CHECK_OK(tma_gnn_op_ln_prelu_fwd(&X.t, &g.t, &b.t, &a.t, 1e-5f, &Y.t, &mu.t, &rs.t));
     ln_ctx_t c = {&X, &g, &b, &R, n, d};
     var_get(&Y);
     double ls = 0;
     for (int64_t i = 0; i < n * d; i++)
         ls += R.d[i] * Y.f[i];
     CHECK_NEAR(ls, ln_loss(&c), 1e-5 * fabs(ls) + 1e-6);
-    CHECK_OK(tma_gnn_op_layernorm_bwd(&R.t, &X.t, &g.t, &mu.t, &rs.t, &dX.t, &dg.t, &db.t));
+    CHECK_OK(tma_gnn_op_ln_prelu_bwd(&R.t, &X.t, &g.t, &b.t, &a.t, &mu.t, &rs.t, &dX.t, &dg.t, &db.t, &da.t));
     fd_check("layernorm dX", X.d, X.n, var_get(&dX), ln_loss, &c);
     fd_check("layernorm dgamma", g.d, g.n, var_get(&dg), ln_loss, &c);
     fd_check("layernorm dbeta", b.d, b.n, var_get(&db), ln_loss, &c);
-    var_t *all[] = {&X, &g, &b, &R, &Y, &mu, &rs, &dX, &dg, &db};
+    var_t *all[] = {&X, &g, &b, &R, &Y, &mu, &rs, &dX, &dg, &db, &a, &da};
     for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
         var_free(all[i]);
 }
