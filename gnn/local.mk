@@ -10,6 +10,7 @@ gnn_libtma_gnn_a_SOURCES = \
 gnn_libtma_gnn_a_CFLAGS = $(AM_CFLAGS) -fno-math-errno -fno-trapping-math
 # The CPU kernels are one source compiled twice (AVX2 and baseline) by the two files above.
 EXTRA_DIST += gnn/cpu/cpu_kernels.c
+gnn_libtma_gnn_a_CPPFLAGS = $(TMA_BASE_CPPFLAGS) $(TMA_INC_GNN)
 pkginclude_HEADERS += gnn/tma_gnn.h
 TMA_ALL_LIBS += gnn/libtma_gnn.a
 # gnn/cuda/: the CUDA backend, compiled by nvcc (automake has no rule for .cu)
