@@ -39,7 +39,7 @@ typedef struct coord_eval_cfg {
     volatile sig_atomic_t *stop_flag; /* may be NULL; a write that keeps failing is given up when set */
     int64_t best_round;          /* resumed best (-1: none) */
     double best_val, best_time;
-    tma_run_budget_t budget;     /* for the progress line logged with each metrics line */
+    tma_job_run_budget_t budget;     /* for the progress line logged with each metrics line */
     const tma_inject_t *inj;     /* may be NULL; the point "eval"; must outlive the evaluator */
 } coord_eval_cfg_t;
 
@@ -83,7 +83,7 @@ typedef struct slot {
     /* this round */
     int expected, got, missed;
     int poisoned;       /* it sent NaN or infinite values since the last round record */
-    tma_msg_meta_t meta;
+    tma_job_msg_meta_t meta;
     int32_t *shards;    /* [map.n]: the shards its meta block names (meta.n_shards) */
     int64_t lease;
     double weight;
@@ -104,9 +104,9 @@ typedef struct coord {
     volatile sig_atomic_t *stop_flag;
     char jobname[TMA_JOB_NAME_MAX];
     tma_kv_t *kv;
-    tma_jobview_t *view;
+    tma_job_view_t *view;
     tma_job_t *job;
-    const tma_variant_desc_t *vd; /* job->vd */
+    const tma_job_variant_desc_t *vd; /* job->vd */
     tma_inject_t inj;
     tma_gnn_config_t cfg;
     tma_graph_t *graph;
@@ -121,7 +121,7 @@ typedef struct coord {
     tma_transport_t *tr;
 
     int64_t P;
-    int64_t meta_floats; /* of the meta block after a worker's tensor: tma_msg_meta_floats(map.n) */
+    int64_t meta_floats; /* of the meta block after a worker's tensor: tma_job_msg_meta_floats(map.n) */
     float *global;
     double *acc;
     slot_t *slots;
@@ -136,7 +136,7 @@ typedef struct coord {
 
     int resume;             /* taking over a job that was training */
     int leader_finished;    /* a standby whose leader finished the job: nothing to do, a success */
-    tma_state_rec_t prev;   /* its state record */
+    tma_job_state_rec_t prev;   /* its state record */
 
     int64_t round;
     double elapsed_base; /* training seconds before clock_start */
@@ -190,10 +190,10 @@ void coord_slot_post(coord_t *c, slot_t *s);
 void coord_slot_release(coord_t *c, slot_t *s);
 int coord_is_connected(coord_t *c, uint32_t id);
 void coord_mark_suspect(slot_t *sl);
-int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
-int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
+int coord_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t *ids);
+int coord_expect_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t *ids);
 /* The ids of the job's members (malloc'd, *n_p of them; NULL on no memory). */
-uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p);
+uint32_t *coord_member_ids(const tma_job_view_snap_t *s, int *n_p);
 tma_status_t coord_service_view(coord_t *c, int training);
 tma_status_t coord_idle(coord_t *c, double timeout, int training);
 
@@ -230,7 +230,7 @@ tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, co
  * coordinator's epoch (same owner, same since_round), so that workers keep
  * counting them once this leader commits its first round (the view honours
  * shards/<k> only from the leader). */
-tma_status_t coord_restamp_shards(coord_t *c, const tma_jobview_snap_t *s);
+tma_status_t coord_restamp_shards(coord_t *c, const tma_job_view_snap_t *s);
 void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round);
 tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record);
 /* The checkpoint of round `round` written under `epoch`: run_dir/

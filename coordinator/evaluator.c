@@ -57,7 +57,7 @@ struct coord_eval {
     int64_t best_round;
     double best_val, best_time;
     /* the progress line */
-    tma_run_budget_t budget;
+    tma_job_run_budget_t budget;
     double progress_best;
     int64_t evaluated, skipped;
     tma_status_t error;
@@ -127,7 +127,7 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
         if (put_etcd(e, TMA_KEY_METRICS, p->round, r) != TMA_ERR_FENCED) {
             coord_io_retry_t rt = {e->metrics_path, "a metrics line", 0, 0};
             tma_status_t st;
-            while ((st = tma_run_append_line(e->metrics_path, r)) != TMA_OK && coord_io_retry(&rt, st, give_up(e)))
+            while ((st = tma_job_run_append_line(e->metrics_path, r)) != TMA_OK && coord_io_retry(&rt, st, give_up(e)))
                 ;
             coord_io_retry_end(&rt, st);
             if (st != TMA_OK) {
@@ -135,7 +135,7 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
                 set_error(e, st);
             } else {
                 char line[512];
-                tma_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
+                tma_job_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
                 tma_log_info(COMP, "%s", line);
             }
         }
@@ -324,8 +324,8 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->budget = c->budget;
     e->inj = c->inj;
     e->progress_best = c->best_round >= 0 ? c->best_val : NAN;
-    e->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
-    e->best_path = tma_run_path(c->run_dir, "best.tmaw");
+    e->metrics_path = tma_job_run_path(c->run_dir, "metrics.jsonl");
+    e->best_path = tma_job_run_path(c->run_dir, "best.tmaw");
     e->P = tma_gnn_param_count(&e->cfg);
     tma_status_t st = TMA_ERR_NOMEM;
     if (!e->metrics_path || !e->best_path || e->P <= 0)

@@ -31,7 +31,7 @@ static void test_line_whole_or_nothing(const char *dir)
 {
     char *path = tma_path_join(dir, "metrics.jsonl");
     cJSON *r0 = record(0), *r1 = record(1);
-    CHECK_OK(tma_run_append_line(path, r0));
+    CHECK_OK(tma_job_run_append_line(path, r0));
     off_t size = file_size(path);
     CHECK(size > 0);
 
@@ -43,18 +43,18 @@ static void test_line_whole_or_nothing(const char *dir)
     lim.rlim_cur = (rlim_t)size + 10;
     signal(SIGXFSZ, SIG_IGN);
     CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
-    tma_status_t st = tma_run_append_line(path, r1);
+    tma_status_t st = tma_job_run_append_line(path, r1);
     CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
     CHECK_MSG(st != TMA_OK, "an append cut short reported success");
     CHECK_MSG(file_size(path) == size, "a failed append left %lld bytes behind (a torn line)",
               (long long)(file_size(path) - size));
 
     /* With room again the line goes in, and the file reads back whole. */
-    CHECK_OK(tma_run_append_line(path, r1));
+    CHECK_OK(tma_job_run_append_line(path, r1));
     int64_t *rounds = NULL;
     double *times = NULL, *vals = NULL;
     int n = 0;
-    CHECK_OK(tma_run_read_metrics(path, &rounds, &times, &vals, &n));
+    CHECK_OK(tma_job_run_read_metrics(path, &rounds, &times, &vals, &n));
     CHECK_MSG(n == 2 && rounds && rounds[0] == 0 && rounds[1] == 1, "read back %d line(s)", n);
     free(rounds);
     free(times);
