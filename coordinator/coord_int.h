@@ -6,8 +6,11 @@
  * round 0), takeover.c (resuming another coordinator's job), members.c
  * (the view, suspects, slots), round.c (collect, average, publish a
  * round), average.c (the pure weighted mean), ggs.c (synchronous SGD),
- * publish.c (etcd writes guarded by the epoch), end.c (stop, test, result)
- * and coordinator.c (the sequence of phases).
+ * publish.c (the records, the global weights, checkpoints), end.c (stop,
+ * test, result) and coordinator.c (the sequence of phases); below them all,
+ * coord.c (state queries: stopping, training time), guard.c (etcd writes
+ * guarded by the epoch), io_retry.c (writes retried while the disk is full)
+ * and evaluator.c (the evaluator thread; a weights file's metrics).
  */
 #ifndef TMA_COORD_INT_H
 #define TMA_COORD_INT_H
@@ -151,9 +154,18 @@ typedef struct coord {
  * (events match any tag), leaving tensors queued for their round. */
 #define COORD_EVENTS_ONLY_TAG 0x7ffffff0u
 
-/* coordinator.c */
+/* coord.c */
 int coord_stopping(coord_t *c);
 double coord_train_elapsed(const coord_t *c);
+
+/* guard.c */
+/* One transaction that holds only while the coordinator key has create
+ * revision `epoch`; a failed compare sets *fenced and is TMA_ERR_FENCED.
+ * NULL values delete.  At most 16 keys. */
+tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, int *fenced, int n,
+                               const char *const *keys, char *const *vals);
+tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry);
+tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
 
 /* setup.c: each open_* acquires one phase's resources in order and on
  * failure releases what it took; each close_* releases them in reverse
@@ -215,13 +227,6 @@ int coord_average(const coord_contrib_t *in, int n, int64_t P, double *acc, floa
 tma_status_t coord_ggs_loop(coord_t *c);
 
 /* publish.c */
-/* One transaction that holds only while the coordinator key has create
- * revision `epoch`; a failed compare sets *fenced and is TMA_ERR_FENCED.
- * NULL values delete.  At most 16 keys. */
-tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, int *fenced, int n,
-                               const char *const *keys, char *const *vals);
-tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry);
-tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
 /* The state record with this coordinator's epoch and run folder. */
 char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, double elapsed, int64_t best_round,
                          double best_val);
@@ -262,7 +267,9 @@ void coord_io_retry_end(coord_io_retry_t *r, tma_status_t st);
 
 /* end.c */
 tma_status_t coord_finish(coord_t *c, const char *reason);
-/* The MRR and Hits@K of a weights file on a split of the full graph, and its round. */
+
+/* evaluator.c, outside the thread: the MRR and Hits@K of a weights file on
+ * a split of the full graph, and its round. */
 tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
                                      uint64_t *round_p);
 

@@ -35,31 +35,6 @@ static void publish_stop(coord_t *c, const char *reason, double train_s)
         tma_log_warn(COMP, "could not set stop in etcd: %s", tma_status_str(st));
 }
 
-tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
-                                     uint64_t *round_p)
-{
-    float *params = NULL;
-    int64_t count = 0;
-    uint64_t r = 0;
-    tma_status_t st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
-    if (st != TMA_OK)
-        return st;
-    if (c->ev) {
-        st = coord_eval_metrics(c->ev, params, split, m_p);
-    } else {
-        tma_gnn_evaluator_t *ev;
-        st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
-        if (st == TMA_OK) {
-            st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
-            tma_gnn_evaluator_destroy(ev);
-        }
-    }
-    free(params);
-    if (st == TMA_OK && round_p)
-        *round_p = r;
-    return st;
-}
-
 /* The test metrics of best.tmaw (mrr NaN when there is none or testing failed). */
 static void test_best(coord_t *c, int64_t best_round, const char *best_path, tma_gnn_metrics_t *m)
 {

@@ -457,3 +457,30 @@ void coord_eval_destroy(coord_eval_t *e)
     free(e->best_path);
     free(e);
 }
+
+/* Outside the thread: used by end.c (best.tmaw on the test split) and
+ * takeover.c (the previous best on the validation split). */
+tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
+                                     uint64_t *round_p)
+{
+    float *params = NULL;
+    int64_t count = 0;
+    uint64_t r = 0;
+    tma_status_t st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
+    if (st != TMA_OK)
+        return st;
+    if (c->ev) {
+        st = coord_eval_metrics(c->ev, params, split, m_p);
+    } else {
+        tma_gnn_evaluator_t *ev;
+        st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
+        if (st == TMA_OK) {
+            st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
+            tma_gnn_evaluator_destroy(ev);
+        }
+    }
+    free(params);
+    if (st == TMA_OK && round_p)
+        *round_p = r;
+    return st;
+}
