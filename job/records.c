@@ -36,7 +36,8 @@ static int get_i64(const cJSON *o, const char *key, const char *f, int64_t min, 
     double d;
     if (cJSON_IsNumber(it)) {
         d = it->valuedouble;
-        if (d >= (double)min && d <= (double)max && d == (double)(int64_t)d) {
+        /* (double)INT64_MAX rounds up to 2^63, which no int64 holds: below it only. */
+        if (d >= (double)min && d <= (double)max && d < 0x1p63 && d == (double)(int64_t)d) {
             *v_p = (int64_t)d;
             return 0;
         }
