@@ -38,8 +38,8 @@ set -u
 B=${1:-_build}
 BW=$B/bench/bench_transport
 FILL=$(cd "$B/bench" 2>/dev/null && pwd)/perftest_fill.so
-[ -x "$BW" ] || { echo "no $BW: build first (make)" >&2; exit 2; }
-[ -f "$FILL" ] || { echo "no $B/bench/perftest_fill.so: build first (make)" >&2; exit 2; }
+[ -x "$BW" ] || { echo "no $BW: build first (make bench)" >&2; exit 2; }
+[ -f "$FILL" ] || { echo "no $B/bench/perftest_fill.so: build first (make bench)" >&2; exit 2; }
 command -v ucx_perftest >/dev/null || { echo "ucx_perftest is missing (apt-get install ucx-utils)" >&2; exit 2; }
 export UCX_TLS=${UCX_TLS:-tcp}
 export TMA_JOB_TOKEN=bench-token

@@ -1,5 +1,7 @@
-# bench/: etcd client latency (bench/bench_kv.sh runs it next to etcdctl and curl).
-noinst_PROGRAMS += bench/bench_kv
+# bench/: etcd client latency (bench/bench_kv.sh runs it next to etcdctl and curl); built by `make bench`.
+EXTRA_PROGRAMS += bench/bench_kv
 bench_bench_kv_SOURCES = bench/bench_kv.c
 bench_bench_kv_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+CLEANFILES += bench/bench_kv
+bench: bench/bench_kv
 EXTRA_DIST += bench/bench_kv.sh

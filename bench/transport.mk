@@ -1,11 +1,14 @@
 # bench/transport: UCX transport throughput (bench/bench_transport.sh runs it next to ucx_perftest).
-noinst_PROGRAMS += bench/bench_transport
+EXTRA_PROGRAMS += bench/bench_transport
+bench_bench_transport_SOURCES = bench/bench_transport.c
 bench_bench_transport_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+CLEANFILES += bench/bench_transport
+bench: bench/bench_transport
 EXTRA_DIST += bench/bench_transport.sh bench/bench_transport_cpu.sh bench/transport_lib.sh
 # An LD_PRELOAD library for ucx_perftest (see bench/perftest_fill.c): a plain
 # shared object, built here because the project does not use libtool.  Built
 # without the sanitizer flags: it is preloaded into an uninstrumented program.
-noinst_DATA += bench/perftest_fill.so
+bench: bench/perftest_fill.so
 CLEANFILES += bench/perftest_fill.so
 EXTRA_DIST += bench/perftest_fill.c bench/transport_nocrc.patch bench/transport_experiment.patch
 bench/perftest_fill.so: bench/perftest_fill.c

@@ -118,7 +118,7 @@ typedef struct progress {
     char *metrics_path;
     long offset;
     double best;
-    tma_run_budget_t budget;
+    tma_job_run_budget_t budget;
     FILE *out;
 } progress_t;
 
@@ -140,7 +140,7 @@ static void show_progress(progress_t *pr)
         cJSON *o = cJSON_Parse(line);
         if (!o)
             continue;
-        tma_run_progress_line(o, &pr->budget, &pr->best, out, sizeof out);
+        tma_job_run_progress_line(o, &pr->budget, &pr->best, out, sizeof out);
         fprintf(pr->out, "%s\n", out);
         fflush(pr->out);
         cJSON_Delete(o);
@@ -224,7 +224,7 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         return rc;
     L->config_path = args.pos[0];
     L->say = L->json ? stderr : stdout;
-    if (L->out && !L->force && tma_run_holds_run(L->out)) {
+    if (L->out && !L->force && tma_job_run_holds_run(L->out)) {
         fprintf(stderr, "tma launch: %s already holds a run (result.json, metrics.jsonl or best.tmaw); choose another "
                         "-o, or --force to replace it\n", L->out);
         return CLI_EXIT_USAGE;
@@ -269,17 +269,17 @@ static tma_status_t launch_open_run(launch_t *L)
         return TMA_ERR_NOMEM;
     struct stat sb;
     L->made_run_dir = stat(L->run_dir, &sb) != 0;
-    if (tma_run_make_dir(L->run_dir, &abs) != TMA_OK)
+    if (tma_job_run_make_dir(L->run_dir, &abs) != TMA_OK)
         return TMA_ERR_IO;
     free(L->run_dir);
     L->run_dir = abs;
-    if (L->force && tma_run_clear_results(L->run_dir) != TMA_OK)
+    if (L->force && tma_job_run_clear_results(L->run_dir) != TMA_OK)
         return TMA_ERR_IO;
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
     fprintf(L->say, "tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name,
-            tma_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
+            tma_job_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
     fflush(L->say);
     return TMA_OK;
 }
@@ -533,7 +533,7 @@ static void print_last_error(FILE *out, const char *logs, const char *name)
  * workers, which leave on `stop`, get a moment before they are stopped. */
 static void launch_supervise(launch_t *L)
 {
-    progress_t prog = {tma_run_path(L->run_dir, "metrics.jsonl"), 0, NAN,
+    progress_t prog = {tma_job_run_path(L->run_dir, "metrics.jsonl"), 0, NAN,
                        {L->job->train_s, L->job->rounds, L->job->workers}, L->say};
     int show = !L->quiet && prog.metrics_path;
     int interrupted = 0;
@@ -587,7 +587,7 @@ static int launch_result(launch_t *L)
     }
     print_result(L->say, L->run_dir);
     if (L->json) {
-        char *path = tma_run_path(L->run_dir, "result.json");
+        char *path = tma_job_run_path(L->run_dir, "result.json");
         if (!path || cli_print_file(path) != CLI_EXIT_OK)
             code = -1;
         free(path);

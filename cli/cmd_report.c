@@ -112,7 +112,7 @@ static int load_row(const char *dir, run_row_t *row)
         base = base && base[1] ? base + 1 : dir;
         snprintf(row->label, sizeof row->label, "%s (%s)", row->variant, base);
         int64_t *rounds = NULL;
-        if (tma_run_read_metrics(mp, &rounds, &row->times, &row->vals, &row->n) != TMA_OK)
+        if (tma_job_run_read_metrics(mp, &rounds, &row->times, &row->vals, &row->n) != TMA_OK)
             row->n = 0;
         free(rounds);
         steps_range(mp, &row->steps_min, &row->steps_max);
@@ -287,7 +287,7 @@ int cli_cmd_report(int argc, char **argv)
             vs[i] = rows[i].vals;
             counts[i] = rows[i].n;
         }
-        pst = tma_run_plot_svg(plot, "validation MRR against training time", n, labels, ts, vs, counts);
+        pst = tma_job_run_plot_svg(plot, "validation MRR against training time", n, labels, ts, vs, counts);
     }
     if (as_json) {
         cJSON_AddStringToObject(out, "plot", plot && pst == TMA_OK ? plot : "");

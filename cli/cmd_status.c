@@ -34,22 +34,22 @@ int cli_cmd_status(int argc, char **argv)
     tma_kv_t *kv;
     if (tma_kv_create(&kc, &kv) != TMA_OK)
         return CLI_EXIT_RUNTIME;
-    tma_jobview_t *v;
-    tma_status_t st = tma_jobview_start(kv, job, 0, &v);
+    tma_job_view_t *v;
+    tma_status_t st = tma_job_view_start(kv, job, 0, &v);
     if (st != TMA_OK) {
         tma_kv_destroy(kv);
         return CLI_EXIT_RUNTIME;
     }
-    tma_jobview_snap_t s;
-    st = tma_jobview_snapshot(v, &s);
-    tma_jobview_stop(v);
+    tma_job_view_snap_t s;
+    st = tma_job_view_snapshot(v, &s);
+    tma_job_view_stop(v);
     if (st != TMA_OK) {
         tma_kv_destroy(kv);
         return CLI_EXIT_RUNTIME;
     }
     if (!s.config && !s.has_state && s.n_members == 0) {
         fprintf(stderr, "tma status: job %s: nothing in etcd under /tma/%s/ (wrong --job or --etcd?)\n", job, job);
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         tma_kv_destroy(kv);
         return CLI_EXIT_RUNTIME;
     }
@@ -78,7 +78,7 @@ int cli_cmd_status(int argc, char **argv)
     cJSON_AddBoolToObject(o, "stop", s.stop);
     cJSON *ms = cJSON_AddArrayToObject(o, "members");
     for (int i = 0; i < s.n_members; i++) {
-        const tma_member_rec_t *m = &s.members[i].rec;
+        const tma_job_member_rec_t *m = &s.members[i].rec;
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "id", m->id);
         cJSON_AddStringToObject(j, "name", m->name);
@@ -86,7 +86,7 @@ int cli_cmd_status(int argc, char **argv)
         cJSON_AddNumberToObject(j, "pid", m->pid);
         cJSON_AddBoolToObject(j, "backup", m->backup);
         cJSON_AddStringToObject(j, "device", m->device);
-        const tma_jobview_ready_t *r = tma_jobview_snap_ready(&s, m->id);
+        const tma_job_view_ready_t *r = tma_job_view_snap_ready(&s, m->id);
         cJSON_AddBoolToObject(j, "ready", r != NULL);
         cJSON *sh = cJSON_AddArrayToObject(j, "shards");
         for (int k = 0; k < s.n_shards; k++)
@@ -119,21 +119,21 @@ int cli_cmd_status(int argc, char **argv)
             printf("  stop         set\n");
         printf("  members      %d\n", s.n_members);
         for (int i = 0; i < s.n_members; i++) {
-            const tma_member_rec_t *m = &s.members[i].rec;
+            const tma_job_member_rec_t *m = &s.members[i].rec;
             char shards[256] = "";
             size_t off = 0;
             for (int k = 0; k < s.n_shards && off < sizeof shards - 12; k++)
                 if (s.shard_present[k] && s.shards[k].owner == (int64_t)m->id)
                     off += (size_t)snprintf(shards + off, sizeof shards - off, "%s%d", off ? "," : "", k);
             printf("    %4u  %-20s %-16s %s%s shards [%s]\n", m->id, m->name, m->device,
-                   tma_jobview_snap_ready(&s, m->id) ? "ready" : "loading", m->backup ? " backup" : "", shards);
+                   tma_job_view_snap_ready(&s, m->id) ? "ready" : "loading", m->backup ? " backup" : "", shards);
         }
         int norph = cJSON_GetArraySize(orph);
         if (norph)
             printf("  orphaned shards: %d\n", norph);
     }
     cJSON_Delete(o);
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     tma_kv_destroy(kv);
     return CLI_EXIT_OK;
 }

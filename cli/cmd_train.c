@@ -90,7 +90,7 @@ static tma_status_t evaluate(train_run_t *r)
                             r->train_s > 0 ? (double)r->steps * r->cfg.batch_size / r->train_s : 0);
     cJSON_AddNumberToObject(o, "eval_seconds", infer_s + score_s);
     tma_gnn_metrics_json(&m, "val_", o);
-    st = tma_run_append_line(r->metrics_path, o);
+    st = tma_job_run_append_line(r->metrics_path, o);
     cJSON_Delete(o);
     r->loss_sum = 0;
     r->loss_n = 0;
@@ -223,7 +223,7 @@ static tma_status_t train_open(train_run_t *r)
     }
     if ((st = tma_gnn_config_resolve(&r->cfg, r->g)) != TMA_OK)
         return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG;
-    if (!f->force && tma_run_holds_run(f->out)) {
+    if (!f->force && tma_job_run_holds_run(f->out)) {
         fprintf(stderr, "tma train: %s already holds a run (result.json, metrics.jsonl or best.tmaw); "
                         "choose another -o, or --force to replace it\n", f->out);
         return TMA_ERR_CONFIG;
@@ -245,17 +245,17 @@ static tma_status_t train_open(train_run_t *r)
             fprintf(stderr, "[train] starting from %s (round %llu)\n", f->init, (unsigned long long)round);
     }
     if ((st = tma_gnn_evaluator_create(&r->cfg, r->g, &r->ev)) != TMA_OK ||
-        (st = tma_run_make_dir(f->out, &r->run_dir)) != TMA_OK ||
-        (f->force && (st = tma_run_clear_results(r->run_dir)) != TMA_OK))
+        (st = tma_job_run_make_dir(f->out, &r->run_dir)) != TMA_OK ||
+        (f->force && (st = tma_job_run_clear_results(r->run_dir)) != TMA_OK))
         return st;
     /* The resolved config alone, so `--config RUN/config.json` repeats the run. */
     cJSON *cj = tma_gnn_config_to_json(&r->cfg);
-    char *path = tma_run_path(r->run_dir, "config.json");
+    char *path = tma_job_run_path(r->run_dir, "config.json");
     st = cj && path ? tma_json_write_file(path, cj) : TMA_ERR_NOMEM;
     cJSON_Delete(cj);
     free(path);
-    r->best_path = tma_run_path(r->run_dir, "best.tmaw");
-    r->metrics_path = tma_run_path(r->run_dir, "metrics.jsonl");
+    r->best_path = tma_job_run_path(r->run_dir, "best.tmaw");
+    r->metrics_path = tma_job_run_path(r->run_dir, "metrics.jsonl");
     r->params = malloc((size_t)tma_gnn_trainer_param_count(r->tr) * sizeof *r->params);
     if (st == TMA_OK && (!r->best_path || !r->metrics_path || !r->params))
         st = TMA_ERR_NOMEM;
@@ -328,9 +328,9 @@ static tma_status_t train_finish(train_run_t *r)
     const double test_mrr = test.mrr;
     /* The graph's absolute path, so `tma export RUN` finds it from anywhere. */
     char *graph = realpath(f->graph, NULL);
-    tma_run_result_t res = {"centralized", NULL, graph ? graph : f->graph, r->g->graph_id, r->started, 1, 1.0, test_mrr,
-                            r->best_round, r->best_val, r->best_at, r->train_s, r->evals,
-                            g_stop ? "interrupted" : f->seen_steps ? "steps" : "time", r->best_path};
+    tma_job_run_result_t res = {"centralized", NULL, graph ? graph : f->graph, r->g->graph_id, r->started, 1, 1.0,
+                                test_mrr, r->best_round, r->best_val, r->best_at, r->train_s, r->evals,
+                                g_stop ? "interrupted" : f->seen_steps ? "steps" : "time", r->best_path};
     tma_gnn_timing_t tm;
     tma_gnn_trainer_timing(r->tr, &tm);
     double b = tm.batches ? (double)tm.batches : 1;
@@ -351,7 +351,7 @@ static tma_status_t train_finish(train_run_t *r)
     cJSON_AddNumberToObject(t, "backward", tm.backward / b);
     cJSON_AddNumberToObject(t, "optimizer", tm.optimizer / b);
     tma_gnn_metrics_json(&test, "test_", x);
-    st = tma_run_write_result(r->run_dir, &res, x, NULL);
+    st = tma_job_run_write_result(r->run_dir, &res, x, NULL);
     free(graph);
     if (st != TMA_OK)
         return st;
@@ -367,7 +367,7 @@ static tma_status_t train_finish(train_run_t *r)
         printf("test_mrr %.6f\n", test_mrr);
         return TMA_OK;
     }
-    char *path = tma_run_path(r->run_dir, "result.json");
+    char *path = tma_job_run_path(r->run_dir, "result.json");
     st = path && cli_print_file(path) == CLI_EXIT_OK ? TMA_OK : TMA_ERR_IO;
     free(path);
     return st;

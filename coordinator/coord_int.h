@@ -6,8 +6,11 @@
  * round 0), takeover.c (resuming another coordinator's job), members.c
  * (the view, suspects, slots), round.c (collect, average, publish a
  * round), average.c (the pure weighted mean), ggs.c (synchronous SGD),
- * publish.c (etcd writes guarded by the epoch), end.c (stop, test, result)
- * and coordinator.c (the sequence of phases).
+ * publish.c (the records, the global weights, checkpoints), end.c (stop,
+ * test, result) and coordinator.c (the sequence of phases); below them all,
+ * coord.c (state queries: stopping, training time), guard.c (etcd writes
+ * guarded by the epoch), io_retry.c (writes retried while the disk is full)
+ * and evaluator.c (the evaluator thread; a weights file's metrics).
  */
 #ifndef TMA_COORD_INT_H
 #define TMA_COORD_INT_H
@@ -39,7 +42,7 @@ typedef struct coord_eval_cfg {
     volatile sig_atomic_t *stop_flag; /* may be NULL; a write that keeps failing is given up when set */
     int64_t best_round;          /* resumed best (-1: none) */
     double best_val, best_time;
-    tma_run_budget_t budget;     /* for the progress line logged with each metrics line */
+    tma_job_run_budget_t budget;     /* for the progress line logged with each metrics line */
     const tma_inject_t *inj;     /* may be NULL; the point "eval"; must outlive the evaluator */
 } coord_eval_cfg_t;
 
@@ -83,7 +86,7 @@ typedef struct slot {
     /* this round */
     int expected, got, missed;
     int poisoned;       /* it sent NaN or infinite values since the last round record */
-    tma_msg_meta_t meta;
+    tma_job_msg_meta_t meta;
     int32_t *shards;    /* [map.n]: the shards its meta block names (meta.n_shards) */
     int64_t lease;
     double weight;
@@ -104,9 +107,9 @@ typedef struct coord {
     volatile sig_atomic_t *stop_flag;
     char jobname[TMA_JOB_NAME_MAX];
     tma_kv_t *kv;
-    tma_jobview_t *view;
+    tma_job_view_t *view;
     tma_job_t *job;
-    const tma_variant_desc_t *vd; /* job->vd */
+    const tma_job_variant_desc_t *vd; /* job->vd */
     tma_inject_t inj;
     tma_gnn_config_t cfg;
     tma_graph_t *graph;
@@ -121,7 +124,7 @@ typedef struct coord {
     tma_transport_t *tr;
 
     int64_t P;
-    int64_t meta_floats; /* of the meta block after a worker's tensor: tma_msg_meta_floats(map.n) */
+    int64_t meta_floats; /* of the meta block after a worker's tensor: tma_job_msg_meta_floats(map.n) */
     float *global;
     double *acc;
     slot_t *slots;
@@ -136,7 +139,7 @@ typedef struct coord {
 
     int resume;             /* taking over a job that was training */
     int leader_finished;    /* a standby whose leader finished the job: nothing to do, a success */
-    tma_state_rec_t prev;   /* its state record */
+    tma_job_state_rec_t prev;   /* its state record */
 
     int64_t round;
     double elapsed_base; /* training seconds before clock_start */
@@ -152,9 +155,18 @@ typedef struct coord {
  * (events match any tag), leaving tensors queued for their round. */
 #define COORD_EVENTS_ONLY_TAG 0x7ffffff0u
 
-/* coordinator.c */
+/* coord.c */
 int coord_stopping(coord_t *c);
 double coord_train_elapsed(const coord_t *c);
+
+/* guard.c */
+/* One transaction that holds only while the coordinator key has create
+ * revision `epoch`; a failed compare sets *fenced and is TMA_ERR_FENCED.
+ * NULL values delete.  At most 16 keys. */
+tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, int *fenced, int n,
+                               const char *const *keys, char *const *vals);
+tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry);
+tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
 
 /* setup.c: each open_* acquires one phase's resources in order and on
  * failure releases what it took; each close_* releases them in reverse
@@ -191,8 +203,8 @@ void coord_slot_post(coord_t *c, slot_t *s);
 void coord_slot_release(coord_t *c, slot_t *s);
 int coord_is_connected(coord_t *c, uint32_t id);
 void coord_mark_suspect(slot_t *sl);
-int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
-int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids);
+int coord_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t *ids);
+int coord_expect_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t *ids);
 /* The participants now (-1 when the job view cannot be read) and, into
  * *owners_p (may be NULL), the members that own shards (without shards:
  * every member). */
@@ -203,9 +215,9 @@ int coord_count_participants(coord_t *c, int *owners_p);
  * the rounds still expect it: it is written again (guarded), with a
  * warning.  One of its own the view has not shown yet is written again
  * with the same value. */
-tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s);
+tma_status_t coord_reassert_shards(coord_t *c, const tma_job_view_snap_t *s);
 /* The ids of the job's members (malloc'd, *n_p of them; NULL on no memory). */
-uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p);
+uint32_t *coord_member_ids(const tma_job_view_snap_t *s, int *n_p);
 tma_status_t coord_service_view(coord_t *c, int training);
 tma_status_t coord_idle(coord_t *c, double timeout, int training);
 
@@ -227,13 +239,6 @@ int coord_average(const coord_contrib_t *in, int n, int64_t P, double *acc, floa
 tma_status_t coord_ggs_loop(coord_t *c);
 
 /* publish.c */
-/* One transaction that holds only while the coordinator key has create
- * revision `epoch`; a failed compare sets *fenced and is TMA_ERR_FENCED.
- * NULL values delete.  At most 16 keys. */
-tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, int *fenced, int n,
-                               const char *const *keys, char *const *vals);
-tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry);
-tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
 /* The state record with this coordinator's epoch and run folder. */
 char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, double elapsed, int64_t best_round,
                          double best_val);
@@ -242,7 +247,7 @@ tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, co
  * coordinator's epoch (same owner, same since_round), so that workers keep
  * counting them once this leader commits its first round (the view honours
  * shards/<k> only from the leader). */
-tma_status_t coord_restamp_shards(coord_t *c, const tma_jobview_snap_t *s);
+tma_status_t coord_restamp_shards(coord_t *c, const tma_job_view_snap_t *s);
 void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round);
 tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record);
 /* The checkpoint of round `round` written under `epoch`: run_dir/
@@ -274,7 +279,9 @@ void coord_io_retry_end(coord_io_retry_t *r, tma_status_t st);
 
 /* end.c */
 tma_status_t coord_finish(coord_t *c, const char *reason);
-/* The MRR and Hits@K of a weights file on a split of the full graph, and its round. */
+
+/* evaluator.c, outside the thread: the MRR and Hits@K of a weights file on
+ * a split of the full graph, and its round. */
 tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
                                      uint64_t *round_p);
 

@@ -16,16 +16,6 @@
 
 #define COMP COORD_COMP
 
-int coord_stopping(coord_t *c)
-{
-    return (c->stop_flag && *c->stop_flag) || __atomic_load_n(&c->fenced, __ATOMIC_SEQ_CST);
-}
-
-double coord_train_elapsed(const coord_t *c)
-{
-    return c->elapsed_base + (c->clock_start > 0 ? tma_clock_now() - c->clock_start : 0);
-}
-
 /* The rounds of a variant that averages weights, until the training time
  * or the round count is reached.  *reason_p says which.  The budget is
  * training time elapsed: rounds fall every interval, but when they run late

@@ -26,38 +26,13 @@ static void publish_stop(coord_t *c, const char *reason, double train_s)
     tma_job_key(stkey, c->job->name, TMA_KEY_STOP);
     tma_job_key(skey, c->job->name, TMA_KEY_STATE);
     const char *keys[2] = {stkey, skey};
-    char *vals[2] = {tma_stop_rec_encode(c->epoch, reason),
+    char *vals[2] = {tma_job_stop_rec_encode(c->epoch, reason),
                      coord_state_encode(c, "stopping", c->round, train_s, best_round, best_val)};
     tma_status_t st = vals[0] && vals[1] ? coord_guarded_put(c, 2, keys, vals, 1) : TMA_ERR_NOMEM;
     free(vals[0]);
     free(vals[1]);
     if (st != TMA_OK)
         tma_log_warn(COMP, "could not set stop in etcd: %s", tma_status_str(st));
-}
-
-tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
-                                     uint64_t *round_p)
-{
-    float *params = NULL;
-    int64_t count = 0;
-    uint64_t r = 0;
-    tma_status_t st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
-    if (st != TMA_OK)
-        return st;
-    if (c->ev) {
-        st = coord_eval_metrics(c->ev, params, split, m_p);
-    } else {
-        tma_gnn_evaluator_t *ev;
-        st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
-        if (st == TMA_OK) {
-            st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
-            tma_gnn_evaluator_destroy(ev);
-        }
-    }
-    free(params);
-    if (st == TMA_OK && round_p)
-        *round_p = r;
-    return st;
 }
 
 /* The test metrics of best.tmaw (mrr NaN when there is none or testing failed). */
@@ -79,7 +54,7 @@ static tma_status_t write_result(coord_t *c, const char *reason, double train_s,
                                  const char *best_path)
 {
     const double test_mrr = test->mrr;
-    tma_run_result_t r;
+    tma_job_run_result_t r;
     memset(&r, 0, sizeof r);
     int64_t evaluated, skipped;
     coord_eval_best(c->ev, &r.best_round, &r.best_val_mrr, &r.best_at_seconds);
@@ -109,7 +84,7 @@ static tma_status_t write_result(coord_t *c, const char *reason, double train_s,
         cJSON_AddNumberToObject(extra, "rounds_skipped", (double)skipped);
         if (isfinite(test_mrr))
             tma_gnn_metrics_json(test, "test_", extra);
-        st = tma_run_write_result(c->run_dir, &r, extra, NULL);
+        st = tma_job_run_write_result(c->run_dir, &r, extra, NULL);
     } while (st != TMA_OK && coord_io_retry(&rt, st, coord_stopping(c)));
     coord_io_retry_end(&rt, st);
     if (st == TMA_OK)
@@ -143,7 +118,7 @@ tma_status_t coord_finish(coord_t *c, const char *reason)
     int64_t best_round;
     double best_val, best_time;
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
-    char *best_path = tma_run_path(c->run_dir, "best.tmaw");
+    char *best_path = tma_job_run_path(c->run_dir, "best.tmaw");
     tma_gnn_metrics_t test;
     test_best(c, best_round, best_path, &test);
     tma_status_t wst = write_result(c, reason, train_s, &test, best_path);

@@ -57,7 +57,7 @@ struct coord_eval {
     int64_t best_round;
     double best_val, best_time;
     /* the progress line */
-    tma_run_budget_t budget;
+    tma_job_run_budget_t budget;
     double progress_best;
     int64_t evaluated, skipped;
     tma_status_t error;
@@ -127,7 +127,7 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
         if (put_etcd(e, TMA_KEY_METRICS, p->round, r) != TMA_ERR_FENCED) {
             coord_io_retry_t rt = {e->metrics_path, "a metrics line", 0, 0};
             tma_status_t st;
-            while ((st = tma_run_append_line(e->metrics_path, r)) != TMA_OK && coord_io_retry(&rt, st, give_up(e)))
+            while ((st = tma_job_run_append_line(e->metrics_path, r)) != TMA_OK && coord_io_retry(&rt, st, give_up(e)))
                 ;
             coord_io_retry_end(&rt, st);
             if (st != TMA_OK) {
@@ -135,7 +135,7 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
                 set_error(e, st);
             } else {
                 char line[512];
-                tma_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
+                tma_job_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
                 tma_log_info(COMP, "%s", line);
             }
         }
@@ -324,8 +324,8 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->budget = c->budget;
     e->inj = c->inj;
     e->progress_best = c->best_round >= 0 ? c->best_val : NAN;
-    e->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
-    e->best_path = tma_run_path(c->run_dir, "best.tmaw");
+    e->metrics_path = tma_job_run_path(c->run_dir, "metrics.jsonl");
+    e->best_path = tma_job_run_path(c->run_dir, "best.tmaw");
     e->P = tma_gnn_param_count(&e->cfg);
     tma_status_t st = TMA_ERR_NOMEM;
     if (!e->metrics_path || !e->best_path || e->P <= 0)
@@ -456,4 +456,31 @@ void coord_eval_destroy(coord_eval_t *e)
     free(e->metrics_path);
     free(e->best_path);
     free(e);
+}
+
+/* Outside the thread: used by end.c (best.tmaw on the test split) and
+ * takeover.c (the previous best on the validation split). */
+tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
+                                     uint64_t *round_p)
+{
+    float *params = NULL;
+    int64_t count = 0;
+    uint64_t r = 0;
+    tma_status_t st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
+    if (st != TMA_OK)
+        return st;
+    if (c->ev) {
+        st = coord_eval_metrics(c->ev, params, split, m_p);
+    } else {
+        tma_gnn_evaluator_t *ev;
+        st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);
+        if (st == TMA_OK) {
+            st = tma_gnn_evaluator_metrics(ev, params, split, m_p);
+            tma_gnn_evaluator_destroy(ev);
+        }
+    }
+    free(params);
+    if (st == TMA_OK && round_p)
+        *round_p = r;
+    return st;
 }

@@ -17,13 +17,13 @@
  * were none (nothing happened). */
 static tma_status_t ggs_sync_step(coord_t *c, int *n_p, int *n_got_p, int *n_exp_p)
 {
-    tma_jobview_snap_t s;
-    tma_status_t st = tma_jobview_snapshot(c->view, &s);
+    tma_job_view_snap_t s;
+    tma_status_t st = tma_job_view_snapshot(c->view, &s);
     if (st != TMA_OK)
         return st;
     uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
     int n = ids ? coord_expect_participants(c, &s, ids) : 0;
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     *n_p = n;
     if (n == 0) {
         free(ids);
@@ -55,13 +55,13 @@ static tma_status_t ggs_sync_step(coord_t *c, int *n_p, int *n_got_p, int *n_exp
 static tma_status_t ggs_round(coord_t *c, int64_t steps_since, double agg_acc)
 {
     int64_t t = c->round + 1;
-    tma_jobview_snap_t s;
-    tma_status_t st = tma_jobview_snapshot(c->view, &s);
+    tma_job_view_snap_t s;
+    tma_status_t st = tma_job_view_snapshot(c->view, &s);
     if (st != TMA_OK)
         return st;
     int n_alive = 0;
     uint32_t *alive = coord_member_ids(&s, &n_alive);
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     if (!alive)
         return TMA_ERR_NOMEM;
     for (int i = 0; i < c->n_slots; i++)

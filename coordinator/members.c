@@ -90,9 +90,9 @@ void coord_slot_release(coord_t *c, slot_t *s)
     s->used = 0;
 }
 
-static int is_member(const tma_jobview_snap_t *s, uint32_t id)
+static int is_member(const tma_job_view_snap_t *s, uint32_t id)
 {
-    return tma_jobview_snap_member(s, id) != NULL;
+    return tma_job_view_snap_member(s, id) != NULL;
 }
 
 /* Asks the transport about this one peer, so any number of connected
@@ -109,7 +109,7 @@ void coord_mark_suspect(slot_t *sl)
     sl->suspect = 1;
 }
 
-uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p)
+uint32_t *coord_member_ids(const tma_job_view_snap_t *s, int *n_p)
 {
     uint32_t *ids = malloc((size_t)(s->n_members + 1) * sizeof *ids);
     *n_p = 0;
@@ -122,12 +122,12 @@ uint32_t *coord_member_ids(const tma_jobview_snap_t *s, int *n_p)
  * shards: every ready member), connected, with the global weights pushed;
  * in member-id order, the averaging order.  A member that never connected
  * (nothing reaches this coordinator's address) is none. */
-int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
+int coord_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t *ids)
 {
     int n = 0;
     for (int i = 0; i < s->n_members; i++) {
         uint32_t id = s->members[i].rec.id;
-        const tma_jobview_ready_t *r = tma_jobview_snap_ready(s, id);
+        const tma_job_view_ready_t *r = tma_job_view_snap_ready(s, id);
         if (!r)
             continue;
         if (c->vd->uses_shards && tma_shard_map_count(&c->map, id, NULL) == 0)
@@ -154,15 +154,15 @@ int coord_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
 
 int coord_count_participants(coord_t *c, int *owners_p)
 {
-    tma_jobview_snap_t s;
-    if (tma_jobview_snapshot(c->view, &s) != TMA_OK)
+    tma_job_view_snap_t s;
+    if (tma_job_view_snapshot(c->view, &s) != TMA_OK)
         return -1;
     uint32_t *ids = malloc((size_t)(s.n_members + 1) * sizeof *ids);
     int n = ids ? coord_participants(c, &s, ids) : -1;
     int owners = 0;
     for (int i = 0; i < s.n_members; i++)
         owners += !c->vd->uses_shards || tma_shard_map_count(&c->map, s.members[i].rec.id, NULL) > 0;
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     free(ids);
     if (owners_p)
         *owners_p = owners;
@@ -171,14 +171,14 @@ int coord_count_participants(coord_t *c, int *owners_p)
 
 /* Opens a round's bookkeeping: the participants (into ids, returned count)
  * are expected, with the lease they hold now; every other slot is not. */
-int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t *ids)
+int coord_expect_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t *ids)
 {
     int n = coord_participants(c, s, ids);
     for (int i = 0; i < c->n_slots; i++)
         c->slots[i].expected = c->slots[i].got = c->slots[i].missed = 0;
     for (int i = 0; i < n; i++) {
         slot_t *sl = coord_slot_find(c, ids[i]);
-        const tma_member_rec_t *m = tma_jobview_snap_member(s, ids[i]);
+        const tma_job_member_rec_t *m = tma_job_view_snap_member(s, ids[i]);
         sl->expected = 1;
         sl->lease = m ? m->lease : 0;
         coord_slot_post(c, sl);
@@ -188,7 +188,7 @@ int coord_expect_participants(coord_t *c, const tma_jobview_snap_t *s, uint32_t 
 
 /* Owners whose member key is gone (lease expired, left) lose their shards
  * by the policy; members without shards may take some (when training). */
-static tma_status_t apply_policies(coord_t *c, const tma_jobview_snap_t *s, const tma_live_member_t *live,
+static tma_status_t apply_policies(coord_t *c, const tma_job_view_snap_t *s, const tma_live_member_t *live,
                                    int n_live, tma_shard_move_t *mv, int training)
 {
     tma_status_t st = TMA_OK;
@@ -214,12 +214,12 @@ static tma_status_t apply_policies(coord_t *c, const tma_jobview_snap_t *s, cons
 /* A member that (re)loaded its shards gets the current global weights, so
  * it starts from them.  With shards: only when ready for exactly the
  * shards it owns now. */
-static void push_ready(coord_t *c, const tma_jobview_snap_t *s)
+static void push_ready(coord_t *c, const tma_job_view_snap_t *s)
 {
     uint32_t *push = malloc((size_t)(s->n_ready + 1) * sizeof *push);
     int np = 0;
     for (int i = 0; push && i < s->n_ready; i++) {
-        const tma_jobview_ready_t *r = &s->ready[i];
+        const tma_job_view_ready_t *r = &s->ready[i];
         if (!is_member(s, r->id))
             continue;
         if (c->vd->uses_shards) {
@@ -248,7 +248,7 @@ static void push_ready(coord_t *c, const tma_jobview_snap_t *s)
     free(push);
 }
 
-tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s)
+tma_status_t coord_reassert_shards(coord_t *c, const tma_job_view_snap_t *s)
 {
     tma_status_t st = TMA_OK;
     if (!c->map_ready || !c->vd->uses_shards)
@@ -259,8 +259,8 @@ tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s)
             continue;
         char key[TMA_KEY_MAX];
         tma_job_key_n(key, c->job->name, TMA_KEY_SHARDS, k);
-        tma_shard_rec_t r = {k, owner, c->epoch, c->round};
-        char *val = tma_shard_rec_encode(&r);
+        tma_job_shard_rec_t r = {k, owner, c->epoch, c->round};
+        char *val = tma_job_shard_rec_encode(&r);
         const char *kp[1] = {key};
         tma_log_warn(COMP, "%s in etcd does not name member %lld, this coordinator's owner of shard %d "
                            "(damaged, deleted or not seen yet): writing it again",
@@ -275,8 +275,8 @@ tma_status_t coord_reassert_shards(coord_t *c, const tma_jobview_snap_t *s)
  * members that are gone, readiness. */
 tma_status_t coord_service_view(coord_t *c, int training)
 {
-    tma_jobview_snap_t s;
-    tma_status_t st = tma_jobview_snapshot(c->view, &s);
+    tma_job_view_snap_t s;
+    tma_status_t st = tma_job_view_snapshot(c->view, &s);
     if (st != TMA_OK)
         return st;
     c->seen_version = s.version;
@@ -284,7 +284,7 @@ tma_status_t coord_service_view(coord_t *c, int training)
         tma_log_error(COMP, "the coordinator key now belongs to epoch %llu: this one (epoch %llu) is fenced",
                       (unsigned long long)s.coord_epoch, (unsigned long long)c->epoch);
         __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         return TMA_ERR_FENCED;
     }
     tma_live_member_t *live = malloc((size_t)(s.n_members + 1) * sizeof *live);
@@ -292,7 +292,7 @@ tma_status_t coord_service_view(coord_t *c, int training)
     if (!live || !mv) {
         free(live);
         free(mv);
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         return TMA_ERR_NOMEM;
     }
     int n_live = 0;
@@ -310,7 +310,7 @@ tma_status_t coord_service_view(coord_t *c, int training)
         push_ready(c, &s);
     free(live);
     free(mv);
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     return st;
 }
 
@@ -324,18 +324,18 @@ tma_status_t coord_service_view(coord_t *c, int training)
 static void fence_suspects(coord_t *c)
 {
     double now = tma_clock_now();
-    tma_jobview_snap_t s;
+    tma_job_view_snap_t s;
     int have = 0;
     for (int i = 0; i < c->n_slots; i++) {
         slot_t *sl = &c->slots[i];
         if (!sl->used || !sl->suspect || sl->revoked || now - sl->suspect_since < c->job->suspect_grace ||
             coord_is_connected(c, sl->id))
             continue;
-        if (!have && tma_jobview_snapshot(c->view, &s) != TMA_OK)
+        if (!have && tma_job_view_snapshot(c->view, &s) != TMA_OK)
             return;
         have = 1;
         sl->revoked = 1;
-        const tma_member_rec_t *m = tma_jobview_snap_member(&s, sl->id);
+        const tma_job_member_rec_t *m = tma_job_view_snap_member(&s, sl->id);
         if (!m)
             continue; /* already gone */
         tma_status_t st = tma_kv_lease_revoke(c->kv, m->lease);
@@ -348,7 +348,7 @@ static void fence_suspects(coord_t *c)
                          sl->id, tma_status_str(st));
     }
     if (have)
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
 }
 
 /* Notes connection events between rounds.  Tensors stay queued: in step
@@ -384,7 +384,7 @@ tma_status_t coord_idle(coord_t *c, double timeout, int training)
     for (;;) {
         int connected = service_transport(c);
         fence_suspects(c);
-        uint64_t ver = tma_jobview_wait(c->view, c->seen_version, 0);
+        uint64_t ver = tma_job_view_wait(c->view, c->seen_version, 0);
         if (ver != c->seen_version || connected) {
             tma_status_t st = coord_service_view(c, training);
             if (st != TMA_OK)
@@ -393,6 +393,6 @@ tma_status_t coord_idle(coord_t *c, double timeout, int training)
         double left = end - tma_clock_now();
         if (left <= 0 || coord_stopping(c))
             return TMA_OK;
-        tma_jobview_wait(c->view, c->seen_version, TMA_MIN(left, 0.05));
+        tma_job_view_wait(c->view, c->seen_version, TMA_MIN(left, 0.05));
     }
 }

@@ -1,10 +1,7 @@
 /*
- * publish.c: everything the leader writes to etcd while it leads: every
- * write is one transaction that holds only while the coordinator key still
- * carries this coordinator's epoch (a failed compare means another one took
- * over: this one is fenced).  Also the records it builds (state, shard
- * moves, rounds), the broadcast of the global weights and the per-round
- * checkpoints.
+ * publish.c: what the leader publishes while it leads, through the guarded
+ * writes of guard.c: the records it builds (state, shard moves, rounds),
+ * the broadcast of the global weights and the per-round checkpoints.
  */
 #include "coord_int.h"
 
@@ -15,75 +12,10 @@
 
 #define COMP COORD_COMP
 
-tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, int *fenced, int n,
-                               const char *const *keys, char *const *vals)
-{
-    char ckey[TMA_KEY_MAX];
-    tma_job_key(ckey, job, TMA_KEY_COORDINATOR);
-    tma_kv_cmp_t cmp = {ckey, TMA_KV_CMP_CREATE, TMA_KV_EQUAL, (int64_t)epoch, NULL, 0};
-    tma_kv_op_t ops[16];
-    if (n > 16)
-        return TMA_ERR_INVALID;
-    for (int i = 0; i < n; i++) {
-        memset(&ops[i], 0, sizeof ops[i]);
-        ops[i].key = keys[i];
-        if (vals[i]) {
-            ops[i].type = TMA_KV_OP_PUT;
-            ops[i].value = vals[i];
-            ops[i].value_len = strlen(vals[i]);
-        } else {
-            ops[i].type = TMA_KV_OP_DELETE;
-        }
-    }
-    tma_kv_txn_t txn = {&cmp, 1, ops, (size_t)n, NULL, 0};
-    tma_kv_result_t res;
-    memset(&res, 0, sizeof res);
-    tma_status_t st = tma_kv_txn(kv, &txn, &res);
-    if (st == TMA_OK && !res.succeeded) {
-        if (!__atomic_exchange_n(fenced, 1, __ATOMIC_SEQ_CST))
-            tma_log_error(COMP, "another coordinator leads job %s now: this one (epoch %llu) is fenced and stops",
-                          job, (unsigned long long)epoch);
-        st = TMA_ERR_FENCED;
-    }
-    tma_kv_result_free(&res);
-    return st;
-}
-
-/* Puts (and deletes for NULL values) in one guarded transaction.  With
- * `retry` it is retried while etcd is unreachable (a short outage pauses the
- * job rather than failing it). */
-tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry)
-{
-    double warn_at = tma_clock_now() + 2.0;
-    for (;;) {
-        tma_status_t st = coord_guarded_txn(c->kv, c->job->name, c->epoch, &c->fenced, n, keys, vals);
-        if (!retry || st == TMA_OK || tma_status_group(st) != TMA_GROUP_PEER || coord_stopping(c))
-            return st;
-        if (tma_clock_now() > warn_at) {
-            tma_log_warn(COMP, "etcd is unreachable (%s); waiting for it", tma_status_str(st));
-            warn_at = tma_clock_now() + 10.0;
-        }
-        tma_sleep(0.5);
-    }
-}
-
-/* One single key of the job.  val is not taken over; NULL is out of memory
- * (the caller's encoder failed). */
-tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry)
-{
-    if (!val)
-        return TMA_ERR_NOMEM;
-    char key[TMA_KEY_MAX];
-    tma_job_key(key, c->job->name, k);
-    const char *kp[1] = {key};
-    char *vp[1] = {val};
-    return coord_guarded_put(c, 1, kp, vp, retry);
-}
-
 char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, double elapsed, int64_t best_round,
                          double best_val)
 {
-    tma_state_rec_t s;
+    tma_job_state_rec_t s;
     memset(&s, 0, sizeof s);
     s.epoch = c->epoch;
     s.round = round;
@@ -96,7 +28,7 @@ char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, dou
      * last round this coordinator wrote (its state names it). */
     if (strcmp(phase, "starting") != 0)
         snprintf(s.checkpoint, sizeof s.checkpoint, "%s", c->checkpoint_path);
-    return tma_state_rec_encode(&s);
+    return tma_job_state_rec_encode(&s);
 }
 
 tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, const char *reason)
@@ -107,10 +39,10 @@ tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, co
         const char *kp[8];
         char *vals[8];
         for (int j = 0; j < m; j++) {
-            tma_shard_rec_t r = {mv[i + j].shard, mv[i + j].to, c->epoch, c->round};
+            tma_job_shard_rec_t r = {mv[i + j].shard, mv[i + j].to, c->epoch, c->round};
             tma_job_key_n(keys[j], c->job->name, TMA_KEY_SHARDS, mv[i + j].shard);
             kp[j] = keys[j];
-            vals[j] = tma_shard_rec_encode(&r);
+            vals[j] = tma_job_shard_rec_encode(&r);
         }
         tma_status_t st = coord_guarded_put(c, m, kp, vals, 1);
         for (int j = 0; j < m; j++)
@@ -131,12 +63,12 @@ tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, co
                          mv[i].from >= 0 ? "moved" : "assigned", (long long)mv[i].to, reason);
         else
             tma_log_warn(COMP, "shard %d: dropped (owner %lld %s; policy %s)", mv[i].shard,
-                         (long long)mv[i].from, reason, tma_policy_name(c->job->on_failure));
+                         (long long)mv[i].from, reason, tma_job_policy_name(c->job->on_failure));
     }
     return TMA_OK;
 }
 
-tma_status_t coord_restamp_shards(coord_t *c, const tma_jobview_snap_t *s)
+tma_status_t coord_restamp_shards(coord_t *c, const tma_job_view_snap_t *s)
 {
     char keys[8][TMA_KEY_MAX];
     const char *kp[8];
@@ -145,11 +77,11 @@ tma_status_t coord_restamp_shards(coord_t *c, const tma_jobview_snap_t *s)
     tma_status_t st = TMA_OK;
     for (int k = 0; k <= s->n_shards && st == TMA_OK; k++) {
         if (k < s->n_shards && s->shard_present[k] && s->shards[k].epoch != c->epoch) {
-            tma_shard_rec_t r = s->shards[k];
+            tma_job_shard_rec_t r = s->shards[k];
             r.epoch = c->epoch;
             tma_job_key_n(keys[m], c->job->name, TMA_KEY_SHARDS, k);
             kp[m] = keys[m];
-            if (!(vals[m++] = tma_shard_rec_encode(&r)))
+            if (!(vals[m++] = tma_job_shard_rec_encode(&r)))
                 st = TMA_ERR_NOMEM;
         }
         if (m > 0 && (m == 8 || k == s->n_shards || st != TMA_OK)) {
@@ -183,7 +115,7 @@ char *coord_checkpoint_path(const char *run_dir, int64_t round, uint64_t epoch)
 {
     char name[96];
     snprintf(name, sizeof name, "checkpoint-r%06lld-e%llu.tmaw", (long long)round, (unsigned long long)epoch);
-    return tma_run_path(run_dir, name);
+    return tma_job_run_path(run_dir, name);
 }
 
 int coord_checkpoint_parse(const char *name, int64_t *round_p, uint64_t *epoch_p)
@@ -213,7 +145,7 @@ static void prune_checkpoints(coord_t *c)
         uint64_t e;
         if (coord_checkpoint_parse(de->d_name, &r, &e) != 0)
             continue;
-        char *path = tma_run_path(c->run_dir, de->d_name);
+        char *path = tma_job_run_path(c->run_dir, de->d_name);
         if (path && strcmp(path, c->checkpoint_path) != 0 &&
             (!c->checkpoint_prev || strcmp(path, c->checkpoint_prev) != 0) && unlink(path) != 0)
             tma_log_warn(COMP, "%s: cannot remove an old checkpoint: %s", path, strerror(errno));

@@ -19,7 +19,7 @@ static const char nonfinite[] = "NaN or infinite values (a poisoned model: the s
 
 /* Why a tensor from member sl of round t is refused, or NULL to take it. */
 static const char *refusal(coord_t *c, const slot_t *sl, const tma_transport_msg_t *m, int64_t t,
-                           tma_msg_meta_t *meta)
+                           tma_job_msg_meta_t *meta)
 {
     if (!sl || !sl->expected)
         return "not an owner in this round";
@@ -31,13 +31,13 @@ static const char *refusal(coord_t *c, const slot_t *sl, const tma_transport_msg
         return "another round";
     if (m->count != (size_t)(c->P + c->meta_floats))
         return "the wrong size";
-    if (tma_msg_meta_unpack(m->data + c->P, c->map.n, meta, sl->shards) != TMA_OK)
+    if (tma_job_msg_meta_unpack(m->data + c->P, c->map.n, meta, sl->shards) != TMA_OK)
         return "a malformed meta block";
     if (meta->lease != sl->lease)
         return "a lease that is not its current one (a stale incarnation)";
     if ((int64_t)m->peer_lease != sl->lease)
         return "a connection whose hello proved another lease than the member's current one";
-    if (tma_tensor_first_nonfinite(m->data, c->P) >= 0)
+    if (tma_job_first_nonfinite(m->data, c->P) >= 0)
         return nonfinite;
     if (c->vd->uses_shards) {
         /* Every shard it trained must be one it owns now. */
@@ -67,7 +67,7 @@ static void take_message(coord_t *c, tma_transport_msg_t *m, int64_t t, int *n_g
             }
         }
     } else {
-        tma_msg_meta_t meta;
+        tma_job_msg_meta_t meta;
         const char *why = refusal(c, sl, m, t, &meta);
         if (why) {
             tma_log_warn(COMP, "round %lld: refused a tensor from member %u: %s", (long long)t, m->peer, why);
@@ -98,21 +98,21 @@ static void take_message(coord_t *c, tma_transport_msg_t *m, int64_t t, int *n_g
 /* Expected members whose key vanished will not send. */
 static void drop_gone(coord_t *c, int64_t t, int *n_missed)
 {
-    if (tma_jobview_wait(c->view, c->seen_version, 0) == c->seen_version)
+    if (tma_job_view_wait(c->view, c->seen_version, 0) == c->seen_version)
         return;
-    tma_jobview_snap_t s;
-    if (tma_jobview_snapshot(c->view, &s) != TMA_OK)
+    tma_job_view_snap_t s;
+    if (tma_job_view_snapshot(c->view, &s) != TMA_OK)
         return;
     for (int i = 0; i < c->n_slots; i++) {
         slot_t *sl = &c->slots[i];
-        if (sl->used && sl->expected && !sl->got && !sl->missed && !tma_jobview_snap_member(&s, sl->id)) {
+        if (sl->used && sl->expected && !sl->got && !sl->missed && !tma_job_view_snap_member(&s, sl->id)) {
             sl->missed = 1;
             (*n_missed)++;
             tma_log_warn(COMP, "round %lld: member %u is gone: the round goes on without it", (long long)t,
                          sl->id);
         }
     }
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
 }
 
 /* Collects tensors of round t from the expected members until all arrived,
@@ -275,7 +275,7 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
 /* Raises the flag for round t; workers see it through their watch. */
 static tma_status_t raise_agg(coord_t *c, int64_t t)
 {
-    char *val = tma_agg_rec_encode(t, c->epoch);
+    char *val = tma_job_agg_rec_encode(t, c->epoch);
     tma_status_t st = coord_put_key(c, TMA_KEY_AGG, val, 1);
     free(val);
     return st;
@@ -299,10 +299,10 @@ static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, i
         return st;
     dump_tensor(c, "global", 0, t, c->global);
     tma_inject_point(&c->inj, "broadcast", t);
-    tma_jobview_snap_t s;
-    if (tma_jobview_snapshot(c->view, &s) == TMA_OK) {
+    tma_job_view_snap_t s;
+    if (tma_job_view_snapshot(c->view, &s) == TMA_OK) {
         int np = coord_participants(c, &s, ids);
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         float keep = c->global[0];
         tma_inject_poison(&c->inj, "global", t, c->global); /* the broadcast only, not the checkpoint */
         coord_push_global(c, ids, np, t);
@@ -313,12 +313,12 @@ static tma_status_t aggregate(coord_t *c, int64_t t, int n_exp, uint32_t *ids, i
 
 tma_status_t coord_round(coord_t *c, int64_t t)
 {
-    tma_jobview_snap_t s;
-    tma_status_t st = tma_jobview_snapshot(c->view, &s);
+    tma_job_view_snap_t s;
+    tma_status_t st = tma_job_view_snapshot(c->view, &s);
     if (st != TMA_OK)
         return st;
     if ((st = coord_reassert_shards(c, &s)) != TMA_OK) {
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         return st;
     }
     int n_alive = 0;
@@ -326,7 +326,7 @@ tma_status_t coord_round(coord_t *c, int64_t t)
     uint32_t *alive = coord_member_ids(&s, &n_alive);
     if (ids && alive)
         (void)coord_expect_participants(c, &s, ids);
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     if (!ids || !alive) {
         free(ids);
         free(alive);

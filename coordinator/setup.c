@@ -50,7 +50,7 @@ static tma_status_t load_config_file(coord_t *c)
 /* From etcd: a standby waits for it for ever, others for 30 s. */
 static tma_status_t load_config_etcd(coord_t *c)
 {
-    tma_status_t st = tma_jobview_wait_config(c->view, c->o->standby ? 1e12 : 30.0, c->stop_flag, &c->job);
+    tma_status_t st = tma_job_view_wait_config(c->view, c->o->standby ? 1e12 : 30.0, c->stop_flag, &c->job);
     if (st == TMA_ERR_TIMEOUT) {
         tma_log_error(COMP, "job %s has no config in etcd: start the first coordinator with --config",
                       c->jobname);
@@ -71,7 +71,7 @@ static tma_status_t adopt_token(coord_t *c)
     if (st != TMA_OK || c->job->token[0])
         return st;
     tma_job_t *prev = NULL;
-    if (tma_jobview_wait_config(c->view, 0.0, NULL, &prev) == TMA_OK && prev->token[0]) {
+    if (tma_job_view_wait_config(c->view, 0.0, NULL, &prev) == TMA_OK && prev->token[0]) {
         memcpy(c->job->token, prev->token, sizeof c->job->token);
         c->job->token_src = prev->token_src;
         tma_log_info(COMP, "job %s: using the job token stored with its config in etcd", c->jobname);
@@ -83,12 +83,12 @@ static tma_status_t adopt_token(coord_t *c)
 /* --fresh: removes a finished job's keys of the same name. */
 static tma_status_t remove_old_keys(coord_t *c)
 {
-    tma_jobview_snap_t s;
-    tma_status_t st = tma_jobview_snapshot(c->view, &s);
+    tma_job_view_snap_t s;
+    tma_status_t st = tma_job_view_snapshot(c->view, &s);
     if (st != TMA_OK)
         return st;
     int live = s.has_coord;
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     if (live) {
         tma_log_error(COMP, "--fresh: job %s has a running coordinator; stop it first", c->jobname);
         return TMA_ERR_CONFIG;
@@ -115,7 +115,7 @@ tma_status_t coord_open_job(coord_t *c)
     snprintf(c->jobname, sizeof c->jobname, "%s", jobname);
     if ((st = tma_kv_create(o->kv, &c->kv)) != TMA_OK)
         goto fail;
-    if ((st = tma_jobview_start(c->kv, c->jobname, 30.0, &c->view)) != TMA_OK)
+    if ((st = tma_job_view_start(c->kv, c->jobname, 30.0, &c->view)) != TMA_OK)
         goto fail;
     if (o->fresh && (st = remove_old_keys(c)) != TMA_OK)
         goto fail;
@@ -137,7 +137,7 @@ fail:
 
 void coord_close_job(coord_t *c)
 {
-    tma_jobview_stop(c->view);
+    tma_job_view_stop(c->view);
     c->view = NULL;
     tma_kv_destroy(c->kv);
     c->kv = NULL;
@@ -186,7 +186,7 @@ tma_status_t coord_open_model(coord_t *c)
     } else if ((st = tma_shard_map_create(0, NULL, &c->map)) != TMA_OK) {
         goto fail;
     }
-    c->meta_floats = tma_msg_meta_floats(c->map.n);
+    c->meta_floats = tma_job_msg_meta_floats(c->map.n);
     if (c->vd->after_average) {
         tma_graph_t *g1[1] = {c->graph};
         tma_gnn_config_t scfg = c->cfg;
@@ -266,13 +266,13 @@ static tma_status_t campaign(coord_t *c)
 {
     char key[TMA_KEY_MAX];
     tma_job_key(key, c->job->name, TMA_KEY_COORDINATOR);
-    tma_coord_rec_t rec;
+    tma_job_coord_rec_t rec;
     memset(&rec, 0, sizeof rec);
     snprintf(rec.address, sizeof rec.address, "%s", tma_transport_address(c->tr));
     rec.lease = c->lease;
     rec.pid = (int)getpid();
     gethostname(rec.host, sizeof rec.host - 1);
-    char *val = tma_coord_rec_encode(&rec);
+    char *val = tma_job_coord_rec_encode(&rec);
     if (!val)
         return TMA_ERR_NOMEM;
     double give_up = tma_clock_now() + 2.0 * (double)c->job->lease_ttl + 5.0;
@@ -289,8 +289,9 @@ static tma_status_t campaign(coord_t *c)
         }
         if (st == TMA_ERR_COMPARE_FAILED) {
             if (!said) {
-                tma_coord_rec_t other;
-                if (cur.n_pairs && tma_coord_rec_decode(key, cur.pairs[0].value, cur.pairs[0].value_len, &other) == TMA_OK)
+                tma_job_coord_rec_t other;
+                if (cur.n_pairs &&
+                    tma_job_coord_rec_decode(key, cur.pairs[0].value, cur.pairs[0].value_len, &other) == TMA_OK)
                     tma_log_info(COMP, "job %s has a leader (pid %d on %s at %s); %s", c->job->name, other.pid,
                                  other.host, other.address,
                                  c->o->standby ? "standing by to take over" : "waiting for its lease to lapse");
@@ -311,7 +312,7 @@ static tma_status_t campaign(coord_t *c)
             st = TMA_ERR_CANCELLED;
             break;
         }
-        tma_jobview_wait(c->view, tma_jobview_wait(c->view, 0, 0), 0.5);
+        tma_job_view_wait(c->view, tma_job_view_wait(c->view, 0, 0), 0.5);
     }
     free(val);
     return st;
@@ -323,7 +324,7 @@ static void on_lease_lost(void *arg, tma_status_t why)
     tma_log_error(COMP, "the leader lease %llx is lost (%s): fenced", (unsigned long long)c->lease,
                   tma_status_str(why));
     __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
-    tma_jobview_poke(c->view);
+    tma_job_view_poke(c->view);
 }
 
 /* The data plane first, then leadership. */
@@ -390,15 +391,15 @@ static tma_status_t open_run_dir(coord_t *c)
     if (!c->run_dir)
         return TMA_ERR_NOMEM;
     char *abs;
-    tma_status_t st = tma_run_make_dir(c->run_dir, &abs);
+    tma_status_t st = tma_job_run_make_dir(c->run_dir, &abs);
     if (st != TMA_OK)
         return st;
     free(c->run_dir);
     c->run_dir = abs;
     /* Round 0's; a takeover names the checkpoint it resumes from. */
     c->checkpoint_path = coord_checkpoint_path(c->run_dir, 0, c->epoch);
-    c->metrics_path = tma_run_path(c->run_dir, "metrics.jsonl");
-    c->result_path = tma_run_path(c->run_dir, "result.json");
+    c->metrics_path = tma_job_run_path(c->run_dir, "metrics.jsonl");
+    c->result_path = tma_job_run_path(c->run_dir, "result.json");
     return c->checkpoint_path && c->metrics_path && c->result_path ? TMA_OK : TMA_ERR_NOMEM;
 }
 
@@ -426,7 +427,7 @@ static tma_status_t publish_job(coord_t *c)
         memset(text, 0, strlen(text));
     cJSON_free(text);
     free(sv);
-    char *cfgpath = tma_run_path(c->run_dir, "config.json");
+    char *cfgpath = tma_job_run_path(c->run_dir, "config.json");
     if (st == TMA_OK)
         st = tma_json_write_file(cfgpath, cfgjson);
     free(cfgpath);

@@ -51,8 +51,8 @@ static tma_status_t registration(coord_t *c)
         return TMA_ERR_NOMEM;
     tma_status_t st;
     for (;;) {
-        tma_jobview_snap_t s;
-        if ((st = tma_jobview_snapshot(c->view, &s)) != TMA_OK)
+        tma_job_view_snap_t s;
+        if ((st = tma_job_view_snapshot(c->view, &s)) != TMA_OK)
             break;
         c->seen_version = s.version;
         int n_live = 0, n_main = 0;
@@ -64,7 +64,7 @@ static tma_status_t registration(coord_t *c)
             n_live++;
         }
         int n_members = s.n_members;
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         int timed_out = tma_clock_now() >= t_reg;
         if (!c->vd->uses_shards && (n_members >= job->workers || timed_out)) {
             free(live);
@@ -81,7 +81,7 @@ static tma_status_t registration(coord_t *c)
             st = TMA_ERR_CANCELLED;
             break;
         }
-        tma_jobview_wait(c->view, c->seen_version, 0.5);
+        tma_job_view_wait(c->view, c->seen_version, 0.5);
     }
     free(mv);
     return st;
@@ -93,13 +93,13 @@ static tma_status_t registration(coord_t *c)
 static void no_worker_ready(coord_t *c)
 {
     const tma_job_t *job = c->job;
-    tma_jobview_snap_t s;
+    tma_job_view_snap_t s;
     int registered = 0, connected = 0;
-    if (tma_jobview_snapshot(c->view, &s) == TMA_OK) {
+    if (tma_job_view_snapshot(c->view, &s) == TMA_OK) {
         registered = s.n_members;
         for (int i = 0; i < s.n_members; i++)
             connected += coord_is_connected(c, s.members[i].rec.id);
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
     }
     if (registered == 0 || connected > 0) {
         tma_log_error(COMP, "no worker became ready within %.0f s of the start: check the workers' logs",
@@ -141,7 +141,7 @@ static tma_status_t readiness(coord_t *c)
         }
         if (coord_stopping(c))
             return TMA_ERR_CANCELLED;
-        tma_jobview_wait(c->view, c->seen_version, 0.2);
+        tma_job_view_wait(c->view, c->seen_version, 0.2);
     }
 }
 
@@ -175,7 +175,7 @@ void coord_start_abandon(coord_t *c, tma_status_t why)
     const char *reason = why == TMA_ERR_CANCELLED ? "interrupted" : "start failed";
     tma_log_warn(COMP, "job %s: the start %s (%s): setting stop so the workers leave", c->job->name,
                  why == TMA_ERR_CANCELLED ? "was interrupted" : "failed", tma_status_str(why));
-    char *val = tma_stop_rec_encode(c->epoch, reason);
+    char *val = tma_job_stop_rec_encode(c->epoch, reason);
     tma_status_t st = coord_put_key(c, TMA_KEY_STOP, val, 1);
     free(val);
     if (st != TMA_OK)

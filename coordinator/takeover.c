@@ -28,9 +28,9 @@ static tma_status_t check_state_readable(coord_t *c)
     tma_kv_result_t res;
     memset(&res, 0, sizeof res);
     tma_status_t st = tma_kv_get(c->kv, key, &res);
-    tma_state_rec_t r;
+    tma_job_state_rec_t r;
     if (st == TMA_OK && res.n_pairs == 1 &&
-        (st = tma_state_rec_decode(key, res.pairs[0].value, res.pairs[0].value_len, &r)) != TMA_OK) {
+        (st = tma_job_state_rec_decode(key, res.pairs[0].value, res.pairs[0].value_len, &r)) != TMA_OK) {
         tma_log_error(COMP, "job %s: %s is present but cannot be read (%s): how far the job got is unknown, so it "
                             "is not started over; to discard the job and start it anew, run the coordinator with "
                             "--config FILE --fresh",
@@ -43,19 +43,19 @@ static tma_status_t check_state_readable(coord_t *c)
 
 tma_status_t coord_resume_check(coord_t *c)
 {
-    tma_jobview_snap_t s0;
-    tma_status_t st = tma_jobview_snapshot(c->view, &s0);
+    tma_job_view_snap_t s0;
+    tma_status_t st = tma_job_view_snapshot(c->view, &s0);
     if (st != TMA_OK)
         return st;
     if (!s0.has_state && (st = check_state_readable(c)) != TMA_OK) {
-        tma_jobview_snap_free(&s0);
+        tma_job_view_snap_free(&s0);
         return st;
     }
     int resume = s0.has_state && (strcmp(s0.state.phase, "training") == 0 || strcmp(s0.state.phase, "starting") == 0 ||
                                   strcmp(s0.state.phase, "stopping") == 0);
     int finished = s0.has_state && !resume;
     c->prev = s0.state;
-    tma_jobview_snap_free(&s0);
+    tma_job_view_snap_free(&s0);
     if (finished && c->o->standby && strcmp(c->prev.phase, "done") == 0) {
         /* The leader it stood by for finished the job: nothing to take over. */
         tma_log_info(COMP, "job %s: the leader finished it (results in %s); the standby leaves", c->job->name,
@@ -82,7 +82,7 @@ static tma_status_t resume_best(coord_t *c, int64_t *round_p, double *val_p, dou
     *round_p = -1;
     *val_p = 0;
     *time_p = 0;
-    char *path = tma_run_path(c->run_dir, "best.tmaw");
+    char *path = tma_job_run_path(c->run_dir, "best.tmaw");
     if (!path)
         return TMA_ERR_NOMEM;
     if (!tma_file_exists(path)) {
@@ -99,7 +99,7 @@ static tma_status_t resume_best(coord_t *c, int64_t *round_p, double *val_p, dou
     int64_t *rounds = NULL;
     double *times = NULL, *vals = NULL;
     int n = 0;
-    if (tma_run_read_metrics(c->metrics_path, &rounds, &times, &vals, &n) == TMA_OK)
+    if (tma_job_run_read_metrics(c->metrics_path, &rounds, &times, &vals, &n) == TMA_OK)
         for (int i = 0; i < n; i++)
             if (rounds[i] == (int64_t)r)
                 *time_p = times[i];
@@ -150,7 +150,7 @@ static tma_status_t rebuild_metrics(coord_t *c, int64_t last_round)
         if (r != expect)
             tma_log_warn(COMP, "metrics: round %lld follows %lld in etcd", (long long)r, (long long)expect - 1);
         expect = r + 1;
-        st = tma_run_append_line(tmp, o);
+        st = tma_job_run_append_line(tmp, o);
         cJSON_Delete(o);
     }
     tma_kv_result_free(&res);
@@ -170,7 +170,7 @@ static void prune_partial_files(coord_t *c)
     while (d && (de = readdir(d))) {
         if (!strstr(de->d_name, ".tmaw.tmp."))
             continue;
-        char *path = tma_run_path(c->run_dir, de->d_name);
+        char *path = tma_job_run_path(c->run_dir, de->d_name);
         if (path && unlink(path) == 0)
             tma_log_info(COMP, "removed %s, a partial file the previous coordinator left", path);
         free(path);
@@ -228,7 +228,7 @@ static tma_status_t fallback_checkpoint(coord_t *c, int64_t round, float **param
         if (coord_checkpoint_parse(de->d_name, &r, &e) != 0 || r >= round || r < best_r ||
             (r == best_r && e <= best_e))
             continue;
-        char *path = tma_run_path(c->run_dir, de->d_name);
+        char *path = tma_job_run_path(c->run_dir, de->d_name);
         float *params = NULL;
         if (path && read_checkpoint(c, path, r, &params) == TMA_OK) {
             free(*params_p);
@@ -253,7 +253,7 @@ static tma_status_t fallback_checkpoint(coord_t *c, int64_t round, float **param
  * workers already training keep going. */
 tma_status_t coord_take_over(coord_t *c)
 {
-    const tma_state_rec_t *prev = &c->prev;
+    const tma_job_state_rec_t *prev = &c->prev;
     float *params = NULL;
     char *path = NULL;
     tma_status_t st = prev->checkpoint[0] ? read_checkpoint(c, prev->checkpoint, prev->round, &params)
@@ -302,14 +302,14 @@ tma_status_t coord_take_over(coord_t *c)
     }
     c->round = prev->round;
     c->elapsed_base = prev->train_elapsed;
-    tma_jobview_snap_t s;
-    if ((st = tma_jobview_snapshot(c->view, &s)) != TMA_OK)
+    tma_job_view_snap_t s;
+    if ((st = tma_job_view_snapshot(c->view, &s)) != TMA_OK)
         return st;
     for (int k = 0; k < c->map.n && k < s.n_shards; k++)
         if (s.shard_present[k])
             c->map.owner[k] = s.shards[k].owner;
     if ((st = coord_restamp_shards(c, &s)) != TMA_OK) {
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         return st;
     }
     /* Workers already training keep going: treat them as having the
@@ -321,7 +321,7 @@ tma_status_t coord_take_over(coord_t *c)
         if (sl)
             sl->pushed_rev = s.ready[i].mod_revision;
     }
-    tma_jobview_snap_free(&s);
+    tma_job_view_snap_free(&s);
     c->map_ready = 1;
     tma_log_info(COMP, "took over job %s at round %lld (%.1f s of training done)", c->job->name,
                  (long long)c->round, c->elapsed_base);

@@ -69,11 +69,11 @@ static tma_status_t next_id(tma_kv_t *kv, const char *job, uint32_t *id_p)
 
 /* Writes members/<id> bound to the member's lease, with rec's id and lease
  * filled in. */
-static tma_status_t put_rec(tma_member_t *m, const char *job, tma_member_rec_t *rec)
+static tma_status_t put_rec(tma_member_t *m, const char *job, tma_job_member_rec_t *rec)
 {
     rec->id = m->id;
     rec->lease = m->lease;
-    char *val = tma_member_rec_encode(rec);
+    char *val = tma_job_member_rec_encode(rec);
     if (!val)
         return TMA_ERR_NOMEM;
     char key[TMA_KEY_MAX];
@@ -83,7 +83,7 @@ static tma_status_t put_rec(tma_member_t *m, const char *job, tma_member_rec_t *
     return st;
 }
 
-tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_member_rec_t *rec,
+tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_job_member_rec_t *rec,
                              tma_member_lost_fn lost_fn, void *arg, tma_member_t **m_p)
 {
     tma_member_t *m = calloc(1, sizeof *m);
@@ -117,7 +117,7 @@ fail:
     return st;
 }
 
-tma_status_t tma_member_update(tma_member_t *m, const char *job, tma_member_rec_t *rec)
+tma_status_t tma_member_update(tma_member_t *m, const char *job, tma_job_member_rec_t *rec)
 {
     tma_status_t st = put_rec(m, job, rec);
     if (st != TMA_OK)

@@ -104,7 +104,7 @@ int tma_policy_initial(tma_shard_map_t *map, const tma_live_member_t *live, int 
     return tma_policy_initial_absent(map, live, n_live, workers, NULL, 0, moves);
 }
 
-int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_policy_t policy, const tma_live_member_t *live,
+int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_job_policy_t policy, const tma_live_member_t *live,
                     int n_live, tma_shard_move_t *moves)
 {
     int n = 0;
@@ -142,7 +142,7 @@ int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_policy_t policy, con
     return n;
 }
 
-int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_policy_t policy,
+int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_policy_t policy,
                       tma_shard_move_t *moves)
 {
     int n = 0;

@@ -65,11 +65,11 @@ typedef void (*tma_member_lost_fn)(void *arg, tma_status_t why);
  * rec supplies name, host, pid, device and backup; its id and lease are
  * filled in.  The caller owns *m_p (tma_member_leave).
  */
-tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_member_rec_t *rec,
+tma_status_t tma_member_join(tma_kv_t *kv, const char *job, int64_t ttl, tma_job_member_rec_t *rec,
                              tma_member_lost_fn lost_fn, void *arg, tma_member_t **m_p);
 /* Rewrites members/<id> (same id and lease) from rec, e.g. with the device
  * the worker chose once it knew its id.  Logged on failure. */
-tma_status_t tma_member_update(tma_member_t *m, const char *job, tma_member_rec_t *rec);
+tma_status_t tma_member_update(tma_member_t *m, const char *job, tma_job_member_rec_t *rec);
 /* Revokes the lease (its keys vanish at once) and frees m.  Accepts NULL. */
 void tma_member_leave(tma_member_t *m);
 /* Frees m without revoking: the lease expires by itself (a fenced worker). */
@@ -123,13 +123,13 @@ int tma_policy_initial_absent(tma_shard_map_t *map, const tma_live_member_t *liv
 /* A member is gone: its shards are dropped (continue) or handed to a backup
  * that owns nothing (lowest id first), else to the live member with the
  * fewest training edges (reassign).  Returns the number of moves. */
-int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_policy_t policy, const tma_live_member_t *live,
+int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_job_policy_t policy, const tma_live_member_t *live,
                     int n_live, tma_shard_move_t *moves);
 /* A member joined (or became idle): it takes every orphaned shard if it is a
  * backup under reassign, else one orphaned shard, else one shard from the
  * member that owns the most shards when that member owns more than one.
  * Returns the number of moves (0: it stays idle, as a spare). */
-int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_policy_t policy,
+int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_policy_t policy,
                       tma_shard_move_t *moves);
 
 /* ------------------------------------------------------------------ failure injection */

@@ -20,6 +20,9 @@ gnn_libgnn_cpu_avx2_a_CFLAGS = $(gnn_libtma_gnn_a_CFLAGS) -DCPU_ISA_AVX2
 gnn_libgnn_cpu_generic_a_SOURCES = $(GNN_CPU_SRCS)
 gnn_libgnn_cpu_generic_a_CFLAGS = $(gnn_libtma_gnn_a_CFLAGS)
 gnn_libtma_gnn_a_LIBADD = $(gnn_libgnn_cpu_avx2_a_OBJECTS) $(gnn_libgnn_cpu_generic_a_OBJECTS) $(GNN_CUDA_OBJS)
+gnn_libtma_gnn_a_CPPFLAGS = $(TMA_BASE_CPPFLAGS) $(TMA_INC_GNN)
+gnn_libgnn_cpu_avx2_a_CPPFLAGS = $(gnn_libtma_gnn_a_CPPFLAGS)
+gnn_libgnn_cpu_generic_a_CPPFLAGS = $(gnn_libtma_gnn_a_CPPFLAGS)
 pkginclude_HEADERS += gnn/tma_gnn.h
 TMA_ALL_LIBS += gnn/libtma_gnn.a
 # gnn/cuda/: the CUDA backend, compiled by nvcc (automake has no rule for .cu)

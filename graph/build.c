@@ -168,7 +168,7 @@ static void intro_sort(int64_t *a, int64_t n, int depth)
     insertion_sort(a, n);
 }
 
-void tma_sort_i64(int64_t *a, int64_t n)
+void graph_sort_i64(int64_t *a, int64_t n)
 {
     int depth = 2;
     for (int64_t k = n; k > 1; k >>= 1)
@@ -189,7 +189,7 @@ static void sort_dedup_rows(const int64_t *indptr, int64_t *indices, int64_t n, 
     for (int64_t v = 0; v < n; v++) {
         int64_t *row = indices + indptr[v];
         int64_t d = indptr[v + 1] - indptr[v], k = 0;
-        tma_sort_i64(row, d);
+        graph_sort_i64(row, d);
         for (int64_t e = 0; e < d; e++)
             if (k == 0 || (row[e] >> shift) != (row[k - 1] >> shift))
                 row[k++] = row[e];

@@ -14,12 +14,12 @@
 
 #define SALT_FEAT 0x6665617475726573ull
 
-uint64_t tma_feat_seed(uint64_t seed)
+uint64_t graph_feat_seed(uint64_t seed)
 {
     return tma_hash64(seed ^ SALT_FEAT);
 }
 
-void tma_feat_project_add(float *row, int32_t dim, int64_t j, float x, uint64_t seed)
+void graph_feat_project_add(float *row, int32_t dim, int64_t j, float x, uint64_t seed)
 {
     const float s = x / sqrtf((float)dim);
     const int64_t blocks = (dim + 63) / 64;
@@ -32,13 +32,13 @@ void tma_feat_project_add(float *row, int32_t dim, int64_t j, float x, uint64_t 
     }
 }
 
-void tma_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t seed)
+void graph_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t seed)
 {
 #pragma omp parallel for schedule(static)
     for (int64_t v = 0; v < n; v++) {
         float *row = features + v * dim;
         memset(row, 0, (size_t)dim * sizeof(float));
-        tma_feat_project_add(row, dim, v, 1.0f, seed);
+        graph_feat_project_add(row, dim, v, 1.0f, seed);
     }
 }
 

@@ -326,7 +326,7 @@ tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_bu
         st = TMA_ERR_NOMEM;
         goto done;
     }
-    tma_feat_random_ids(feat, n, o->feat_dim, tma_feat_seed(o->seed));
+    graph_feat_random_ids(feat, n, o->feat_dim, graph_feat_seed(o->seed));
     g->features = feat;
     g->feature_dim = o->feat_dim;
     rep.features = TMA_FEAT_DEFAULT;

@@ -20,92 +20,92 @@
  * entry is computed on demand and nothing of size (input dim x D) is kept.
  * Adds x * R[j, :] to row[0..D).
  */
-void tma_feat_project_add(float *row, int32_t dim, int64_t j, float x, uint64_t seed);
+void graph_feat_project_add(float *row, int32_t dim, int64_t j, float x, uint64_t seed);
 /* Features of graphs without any: row v = R[v, :] (the projection of a
  * one-hot id), for v in [0, n).  Parallel; deterministic. */
-void tma_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t seed);
+void graph_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t seed);
 /* The seed the projection uses for a given import/generation seed. */
-uint64_t tma_feat_seed(uint64_t seed);
+uint64_t graph_feat_seed(uint64_t seed);
 
 /* ------------------------------------------------------------------ sorting (build.c) */
 
 /* Sorts a[0..n) ascending (introsort; in place). */
-void tma_sort_i64(int64_t *a, int64_t n);
+void graph_sort_i64(int64_t *a, int64_t n);
 
 /* ------------------------------------------------------------------ text input (text.c) */
 
 /* A reader of lines from a plain or gzip file (zlib reads both), with the
  * line number kept for error messages.  CR before LF is stripped; lines are
  * NUL-terminated in place. */
-typedef struct tma_text_reader {
+typedef struct graph_text_reader {
     gzFile gz;
     char *path;
     char *buf;
     size_t cap, start, end;
     int64_t line; /* number of the line last returned (1-based) */
     int eof;
-} tma_text_reader_t;
+} graph_text_reader_t;
 
 /* Opens `path`; TMA_ERR_NOT_FOUND (logged) when it is missing. */
-tma_status_t tma_text_open(tma_text_reader_t *tr, const char *path);
+tma_status_t graph_text_open(graph_text_reader_t *tr, const char *path);
 /* Next line: 1 and *line_p set, 0 at the end, or a negative status after
  * logging a read error (a truncated or corrupt gzip stream). */
-int tma_text_next(tma_text_reader_t *tr, char **line_p, size_t *len_p);
-void tma_text_close(tma_text_reader_t *tr);
+int graph_text_next(graph_text_reader_t *tr, char **line_p, size_t *len_p);
+void graph_text_close(graph_text_reader_t *tr);
 
 /* Splits the next field off *p (separators: spaces, tabs, commas).  Returns
  * the field NUL-terminated, or NULL when the line has no more fields. */
-char *tma_text_field(char **p);
+char *graph_text_field(char **p);
 /* Parse a node id (a non-negative integer) or a finite float; on failure log
  * "<path>:<line>: <what>: ..." and return TMA_ERR_FORMAT. */
-tma_status_t tma_text_parse_id(const tma_text_reader_t *tr, const char *tok, const char *what,
+tma_status_t graph_text_parse_id(const graph_text_reader_t *tr, const char *tok, const char *what,
                                int64_t *val_p);
-tma_status_t tma_text_parse_float(const tma_text_reader_t *tr, const char *tok, const char *what,
+tma_status_t graph_text_parse_float(const graph_text_reader_t *tr, const char *tok, const char *what,
                                   float *val_p);
 
 /* ------------------------------------------------------------------ npz (npz.c) */
 
-typedef enum { NPY_BOOL, NPY_INT, NPY_UINT, NPY_FLOAT, NPY_BYTES } tma_npy_kind_t;
+typedef enum { NPY_BOOL, NPY_INT, NPY_UINT, NPY_FLOAT, NPY_BYTES } graph_npy_kind_t;
 
 /* One array of an .npz file, pointing into the file's map (a stored member)
  * or into the reader's inflated copy (a deflated one); valid until
- * tma_npz_close. */
-typedef struct tma_npy {
+ * graph_npz_close. */
+typedef struct graph_npy {
     const char *name;
     char descr[16];
-    tma_npy_kind_t kind;
+    graph_npy_kind_t kind;
     int itemsize;
     int ndim;
     int64_t shape[4];
     int64_t count;
     const void *data;
-} tma_npy_t;
+} graph_npy_t;
 
-typedef struct tma_npz tma_npz_t;
+typedef struct graph_npz graph_npz_t;
 
 /* Maps an .npz file and reads its zip central directory.  Members are
  * checked when they are asked for. */
-tma_status_t tma_npz_open(const char *path, tma_npz_t **z_p);
-void tma_npz_close(tma_npz_t *z);
+tma_status_t graph_npz_open(const char *path, graph_npz_t **z_p);
+void graph_npz_close(graph_npz_t *z);
 /* Finds numeric array `name` (member name.npy), inflates it if it is
  * deflated, checks its CRC-32 and parses its .npy header.
  * TMA_ERR_NOT_FOUND (logged only when `required`), TMA_ERR_UNSUPPORTED for
  * other zip methods, encryption, Fortran order or an unreadable dtype,
  * TMA_ERR_FORMAT for a broken header, corrupt deflate data, truncated data
  * or byte strings, TMA_ERR_CHECKSUM for a CRC mismatch. */
-tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t *a_p);
+tma_status_t graph_npz_get(graph_npz_t *z, const char *name, int required, graph_npy_t *a_p);
 /* The 0-d byte-string array `name` (scipy's `format`, b'csr') into buf
  * (NUL-terminated); any other dtype or shape is TMA_ERR_FORMAT. */
-tma_status_t tma_npz_get_string(tma_npz_t *z, const char *name, char *buf, size_t size);
+tma_status_t graph_npz_get_string(graph_npz_t *z, const char *name, char *buf, size_t size);
 /* 1 when the file has a member `name`.npy. */
-int tma_npz_has(tma_npz_t *z, const char *name);
+int graph_npz_has(graph_npz_t *z, const char *name);
 /* The members' names, comma-separated (malloc'd; NULL without memory). */
-char *tma_npz_names(const tma_npz_t *z);
+char *graph_npz_names(const graph_npz_t *z);
 /* Element i converted; the array must be numeric (checked by the getters
  * below, which log naming the array). */
-tma_status_t tma_npy_check_int(const tma_npz_t *z, const tma_npy_t *a);
-int64_t tma_npy_int(const tma_npy_t *a, int64_t i);
-float tma_npy_float(const tma_npy_t *a, int64_t i);
-const char *tma_npz_path(const tma_npz_t *z);
+tma_status_t graph_npy_check_int(const graph_npz_t *z, const graph_npy_t *a);
+int64_t graph_npy_int(const graph_npy_t *a, int64_t i);
+float graph_npy_float(const graph_npy_t *a, int64_t i);
+const char *graph_npz_path(const graph_npz_t *z);
 
 #endif

@@ -50,7 +50,7 @@ void tma_graph_import_opts_init(tma_graph_import_opts_t *o)
 /* ------------------------------------------------------------------ checks shared by the readers */
 
 /* A node id read at tr's current line. */
-static tma_status_t check_id(src_data_t *s, const tma_text_reader_t *tr, int64_t id)
+static tma_status_t check_id(src_data_t *s, const graph_text_reader_t *tr, int64_t id)
 {
     if (s->nodes >= 0 && id >= s->nodes) {
         tma_log_error(COMP, "%s:%" PRId64 ": node id %" PRId64 " is beyond the node count %" PRId64 " (from %s)",
@@ -89,7 +89,7 @@ tma_status_t src_push_feature(src_data_t *s, int64_t node, int64_t col, float va
 }
 
 /* Records node's label; a node labelled twice differently is an error. */
-tma_status_t src_set_label(src_data_t *s, const tma_text_reader_t *tr, const char *where, int64_t node,
+tma_status_t src_set_label(src_data_t *s, const graph_text_reader_t *tr, const char *where, int64_t node,
                             int64_t label)
 {
     if (label > (1 << 24)) {
@@ -130,9 +130,9 @@ static int data_line(const char *line)
     return *line && *line != '#' && *line != '%';
 }
 
-static tma_status_t no_more_fields(const tma_text_reader_t *tr, char **p, const char *expected)
+static tma_status_t no_more_fields(const graph_text_reader_t *tr, char **p, const char *expected)
 {
-    char *extra = tma_text_field(p);
+    char *extra = graph_text_field(p);
     if (extra) {
         tma_log_error(COMP, "%s:%" PRId64 ": unexpected field '%s': expected %s", tr->path, tr->line, extra,
                       expected);
@@ -141,7 +141,7 @@ static tma_status_t no_more_fields(const tma_text_reader_t *tr, char **p, const 
     return TMA_OK;
 }
 
-static tma_status_t need_field(const tma_text_reader_t *tr, char *tok, const char *expected)
+static tma_status_t need_field(const graph_text_reader_t *tr, char *tok, const char *expected)
 {
     if (!tok) {
         tma_log_error(COMP, "%s:%" PRId64 ": too few fields: expected %s", tr->path, tr->line, expected);
@@ -150,7 +150,7 @@ static tma_status_t need_field(const tma_text_reader_t *tr, char *tok, const cha
     return TMA_OK;
 }
 
-static tma_status_t empty_file(const tma_text_reader_t *tr, const char *what)
+static tma_status_t empty_file(const graph_text_reader_t *tr, const char *what)
 {
     tma_log_error(COMP, "%s: empty file: no %s in it", tr->path, what);
     return TMA_ERR_FORMAT;
@@ -160,19 +160,19 @@ static tma_status_t empty_file(const tma_text_reader_t *tr, const char *what)
 
 /* A file's lines in turn; `each` handles one data line (blank and comment
  * lines are skipped).  An empty file is an error naming `what`. */
-typedef tma_status_t (*line_fn)(src_data_t *s, tma_text_reader_t *tr, char *line);
+typedef tma_status_t (*line_fn)(src_data_t *s, graph_text_reader_t *tr, char *line);
 
 static tma_status_t read_lines(src_data_t *s, const char *path, const char *what, line_fn each)
 {
-    tma_text_reader_t tr;
-    tma_status_t st = tma_text_open(&tr, path);
+    graph_text_reader_t tr;
+    tma_status_t st = graph_text_open(&tr, path);
     if (st != TMA_OK)
         return st;
     char *line;
     size_t len;
     int64_t rows = 0;
     int r;
-    while ((r = tma_text_next(&tr, &line, &len)) > 0) {
+    while ((r = graph_text_next(&tr, &line, &len)) > 0) {
         if (!data_line(line))
             continue;
         if ((st = each(s, &tr, line)) != TMA_OK)
@@ -183,7 +183,7 @@ static tma_status_t read_lines(src_data_t *s, const char *path, const char *what
         st = r;
     if (st == TMA_OK && rows == 0)
         st = empty_file(&tr, what);
-    tma_text_close(&tr);
+    graph_text_close(&tr);
     return st;
 }
 
@@ -197,13 +197,13 @@ static int is_name(const char *tok)
  * header such as "src,dst") is skipped.  A weight must be a positive number:
  * every line becomes an edge of the unweighted graph, so a zero or negative
  * weight would be misread and is refused. */
-static tma_status_t edge_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+static tma_status_t edge_line(src_data_t *s, graph_text_reader_t *tr, char *line)
 {
     static const char want[] = "two node ids and an optional weight, 'u v' or 'u v w'";
     char head[128];
     if (!s->edge_fields && !s->edge_header)
         snprintf(head, sizeof head, "%s", line);
-    char *p = line, *a = tma_text_field(&p), *b = tma_text_field(&p), *w = tma_text_field(&p);
+    char *p = line, *a = graph_text_field(&p), *b = graph_text_field(&p), *w = graph_text_field(&p);
     int64_t u, v;
     float weight;
     tma_status_t st;
@@ -227,9 +227,9 @@ static tma_status_t edge_line(src_data_t *s, tma_text_reader_t *tr, char *line)
                       tr->path, tr->line, fields, s->edge_fields_line, s->edge_fields);
         return TMA_ERR_FORMAT;
     }
-    if ((st = tma_text_parse_id(tr, a, "node id", &u)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, b, "node id", &v)) != TMA_OK ||
-        (w && (st = tma_text_parse_float(tr, w, "edge weight", &weight)) != TMA_OK) ||
+    if ((st = graph_text_parse_id(tr, a, "node id", &u)) != TMA_OK ||
+        (st = graph_text_parse_id(tr, b, "node id", &v)) != TMA_OK ||
+        (w && (st = graph_text_parse_float(tr, w, "edge weight", &weight)) != TMA_OK) ||
         (st = check_id(s, tr, u)) != TMA_OK || (st = check_id(s, tr, v)) != TMA_OK)
         return st;
     if (w && !(weight > 0.0f)) {
@@ -241,17 +241,17 @@ static tma_status_t edge_line(src_data_t *s, tma_text_reader_t *tr, char *line)
     return tma_edge_list_push(&s->edges, u, v);
 }
 
-static tma_status_t sparse_feature_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+static tma_status_t sparse_feature_line(src_data_t *s, graph_text_reader_t *tr, char *line)
 {
     static const char want[] = "'node feature value'";
-    char *p = line, *a = tma_text_field(&p), *b = tma_text_field(&p), *c = tma_text_field(&p);
+    char *p = line, *a = graph_text_field(&p), *b = graph_text_field(&p), *c = graph_text_field(&p);
     int64_t node, col;
     float val;
     tma_status_t st;
     if ((st = need_field(tr, c, want)) != TMA_OK || (st = no_more_fields(tr, &p, want)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, a, "node id", &node)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, b, "feature index", &col)) != TMA_OK ||
-        (st = tma_text_parse_float(tr, c, "feature value", &val)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
+        (st = graph_text_parse_id(tr, a, "node id", &node)) != TMA_OK ||
+        (st = graph_text_parse_id(tr, b, "feature index", &col)) != TMA_OK ||
+        (st = graph_text_parse_float(tr, c, "feature value", &val)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
         return st;
     if ((s->fdim_declared && col >= s->fdim) || col >= (1 << 24)) {
         tma_log_error(COMP, "%s:%" PRId64 ": feature index %" PRId64 " is beyond the feature dimension %d%s", tr->path,
@@ -264,34 +264,34 @@ static tma_status_t sparse_feature_line(src_data_t *s, tma_text_reader_t *tr, ch
     return src_push_feature(s, node, col, val);
 }
 
-static tma_status_t label_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+static tma_status_t label_line(src_data_t *s, graph_text_reader_t *tr, char *line)
 {
     static const char want[] = "'node label'";
-    char *p = line, *a = tma_text_field(&p), *b = tma_text_field(&p);
+    char *p = line, *a = graph_text_field(&p), *b = graph_text_field(&p);
     int64_t node, label;
     tma_status_t st;
     if ((st = need_field(tr, b, want)) != TMA_OK || (st = no_more_fields(tr, &p, want)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, a, "node id", &node)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, b, "label", &label)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
+        (st = graph_text_parse_id(tr, a, "node id", &node)) != TMA_OK ||
+        (st = graph_text_parse_id(tr, b, "label", &label)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
         return st;
     return src_set_label(s, tr, NULL, node, label);
 }
 
 /* OGB node-label.csv: one label a line, line i for node i. */
-static tma_status_t label_row_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+static tma_status_t label_row_line(src_data_t *s, graph_text_reader_t *tr, char *line)
 {
-    char *p = line, *a = tma_text_field(&p);
+    char *p = line, *a = graph_text_field(&p);
     int64_t label, node = tr->line - 1;
     tma_status_t st;
     if ((st = no_more_fields(tr, &p, "one label a line")) != TMA_OK ||
-        (st = tma_text_parse_id(tr, a, "label", &label)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
+        (st = graph_text_parse_id(tr, a, "label", &label)) != TMA_OK || (st = check_id(s, tr, node)) != TMA_OK)
         return st;
     return src_set_label(s, tr, NULL, node, label);
 }
 
 /* OGB node-feat.csv: one node a line, comma-separated floats, every line as
  * wide as the first. */
-static tma_status_t dense_feature_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+static tma_status_t dense_feature_line(src_data_t *s, graph_text_reader_t *tr, char *line)
 {
     int64_t node = tr->line - 1;
     tma_status_t st = check_id(s, tr, node);
@@ -304,10 +304,10 @@ static tma_status_t dense_feature_line(src_data_t *s, tma_text_reader_t *tr, cha
     }
     char *p = line, *tok;
     int64_t width = 0;
-    while ((tok = tma_text_field(&p)) != NULL) {
+    while ((tok = graph_text_field(&p)) != NULL) {
         if (s->fdim && width >= s->fdim) {
             width++;
-            while (tma_text_field(&p))
+            while (graph_text_field(&p))
                 width++;
             break;
         }
@@ -322,7 +322,7 @@ static tma_status_t dense_feature_line(src_data_t *s, tma_text_reader_t *tr, cha
             s->dense_cap = cap;
         }
         float v;
-        if ((st = tma_text_parse_float(tr, tok, "feature value", &v)) != TMA_OK)
+        if ((st = graph_text_parse_float(tr, tok, "feature value", &v)) != TMA_OK)
             return st;
         s->dense[s->dense_rows * (s->fdim ? s->fdim : 0) + width] = v;
         width++;
@@ -342,10 +342,10 @@ static tma_status_t dense_feature_line(src_data_t *s, tma_text_reader_t *tr, cha
     return TMA_OK;
 }
 
-static tma_status_t set_nodes(src_data_t *s, tma_text_reader_t *tr, const char *val)
+static tma_status_t set_nodes(src_data_t *s, graph_text_reader_t *tr, const char *val)
 {
     int64_t v;
-    tma_status_t st = tma_text_parse_id(tr, val, "node count", &v);
+    tma_status_t st = graph_text_parse_id(tr, val, "node count", &v);
     if (st != TMA_OK)
         return st;
     if (v == 0 || v >= ((int64_t)1 << 40)) {
@@ -360,9 +360,9 @@ static tma_status_t set_nodes(src_data_t *s, tma_text_reader_t *tr, const char *
 
 /* meta.txt: "nodes N", "feature_dim D"; other keys (edge counts, label
  * names) are informational and skipped. */
-static tma_status_t meta_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+static tma_status_t meta_line(src_data_t *s, graph_text_reader_t *tr, char *line)
 {
-    char *p = line, *key = tma_text_field(&p), *val = tma_text_field(&p);
+    char *p = line, *key = graph_text_field(&p), *val = graph_text_field(&p);
     tma_status_t st;
     if (!val) {
         tma_log_error(COMP, "%s:%" PRId64 ": expected 'key value'", tr->path, tr->line);
@@ -372,7 +372,7 @@ static tma_status_t meta_line(src_data_t *s, tma_text_reader_t *tr, char *line)
         return set_nodes(s, tr, val);
     if (strcmp(key, "feature_dim") == 0) {
         int64_t v;
-        if ((st = tma_text_parse_id(tr, val, "feature dimension", &v)) != TMA_OK)
+        if ((st = graph_text_parse_id(tr, val, "feature dimension", &v)) != TMA_OK)
             return st;
         if (v == 0 || v > (1 << 24)) {
             tma_log_error(COMP, "%s:%" PRId64 ": feature dimension %" PRId64 " is out of range", tr->path, tr->line, v);
@@ -386,9 +386,9 @@ static tma_status_t meta_line(src_data_t *s, tma_text_reader_t *tr, char *line)
 
 /* OGB num-node-list.csv: the node count alone; a second line would be a
  * second graph. */
-static tma_status_t num_nodes_line(src_data_t *s, tma_text_reader_t *tr, char *line)
+static tma_status_t num_nodes_line(src_data_t *s, graph_text_reader_t *tr, char *line)
 {
-    char *p = line, *val = tma_text_field(&p);
+    char *p = line, *val = graph_text_field(&p);
     tma_status_t st = no_more_fields(tr, &p, "one node count");
     if (st != TMA_OK)
         return st;
@@ -828,9 +828,9 @@ static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, u
     float *f = tma_graph_alloc(g, bytes ? bytes : 1);
     if (!f)
         return TMA_ERR_NOMEM;
-    const uint64_t pseed = tma_feat_seed(seed);
+    const uint64_t pseed = graph_feat_seed(seed);
     if (src == TMA_FEAT_DEFAULT) {
-        tma_feat_random_ids(f, n, dim, pseed);
+        graph_feat_random_ids(f, n, dim, pseed);
     } else if (s->dense_rows > 0) {
         if (s->dense_rows != n) {
             tma_log_error(COMP, "%" PRId64 " feature rows for %" PRId64 " nodes: every node needs a row", s->dense_rows, n);
@@ -848,7 +848,7 @@ static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, u
             memset(row, 0, (size_t)dim * sizeof(float));
             for (int32_t j = 0; j < din; j++)
                 if (in[j] != 0.0f)
-                    tma_feat_project_add(row, dim, j, in[j], pseed);
+                    graph_feat_project_add(row, dim, j, in[j], pseed);
         }
     } else {
         memset(f, 0, bytes);
@@ -858,7 +858,7 @@ static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, u
             if (src == TMA_FEAT_STORED)
                 row[s->fcol[i]] += s->fval[i];
             else
-                tma_feat_project_add(row, dim, s->fcol[i], s->fval[i], pseed);
+                graph_feat_project_add(row, dim, s->fcol[i], s->fval[i], pseed);
         }
     }
     g->features = f;
@@ -903,9 +903,9 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
     tma_graph_t *g = NULL;
     char *split_dir = NULL;
     tma_status_t st;
-    if (tma_dir_exists(src) && (tma_import_is_movielens(src) || tma_import_is_typed_text(src))) {
+    if (tma_dir_exists(src) && (graph_import_is_movielens(src) || graph_import_is_typed_text(src))) {
         /* The typed layouts read and build in one go. */
-        int ml = tma_import_is_movielens(src);
+        int ml = graph_import_is_movielens(src);
         rep.layout = ml ? "movielens" : "typed";
         if (o->split_name) {
             tma_log_error(COMP, "%s: --split names an OGB split, but this is a %s dataset", src, rep.layout);
@@ -913,7 +913,7 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
         }
         if ((st = tma_graph_create(&g)) != TMA_OK)
             return st;
-        st = ml ? tma_import_movielens(src, o, g, &rep) : tma_import_typed_text(src, o, g, &rep);
+        st = ml ? graph_import_movielens(src, o, g, &rep) : graph_import_typed_text(src, o, g, &rep);
         if (st != TMA_OK) {
             tma_graph_destroy(g);
             return st;

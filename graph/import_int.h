@@ -39,7 +39,7 @@ typedef struct src_data {
 tma_status_t src_push_feature(src_data_t *s, int64_t node, int64_t col, float val);
 /* Records node's label; a node labelled twice differently is an error
  * (logged naming tr's file and line, or `where` when tr is NULL). */
-tma_status_t src_set_label(src_data_t *s, const tma_text_reader_t *tr, const char *where, int64_t node,
+tma_status_t src_set_label(src_data_t *s, const graph_text_reader_t *tr, const char *where, int64_t node,
                            int64_t label);
 /* Reads a .npz file in any of the layouts import_npz.c knows. */
 tma_status_t src_read_npz(src_data_t *s, const char *path);
@@ -49,11 +49,11 @@ tma_status_t src_read_npz(src_data_t *s, const char *path);
  * layout: node_types.txt).  The readers fill the typed graph `g` (fresh
  * from tma_graph_create) and build it with o->build; rep gets the build
  * report and the feature source. */
-int tma_import_is_movielens(const char *dir);
-int tma_import_is_typed_text(const char *dir);
-tma_status_t tma_import_movielens(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
+int graph_import_is_movielens(const char *dir);
+int graph_import_is_typed_text(const char *dir);
+tma_status_t graph_import_movielens(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
                                   tma_graph_import_report_t *rep);
-tma_status_t tma_import_typed_text(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
+tma_status_t graph_import_typed_text(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
                                    tma_graph_import_report_t *rep);
 
 #endif

@@ -105,7 +105,7 @@ static int split_bar(char *line, char **f, int max)
     }
 }
 
-static tma_status_t bad_line(const tma_text_reader_t *tr, const char *msg, const char *tok)
+static tma_status_t bad_line(const graph_text_reader_t *tr, const char *msg, const char *tok)
 {
     if (tok)
         tma_log_error(COMP, "%s:%" PRId64 ": %s: '%s'", tr->path, tr->line, msg, tok);
@@ -116,13 +116,13 @@ static tma_status_t bad_line(const tma_text_reader_t *tr, const char *msg, const
 
 /* Splits line into exactly `want` fields (separated by spaces, tabs or
  * commas) in tok[want]; too few or too many is an error naming `expected`. */
-static tma_status_t fields_exact(const tma_text_reader_t *tr, char *line, char **tok, int want, const char *expected)
+static tma_status_t fields_exact(const graph_text_reader_t *tr, char *line, char **tok, int want, const char *expected)
 {
     int nf = 0;
     char *p = line, *extra;
-    while (nf < want && (tok[nf] = tma_text_field(&p)) != NULL)
+    while (nf < want && (tok[nf] = graph_text_field(&p)) != NULL)
         nf++;
-    if (nf < want || (extra = tma_text_field(&p)) != NULL) {
+    if (nf < want || (extra = graph_text_field(&p)) != NULL) {
         tma_log_error(COMP, "%s:%" PRId64 ": too %s fields: expected %s", tr->path, tr->line,
                       nf < want ? "few" : "many", expected);
         return TMA_ERR_FORMAT;
@@ -131,11 +131,11 @@ static tma_status_t fields_exact(const tma_text_reader_t *tr, char *line, char *
 }
 
 /* An id in [1, max] (MovieLens ids are 1-based). */
-static tma_status_t parse_id1(const tma_text_reader_t *tr, const char *tok, const char *what, int64_t max,
+static tma_status_t parse_id1(const graph_text_reader_t *tr, const char *tok, const char *what, int64_t max,
                               int64_t *id_p)
 {
     int64_t v;
-    tma_status_t st = tma_text_parse_id(tr, tok, what, &v);
+    tma_status_t st = graph_text_parse_id(tr, tok, what, &v);
     if (st != TMA_OK)
         return st;
     if (v < 1 || v > max) {
@@ -150,29 +150,29 @@ static tma_status_t parse_id1(const tma_text_reader_t *tr, const char *tok, cons
 /* Calls each(ctx, tr, line) on every data line of dir/base (blank and
  * comment lines skipped), then each(ctx, tr, NULL) once at the end for the
  * checks of the whole file, while the reader still names it. */
-typedef tma_status_t (*line_fn)(void *ctx, const tma_text_reader_t *tr, char *line);
+typedef tma_status_t (*line_fn)(void *ctx, const graph_text_reader_t *tr, char *line);
 
 static tma_status_t each_line(const char *dir, const char *base, line_fn each, void *ctx)
 {
     char *path = tma_path_join(dir, base);
     if (!path)
         return TMA_ERR_NOMEM;
-    tma_text_reader_t tr;
-    tma_status_t st = tma_text_open(&tr, path);
+    graph_text_reader_t tr;
+    tma_status_t st = graph_text_open(&tr, path);
     free(path);
     if (st != TMA_OK)
         return st;
     char *line;
     size_t len;
     int r;
-    while (st == TMA_OK && (r = tma_text_next(&tr, &line, &len)) > 0)
+    while (st == TMA_OK && (r = graph_text_next(&tr, &line, &len)) > 0)
         if (data_line(line))
             st = each(ctx, &tr, line);
     if (st == TMA_OK && r < 0)
         st = r;
     if (st == TMA_OK)
         st = each(ctx, &tr, NULL);
-    tma_text_close(&tr);
+    graph_text_close(&tr);
     return st;
 }
 
@@ -239,7 +239,7 @@ static void ml_free(ml_data_t *d)
 
 /* A file of records with ids 1..count, at its end: the first missing id
  * (`missing`, 0-based, or -1), or no record at all, is an error. */
-static tma_status_t ml_ids_complete(const tma_text_reader_t *tr, const char *what, int64_t count, int64_t missing)
+static tma_status_t ml_ids_complete(const graph_text_reader_t *tr, const char *what, int64_t count, int64_t missing)
 {
     if (missing >= 0) {
         tma_log_error(COMP, "%s: %s %" PRId64 " is missing (ids must run 1..%" PRId64 ")", tr->path, what,
@@ -255,7 +255,7 @@ static tma_status_t ml_ids_complete(const tma_text_reader_t *tr, const char *wha
 
 /* u.occupation: one name a line; u.genre: `name|index`, the index being
  * the line's order. */
-static tma_status_t ml_name_line(void *ctx, const tma_text_reader_t *tr, char *line)
+static tma_status_t ml_name_line(void *ctx, const graph_text_reader_t *tr, char *line)
 {
     ml_data_t *d = ctx;
     name_list_t *l = d->names;
@@ -277,7 +277,7 @@ static tma_status_t ml_name_line(void *ctx, const tma_text_reader_t *tr, char *l
         return bad_line(tr, "name given twice", f[0]);
     if (d->indexed) {
         int64_t idx;
-        tma_status_t st = tma_text_parse_id(tr, f[1], "genre index", &idx);
+        tma_status_t st = graph_text_parse_id(tr, f[1], "genre index", &idx);
         if (st != TMA_OK)
             return st;
         if (idx != i)
@@ -287,7 +287,7 @@ static tma_status_t ml_name_line(void *ctx, const tma_text_reader_t *tr, char *l
 }
 
 /* u.user: `id|age|gender|occupation|zip`. */
-static tma_status_t ml_user_line(void *ctx, const tma_text_reader_t *tr, char *line)
+static tma_status_t ml_user_line(void *ctx, const graph_text_reader_t *tr, char *line)
 {
     ml_data_t *d = ctx;
     if (!line) {
@@ -302,7 +302,7 @@ static tma_status_t ml_user_line(void *ctx, const tma_text_reader_t *tr, char *l
     int64_t id, age;
     tma_status_t st;
     if ((st = parse_id1(tr, f[0], "user id", ML_MAX_IDS, &id)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, f[1], "age", &age)) != TMA_OK)
+        (st = graph_text_parse_id(tr, f[1], "age", &age)) != TMA_OK)
         return st;
     if (age > 200)
         return bad_line(tr, "age is not a plausible age", f[1]);
@@ -326,14 +326,14 @@ static tma_status_t ml_user_line(void *ctx, const tma_text_reader_t *tr, char *l
 }
 
 /* The year of a release date `dd-Mon-yyyy`; 0 for an empty date. */
-static tma_status_t ml_year(const tma_text_reader_t *tr, const char *date, int32_t *year_p)
+static tma_status_t ml_year(const graph_text_reader_t *tr, const char *date, int32_t *year_p)
 {
     size_t n = strlen(date);
     *year_p = 0;
     if (n == 0)
         return TMA_OK;
     int64_t y;
-    if (n < 4 || (n > 4 && date[n - 5] != '-') || tma_text_parse_id(tr, date + n - 4, "release year", &y) != TMA_OK ||
+    if (n < 4 || (n > 4 && date[n - 5] != '-') || graph_text_parse_id(tr, date + n - 4, "release year", &y) != TMA_OK ||
         y < 1000 || y > 9999)
         return bad_line(tr, "release date is not 'dd-Mon-yyyy'", date);
     *year_p = (int32_t)y;
@@ -341,7 +341,7 @@ static tma_status_t ml_year(const tma_text_reader_t *tr, const char *date, int32
 }
 
 /* u.item: `id|title|release date|video release date|url|g_0|...|g_{G-1}`. */
-static tma_status_t ml_movie_line(void *ctx, const tma_text_reader_t *tr, char *line)
+static tma_status_t ml_movie_line(void *ctx, const graph_text_reader_t *tr, char *line)
 {
     ml_data_t *d = ctx;
     if (!line) {
@@ -391,7 +391,7 @@ static tma_status_t ml_movie_line(void *ctx, const tma_text_reader_t *tr, char *
 
 /* u.data: `user item rating timestamp` (tab-separated): edge user -> movie
  * of relation rating - 1. */
-static tma_status_t ml_rating_line(void *ctx, const tma_text_reader_t *tr, char *line)
+static tma_status_t ml_rating_line(void *ctx, const graph_text_reader_t *tr, char *line)
 {
     ml_data_t *d = ctx;
     if (!line) {
@@ -407,7 +407,7 @@ static tma_status_t ml_rating_line(void *ctx, const tma_text_reader_t *tr, char 
         (st = parse_id1(tr, tok[0], "user id", d->num_users, &u)) != TMA_OK ||
         (st = parse_id1(tr, tok[1], "movie id", d->num_movies, &m)) != TMA_OK ||
         (st = parse_id1(tr, tok[2], "rating", ML_RATINGS, &rating)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, tok[3], "timestamp", &ts)) != TMA_OK)
+        (st = graph_text_parse_id(tr, tok[3], "timestamp", &ts)) != TMA_OK)
         return st;
     return tma_edge_list_push_rel(&d->el, u - 1, d->num_users + m - 1, (int32_t)(rating - 1));
 }
@@ -432,7 +432,7 @@ static tma_status_t ml_read(const char *dir, ml_data_t *d)
     return each_line(dir, "u.data", ml_rating_line, d);
 }
 
-int tma_import_is_movielens(const char *dir)
+int graph_import_is_movielens(const char *dir)
 {
     static const char *const need[] = {"u.data", "u.user", "u.item"};
     for (size_t i = 0; i < sizeof need / sizeof *need; i++) {
@@ -451,7 +451,7 @@ static float scaled(double x, double lo, double hi)
     return hi > lo ? (float)((x - lo) / (hi - lo)) : 0.0f;
 }
 
-tma_status_t tma_import_movielens(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
+tma_status_t graph_import_movielens(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
                                   tma_graph_import_report_t *rep)
 {
     ml_data_t d;
@@ -539,7 +539,7 @@ done:
 
 /* ------------------------------------------------------------------ generic typed text */
 
-int tma_import_is_typed_text(const char *dir)
+int graph_import_is_typed_text(const char *dir)
 {
     char *p = tma_path_join(dir, "node_types.txt");
     int ok = p && tma_file_exists(p);
@@ -555,7 +555,7 @@ typedef struct typed_data {
 } typed_data_t;
 
 /* node_types.txt: `node type_name`. */
-static tma_status_t node_type_line(void *ctx, const tma_text_reader_t *tr, char *line)
+static tma_status_t node_type_line(void *ctx, const graph_text_reader_t *tr, char *line)
 {
     typed_data_t *d = ctx;
     if (!line) {
@@ -575,7 +575,7 @@ static tma_status_t node_type_line(void *ctx, const tma_text_reader_t *tr, char 
     int64_t v;
     tma_status_t st;
     if ((st = fields_exact(tr, line, tok, 2, "'node type_name'")) != TMA_OK ||
-        (st = tma_text_parse_id(tr, tok[0], "node id", &v)) != TMA_OK)
+        (st = graph_text_parse_id(tr, tok[0], "node id", &v)) != TMA_OK)
         return st;
     if (v >= ((int64_t)1 << 40))
         return bad_line(tr, "node id is too large", tok[0]);
@@ -598,7 +598,7 @@ static tma_status_t node_type_line(void *ctx, const tma_text_reader_t *tr, char 
 }
 
 /* edges.txt: `u v relation_name`, both nodes typed. */
-static tma_status_t typed_edge_line(void *ctx, const tma_text_reader_t *tr, char *line)
+static tma_status_t typed_edge_line(void *ctx, const graph_text_reader_t *tr, char *line)
 {
     typed_data_t *d = ctx;
     if (!line) {
@@ -611,8 +611,8 @@ static tma_status_t typed_edge_line(void *ctx, const tma_text_reader_t *tr, char
     int64_t u, v;
     tma_status_t st;
     if ((st = fields_exact(tr, line, tok, 3, "'u v relation_name'")) != TMA_OK ||
-        (st = tma_text_parse_id(tr, tok[0], "node id", &u)) != TMA_OK ||
-        (st = tma_text_parse_id(tr, tok[1], "node id", &v)) != TMA_OK)
+        (st = graph_text_parse_id(tr, tok[0], "node id", &u)) != TMA_OK ||
+        (st = graph_text_parse_id(tr, tok[1], "node id", &v)) != TMA_OK)
         return st;
     if (u >= d->n || v >= d->n) {
         tma_log_error(COMP, "%s:%" PRId64 ": node %" PRId64 " has no type in node_types.txt (%" PRId64 " typed nodes)",
@@ -625,7 +625,7 @@ static tma_status_t typed_edge_line(void *ctx, const tma_text_reader_t *tr, char
     return tma_edge_list_push_rel(&d->el, u, v, r);
 }
 
-tma_status_t tma_import_typed_text(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
+tma_status_t graph_import_typed_text(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
                                    tma_graph_import_report_t *rep)
 {
     typed_data_t d;
@@ -646,7 +646,7 @@ tma_status_t tma_import_typed_text(const char *dir, const tma_graph_import_opts_
         st = TMA_ERR_NOMEM;
         goto done;
     }
-    tma_feat_random_ids(x, n, D, tma_feat_seed(o->build.seed));
+    graph_feat_random_ids(x, n, D, graph_feat_seed(o->build.seed));
     memcpy(type, d.type, (size_t)n * sizeof(int32_t));
     for (int32_t t = 0; t < d.types.count; t++)
         width[t] = D;

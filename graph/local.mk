@@ -1,6 +1,7 @@
 # graph/: the .tmag file, importers, split, generators, partitioners, sampler.
 lib_LIBRARIES += graph/libtma_graph.a
 graph_libtma_graph_a_SOURCES = graph/tmag.c graph/sampler.c
+graph_libtma_graph_a_CPPFLAGS = $(TMA_BASE_CPPFLAGS) $(TMA_INC_GRAPH)
 pkginclude_HEADERS += graph/tma_graph.h
 TMA_ALL_LIBS += graph/libtma_graph.a
 # The builder, importers, generators and partitioners.

@@ -23,7 +23,7 @@ typedef struct npz_member {
     unsigned char *inflated; /* a deflated member's bytes, once read */
 } npz_member_t;
 
-struct tma_npz {
+struct graph_npz {
     char *path;
     tma_mmap_t map;
     npz_member_t *m;
@@ -34,9 +34,9 @@ static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 
 static uint32_t rd32(const unsigned char *p) { return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16; }
 static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
 
-const char *tma_npz_path(const tma_npz_t *z) { return z->path; }
+const char *graph_npz_path(const graph_npz_t *z) { return z->path; }
 
-void tma_npz_close(tma_npz_t *z)
+void graph_npz_close(graph_npz_t *z)
 {
     if (!z)
         return;
@@ -50,7 +50,7 @@ void tma_npz_close(tma_npz_t *z)
     free(z);
 }
 
-static tma_status_t bad_zip(const tma_npz_t *z, const char *what)
+static tma_status_t bad_zip(const graph_npz_t *z, const char *what)
 {
     tma_log_error(COMP, "%s: not a readable .npz (zip) file: %s", z->path, what);
     return TMA_ERR_FORMAT;
@@ -92,9 +92,9 @@ static int zip64_extra(const unsigned char *ex, size_t len, npz_member_t *mb, in
     return need_u || need_c || need_o ? -1 : 0;
 }
 
-tma_status_t tma_npz_open(const char *path, tma_npz_t **z_p)
+tma_status_t graph_npz_open(const char *path, graph_npz_t **z_p)
 {
-    tma_npz_t *z = calloc(1, sizeof *z);
+    graph_npz_t *z = calloc(1, sizeof *z);
     if (!z || !(z->path = strdup(path))) {
         free(z);
         return TMA_ERR_NOMEM;
@@ -181,13 +181,13 @@ tma_status_t tma_npz_open(const char *path, tma_npz_t **z_p)
     *z_p = z;
     return TMA_OK;
 fail:
-    tma_npz_close(z);
+    graph_npz_close(z);
     return st;
 }
 
 /* Parses the Python dict literal of an .npy header. */
-static tma_status_t parse_npy_header(const tma_npz_t *z, const char *name, const char *h, size_t len,
-                                     tma_npy_t *a, int *fortran_p)
+static tma_status_t parse_npy_header(const graph_npz_t *z, const char *name, const char *h, size_t len,
+                                     graph_npy_t *a, int *fortran_p)
 {
     char tmp[4096];
     if (len >= sizeof tmp)
@@ -287,7 +287,7 @@ static uint32_t crc32_of(const unsigned char *p, uint64_t n)
 
 /* Inflates a deflated member's csize bytes at src into a buffer of exactly
  * usize bytes (the raw deflate stream of zip method 8). */
-static tma_status_t inflate_member(const tma_npz_t *z, npz_member_t *mb, const unsigned char *src)
+static tma_status_t inflate_member(const graph_npz_t *z, npz_member_t *mb, const unsigned char *src)
 {
     /* Deflate expands at most 1032:1: a larger claim is a corrupt header,
      * and must not become a huge allocation. */
@@ -350,7 +350,7 @@ static tma_status_t inflate_member(const tma_npz_t *z, npz_member_t *mb, const u
 
 /* The member's uncompressed bytes, CRC-checked: a pointer into the map for a
  * stored member, the inflated buffer (made on first use) for a deflated one. */
-static tma_status_t member_bytes(tma_npz_t *z, npz_member_t *mb, const unsigned char **p_p)
+static tma_status_t member_bytes(graph_npz_t *z, npz_member_t *mb, const unsigned char **p_p)
 {
     const unsigned char *d = z->map.data;
     const size_t size = z->map.size;
@@ -396,7 +396,7 @@ static tma_status_t member_bytes(tma_npz_t *z, npz_member_t *mb, const unsigned 
     return TMA_OK;
 }
 
-static npz_member_t *find_member(tma_npz_t *z, const char *name)
+static npz_member_t *find_member(graph_npz_t *z, const char *name)
 {
     npz_member_t *mb = NULL;
     for (size_t i = 0; i < z->n; i++)
@@ -405,9 +405,9 @@ static npz_member_t *find_member(tma_npz_t *z, const char *name)
     return mb;
 }
 
-int tma_npz_has(tma_npz_t *z, const char *name) { return find_member(z, name) != NULL; }
+int graph_npz_has(graph_npz_t *z, const char *name) { return find_member(z, name) != NULL; }
 
-char *tma_npz_names(const tma_npz_t *z)
+char *graph_npz_names(const graph_npz_t *z)
 {
     size_t len = 1;
     for (size_t i = 0; i < z->n; i++)
@@ -425,7 +425,7 @@ char *tma_npz_names(const tma_npz_t *z)
 }
 
 /* Any array, byte strings included. */
-static tma_status_t get_array(tma_npz_t *z, const char *name, int required, tma_npy_t *a_p)
+static tma_status_t get_array(graph_npz_t *z, const char *name, int required, graph_npy_t *a_p)
 {
     npz_member_t *mb = find_member(z, name);
     if (!mb) {
@@ -456,7 +456,7 @@ static tma_status_t get_array(tma_npz_t *z, const char *name, int required, tma_
         tma_log_error(COMP, "%s: array %s: truncated .npy header", z->path, name);
         return TMA_ERR_FORMAT;
     }
-    tma_npy_t a;
+    graph_npy_t a;
     memset(&a, 0, sizeof a);
     int fortran = 0;
     st = parse_npy_header(z, name, (const char *)p + hoff, hlen, &a, &fortran);
@@ -481,9 +481,9 @@ static tma_status_t get_array(tma_npz_t *z, const char *name, int required, tma_
     return TMA_OK;
 }
 
-tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t *a_p)
+tma_status_t graph_npz_get(graph_npz_t *z, const char *name, int required, graph_npy_t *a_p)
 {
-    tma_npy_t a;
+    graph_npy_t a;
     tma_status_t st = get_array(z, name, required, &a);
     if (st != TMA_OK)
         return st;
@@ -495,9 +495,9 @@ tma_status_t tma_npz_get(tma_npz_t *z, const char *name, int required, tma_npy_t
     return TMA_OK;
 }
 
-tma_status_t tma_npz_get_string(tma_npz_t *z, const char *name, char *buf, size_t size)
+tma_status_t graph_npz_get_string(graph_npz_t *z, const char *name, char *buf, size_t size)
 {
-    tma_npy_t a;
+    graph_npy_t a;
     tma_status_t st = get_array(z, name, 1, &a);
     if (st != TMA_OK)
         return st;
@@ -517,7 +517,7 @@ tma_status_t tma_npz_get_string(tma_npz_t *z, const char *name, char *buf, size_
     return TMA_OK;
 }
 
-tma_status_t tma_npy_check_int(const tma_npz_t *z, const tma_npy_t *a)
+tma_status_t graph_npy_check_int(const graph_npz_t *z, const graph_npy_t *a)
 {
     if (a->kind == NPY_FLOAT || a->kind == NPY_BYTES) {
         tma_log_error(COMP, "%s: array %s holds floats (%s); integers are expected", z->path, a->name, a->descr);
@@ -544,7 +544,7 @@ tma_status_t tma_npy_check_int(const tma_npz_t *z, const tma_npy_t *a)
         v_;                                                                                        \
     })
 
-int64_t tma_npy_int(const tma_npy_t *a, int64_t i)
+int64_t graph_npy_int(const graph_npy_t *a, int64_t i)
 {
     switch (a->kind) {
     case NPY_BOOL:
@@ -570,9 +570,9 @@ int64_t tma_npy_int(const tma_npy_t *a, int64_t i)
     return 0;
 }
 
-float tma_npy_float(const tma_npy_t *a, int64_t i)
+float graph_npy_float(const graph_npy_t *a, int64_t i)
 {
     if (a->kind == NPY_FLOAT)
         return a->itemsize == 4 ? LOAD(float, a->data, i) : (float)LOAD(double, a->data, i);
-    return (float)tma_npy_int(a, i);
+    return (float)graph_npy_int(a, i);
 }

@@ -16,7 +16,7 @@
 #define READ_CHUNK (1u << 20)
 #define MAX_LINE ((size_t)1 << 30)
 
-tma_status_t tma_text_open(tma_text_reader_t *tr, const char *path)
+tma_status_t graph_text_open(graph_text_reader_t *tr, const char *path)
 {
     memset(tr, 0, sizeof *tr);
     if (!tma_file_exists(path)) {
@@ -27,20 +27,20 @@ tma_status_t tma_text_open(tma_text_reader_t *tr, const char *path)
     tr->cap = 2 * READ_CHUNK;
     tr->buf = malloc(tr->cap + 1);
     if (!tr->path || !tr->buf) {
-        tma_text_close(tr);
+        graph_text_close(tr);
         return TMA_ERR_NOMEM;
     }
     tr->gz = gzopen(path, "rb");
     if (!tr->gz) {
         tma_log_error(COMP, "%s: cannot open: %s", path, strerror(errno));
-        tma_text_close(tr);
+        graph_text_close(tr);
         return TMA_ERR_IO;
     }
     gzbuffer(tr->gz, 1u << 18);
     return TMA_OK;
 }
 
-void tma_text_close(tma_text_reader_t *tr)
+void graph_text_close(graph_text_reader_t *tr)
 {
     if (tr->gz)
         gzclose(tr->gz);
@@ -50,7 +50,7 @@ void tma_text_close(tma_text_reader_t *tr)
 }
 
 /* Reads more bytes after the unconsumed ones; 0 at the end of the data. */
-static int fill(tma_text_reader_t *tr)
+static int fill(graph_text_reader_t *tr)
 {
     if (tr->start > 0) {
         memmove(tr->buf, tr->buf + tr->start, tr->end - tr->start);
@@ -93,7 +93,7 @@ static int fill(tma_text_reader_t *tr)
     return 0;
 }
 
-int tma_text_next(tma_text_reader_t *tr, char **line_p, size_t *len_p)
+int graph_text_next(graph_text_reader_t *tr, char **line_p, size_t *len_p)
 {
     for (;;) {
         char *s = tr->buf + tr->start;
@@ -121,7 +121,7 @@ int tma_text_next(tma_text_reader_t *tr, char **line_p, size_t *len_p)
     }
 }
 
-char *tma_text_field(char **p)
+char *graph_text_field(char **p)
 {
     char *s = *p;
     while (*s == ' ' || *s == '\t' || *s == ',')
@@ -139,7 +139,7 @@ char *tma_text_field(char **p)
     return tok;
 }
 
-tma_status_t tma_text_parse_id(const tma_text_reader_t *tr, const char *tok, const char *what,
+tma_status_t graph_text_parse_id(const graph_text_reader_t *tr, const char *tok, const char *what,
                                int64_t *val_p)
 {
     const char *s = tok;
@@ -167,7 +167,7 @@ tma_status_t tma_text_parse_id(const tma_text_reader_t *tr, const char *tok, con
     return TMA_OK;
 }
 
-tma_status_t tma_text_parse_float(const tma_text_reader_t *tr, const char *tok, const char *what,
+tma_status_t graph_text_parse_float(const graph_text_reader_t *tr, const char *tok, const char *what,
                                   float *val_p)
 {
     double d;

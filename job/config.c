@@ -61,9 +61,9 @@ static char *resolve_path(const char *base_dir, const char *path)
     return r;
 }
 
-void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *out, size_t cap)
+void tma_job_default_scheme(tma_job_variant_t v, int shards, int64_t nodes, char *out, size_t cap)
 {
-    const tma_variant_desc_t *d = tma_variant_desc(v);
+    const tma_job_variant_desc_t *d = tma_job_variant_desc(v);
     if (!d || !d->scheme) {
         snprintf(out, cap, "%s", "");
     } else if (strcmp(d->scheme, "supernode") == 0) {
@@ -82,7 +82,7 @@ void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *ou
 
 /* Which partition schemes fit which variant: its family ("supernode"
  * with any N). */
-static int scheme_fits(const tma_variant_desc_t *d, const char *scheme)
+static int scheme_fits(const tma_job_variant_desc_t *d, const char *scheme)
 {
     if (!d->scheme)
         return 0;
@@ -168,9 +168,9 @@ static tma_status_t parse_identity(tma_job_t *job, const cJSON *root, const char
     TRY(tma_json_get_string(root, "description", "", ctx, &s));
 
     TRY(tma_json_get_string(root, "variant", "randomtma", ctx, &s));
-    if (tma_variant_parse(s, &job->variant) != TMA_OK)
+    if (tma_job_variant_parse(s, &job->variant) != TMA_OK)
         BAD("%s: \"variant\" = \"%s\" is not one of randomtma, supertma, psgd-pa, llcg, ggs", ctx, s);
-    job->vd = tma_variant_desc(job->variant);
+    job->vd = tma_job_variant_desc(job->variant);
     TRY(tma_json_get_int(root, "workers", 3, 1, TMA_JOB_MAX_WORKERS, ctx, &i64));
     job->workers = (int)i64;
     return TMA_OK;
@@ -578,7 +578,7 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "job", job->name);
-    cJSON_AddStringToObject(o, "variant", tma_variant_name(job->variant));
+    cJSON_AddStringToObject(o, "variant", tma_job_variant_name(job->variant));
     cJSON_AddNumberToObject(o, "workers", job->workers);
     switch (job->source) {
     case TMA_SOURCE_GRAPH: cJSON_AddStringToObject(o, "graph", job->graph); break;
@@ -612,7 +612,7 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     if (job->vd->corrects)
         cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "llcg"), "correction_steps", job->llcg_steps);
     cJSON *f = cJSON_AddObjectToObject(o, "fault");
-    cJSON_AddStringToObject(f, "on_failure", tma_policy_name(job->on_failure));
+    cJSON_AddStringToObject(f, "on_failure", tma_job_policy_name(job->on_failure));
     cJSON_AddNumberToObject(f, "start_timeout", job->start_timeout);
     cJSON_AddNumberToObject(f, "lease_ttl", (double)job->lease_ttl);
     cJSON_AddNumberToObject(f, "round_deadline", job->round_deadline);

@@ -36,7 +36,8 @@ static int get_i64(const cJSON *o, const char *key, const char *f, int64_t min, 
     double d;
     if (cJSON_IsNumber(it)) {
         d = it->valuedouble;
-        if (d >= (double)min && d <= (double)max && d == (double)(int64_t)d) {
+        /* (double)INT64_MAX rounds up to 2^63, which no int64 holds: below it only. */
+        if (d >= (double)min && d <= (double)max && d < 0x1p63 && d == (double)(int64_t)d) {
             *v_p = (int64_t)d;
             return 0;
         }
@@ -91,7 +92,7 @@ static void add_i64(cJSON *o, const char *f, int64_t v)
     }
 }
 
-char *tma_member_rec_encode(const tma_member_rec_t *r)
+char *tma_job_member_rec_encode(const tma_job_member_rec_t *r)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -106,12 +107,12 @@ char *tma_member_rec_encode(const tma_member_rec_t *r)
     return print(o);
 }
 
-tma_status_t tma_member_rec_decode(const char *key, const char *value, size_t len, tma_member_rec_t *r_p)
+tma_status_t tma_job_member_rec_decode(const char *key, const char *value, size_t len, tma_job_member_rec_t *r_p)
 {
     cJSON *o = parse(key, value, len);
     if (!o)
         return TMA_ERR_MALFORMED;
-    tma_member_rec_t r;
+    tma_job_member_rec_t r;
     memset(&r, 0, sizeof r);
     int64_t id, lease, pid;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "backup");
@@ -134,7 +135,7 @@ tma_status_t tma_member_rec_decode(const char *key, const char *value, size_t le
     return TMA_OK;
 }
 
-char *tma_shard_rec_encode(const tma_shard_rec_t *r)
+char *tma_job_shard_rec_encode(const tma_job_shard_rec_t *r)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -146,7 +147,7 @@ char *tma_shard_rec_encode(const tma_shard_rec_t *r)
     return print(o);
 }
 
-tma_status_t tma_shard_rec_decode(const char *key, const char *value, size_t len, tma_shard_rec_t *r_p)
+tma_status_t tma_job_shard_rec_decode(const char *key, const char *value, size_t len, tma_job_shard_rec_t *r_p)
 {
     cJSON *o = parse(key, value, len);
     if (!o)
@@ -164,7 +165,7 @@ tma_status_t tma_shard_rec_decode(const char *key, const char *value, size_t len
     return TMA_OK;
 }
 
-char *tma_coord_rec_encode(const tma_coord_rec_t *r)
+char *tma_job_coord_rec_encode(const tma_job_coord_rec_t *r)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -176,12 +177,12 @@ char *tma_coord_rec_encode(const tma_coord_rec_t *r)
     return print(o);
 }
 
-tma_status_t tma_coord_rec_decode(const char *key, const char *value, size_t len, tma_coord_rec_t *r_p)
+tma_status_t tma_job_coord_rec_decode(const char *key, const char *value, size_t len, tma_job_coord_rec_t *r_p)
 {
     cJSON *o = parse(key, value, len);
     if (!o)
         return TMA_ERR_MALFORMED;
-    tma_coord_rec_t r;
+    tma_job_coord_rec_t r;
     memset(&r, 0, sizeof r);
     int64_t lease, pid;
     int bad = get_str(o, key, "address", r.address, sizeof r.address, 1) ||
@@ -196,7 +197,7 @@ tma_status_t tma_coord_rec_decode(const char *key, const char *value, size_t len
     return TMA_OK;
 }
 
-char *tma_ready_rec_encode(const tma_ready_rec_t *r)
+char *tma_job_ready_rec_encode(const tma_job_ready_rec_t *r)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -208,12 +209,12 @@ char *tma_ready_rec_encode(const tma_ready_rec_t *r)
     return print(o);
 }
 
-tma_status_t tma_ready_rec_decode(const char *key, const char *value, size_t len, tma_ready_rec_t *r_p)
+tma_status_t tma_job_ready_rec_decode(const char *key, const char *value, size_t len, tma_job_ready_rec_t *r_p)
 {
     cJSON *o = parse(key, value, len);
     if (!o)
         return TMA_ERR_MALFORMED;
-    tma_ready_rec_t r;
+    tma_job_ready_rec_t r;
     memset(&r, 0, sizeof r);
     int bad = get_i64(o, key, "lease", 1, INT64_MAX, &r.lease);
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "shards");
@@ -244,7 +245,7 @@ tma_status_t tma_ready_rec_decode(const char *key, const char *value, size_t len
     return TMA_OK;
 }
 
-void tma_ready_rec_free(tma_ready_rec_t *r)
+void tma_job_ready_rec_free(tma_job_ready_rec_t *r)
 {
     if (!r)
         return;
@@ -253,7 +254,7 @@ void tma_ready_rec_free(tma_ready_rec_t *r)
     r->n_shards = 0;
 }
 
-char *tma_state_rec_encode(const tma_state_rec_t *r)
+char *tma_job_state_rec_encode(const tma_job_state_rec_t *r)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -269,12 +270,12 @@ char *tma_state_rec_encode(const tma_state_rec_t *r)
     return print(o);
 }
 
-tma_status_t tma_state_rec_decode(const char *key, const char *value, size_t len, tma_state_rec_t *r_p)
+tma_status_t tma_job_state_rec_decode(const char *key, const char *value, size_t len, tma_job_state_rec_t *r_p)
 {
     cJSON *o = parse(key, value, len);
     if (!o)
         return TMA_ERR_MALFORMED;
-    tma_state_rec_t r;
+    tma_job_state_rec_t r;
     memset(&r, 0, sizeof r);
     int64_t epoch;
     int bad = get_i64(o, key, "epoch", 0, INT64_MAX, &epoch) || get_i64(o, key, "round", 0, INT64_MAX, &r.round) ||
@@ -292,7 +293,7 @@ tma_status_t tma_state_rec_decode(const char *key, const char *value, size_t len
     return TMA_OK;
 }
 
-char *tma_agg_rec_encode(int64_t round, uint64_t epoch)
+char *tma_job_agg_rec_encode(int64_t round, uint64_t epoch)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -302,7 +303,7 @@ char *tma_agg_rec_encode(int64_t round, uint64_t epoch)
     return print(o);
 }
 
-tma_status_t tma_agg_rec_decode(const char *key, const char *value, size_t len, int64_t *round_p,
+tma_status_t tma_job_agg_rec_decode(const char *key, const char *value, size_t len, int64_t *round_p,
                                 uint64_t *epoch_p)
 {
     cJSON *o = parse(key, value, len);
@@ -318,7 +319,7 @@ tma_status_t tma_agg_rec_decode(const char *key, const char *value, size_t len, 
     return TMA_OK;
 }
 
-char *tma_stop_rec_encode(uint64_t epoch, const char *reason)
+char *tma_job_stop_rec_encode(uint64_t epoch, const char *reason)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -328,7 +329,7 @@ char *tma_stop_rec_encode(uint64_t epoch, const char *reason)
     return print(o);
 }
 
-tma_status_t tma_stop_rec_decode(const char *key, const char *value, size_t len, uint64_t *epoch_p)
+tma_status_t tma_job_stop_rec_decode(const char *key, const char *value, size_t len, uint64_t *epoch_p)
 {
     cJSON *o = parse(key, value, len);
     if (!o)

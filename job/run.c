@@ -19,12 +19,12 @@
 
 #define COMP "run"
 
-char *tma_run_path(const char *run_dir, const char *name)
+char *tma_job_run_path(const char *run_dir, const char *name)
 {
     return tma_path_join(run_dir, name);
 }
 
-tma_status_t tma_run_make_dir(const char *dir, char **abs_p)
+tma_status_t tma_job_run_make_dir(const char *dir, char **abs_p)
 {
     /* A run folder holds the model, checkpoints a resume loads and the
      * job's logs (docs/security.md): one made here is the user's alone; an
@@ -68,7 +68,7 @@ tma_status_t tma_run_make_dir(const char *dir, char **abs_p)
 /* The files whose presence means a run was written here. */
 static const char *const run_results[] = {"result.json", "metrics.jsonl", "best.tmaw", NULL};
 
-int tma_run_holds_run(const char *dir)
+int tma_job_run_holds_run(const char *dir)
 {
     for (const char *const *n = run_results; *n; n++) {
         char *p = tma_path_join(dir, *n);
@@ -80,7 +80,7 @@ int tma_run_holds_run(const char *dir)
     return 0;
 }
 
-tma_status_t tma_run_clear_results(const char *dir)
+tma_status_t tma_job_run_clear_results(const char *dir)
 {
     static const char *const more[] = {"mrr.svg", NULL};
     const char *const *lists[] = {run_results, more};
@@ -101,7 +101,7 @@ tma_status_t tma_run_clear_results(const char *dir)
 
 /* One line, all or nothing: a failed or short write (a full disk) is cut
  * back to where the file ended, so no torn line is ever left behind. */
-tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
+tma_status_t tma_job_run_append_line(const char *path, const cJSON *obj)
 {
     char *text = cJSON_PrintUnformatted(obj);
     if (!text)
@@ -139,7 +139,7 @@ tma_status_t tma_run_append_line(const char *path, const cJSON *obj)
     return st;
 }
 
-tma_status_t tma_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
+tma_status_t tma_job_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
                                 int *n_p)
 {
     char *text;
@@ -208,7 +208,7 @@ tma_status_t tma_run_read_metrics(const char *path, int64_t **rounds_p, double *
     return TMA_OK;
 }
 
-double tma_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
+double tma_job_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
                               int *best_index_p)
 {
     double best = -INFINITY;
@@ -244,7 +244,7 @@ static void svg_escape(FILE *f, const char *s)
     }
 }
 
-tma_status_t tma_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
+tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
                             const double *const *times, const double *const *vals, const int *counts)
 {
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -330,7 +330,7 @@ static double item_num(const cJSON *o, const char *key, double dflt)
     return cJSON_IsNumber(it) ? it->valuedouble : dflt;
 }
 
-void tma_run_progress_line(const cJSON *rec, const tma_run_budget_t *b, double *best_p, char *buf, size_t cap)
+void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, double *best_p, char *buf, size_t cap)
 {
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(rec, "workers");
     const cJSON *alive = cJSON_GetObjectItemCaseSensitive(rec, "alive");
@@ -392,21 +392,21 @@ static void add_num_or_null(cJSON *o, const char *key, int have, double v)
 
 /* The curve of metrics.jsonl: the convergence time (-1: no evaluated round)
  * and the plot. */
-static double curve(const char *run_dir, const tma_run_result_t *r)
+static double curve(const char *run_dir, const tma_job_run_result_t *r)
 {
-    char *mpath = tma_run_path(run_dir, "metrics.jsonl");
-    char *plot = tma_run_path(run_dir, "mrr.svg");
+    char *mpath = tma_job_run_path(run_dir, "metrics.jsonl");
+    char *plot = tma_job_run_path(run_dir, "mrr.svg");
     int64_t *rounds = NULL;
     double *times = NULL, *vals = NULL;
     int n = 0;
     double conv = -1;
-    if (mpath && plot && tma_run_read_metrics(mpath, &rounds, &times, &vals, &n) == TMA_OK) {
-        conv = tma_run_convergence_time(times, vals, n, NULL, NULL);
+    if (mpath && plot && tma_job_run_read_metrics(mpath, &rounds, &times, &vals, &n) == TMA_OK) {
+        conv = tma_job_run_convergence_time(times, vals, n, NULL, NULL);
         const double *tp = times, *vp = vals;
         char title[192];
         snprintf(title, sizeof title, "%s: validation MRR (%s, M = %d)", r->job ? r->job : r->graph, r->variant,
                  r->workers);
-        (void)tma_run_plot_svg(plot, title, 1, &r->variant, &tp, &vp, &n);
+        (void)tma_job_run_plot_svg(plot, title, 1, &r->variant, &tp, &vp, &n);
     }
     free(rounds);
     free(times);
@@ -416,12 +416,12 @@ static double curve(const char *run_dir, const tma_run_result_t *r)
     return conv;
 }
 
-tma_status_t tma_run_write_result(const char *run_dir, const tma_run_result_t *r, cJSON *extra, double *conv_p)
+tma_status_t tma_job_run_write_result(const char *run_dir, const tma_job_run_result_t *r, cJSON *extra, double *conv_p)
 {
     double conv = curve(run_dir, r);
     double started = r->started;
     if (!(started > 0)) {
-        char *mpath = tma_run_path(run_dir, "metrics.jsonl");
+        char *mpath = tma_job_run_path(run_dir, "metrics.jsonl");
         started = mpath ? first_wall(mpath) : 0;
         free(mpath);
     }
@@ -467,7 +467,7 @@ tma_status_t tma_run_write_result(const char *run_dir, const tma_run_result_t *r
         cJSON_AddItemToObject(o, it->string, it);
     }
     cJSON_Delete(extra);
-    char *path = tma_run_path(run_dir, "result.json");
+    char *path = tma_job_run_path(run_dir, "result.json");
     tma_status_t st = path ? tma_json_write_file(path, o) : TMA_ERR_NOMEM;
     free(path);
     cJSON_Delete(o);

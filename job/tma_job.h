@@ -33,13 +33,13 @@ typedef enum {
     TMA_VARIANT_PSGD_PA = 2,   /* METIS shards, periodic averaging */
     TMA_VARIANT_LLCG = 3,      /* PSGD-PA plus correction steps on the full graph at the coordinator */
     TMA_VARIANT_GGS = 4,       /* every worker samples the full graph; gradients averaged every step */
-} tma_variant_t;
+} tma_job_variant_t;
 
 /* What happens to a lost worker's shards (fault/ applies it). */
 typedef enum {
     TMA_POLICY_CONTINUE = 0, /* a lost owner's shards are dropped: train on with M - 1 */
     TMA_POLICY_REASSIGN = 1, /* they go to a backup worker, else to the least-loaded live worker */
-} tma_policy_t;
+} tma_job_policy_t;
 
 /* Where a job's graph comes from.  Only `tma launch` can prepare the
  * dataset and generator sources; the coordinator needs a .tmag and, except
@@ -48,44 +48,44 @@ typedef enum {
     TMA_SOURCE_GRAPH = 0,    /* "graph": a .tmag file */
     TMA_SOURCE_DATASET = 1,  /* "dataset": a folder for tma import (+ "import" options) */
     TMA_SOURCE_GENERATE = 2, /* "generate": {"kind": "sbm"|"rmat", ...} for tma gen */
-} tma_source_t;
+} tma_job_source_t;
 
 /* What a variant averages. */
 typedef enum {
     TMA_AVERAGE_WEIGHTS = 0, /* local weights, once a round (time- or step-based) */
     TMA_AVERAGE_GRADS = 1,   /* gradients, every step (synchronous SGD) */
-} tma_average_t;
+} tma_job_average_t;
 
 struct tma_job;
 
 /* Runs at the coordinator after an average with at least one contribution,
  * on its full-graph trainer: it may replace `global` (P floats). */
-typedef tma_status_t (*tma_variant_after_average_fn)(const struct tma_job *job, tma_gnn_trainer_t *server,
+typedef tma_status_t (*tma_job_variant_after_average_fn)(const struct tma_job *job, tma_gnn_trainer_t *server,
                                                      float *global);
 
 /*
  * Everything in which the variants differ, in one table (job/variant.c):
  * code asks the descriptor, never compares variants.
  */
-typedef struct tma_variant_desc {
-    tma_variant_t variant;
+typedef struct tma_job_variant_desc {
+    tma_job_variant_t variant;
     const char *name;     /* "randomtma", ... */
     const char *scheme;   /* the partition scheme family: "random", "supernode", "metis"; NULL: none */
     int uses_shards;      /* workers own shards of a partition (else each trains on the whole graph) */
-    tma_average_t averages;
+    tma_job_average_t averages;
     uint32_t tag;         /* the tensor a worker sends: TMA_TAG_LOCAL or TMA_TAG_GRADS */
     int corrects;         /* takes the "llcg" section (correction_steps) */
     /* NULL: the average is the new global model, and the coordinator needs
      * no trainer of its own; else it runs on a full-graph trainer. */
-    tma_variant_after_average_fn after_average;
-} tma_variant_desc_t;
+    tma_job_variant_after_average_fn after_average;
+} tma_job_variant_desc_t;
 
 /* The descriptor of v (NULL for a value outside the enum). */
-const tma_variant_desc_t *tma_variant_desc(tma_variant_t v);
-const char *tma_variant_name(tma_variant_t v);
+const tma_job_variant_desc_t *tma_job_variant_desc(tma_job_variant_t v);
+const char *tma_job_variant_name(tma_job_variant_t v);
 /* "randomtma", "supertma", "psgd-pa", "llcg", "ggs" (case-insensitive). */
-tma_status_t tma_variant_parse(const char *s, tma_variant_t *v_p);
-const char *tma_policy_name(tma_policy_t p);
+tma_status_t tma_job_variant_parse(const char *s, tma_job_variant_t *v_p);
+const char *tma_job_policy_name(tma_job_policy_t p);
 
 /* ------------------------------------------------------------------ the job configuration */
 
@@ -108,11 +108,11 @@ typedef enum {
 
 typedef struct tma_job {
     char name[TMA_JOB_NAME_MAX]; /* [A-Za-z0-9._-]+ */
-    tma_variant_t variant;
-    const tma_variant_desc_t *vd; /* the variant's descriptor (set by tma_job_parse) */
+    tma_job_variant_t variant;
+    const tma_job_variant_desc_t *vd; /* the variant's descriptor (set by tma_job_parse) */
     int workers; /* M: trainers that own shards at the start */
 
-    tma_source_t source;
+    tma_job_source_t source;
     char *graph;         /* absolute path of the full .tmag (evaluation, GGS training) */
     char *dataset;       /* TMA_SOURCE_DATASET: the folder */
     cJSON *import_opts;  /* TMA_SOURCE_DATASET: the "import" object (owned), or NULL */
@@ -133,7 +133,7 @@ typedef struct tma_job {
     int llcg_steps;        /* correction steps after each average (variants with a correction: LLCG) */
 
     /* faults */
-    tma_policy_t on_failure;
+    tma_job_policy_t on_failure;
     double start_timeout;  /* seconds for the initial workers to become ready */
     int64_t lease_ttl;     /* seconds */
     double round_deadline; /* seconds a round waits for weights once raised */
@@ -183,7 +183,7 @@ cJSON *tma_job_to_json(const tma_job_t *job);
  * workers then read it from $TMA_JOB_TOKEN or transport.token_file). */
 cJSON *tma_job_to_etcd_json(const tma_job_t *job);
 /* The partition scheme a variant uses by default for a graph of `nodes`. */
-void tma_job_default_scheme(tma_variant_t v, int shards, int64_t nodes, char *out, size_t cap);
+void tma_job_default_scheme(tma_job_variant_t v, int shards, int64_t nodes, char *out, size_t cap);
 /* Finds the job's token when it has none yet: transport.token_file (which
  * must be a regular file of the caller's; a file others may read is
  * refused), else $TMA_JOB_TOKEN.  TMA_OK also when there is none
@@ -245,7 +245,7 @@ tma_job_key_t tma_job_key_kind(const char *suffix);
 /* Values are JSON objects; a value that does not parse or lacks a field is
  * TMA_ERR_MALFORMED (logged with the key). */
 /* A worker's membership record, bound to its lease. */
-typedef struct tma_member_rec {
+typedef struct tma_job_member_rec {
     uint32_t id;    /* unique in the job for ever: a re-registered worker gets a new id */
     int64_t lease;
     int backup;     /* started with --backup: takes shards only to replace a lost owner */
@@ -253,33 +253,33 @@ typedef struct tma_member_rec {
     char host[64];
     int pid;
     char device[32];
-} tma_member_rec_t;
+} tma_job_member_rec_t;
 
 /* Who owns a shard.  Written only by the leader coordinator. */
-typedef struct tma_shard_rec {
+typedef struct tma_job_shard_rec {
     int32_t shard;
     int64_t owner;       /* member id, or -1 when orphaned */
     uint64_t epoch;      /* the coordinator epoch that wrote it */
     int64_t since_round; /* the round from which this owner counts */
-} tma_shard_rec_t;
+} tma_job_shard_rec_t;
 
 /* The leader's record (leased).  Its epoch is the key's create revision. */
-typedef struct tma_coord_rec {
+typedef struct tma_job_coord_rec {
     char address[128]; /* UCX "host:port" workers connect to */
     int64_t lease;
     char host[64];
     int pid;
-} tma_coord_rec_t;
+} tma_job_coord_rec_t;
 
 /* A worker's readiness: the shards it has loaded. */
-typedef struct tma_ready_rec {
+typedef struct tma_job_ready_rec {
     int64_t lease;
     int n_shards;
-    int32_t *shards; /* [n_shards]; malloc'd by the decoder (tma_ready_rec_free) */
-} tma_ready_rec_t;
+    int32_t *shards; /* [n_shards]; malloc'd by the decoder (tma_job_ready_rec_free) */
+} tma_job_ready_rec_t;
 
 /* The job's progress, for a restarted or standby coordinator. */
-typedef struct tma_state_rec {
+typedef struct tma_job_state_rec {
     uint64_t epoch;
     int64_t round;           /* the last completed round */
     double train_elapsed;    /* seconds of training done by the end of that round */
@@ -288,29 +288,29 @@ typedef struct tma_state_rec {
     char phase[16];          /* "starting", "training", "stopping", "done", "failed" */
     char run_dir[1024];
     char checkpoint[1100];   /* global weights after `round` */
-} tma_state_rec_t;
+} tma_job_state_rec_t;
 
-char *tma_member_rec_encode(const tma_member_rec_t *r);
-tma_status_t tma_member_rec_decode(const char *key, const char *value, size_t len, tma_member_rec_t *r_p);
-char *tma_shard_rec_encode(const tma_shard_rec_t *r);
-tma_status_t tma_shard_rec_decode(const char *key, const char *value, size_t len, tma_shard_rec_t *r_p);
-char *tma_coord_rec_encode(const tma_coord_rec_t *r);
-tma_status_t tma_coord_rec_decode(const char *key, const char *value, size_t len, tma_coord_rec_t *r_p);
-char *tma_ready_rec_encode(const tma_ready_rec_t *r);
-tma_status_t tma_ready_rec_decode(const char *key, const char *value, size_t len, tma_ready_rec_t *r_p);
+char *tma_job_member_rec_encode(const tma_job_member_rec_t *r);
+tma_status_t tma_job_member_rec_decode(const char *key, const char *value, size_t len, tma_job_member_rec_t *r_p);
+char *tma_job_shard_rec_encode(const tma_job_shard_rec_t *r);
+tma_status_t tma_job_shard_rec_decode(const char *key, const char *value, size_t len, tma_job_shard_rec_t *r_p);
+char *tma_job_coord_rec_encode(const tma_job_coord_rec_t *r);
+tma_status_t tma_job_coord_rec_decode(const char *key, const char *value, size_t len, tma_job_coord_rec_t *r_p);
+char *tma_job_ready_rec_encode(const tma_job_ready_rec_t *r);
+tma_status_t tma_job_ready_rec_decode(const char *key, const char *value, size_t len, tma_job_ready_rec_t *r_p);
 /* Frees what a decoded ready record owns; accepts NULL. */
-void tma_ready_rec_free(tma_ready_rec_t *r);
-char *tma_state_rec_encode(const tma_state_rec_t *r);
-tma_status_t tma_state_rec_decode(const char *key, const char *value, size_t len, tma_state_rec_t *r_p);
+void tma_job_ready_rec_free(tma_job_ready_rec_t *r);
+char *tma_job_state_rec_encode(const tma_job_state_rec_t *r);
+tma_status_t tma_job_state_rec_decode(const char *key, const char *value, size_t len, tma_job_state_rec_t *r_p);
 /* {"round": t, "epoch": e} for the agg key; encode returns malloc'd text. */
-char *tma_agg_rec_encode(int64_t round, uint64_t epoch);
-tma_status_t tma_agg_rec_decode(const char *key, const char *value, size_t len, int64_t *round_p,
+char *tma_job_agg_rec_encode(int64_t round, uint64_t epoch);
+tma_status_t tma_job_agg_rec_decode(const char *key, const char *value, size_t len, int64_t *round_p,
                                 uint64_t *epoch_p);
 
 /* {"epoch": e, "reason": r} for the stop key; malloc'd text.  decode reads
  * the epoch (TMA_ERR_MALFORMED, logged, for anything else). */
-char *tma_stop_rec_encode(uint64_t epoch, const char *reason);
-tma_status_t tma_stop_rec_decode(const char *key, const char *value, size_t len, uint64_t *epoch_p);
+char *tma_job_stop_rec_encode(uint64_t epoch, const char *reason);
+tma_status_t tma_job_stop_rec_decode(const char *key, const char *value, size_t len, uint64_t *epoch_p);
 
 /* ------------------------------------------------------------------ the data-plane protocol */
 
@@ -329,10 +329,10 @@ enum {
  * then one float for each shard of the job's partition, the first n_shards
  * holding the numbers of the shards trained on (int32, bit for bit), the
  * rest zero.  Both roles know the partition's shard count S, so the block
- * of a job is tma_msg_meta_floats(S) floats and carries any number of shards
+ * of a job is tma_job_msg_meta_floats(S) floats and carries any number of shards
  * (a survivor that took over every shard after reassignments). */
 #define TMA_META_HEAD_FLOATS 12
-typedef struct tma_msg_meta {
+typedef struct tma_job_msg_meta {
     uint32_t magic; /* TMA_META_MAGIC */
     uint32_t n_shards;
     int64_t lease;        /* the sender's lease (fencing) */
@@ -340,28 +340,28 @@ typedef struct tma_msg_meta {
     int64_t steps_round;  /* steps since its last aggregation */
     double loss;          /* mean training loss over those steps */
     double step_seconds;  /* time spent in those steps */
-} tma_msg_meta_t;
+} tma_job_msg_meta_t;
 #define TMA_META_MAGIC 0x4d414d54u /* "TMAM" */
 
 /* The floats of a job's meta block: the head and one per shard (S = 0:
  * the variant has no shards). */
-static inline int64_t tma_msg_meta_floats(int shards)
+static inline int64_t tma_job_msg_meta_floats(int shards)
 {
     return TMA_META_HEAD_FLOATS + (shards > 0 ? shards : 0);
 }
 /* Packs m and shards[0..m->n_shards) (n_shards <= S) into the
- * tma_msg_meta_floats(S) floats at out. */
-void tma_msg_meta_pack(const tma_msg_meta_t *m, const int32_t *shards, int S, float *out);
-/* Unpacks a block of tma_msg_meta_floats(S) floats: the head into *m_p and
+ * tma_job_msg_meta_floats(S) floats at out. */
+void tma_job_msg_meta_pack(const tma_job_msg_meta_t *m, const int32_t *shards, int S, float *out);
+/* Unpacks a block of tma_job_msg_meta_floats(S) floats: the head into *m_p and
  * its shard numbers into shards_p[0..n_shards) (room for S).
  * TMA_ERR_MALFORMED when the block is not a meta block (bad magic, more than
  * S shards, a shard number outside [0, S), negative step counts); nothing is
  * written then. */
-tma_status_t tma_msg_meta_unpack(const float *in, int S, tma_msg_meta_t *m_p, int32_t *shards_p);
+tma_status_t tma_job_msg_meta_unpack(const float *in, int S, tma_job_msg_meta_t *m_p, int32_t *shards_p);
 /* The index of the first NaN or infinity among x[0..n), or -1 when all are
  * finite: a received tensor with one is refused (it would poison every
  * model it is averaged into). */
-int64_t tma_tensor_first_nonfinite(const float *x, int64_t n);
+int64_t tma_job_first_nonfinite(const float *x, int64_t n);
 
 /* ------------------------------------------------------------------ the job view */
 
@@ -370,40 +370,40 @@ int64_t tma_tensor_first_nonfinite(const float *x, int64_t n);
  * from the next revision, resynchronised from a fresh snapshot whenever the
  * watch ends (compaction, etcd restarted).  Thread-safe.
  */
-typedef struct tma_jobview tma_jobview_t;
+typedef struct tma_job_view tma_job_view_t;
 
-typedef struct tma_jobview_member {
-    tma_member_rec_t rec;
+typedef struct tma_job_view_member {
+    tma_job_member_rec_t rec;
     int64_t mod_revision;
-} tma_jobview_member_t;
+} tma_job_view_member_t;
 
-typedef struct tma_jobview_ready {
+typedef struct tma_job_view_ready {
     uint32_t id;
-    tma_ready_rec_t rec;
+    tma_job_ready_rec_t rec;
     int64_t mod_revision; /* changes each time the worker (re)loads its shards */
-} tma_jobview_ready_t;
+} tma_job_view_ready_t;
 
-/* A copy of everything the view knows (free with tma_jobview_snap_free). */
-typedef struct tma_jobview_snap {
+/* A copy of everything the view knows (free with tma_job_view_snap_free). */
+typedef struct tma_job_view_snap {
     uint64_t version;
     int64_t revision; /* the etcd revision the view has applied: every write up to it is in */
     char *config; /* JSON text, or NULL */
     int has_coord;
-    tma_coord_rec_t coord;
+    tma_job_coord_rec_t coord;
     uint64_t coord_epoch; /* the coordinator key's create revision */
     int n_members;
-    tma_jobview_member_t *members;
+    tma_job_view_member_t *members;
     int n_ready;
-    tma_jobview_ready_t *ready;
+    tma_job_view_ready_t *ready;
     int n_shards;       /* highest shard index seen + 1 */
-    tma_shard_rec_t *shards;
+    tma_job_shard_rec_t *shards;
     int *shard_present; /* [n_shards]: a record the leader wrote (see below) */
     int64_t agg_round;
     uint64_t agg_epoch;
     int stop;
     int has_state;
-    tma_state_rec_t state;
-} tma_jobview_snap_t;
+    tma_job_state_rec_t state;
+} tma_job_view_snap_t;
 
 /*
  * Control keys count only from their writer, the leader.  The view acts on
@@ -422,24 +422,24 @@ typedef struct tma_jobview_snap {
 
 /* Reads the job's keys (retrying for up to `timeout` seconds while etcd is
  * unreachable) and starts watching them. */
-tma_status_t tma_jobview_start(tma_kv_t *kv, const char *job, double timeout, tma_jobview_t **v_p);
-void tma_jobview_stop(tma_jobview_t *v);
+tma_status_t tma_job_view_start(tma_kv_t *kv, const char *job, double timeout, tma_job_view_t **v_p);
+void tma_job_view_stop(tma_job_view_t *v);
 /* Waits until the view's version differs from `since` (or timeout
  * seconds); returns the current version. */
-uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout);
+uint64_t tma_job_view_wait(tma_job_view_t *v, uint64_t since, double timeout);
 /* Wakes every waiter (bumps the version): for local events that should be
  * handled like a change. */
-void tma_jobview_poke(tma_jobview_t *v);
+void tma_job_view_poke(tma_job_view_t *v);
 /* Lock-free reads for the training loop. */
 /* The open aggregation round and, in *epoch_p, the epoch of the coordinator
  * that raised it: a round is (epoch, round), so a round a new coordinator
  * raises again is a new one. */
-int64_t tma_jobview_agg(const tma_jobview_t *v, uint64_t *epoch_p);
-int tma_jobview_stopped(const tma_jobview_t *v);
-tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s);
-void tma_jobview_snap_free(tma_jobview_snap_t *s);
-const tma_member_rec_t *tma_jobview_snap_member(const tma_jobview_snap_t *s, uint32_t id);
-const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, uint32_t id);
+int64_t tma_job_view_agg(const tma_job_view_t *v, uint64_t *epoch_p);
+int tma_job_view_stopped(const tma_job_view_t *v);
+tma_status_t tma_job_view_snapshot(tma_job_view_t *v, tma_job_view_snap_t *s);
+void tma_job_view_snap_free(tma_job_view_snap_t *s);
+const tma_job_member_rec_t *tma_job_view_snap_member(const tma_job_view_snap_t *s, uint32_t id);
+const tma_job_view_ready_t *tma_job_view_snap_ready(const tma_job_view_snap_t *s, uint32_t id);
 
 /*
  * Waits up to `timeout` seconds for the job's config to appear in the view
@@ -448,7 +448,7 @@ const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, u
  * TMA_ERR_CANCELLED when *stop_flag became non-zero, a parse error
  * otherwise.  The caller owns *job_p.  Used by both roles.
  */
-tma_status_t tma_jobview_wait_config(tma_jobview_t *v, double timeout, volatile sig_atomic_t *stop_flag,
+tma_status_t tma_job_view_wait_config(tma_job_view_t *v, double timeout, volatile sig_atomic_t *stop_flag,
                                      tma_job_t **job_p);
 
 /* ------------------------------------------------------------------ the run folder (run.c) */
@@ -463,52 +463,52 @@ tma_status_t tma_jobview_wait_config(tma_jobview_t *v, double timeout, volatile 
 #define TMA_RUN_SCHEMA_VERSION 1
 
 /* Paths in a run folder (malloc'd; caller frees). */
-char *tma_run_path(const char *run_dir, const char *name);
+char *tma_job_run_path(const char *run_dir, const char *name);
 /* Makes the folder (and its parents; one it makes is 0700: the user's
  * alone); *abs_p is its absolute path (malloc'd; caller frees).  An
  * existing folder that another user owns, or that its group or others may
  * write, is refused (TMA_ERR_INVALID, logged). */
-tma_status_t tma_run_make_dir(const char *dir, char **abs_p);
+tma_status_t tma_job_run_make_dir(const char *dir, char **abs_p);
 /* Whether dir holds a run's results (result.json, metrics.jsonl or
  * best.tmaw): commands refuse to write a run there unless told to replace
  * it. */
-int tma_run_holds_run(const char *dir);
+int tma_job_run_holds_run(const char *dir);
 /* Removes those files and mrr.svg from dir (missing ones are fine), so a
  * new run can replace the old one (--force). */
-tma_status_t tma_run_clear_results(const char *dir);
+tma_status_t tma_job_run_clear_results(const char *dir);
 /* Appends one JSON line (with newline) to a file, flushed and fsynced. */
-tma_status_t tma_run_append_line(const char *path, const cJSON *obj);
+tma_status_t tma_job_run_append_line(const char *path, const cJSON *obj);
 /* Reads metrics.jsonl: the rounds' validation MRR and times, in file order.
  * *n_p rounds; arrays malloc'd (caller frees); val is NaN where none.
  * TMA_ERR_FORMAT (logged, naming the line) for a line without "round" and
  * "time". */
-tma_status_t tma_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
+tma_status_t tma_job_run_read_metrics(const char *path, int64_t **rounds_p, double **times_p, double **vals_p,
                                   int *n_p);
 /* The time to reach within 1% of the best validation MRR (the paper's
  * convergence time), or -1 when there is no evaluated round. */
-double tma_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
+double tma_job_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
                                 int *best_index_p);
 /* Writes an SVG line chart of validation MRR against training minutes for
  * one or more runs (labels[i] names series i). */
-tma_status_t tma_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
+tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
                               const double *const *times, const double *const *vals, const int *counts);
 
 /* What a progress line is measured against. */
-typedef struct tma_run_budget {
+typedef struct tma_job_run_budget {
     double train_s; /* the training time, or 0 when the budget is rounds */
     int64_t rounds;
     int workers;
-} tma_run_budget_t;
+} tma_job_run_budget_t;
 /*
  * The one progress line, built from a metrics line (so it shows the
  * validation MRR of the round it names): "round R | T/TOTAL min | alive
  * A/M | steps/s ID:S... | val MRR V (best B) | aggregation S s".  *best_p
  * carries the best across calls (start it at NAN).  Always NUL-terminated.
  */
-void tma_run_progress_line(const cJSON *rec, const tma_run_budget_t *b, double *best_p, char *buf, size_t cap);
+void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, double *best_p, char *buf, size_t cap);
 
 /* result.json: the fields every run has. */
-typedef struct tma_run_result {
+typedef struct tma_job_run_result {
     const char *variant;  /* a variant's name, or "centralized" (tma train) */
     const char *job;      /* the job's name; NULL for tma train */
     const char *graph;    /* the graph file */
@@ -523,7 +523,7 @@ typedef struct tma_run_result {
     int64_t rounds;       /* the last round (tma train: the number of validations) */
     const char *stopped;  /* why training ended: "time", "steps", "rounds", "interrupted", "failed" */
     const char *best_weights;
-} tma_run_result_t;
+} tma_job_run_result_t;
 /*
  * Writes RUN/result.json: schema_version, tma_version, started (ISO 8601,
  * UTC), the fields of *r, convergence_seconds (from RUN/metrics.jsonl, which
@@ -531,7 +531,7 @@ typedef struct tma_run_result {
  * run has; taken over and freed, may be NULL).  Atomic.  *conv_p (may be
  * NULL) gets the convergence time (-1: none).
  */
-tma_status_t tma_run_write_result(const char *run_dir, const tma_run_result_t *r, cJSON *extra, double *conv_p);
+tma_status_t tma_job_run_write_result(const char *run_dir, const tma_job_run_result_t *r, cJSON *extra, double *conv_p);
 
 #ifdef __cplusplus
 }

@@ -34,7 +34,7 @@ static tma_status_t ggs_step(const tma_job_t *job, tma_gnn_trainer_t *server, fl
     return st;
 }
 
-static const tma_variant_desc_t variants[] = {
+static const tma_job_variant_desc_t variants[] = {
     [TMA_VARIANT_RANDOMTMA] = {TMA_VARIANT_RANDOMTMA, "randomtma", "random", 1, TMA_AVERAGE_WEIGHTS, TMA_TAG_LOCAL,
                                0, NULL},
     [TMA_VARIANT_SUPERTMA] = {TMA_VARIANT_SUPERTMA, "supertma", "supernode", 1, TMA_AVERAGE_WEIGHTS, TMA_TAG_LOCAL,
@@ -46,18 +46,18 @@ static const tma_variant_desc_t variants[] = {
     [TMA_VARIANT_GGS] = {TMA_VARIANT_GGS, "ggs", NULL, 0, TMA_AVERAGE_GRADS, TMA_TAG_GRADS, 0, ggs_step},
 };
 
-const tma_variant_desc_t *tma_variant_desc(tma_variant_t v)
+const tma_job_variant_desc_t *tma_job_variant_desc(tma_job_variant_t v)
 {
     return (unsigned)v < TMA_ARRAY_LEN(variants) ? &variants[v] : NULL;
 }
 
-const char *tma_variant_name(tma_variant_t v)
+const char *tma_job_variant_name(tma_job_variant_t v)
 {
-    const tma_variant_desc_t *d = tma_variant_desc(v);
+    const tma_job_variant_desc_t *d = tma_job_variant_desc(v);
     return d ? d->name : "?";
 }
 
-tma_status_t tma_variant_parse(const char *s, tma_variant_t *v_p)
+tma_status_t tma_job_variant_parse(const char *s, tma_job_variant_t *v_p)
 {
     for (size_t i = 0; i < TMA_ARRAY_LEN(variants); i++) {
         if (strcasecmp(s, variants[i].name) == 0) {
@@ -72,7 +72,7 @@ tma_status_t tma_variant_parse(const char *s, tma_variant_t *v_p)
     return TMA_ERR_INVALID;
 }
 
-const char *tma_policy_name(tma_policy_t p)
+const char *tma_job_policy_name(tma_job_policy_t p)
 {
     return p == TMA_POLICY_REASSIGN ? "reassign" : "continue";
 }

@@ -19,19 +19,19 @@
 typedef struct view_state {
     char *config; /* JSON text */
     int has_coord;
-    tma_coord_rec_t coord;
+    tma_job_coord_rec_t coord;
     uint64_t coord_epoch;
-    tma_jobview_member_t *members;
+    tma_job_view_member_t *members;
     int n_members, cap_members;
-    tma_jobview_ready_t *ready;
+    tma_job_view_ready_t *ready;
     int n_ready, cap_ready;
     /* What etcd holds (raw_*) and what counts (settle(): the leader's
      * writes only), with the revision of each write so that an ignored one
      * is logged once. */
-    tma_shard_rec_t *raw_shards;
+    tma_job_shard_rec_t *raw_shards;
     int *raw_present;
     int64_t *shard_mod, *shard_logged;
-    tma_shard_rec_t *shards;
+    tma_job_shard_rec_t *shards;
     int *shard_present;
     int n_shards; /* highest index + 1 */
     int has_agg;
@@ -44,11 +44,11 @@ typedef struct view_state {
     int64_t stop_mod, stop_logged;
     int stop;
     int has_state;
-    tma_state_rec_t state;
+    tma_job_state_rec_t state;
     int64_t revision; /* the etcd revision applied up to */
 } view_state_t;
 
-struct tma_jobview {
+struct tma_job_view {
     tma_kv_t *kv;
     char job[TMA_JOB_NAME_MAX];
     char prefix[TMA_KEY_MAX];
@@ -71,10 +71,10 @@ struct tma_jobview {
 };
 
 /* The ready records own their shard lists. */
-static void ready_free(tma_jobview_ready_t *ready, int n)
+static void ready_free(tma_job_view_ready_t *ready, int n)
 {
     for (int i = 0; i < n; i++)
-        tma_ready_rec_free(&ready[i].rec);
+        tma_job_ready_rec_free(&ready[i].rec);
     free(ready);
 }
 
@@ -93,7 +93,7 @@ static void state_clear(view_state_t *s)
     s->agg_round = 0;
 }
 
-static tma_jobview_member_t *find_member(view_state_t *s, uint32_t id)
+static tma_job_view_member_t *find_member(view_state_t *s, uint32_t id)
 {
     for (int i = 0; i < s->n_members; i++)
         if (s->members[i].rec.id == id)
@@ -101,7 +101,7 @@ static tma_jobview_member_t *find_member(view_state_t *s, uint32_t id)
     return NULL;
 }
 
-static tma_jobview_ready_t *find_ready(view_state_t *s, uint32_t id)
+static tma_job_view_ready_t *find_ready(view_state_t *s, uint32_t id)
 {
     for (int i = 0; i < s->n_ready; i++)
         if (s->ready[i].id == id)
@@ -130,14 +130,14 @@ static void apply_member(view_state_t *s, const tma_kv_pair_t *p, int del)
     int64_t id = tma_job_key_number(p->key);
     if (id < 0)
         return;
-    tma_jobview_member_t *m = find_member(s, (uint32_t)id);
+    tma_job_view_member_t *m = find_member(s, (uint32_t)id);
     if (del) {
         if (m)
             *m = s->members[--s->n_members];
         return;
     }
-    tma_member_rec_t rec;
-    if (tma_member_rec_decode(p->key, p->value, p->value_len, &rec) != TMA_OK || rec.id != (uint32_t)id)
+    tma_job_member_rec_t rec;
+    if (tma_job_member_rec_decode(p->key, p->value, p->value_len, &rec) != TMA_OK || rec.id != (uint32_t)id)
         return;
     if (!m) {
         if (grow((void **)&s->members, &s->cap_members, s->n_members + 1, sizeof *s->members) != 0)
@@ -153,25 +153,25 @@ static void apply_ready(view_state_t *s, const tma_kv_pair_t *p, int del)
     int64_t id = tma_job_key_number(p->key);
     if (id < 0)
         return;
-    tma_jobview_ready_t *r = find_ready(s, (uint32_t)id);
+    tma_job_view_ready_t *r = find_ready(s, (uint32_t)id);
     if (del) {
         if (r) {
-            tma_ready_rec_free(&r->rec);
+            tma_job_ready_rec_free(&r->rec);
             *r = s->ready[--s->n_ready];
         }
         return;
     }
-    tma_ready_rec_t rec;
-    if (tma_ready_rec_decode(p->key, p->value, p->value_len, &rec) != TMA_OK)
+    tma_job_ready_rec_t rec;
+    if (tma_job_ready_rec_decode(p->key, p->value, p->value_len, &rec) != TMA_OK)
         return;
     if (!r) {
         if (grow((void **)&s->ready, &s->cap_ready, s->n_ready + 1, sizeof *s->ready) != 0) {
-            tma_ready_rec_free(&rec);
+            tma_job_ready_rec_free(&rec);
             return;
         }
         r = &s->ready[s->n_ready++];
     } else {
-        tma_ready_rec_free(&r->rec);
+        tma_job_ready_rec_free(&r->rec);
     }
     r->id = (uint32_t)id;
     r->rec = rec;
@@ -196,8 +196,8 @@ static void apply_shard(view_state_t *s, const tma_kv_pair_t *p, int del)
     }
     s->raw_present[k] = 0;
     s->shard_mod[k] = p->mod_revision;
-    tma_shard_rec_t rec;
-    if (!del && tma_shard_rec_decode(p->key, p->value, p->value_len, &rec) == TMA_OK && rec.shard == k) {
+    tma_job_shard_rec_t rec;
+    if (!del && tma_job_shard_rec_decode(p->key, p->value, p->value_len, &rec) == TMA_OK && rec.shard == k) {
         s->raw_shards[k] = rec;
         s->raw_present[k] = 1;
     }
@@ -266,7 +266,7 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
         break;
     case TMA_KEY_COORDINATOR:
         s->has_coord = 0;
-        if (!del && tma_coord_rec_decode(key, p->value, p->value_len, &s->coord) == TMA_OK) {
+        if (!del && tma_job_coord_rec_decode(key, p->value, p->value_len, &s->coord) == TMA_OK) {
             s->has_coord = 1;
             s->coord_epoch = (uint64_t)p->create_revision;
         }
@@ -274,7 +274,7 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
     case TMA_KEY_AGG: {
         int64_t r;
         uint64_t e;
-        if (!del && tma_agg_rec_decode(key, p->value, p->value_len, &r, &e) == TMA_OK) {
+        if (!del && tma_job_agg_rec_decode(key, p->value, p->value_len, &r, &e) == TMA_OK) {
             s->has_agg = 1;
             s->raw_agg_round = r;
             s->raw_agg_epoch = e;
@@ -283,13 +283,13 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
         break;
     }
     case TMA_KEY_STOP:
-        s->has_stop = !del && tma_stop_rec_decode(key, p->value, p->value_len, &s->stop_epoch) == TMA_OK;
+        s->has_stop = !del && tma_job_stop_rec_decode(key, p->value, p->value_len, &s->stop_epoch) == TMA_OK;
         if (!del && !s->has_stop)
             tma_log_warn(COMP, "%s: ignored: not a stop record the leader wrote", key);
         s->stop_mod = p->mod_revision;
         break;
     case TMA_KEY_STATE:
-        s->has_state = !del && tma_state_rec_decode(key, p->value, p->value_len, &s->state) == TMA_OK;
+        s->has_state = !del && tma_job_state_rec_decode(key, p->value, p->value_len, &s->state) == TMA_OK;
         break;
     case TMA_KEY_MEMBERS: apply_member(s, p, del); break;
     case TMA_KEY_READY: apply_ready(s, p, del); break;
@@ -303,7 +303,7 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
     }
 }
 
-static void publish(tma_jobview_t *v)
+static void publish(tma_job_view_t *v)
 {
     settle(v->job, &v->st);
     v->version++;
@@ -317,7 +317,7 @@ static void publish(tma_jobview_t *v)
 
 static void on_watch(void *arg, const tma_kv_watch_update_t *u)
 {
-    tma_jobview_t *v = arg;
+    tma_job_view_t *v = arg;
     pthread_mutex_lock(&v->lock);
     if (u->status != TMA_OK) {
         v->watch_ended = 1;
@@ -341,14 +341,14 @@ static int snap_pair(void *arg, const tma_kv_pair_t *p)
 {
     void **a = arg;
     view_state_t *s = a[0];
-    const tma_jobview_t *v = a[1];
+    const tma_job_view_t *v = a[1];
     if (strncmp(p->key, v->prefix, v->prefix_len) == 0)
         apply(s, p->key + v->prefix_len, p, 0);
     return 0;
 }
 
 /* One snapshot and a watch from just after it. */
-static tma_status_t resync(tma_jobview_t *v)
+static tma_status_t resync(tma_job_view_t *v)
 {
     view_state_t fresh;
     memset(&fresh, 0, sizeof fresh);
@@ -382,7 +382,7 @@ static tma_status_t resync(tma_jobview_t *v)
 
 static void *supervise(void *arg)
 {
-    tma_jobview_t *v = arg;
+    tma_job_view_t *v = arg;
     double backoff = 0.1;
     for (;;) {
         pthread_mutex_lock(&v->lock);
@@ -418,9 +418,9 @@ static void *supervise(void *arg)
     return NULL;
 }
 
-tma_status_t tma_jobview_start(tma_kv_t *kv, const char *job, double timeout, tma_jobview_t **v_p)
+tma_status_t tma_job_view_start(tma_kv_t *kv, const char *job, double timeout, tma_job_view_t **v_p)
 {
-    tma_jobview_t *v = calloc(1, sizeof *v);
+    tma_job_view_t *v = calloc(1, sizeof *v);
     if (!v)
         return TMA_ERR_NOMEM;
     v->kv = kv;
@@ -459,7 +459,7 @@ tma_status_t tma_jobview_start(tma_kv_t *kv, const char *job, double timeout, tm
     return TMA_OK;
 }
 
-void tma_jobview_stop(tma_jobview_t *v)
+void tma_job_view_stop(tma_job_view_t *v)
 {
     if (!v)
         return;
@@ -474,7 +474,7 @@ void tma_jobview_stop(tma_jobview_t *v)
     free(v);
 }
 
-uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout)
+uint64_t tma_job_view_wait(tma_job_view_t *v, uint64_t since, double timeout)
 {
     pthread_mutex_lock(&v->lock);
     if (v->version == since && timeout > 0) {
@@ -488,7 +488,7 @@ uint64_t tma_jobview_wait(tma_jobview_t *v, uint64_t since, double timeout)
     return ver;
 }
 
-void tma_jobview_poke(tma_jobview_t *v)
+void tma_job_view_poke(tma_job_view_t *v)
 {
     pthread_mutex_lock(&v->lock);
     v->version++;
@@ -496,7 +496,7 @@ void tma_jobview_poke(tma_jobview_t *v)
     pthread_mutex_unlock(&v->lock);
 }
 
-int64_t tma_jobview_agg(const tma_jobview_t *v, uint64_t *epoch_p)
+int64_t tma_job_view_agg(const tma_job_view_t *v, uint64_t *epoch_p)
 {
     for (;;) {
         uint64_t s1 = __atomic_load_n(&v->agg_seq, __ATOMIC_SEQ_CST);
@@ -509,12 +509,12 @@ int64_t tma_jobview_agg(const tma_jobview_t *v, uint64_t *epoch_p)
     }
 }
 
-int tma_jobview_stopped(const tma_jobview_t *v)
+int tma_job_view_stopped(const tma_job_view_t *v)
 {
     return __atomic_load_n(&v->stop, __ATOMIC_ACQUIRE);
 }
 
-tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s)
+tma_status_t tma_job_view_snapshot(tma_job_view_t *v, tma_job_view_snap_t *s)
 {
     memset(s, 0, sizeof *s);
     pthread_mutex_lock(&v->lock);
@@ -556,13 +556,13 @@ tma_status_t tma_jobview_snapshot(tma_jobview_t *v, tma_jobview_snap_t *s)
     s->state = st->state;
     pthread_mutex_unlock(&v->lock);
     if (!ok) {
-        tma_jobview_snap_free(s);
+        tma_job_view_snap_free(s);
         return TMA_ERR_NOMEM;
     }
     return TMA_OK;
 }
 
-void tma_jobview_snap_free(tma_jobview_snap_t *s)
+void tma_job_view_snap_free(tma_job_view_snap_t *s)
 {
     if (!s)
         return;
@@ -574,7 +574,7 @@ void tma_jobview_snap_free(tma_jobview_snap_t *s)
     memset(s, 0, sizeof *s);
 }
 
-const tma_member_rec_t *tma_jobview_snap_member(const tma_jobview_snap_t *s, uint32_t id)
+const tma_job_member_rec_t *tma_job_view_snap_member(const tma_job_view_snap_t *s, uint32_t id)
 {
     for (int i = 0; i < s->n_members; i++)
         if (s->members[i].rec.id == id)
@@ -582,7 +582,7 @@ const tma_member_rec_t *tma_jobview_snap_member(const tma_jobview_snap_t *s, uin
     return NULL;
 }
 
-const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, uint32_t id)
+const tma_job_view_ready_t *tma_job_view_snap_ready(const tma_job_view_snap_t *s, uint32_t id)
 {
     for (int i = 0; i < s->n_ready; i++)
         if (s->ready[i].id == id)
@@ -590,21 +590,21 @@ const tma_jobview_ready_t *tma_jobview_snap_ready(const tma_jobview_snap_t *s, u
     return NULL;
 }
 
-tma_status_t tma_jobview_wait_config(tma_jobview_t *v, double timeout, volatile sig_atomic_t *stop_flag,
+tma_status_t tma_job_view_wait_config(tma_job_view_t *v, double timeout, volatile sig_atomic_t *stop_flag,
                                      tma_job_t **job_p)
 {
     static const char *const ctx = "the job config in etcd";
     double end = tma_clock_now() + timeout;
     uint64_t ver = 0;
     for (;;) {
-        tma_jobview_snap_t s;
-        tma_status_t st = tma_jobview_snapshot(v, &s);
+        tma_job_view_snap_t s;
+        tma_status_t st = tma_job_view_snapshot(v, &s);
         if (st != TMA_OK)
             return st;
         if (s.config) {
             cJSON *root;
             st = tma_json_parse(s.config, strlen(s.config), ctx, &root);
-            tma_jobview_snap_free(&s);
+            tma_job_view_snap_free(&s);
             if (st != TMA_OK)
                 return st;
             /* Paths in etcd are absolute (tma_job_to_json). */
@@ -612,11 +612,11 @@ tma_status_t tma_jobview_wait_config(tma_jobview_t *v, double timeout, volatile 
             cJSON_Delete(root);
             return st;
         }
-        tma_jobview_snap_free(&s);
+        tma_job_view_snap_free(&s);
         if (tma_clock_now() >= end)
             return TMA_ERR_TIMEOUT;
         if (stop_flag && *stop_flag)
             return TMA_ERR_CANCELLED;
-        ver = tma_jobview_wait(v, ver, 0.5);
+        ver = tma_job_view_wait(v, ver, 0.5);
     }
 }

@@ -138,3 +138,24 @@ etcd_restart() {
 etcdctl() {
   ETCDCTL_API=3 "${TMA_ETCDCTL:?TMA_ETCDCTL is not set}" --endpoints "$ETCD_ENDPOINTS" "$@"
 }
+
+# The one clang rule of the fuzz and ASan builds (tests/*/fuzz*.sh, asan.sh):
+#   tma_clang fuzz|asan ARGS...
+# runs clang with that kind's sanitizers (fuzz: libFuzzer, ASan and UBSan,
+# UBSan fatal; asan: ASan with frame pointers), -g -O1, config.h, every
+# source folder and tests/ on the include path and cJSON's flags, then ARGS
+# (sources, -c or -o, libraries).  No clang: a hard error naming the package.
+tma_clang() {
+  local kind=$1 san inc="" d
+  shift
+  need "${CLANG:-clang}" clang
+  case $kind in
+  fuzz) san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined" ;;
+  asan) san="-fsanitize=address -fno-omit-frame-pointer" ;;
+  *) hard "tma_clang: unknown kind '$kind' (fuzz or asan)" ;;
+  esac
+  for d in common graph gnn kv transport job fault tests; do inc="$inc -I$TMA_SRCDIR/$d"; done
+  # shellcheck disable=SC2086,SC2046
+  "${CLANG:-clang}" -g -O1 $san -include "$TMA_BUILDDIR/config.h" -D_GNU_SOURCE -I"$TMA_BUILDDIR" $inc \
+    $(pkg-config --cflags libcjson) "$@"
+}

@@ -25,3 +25,10 @@ include tests/fault/local.mk
 include tests/coordinator/local.mk
 include tests/cli/local.mk
 include tests/slurm/local.mk
+
+# `make check-unit`: the C unit tests alone (every test that is a C program,
+# none of the .sh/.py role, fault and CLI tests).
+check-unit:
+	@unit=`for t in $(TESTS); do case $$t in *.sh|*.py) ;; *) echo $$t ;; esac; done | sort -u`; \
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="`echo $$unit`"
+.PHONY: check-unit

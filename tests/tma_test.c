@@ -30,15 +30,24 @@ static void print_operand(int is_unsigned, uint64_t bits)
 }
 
 void tma_test_fail_cmp(const char *file, int line, const char *name, const char *expr_a,
-                       const char *op, const char *expr_b, int a_unsigned, uint64_t a_bits,
-                       int b_unsigned, uint64_t b_bits)
+                       const char *op, const char *expr_b, const char *a_type, int a_unsigned,
+                       uint64_t a_bits, const char *b_type, int b_unsigned, uint64_t b_bits)
 {
     fprintf(stderr, "%s:%d: %s failed: %s %s %s (", file, line, name, expr_a, op, expr_b);
-    fprintf(stderr, "%s = ", expr_a);
+    fprintf(stderr, "(%s) %s = ", a_type, expr_a);
     print_operand(a_unsigned, a_bits);
-    fprintf(stderr, ", %s = ", expr_b);
+    fprintf(stderr, ", (%s) %s = ", b_type, expr_b);
     print_operand(b_unsigned, b_bits);
     fputs(")\n", stderr);
+    tma_test_failures++;
+}
+
+void tma_test_fail_fcmp(const char *file, int line, const char *name, const char *expr_a,
+                        const char *op, const char *expr_b, const char *a_type, double a,
+                        const char *b_type, double b)
+{
+    fprintf(stderr, "%s:%d: %s failed: %s %s %s ((%s) %s = %.17g, (%s) %s = %.17g)\n", file, line,
+            name, expr_a, op, expr_b, a_type, expr_a, a, b_type, expr_b, b);
     tma_test_failures++;
 }
 

@@ -62,36 +62,58 @@ extern int tma_test_failures;
 #define CHECK_NEAR(a, b, tol) TMA_ASSERT_NEAR_("CHECK_NEAR", a, b, tol)
 
 /*
- * Comparisons that print both operands when they fail:
- *   ASSERT_EQ/NE/LT/LE/GT/GE(a, b)  integers (any integer, enum or bool type)
+ * Comparisons that print both operands, with their C types, when they fail:
+ *   ASSERT_EQ/NE/LT/LE/GT/GE(a, b)  numbers (integer, enum, bool, float, double)
  *   ASSERT_STR_EQ(a, b)             strings (NULL never matches)
  *   ASSERT_NULL(p), ASSERT_NOT_NULL(p)
  *   ASSERT_NEAR(a, b, tol)          doubles: |a - b| <= tol
- * Each operand is evaluated once.  The integer comparisons compare the
- * operands exactly as `a OP b` would in C (same types, same conversions) and
- * print each one as int64 or, when its type is unsigned, as uint64; a
- * floating-point or pointer operand does not compile (use ASSERT_NEAR or
- * ASSERT_NULL).
+ * Each operand is evaluated once, and the comparison is `a OP b` exactly as C
+ * would do it (same types, same conversions): they replace CHECK(a OP b)
+ * one for one.  An integer operand is printed as int64 or, when unsigned, as
+ * uint64; when either operand is floating, both are printed as doubles
+ * (%.17g).  A pointer or array operand does not compile (use ASSERT_NULL,
+ * ASSERT_STR_EQ or CHECK).
  */
 #define TMA_TEST_UNSIGNED_(x)                                                                      \
     _Generic((x), unsigned char: 1, unsigned short: 1, unsigned int: 1, unsigned long: 1,          \
              unsigned long long: 1, default: 0)
 /* __builtin_classify_type (gcc, clang): 1 integer, 2 char, 3 enum, 4 bool. */
 #define TMA_TEST_INTEGER_(x) (__builtin_classify_type(x) >= 1 && __builtin_classify_type(x) <= 4)
+/* 8: a real floating type (float, double, long double). */
+#define TMA_TEST_FLOAT_(x) (__builtin_classify_type(x) == 8)
+
+/* The C type of an integer operand, for the failure message. */
+#define TMA_TEST_TYPE_(x)                                                                          \
+    _Generic((x), _Bool: "_Bool", char: "char", signed char: "signed char",                        \
+             unsigned char: "unsigned char", short: "short", unsigned short: "unsigned short",     \
+             int: "int", unsigned int: "unsigned int", long: "long", unsigned long: "unsigned long", \
+             long long: "long long", unsigned long long: "unsigned long long", float: "float",       \
+             double: "double", long double: "long double", default: "enum")
 
 void tma_test_fail_cmp(const char *file, int line, const char *name, const char *expr_a,
-                       const char *op, const char *expr_b, int a_unsigned, uint64_t a_bits,
-                       int b_unsigned, uint64_t b_bits);
+                       const char *op, const char *expr_b, const char *a_type, int a_unsigned,
+                       uint64_t a_bits, const char *b_type, int b_unsigned, uint64_t b_bits);
+void tma_test_fail_fcmp(const char *file, int line, const char *name, const char *expr_a,
+                        const char *op, const char *expr_b, const char *a_type, double a,
+                        const char *b_type, double b);
 
 #define TMA_ASSERT_CMP_(name, a, op, b)                                                            \
     do {                                                                                           \
         __typeof__(a) tma_a_ = (a);                                                                \
         __typeof__(b) tma_b_ = (b);                                                                \
-        _Static_assert(TMA_TEST_INTEGER_(tma_a_) && TMA_TEST_INTEGER_(tma_b_),                     \
-                       name " compares integers");                                                 \
-        if (!(tma_a_ op tma_b_))                                                                   \
-            tma_test_fail_cmp(__FILE__, __LINE__, name, #a, #op, #b, TMA_TEST_UNSIGNED_(tma_a_),   \
-                              (uint64_t)tma_a_, TMA_TEST_UNSIGNED_(tma_b_), (uint64_t)tma_b_);     \
+        _Static_assert((TMA_TEST_INTEGER_(tma_a_) || TMA_TEST_FLOAT_(tma_a_)) &&                   \
+                           (TMA_TEST_INTEGER_(tma_b_) || TMA_TEST_FLOAT_(tma_b_)),                 \
+                       name " compares numbers");                                                  \
+        if (!(tma_a_ op tma_b_)) {                                                                 \
+            if (TMA_TEST_FLOAT_(tma_a_) || TMA_TEST_FLOAT_(tma_b_))                                \
+                tma_test_fail_fcmp(__FILE__, __LINE__, name, #a, #op, #b, TMA_TEST_TYPE_(tma_a_),  \
+                                   (double)tma_a_, TMA_TEST_TYPE_(tma_b_), (double)tma_b_);        \
+            else                                                                                   \
+                tma_test_fail_cmp(__FILE__, __LINE__, name, #a, #op, #b, TMA_TEST_TYPE_(tma_a_),   \
+                                  TMA_TEST_UNSIGNED_(tma_a_), (uint64_t)tma_a_,                    \
+                                  TMA_TEST_TYPE_(tma_b_), TMA_TEST_UNSIGNED_(tma_b_),              \
+                                  (uint64_t)tma_b_);                                               \
+        }                                                                                          \
     } while (0)
 
 #define ASSERT_EQ(a, b) TMA_ASSERT_CMP_("ASSERT_EQ", a, ==, b)

@@ -19,6 +19,7 @@
  *   rx.c         arrivals: receive, assembly, pool, posts, the CRC checker, recv
  *   send.c       the send window and its test-fault hook
  *   frame.c      the wire format (pure functions)
+ *   reach.c      why an address may be unreachable: the route's interface, UCX_NET_DEVICES
  *   auth.c       the hello's HMAC, nonces and MAC comparison (libcrypto)
  *
  * Locking: t->lock guards the command queue, the receive queue, the pool,

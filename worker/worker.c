@@ -26,9 +26,9 @@ typedef struct worker {
     const tma_worker_opts_t *o;
     volatile sig_atomic_t *stop_flag;
     tma_kv_t *kv;
-    tma_jobview_t *view;
+    tma_job_view_t *view;
     tma_job_t *job;
-    const tma_variant_desc_t *vd; /* job->vd */
+    const tma_job_variant_desc_t *vd; /* job->vd */
     tma_partition_info_t *pinfo;
     tma_inject_t inj;
     tma_gnn_config_t cfg;
@@ -87,7 +87,7 @@ typedef struct worker {
 
 static int should_stop(worker_t *w)
 {
-    return (w->stop_flag && *w->stop_flag) || tma_jobview_stopped(w->view);
+    return (w->stop_flag && *w->stop_flag) || tma_job_view_stopped(w->view);
 }
 
 static void on_lease_lost(void *arg, tma_status_t why)
@@ -95,7 +95,7 @@ static void on_lease_lost(void *arg, tma_status_t why)
     worker_t *w = arg;
     (void)why;
     __atomic_store_n(&w->fenced, 1, __ATOMIC_SEQ_CST);
-    tma_jobview_poke(w->view);
+    tma_job_view_poke(w->view);
 }
 
 /* ------------------------------------------------------------------ config */
@@ -103,7 +103,7 @@ static void on_lease_lost(void *arg, tma_status_t why)
 /* The job's config from etcd (written by the coordinator). */
 static tma_status_t read_config(worker_t *w)
 {
-    tma_status_t st = tma_jobview_wait_config(w->view, w->o->wait_config, w->stop_flag, &w->job);
+    tma_status_t st = tma_job_view_wait_config(w->view, w->o->wait_config, w->stop_flag, &w->job);
     if (st == TMA_ERR_TIMEOUT)
         tma_log_error(COMP, "job %s: no config in etcd after %.0f s: is the coordinator running with "
                             "--job %s against the same etcd?",
@@ -128,7 +128,7 @@ static void unload_all(worker_t *w)
 /* The shards the view says this member owns, sorted.  A shards/<k> key
  * with k beyond the partition is refused (said once): there is no such
  * shard to load. */
-static int owned_shards(worker_t *w, const tma_jobview_snap_t *s, int32_t *out)
+static int owned_shards(worker_t *w, const tma_job_view_snap_t *s, int32_t *out)
 {
     int n = 0;
     for (int k = 0; k < s->n_shards && n < w->max_shards; k++) {
@@ -160,12 +160,12 @@ static int same_set(const int32_t *a, int na, const int32_t *b, int nb)
 
 static tma_status_t put_ready(worker_t *w)
 {
-    tma_ready_rec_t r;
+    tma_job_ready_rec_t r;
     memset(&r, 0, sizeof r);
     r.lease = w->lease;
     r.n_shards = w->vd->uses_shards ? w->n_loaded : 0;
     r.shards = w->loaded;
-    char *val = tma_ready_rec_encode(&r);
+    char *val = tma_job_ready_rec_encode(&r);
     if (!val)
         return TMA_ERR_NOMEM;
     char key[TMA_KEY_MAX];
@@ -315,7 +315,7 @@ static void ensure_posted(worker_t *w)
 }
 
 /* Connects to the coordinator the view names, when not connected to it yet. */
-static void ensure_connected(worker_t *w, const tma_jobview_snap_t *s)
+static void ensure_connected(worker_t *w, const tma_job_view_snap_t *s)
 {
     if (!s->has_coord || s->coord_epoch == w->conn_epoch)
         return;
@@ -370,7 +370,7 @@ static int take_global(worker_t *w, tma_transport_msg_t *m)
     } else if (m->meta.epoch < w->conn_epoch) {
         tma_log_warn(COMP, "member %u: refused global weights of a stale coordinator epoch %llu", w->id,
                      (unsigned long long)m->meta.epoch);
-    } else if (tma_tensor_first_nonfinite(m->data, w->P) >= 0) {
+    } else if (tma_job_first_nonfinite(m->data, w->P) >= 0) {
         tma_log_error(COMP, "member %u: the global weights of round %llu from the coordinator (epoch %llu) hold "
                             "NaN or infinite values: refused, training on with its own",
                       w->id, (unsigned long long)m->meta.round, (unsigned long long)m->meta.epoch);
@@ -443,7 +443,7 @@ static tma_status_t send_tensor(worker_t *w, uint32_t tag, int64_t round)
         return st;
     if (tag == TMA_TAG_LOCAL)
         tma_inject_poison(&w->inj, "weights", round, w->sendbuf);
-    tma_msg_meta_t meta;
+    tma_job_msg_meta_t meta;
     memset(&meta, 0, sizeof meta);
     meta.magic = TMA_META_MAGIC;
     meta.lease = w->lease;
@@ -452,7 +452,7 @@ static tma_status_t send_tensor(worker_t *w, uint32_t tag, int64_t round)
     meta.loss = w->steps_round ? w->loss_sum / (double)w->steps_round : 0.0;
     meta.step_seconds = w->step_seconds;
     meta.n_shards = (uint32_t)(w->vd->uses_shards ? w->n_loaded : 0);
-    tma_msg_meta_pack(&meta, w->loaded, w->vd->uses_shards ? w->pinfo->num_shards : 0, w->sendbuf + w->P);
+    tma_job_msg_meta_pack(&meta, w->loaded, w->vd->uses_shards ? w->pinfo->num_shards : 0, w->sendbuf + w->P);
     tma_transport_meta_t tm = {tag, w->conn_epoch, (uint64_t)round};
     tma_log_debug(COMP, "member %u: sending %s for round %lld (%lld steps)", w->id,
                   tag == TMA_TAG_GRADS ? "gradients" : "weights", (long long)round, (long long)w->steps_round);
@@ -532,7 +532,7 @@ static tma_status_t choose_device(worker_t *w)
 
 static tma_status_t join(worker_t *w)
 {
-    tma_member_rec_t rec;
+    tma_job_member_rec_t rec;
     memset(&rec, 0, sizeof rec);
     char host[64] = "?";
     gethostname(host, sizeof host - 1);
@@ -636,7 +636,7 @@ static void maybe_aggregate(worker_t *w)
         /* A round raised by another coordinator than the one we are
          * connected to waits until we are connected to it (or it is
          * replaced); an older epoch's is stale. */
-        int64_t agg = tma_jobview_agg(w->view, &epoch);
+        int64_t agg = tma_job_view_agg(w->view, &epoch);
         int fresh = epoch > w->last_sent_epoch || (epoch == w->last_sent_epoch && agg > w->last_sent_round);
         if (agg > 0 && fresh && (!w->conn_epoch || epoch == w->conn_epoch))
             t = agg;
@@ -736,7 +736,7 @@ static int paused_by_silence(worker_t *w, uint64_t seen)
             w->silent = 1;
             reset_round(w);
         }
-        tma_jobview_wait(w->view, seen, 0.5);
+        tma_job_view_wait(w->view, seen, 0.5);
         return 1;
     }
     if (w->silent) {
@@ -765,7 +765,7 @@ static tma_status_t incarnation(worker_t *w)
         }
         if (paused_by_silence(w, seen))
             continue;
-        uint64_t ver = tma_jobview_wait(w->view, seen, 0);
+        uint64_t ver = tma_job_view_wait(w->view, seen, 0);
         double now = tma_clock_now();
         int idle = !w->trainer || !w->have_weights;
         if (w->ready_dirty && now >= w->next_ready) {
@@ -775,8 +775,8 @@ static tma_status_t incarnation(worker_t *w)
                 w->next_ready = now + 1.0;
         }
         if (ver != seen || idle || (!w->conn_epoch && now >= w->next_connect)) {
-            tma_jobview_snap_t s;
-            if (tma_jobview_snapshot(w->view, &s) == TMA_OK) {
+            tma_job_view_snap_t s;
+            if (tma_job_view_snapshot(w->view, &s) == TMA_OK) {
                 seen = s.version;
                 if (s.has_state)
                     w->state_round = s.state.round;
@@ -789,7 +789,7 @@ static tma_status_t incarnation(worker_t *w)
                     want[0] = 0; /* the whole graph */
                     n_want = 1;
                 }
-                tma_jobview_snap_free(&s);
+                tma_job_view_snap_free(&s);
                 if (!same_set(want, n_want, w->loaded, w->n_loaded)) {
                     st = load_shards(w, want, n_want);
                     if (st != TMA_OK) {
@@ -801,7 +801,7 @@ static tma_status_t incarnation(worker_t *w)
         }
         if (!w->trainer) {
             /* A spare or backup with nothing to train: wait for a change. */
-            tma_jobview_wait(w->view, seen, 0.5);
+            tma_job_view_wait(w->view, seen, 0.5);
             continue;
         }
         if (!w->have_weights) {
@@ -818,7 +818,7 @@ static tma_status_t incarnation(worker_t *w)
             }
             /* Rounds already raised before we had weights are not ours. */
             uint64_t agg_epoch;
-            int64_t agg = tma_jobview_agg(w->view, &agg_epoch);
+            int64_t agg = tma_job_view_agg(w->view, &agg_epoch);
             if (w->job->interval_steps <= 0 &&
                 (agg_epoch > w->last_sent_epoch || (agg_epoch == w->last_sent_epoch && agg > w->last_sent_round))) {
                 w->last_sent_round = agg;
@@ -831,7 +831,7 @@ static tma_status_t incarnation(worker_t *w)
              * connected to, numbered as it numbers them: one that took the
              * job over sends its own when we connect (its counter restarts). */
             if (!w->conn_epoch) {
-                tma_jobview_wait(w->view, seen, 0.2);
+                tma_job_view_wait(w->view, seen, 0.2);
                 continue;
             }
             if (w->adopted_epoch != w->conn_epoch) {
@@ -848,7 +848,7 @@ static tma_status_t incarnation(worker_t *w)
             if (w->conn_epoch)
                 maybe_aggregate(w);
             else
-                tma_jobview_wait(w->view, seen, 0.2);
+                tma_job_view_wait(w->view, seen, 0.2);
             continue;
         }
         if (w->steps_round == 0) /* the round's first step: a pause there fires once */
@@ -892,7 +892,7 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
     tma_status_t st = tma_kv_create(opts->kv, &w.kv);
     if (st != TMA_OK)
         return st;
-    st = tma_jobview_start(w.kv, opts->job, opts->wait_config, &w.view);
+    st = tma_job_view_start(w.kv, opts->job, opts->wait_config, &w.view);
     if (st != TMA_OK)
         goto out;
     st = read_config(&w);
@@ -912,7 +912,7 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
             goto out;
     }
     w.max_shards = w.vd->uses_shards ? w.pinfo->num_shards : 1;
-    w.meta_floats = tma_msg_meta_floats(w.vd->uses_shards ? w.pinfo->num_shards : 0);
+    w.meta_floats = tma_job_msg_meta_floats(w.vd->uses_shards ? w.pinfo->num_shards : 0);
     w.loaded = malloc((size_t)w.max_shards * sizeof *w.loaded);
     w.graphs = malloc((size_t)w.max_shards * sizeof *w.graphs);
     w.want = malloc((size_t)w.max_shards * sizeof *w.want);
@@ -942,7 +942,7 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
     if (st == TMA_OK && stop_flag && *stop_flag)
         st = TMA_ERR_CANCELLED;
 out:
-    tma_jobview_stop(w.view);
+    tma_job_view_stop(w.view);
     tma_free_aligned(w.sendbuf);
     tma_free_aligned(w.globalbuf);
     free(w.loaded);

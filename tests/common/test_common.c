@@ -51,7 +51,8 @@ static void test_rng(void)
     double sum = 0, sq = 0;
     for (int i = 0; i < n; i++) {
         double u = tma_rng_uniform(&a);
-        CHECK(u >= 0 && u < 1);
+        ASSERT_GE(u, 0);
+        ASSERT_LT(u, 1);
         double g = tma_rng_normal(&a);
         sum += g;
         sq += g * g;
@@ -212,7 +213,7 @@ static void test_json(void)
     CHECK_STATUS(tma_json_get_int(root, "e", 0, 0, 10, "t", &i), TMA_ERR_CONFIG);
     CHECK_STATUS(tma_json_get_int(root, "c", 0, 0, 10, "t", &i), TMA_ERR_CONFIG);
     CHECK_OK(tma_json_get_double(root, "b", 0, 0, 10, "t", &d));
-    CHECK(d == 2.5);
+    ASSERT_EQ(d, 2.5);
     CHECK_OK(tma_json_get_string(root, "c", NULL, "t", &s));
     ASSERT_STR_EQ(s, "x");
     CHECK_STATUS(tma_json_get_string(root, "a", NULL, "t", &s), TMA_ERR_CONFIG);
@@ -233,7 +234,7 @@ static void test_json(void)
     ASSERT_NE(tma_parse_i64("", &i), 0);
     ASSERT_NE(tma_parse_i64("99999999999999999999", &i), 0);
     ASSERT_EQ(tma_parse_double("0.25", &d), 0);
-    CHECK(d == 0.25);
+    ASSERT_EQ(d, 0.25);
     ASSERT_NE(tma_parse_double("nan", &d), 0);
     ASSERT_NE(tma_parse_double("1e", &d), 0);
 }
@@ -326,11 +327,11 @@ static void test_cond_wait(void)
 {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t c;
-    CHECK(tma_cond_init(&c) == 0);
+    ASSERT_EQ(tma_cond_init(&c), 0);
     pthread_mutex_lock(&m);
     double t0 = tma_clock_now();
-    CHECK(tma_cond_wait_until(&c, &m, t0 - 1.0) == 0);
-    CHECK(tma_clock_now() - t0 < 0.05);
+    ASSERT_EQ(tma_cond_wait_until(&c, &m, t0 - 1.0), 0);
+    ASSERT_LT(tma_clock_now() - t0, 0.05);
     t0 = tma_clock_now();
     double deadline = t0 + 0.1;
     while (tma_cond_wait_until(&c, &m, deadline)) {

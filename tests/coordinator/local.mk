@@ -18,8 +18,3 @@ EXTRA_DIST += tests/coordinator/test_job_cora.sh tests/coordinator/test_job_dete
 check_PROGRAMS += tests/coordinator/test_average
 tests_coordinator_test_average_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/coordinator/test_average
-
-# The run folder's files: metrics lines whole or not at all, checkpoint names.
-check_PROGRAMS += tests/coordinator/test_runfiles
-tests_coordinator_test_runfiles_LDADD = $(TMA_TEST_LDADD)
-TESTS += tests/coordinator/test_runfiles

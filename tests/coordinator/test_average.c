@@ -1,6 +1,7 @@
-/* test_average.c: the coordinator's average (coordinator/average.c), a pure
- * function: the weighted mean, summed in member-id order in double, so the
- * result does not depend on the order the tensors arrived in. */
+/* test_average.c: the coordinator's pure functions: the average
+ * (coordinator/average.c), the weighted mean summed in member-id order in
+ * double, so the result does not depend on the order the tensors arrived
+ * in; and the checkpoint names (coordinator/publish.c). */
 #include "tma_test.h"
 #include "coord_int.h"
 
@@ -18,7 +19,7 @@ static void test_weighted_mean(void)
         b[j] = (float)(2 * j + 4);
     }
     coord_contrib_t in[2] = {{7, 1.0, a}, {3, 3.0, b}};
-    CHECK(coord_average(in, 2, P, acc, out) == 2);
+    ASSERT_EQ(coord_average(in, 2, P, acc, out), 2);
     for (int j = 0; j < P; j++)
         CHECK_MSG(out[j] == (float)((1.0 * j + 3.0 * (2 * j + 4)) / 4.0), "out[%d] = %g", j, (double)out[j]);
 }
@@ -29,7 +30,7 @@ static void test_nothing_arrived(void)
     static double acc[P];
     for (int j = 0; j < P; j++)
         out[j] = 42.0f;
-    CHECK(coord_average(NULL, 0, P, acc, out) == 0);
+    ASSERT_EQ(coord_average(NULL, 0, P, acc, out), 0);
     for (int j = 0; j < P; j++)
         CHECK_MSG(out[j] == 42.0f, "out[%d] = %g changed", j, (double)out[j]);
 }
@@ -41,7 +42,7 @@ static void test_double_accumulation(void)
     float big[1] = {1e8f}, one[1] = {1.0f}, neg[1] = {-1e8f}, out[1];
     double acc[1];
     coord_contrib_t in[3] = {{30, 1.0, neg}, {10, 1.0, big}, {20, 1.0, one}};
-    CHECK(coord_average(in, 3, 1, acc, out) == 3);
+    ASSERT_EQ(coord_average(in, 3, 1, acc, out), 3);
     CHECK_MSG(out[0] == (float)(1.0 / 3.0), "out = %.9g, expected %.9g", (double)out[0], 1.0 / 3.0);
 }
 
@@ -59,7 +60,7 @@ static void test_order_independent(void)
             x[i][j] = (float)(tma_rng_uniform(&rng) * 2.0 - 1.0) * (float)(1 << (i * 3));
         in[i] = (coord_contrib_t){(uint32_t)(100 + 17 * i), 1.0 + (double)i, x[i]};
     }
-    CHECK(coord_average(in, N, P, acc, ref) == N);
+    ASSERT_EQ(coord_average(in, N, P, acc, ref), N);
     for (int trial = 0; trial < 20; trial++) {
         for (int i = N - 1; i > 0; i--) {
             int k = (int)tma_rng_below(&rng, (uint64_t)(i + 1));
@@ -67,9 +68,27 @@ static void test_order_independent(void)
             in[i] = in[k];
             in[k] = t;
         }
-        CHECK(coord_average(in, N, P, acc, out) == N);
+        ASSERT_EQ(coord_average(in, N, P, acc, out), N);
         CHECK_MSG(memcmp(out, ref, sizeof out) == 0, "trial %d: the result depends on the arrival order", trial);
     }
+}
+
+static void test_checkpoint_names(void)
+{
+    char *p = coord_checkpoint_path("/run", 42, 7);
+    CHECK(p && strcmp(p, "/run/checkpoint-r000042-e7.tmaw") == 0);
+    int64_t r = -1;
+    uint64_t e = 0;
+    ASSERT_EQ(coord_checkpoint_parse("checkpoint-r000042-e7.tmaw", &r, &e), 0);
+    ASSERT_EQ(r, 42);
+    ASSERT_EQ(e, 7);
+    CHECK(coord_checkpoint_parse("checkpoint-r1234567-e123456789.tmaw", &r, &e) == 0 && r == 1234567 &&
+          e == 123456789);
+    static const char *const bad[] = {"checkpoint.tmaw", "checkpoint-r1-e2.tmaw.tmp", "checkpoint-r-1-e2.tmaw",
+                                      "checkpoint-r1.tmaw", "best.tmaw", "checkpoint-rx-e2.tmaw", ""};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++)
+        CHECK_MSG(coord_checkpoint_parse(bad[i], &r, &e) != 0, "\"%s\" taken for a checkpoint name", bad[i]);
+    free(p);
 }
 
 int main(void)
@@ -78,5 +97,6 @@ int main(void)
     test_nothing_arrived();
     test_double_accumulation();
     test_order_independent();
+    test_checkpoint_names();
     return tma_test_done();
 }

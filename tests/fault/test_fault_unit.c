@@ -17,23 +17,34 @@ static void test_policies(void)
     /* Members 4, 2 (backup), 9, 1: the three non-backups by id are 1, 4, 9. */
     tma_live_member_t live[4] = {{4, 0}, {2, 1}, {9, 0}, {1, 0}};
     int n = tma_policy_initial(&map, live, 4, 3, mv);
-    CHECK(n == 6);
-    CHECK(map.owner[0] == 1 && map.owner[1] == 4 && map.owner[2] == 9 && map.owner[3] == 1 && map.owner[5] == 9);
-    CHECK(tma_shard_map_count(&map, 2, NULL) == 0);
+    ASSERT_EQ(n, 6);
+    ASSERT_EQ(map.owner[0], 1);
+    ASSERT_EQ(map.owner[1], 4);
+    ASSERT_EQ(map.owner[2], 9);
+    ASSERT_EQ(map.owner[3], 1);
+    ASSERT_EQ(map.owner[5], 9);
+    ASSERT_EQ(tma_shard_map_count(&map, 2, NULL), 0);
 
     /* Only two of three came: slot 2's shards stay orphaned. */
     tma_shard_map_t m2;
     CHECK_OK(tma_shard_map_create(3, edges, &m2));
     tma_live_member_t two[2] = {{5, 0}, {6, 0}};
     n = tma_policy_initial(&m2, two, 2, 3, mv);
-    CHECK(n == 2 && m2.owner[0] == 5 && m2.owner[1] == 6 && m2.owner[2] == -1);
+    ASSERT_EQ(n, 2);
+    ASSERT_EQ(m2.owner[0], 5);
+    ASSERT_EQ(m2.owner[1], 6);
+    ASSERT_EQ(m2.owner[2], -1);
 
     /* Shard 1 absent (the F = 1 drill): the others go to 2 slots, shard 1 stays orphaned. */
     tma_shard_map_t m3;
     CHECK_OK(tma_shard_map_create(4, edges, &m3));
     int32_t absent[1] = {1};
     n = tma_policy_initial_absent(&m3, two, 2, 3, absent, 1, mv);
-    CHECK(n == 3 && m3.owner[0] == 5 && m3.owner[1] == -1 && m3.owner[2] == 6 && m3.owner[3] == 5);
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(m3.owner[0], 5);
+    ASSERT_EQ(m3.owner[1], -1);
+    ASSERT_EQ(m3.owner[2], 6);
+    ASSERT_EQ(m3.owner[3], 5);
     tma_shard_map_free(&m3);
 
     /* continue: member 4's shards are dropped. */
@@ -41,27 +52,33 @@ static void test_policies(void)
     CHECK_OK(tma_shard_map_create(6, edges, &c));
     memcpy(c.owner, map.owner, sizeof edges);
     n = tma_policy_lost(&c, 4, TMA_POLICY_CONTINUE, live, 4, mv);
-    CHECK(n == 2 && c.owner[1] == -1 && c.owner[4] == -1 && mv[0].from == 4 && mv[0].to == -1);
+    ASSERT_EQ(n, 2);
+    ASSERT_EQ(c.owner[1], -1);
+    ASSERT_EQ(c.owner[4], -1);
+    ASSERT_EQ(mv[0].from, 4);
+    ASSERT_EQ(mv[0].to, -1);
 
     /* reassign: the first goes to the idle backup 2, the second to the least-loaded. */
     n = tma_policy_lost(&map, 4, TMA_POLICY_REASSIGN, live, 4, mv);
-    CHECK(n == 2);
-    CHECK(map.owner[1] == 2);
+    ASSERT_EQ(n, 2);
+    ASSERT_EQ(map.owner[1], 2);
     /* After shard 1 (20 edges) went to 2: loads 1: 10+40=50, 2: 20, 9: 30+60=90: shard 4 goes to 2. */
     CHECK_MSG(map.owner[4] == 2, "owner %lld", (long long)map.owner[4]);
-    CHECK(tma_shard_map_count(&map, 4, NULL) == 0);
+    ASSERT_EQ(tma_shard_map_count(&map, 4, NULL), 0);
 
     /* A joiner takes an orphan; a backup under reassign takes every orphan. */
     n = tma_policy_joined(&c, 11, 0, TMA_POLICY_CONTINUE, mv);
-    CHECK(n == 1 && c.owner[1] == 11);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(c.owner[1], 11);
     n = tma_policy_joined(&c, 12, 1, TMA_POLICY_REASSIGN, mv);
-    CHECK(n == 1 && c.owner[4] == 12);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(c.owner[4], 12);
     /* No orphans: a joiner takes one shard from a member that owns several. */
     n = tma_policy_joined(&c, 13, 0, TMA_POLICY_CONTINUE, mv);
     CHECK(n == 1 && mv[0].to == 13 && (mv[0].from == 1 || mv[0].from == 9));
     /* A backup without orphans stays idle. */
     n = tma_policy_joined(&c, 14, 1, TMA_POLICY_REASSIGN, mv);
-    CHECK(n == 0);
+    ASSERT_EQ(n, 0);
     /* Every shard has exactly one owner, and no owner is a lost member. */
     for (int k = 0; k < 6; k++)
         CHECK(c.owner[k] >= 0 && c.owner[k] != 4);
@@ -75,7 +92,10 @@ static void test_inject(void)
     tma_inject_t inj;
     CHECK_OK(tma_inject_parse("crash=send@3,delay_step=0.01,drop=weights@2,stall_keepalive=4.5@6", &inj));
     CHECK(inj.active && inj.crash_round == 3 && strcmp(inj.crash_point, "send") == 0);
-    CHECK(inj.delay_step == 0.01 && inj.drop_round == 2 && inj.stall_round == 6 && inj.stall_seconds == 4.5);
+    ASSERT_EQ(inj.delay_step, 0.01);
+    ASSERT_EQ(inj.drop_round, 2);
+    ASSERT_EQ(inj.stall_round, 6);
+    ASSERT_EQ(inj.stall_seconds, 4.5);
     CHECK_OK(tma_inject_parse("crash=stop@*", &inj));
     CHECK(inj.active && inj.crash_round == TMA_INJECT_ANY_ROUND && strcmp(inj.crash_point, "stop") == 0);
     /* Armed for another point: nothing happens at this one, in any round. */

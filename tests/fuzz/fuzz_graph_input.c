@@ -40,19 +40,19 @@ static void fuzz_npz(const unsigned char *data, size_t size)
 {
     const char *path = tmp_path(".npz");
     put_file(path, data, size);
-    tma_npz_t *z;
-    if (tma_npz_open(path, &z) == TMA_OK) {
+    graph_npz_t *z;
+    if (graph_npz_open(path, &z) == TMA_OK) {
         static const char *names[] = {"adj_indptr", "adj_indices", "adj_shape", "attr_indptr", "attr_indices",
                                       "attr_data", "attr_shape", "attr_matrix", "labels", "indptr", "indices",
                                       "data", "shape", "row", "col", "edge_index", "x", "y"};
         char fmt[16];
-        if (tma_npz_get_string(z, "format", fmt, sizeof fmt) == TMA_OK && strlen(fmt) >= sizeof fmt)
+        if (graph_npz_get_string(z, "format", fmt, sizeof fmt) == TMA_OK && strlen(fmt) >= sizeof fmt)
             abort();
-        free(tma_npz_names(z));
-        (void)tma_npz_has(z, "edge_index");
+        free(graph_npz_names(z));
+        (void)graph_npz_has(z, "edge_index");
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-            tma_npy_t a;
-            if (tma_npz_get(z, names[i], 0, &a) != TMA_OK)
+            graph_npy_t a;
+            if (graph_npz_get(z, names[i], 0, &a) != TMA_OK)
                 continue;
             int64_t count = 1;
             for (int d = 0; d < a.ndim; d++)
@@ -62,11 +62,11 @@ static void fuzz_npz(const unsigned char *data, size_t size)
                 abort();
             /* Every element is readable. */
             volatile double sum = 0;
-            int ints = tma_npy_check_int(z, &a) == TMA_OK;
+            int ints = graph_npy_check_int(z, &a) == TMA_OK;
             for (int64_t k = 0; k < a.count; k++)
-                sum += ints ? (double)tma_npy_int(&a, k) : (double)tma_npy_float(&a, k);
+                sum += ints ? (double)graph_npy_int(&a, k) : (double)graph_npy_float(&a, k);
         }
-        tma_npz_close(z);
+        graph_npz_close(z);
     }
     unlink(path);
 }
@@ -75,26 +75,26 @@ static void fuzz_text(const unsigned char *data, size_t size)
 {
     const char *path = tmp_path(".txt");
     put_file(path, data, size);
-    tma_text_reader_t tr;
-    if (tma_text_open(&tr, path) == TMA_OK) {
+    graph_text_reader_t tr;
+    if (graph_text_open(&tr, path) == TMA_OK) {
         char *line;
         size_t len;
         int64_t lines = 0;
-        while (tma_text_next(&tr, &line, &len) > 0) {
+        while (graph_text_next(&tr, &line, &len) > 0) {
             if (strlen(line) != len || ++lines != tr.line)
                 abort();
             char *p = line, *tok;
             int field = 0;
-            while ((tok = tma_text_field(&p)) != NULL) {
+            while ((tok = graph_text_field(&p)) != NULL) {
                 int64_t id;
                 float f;
                 if (field++ % 2)
-                    (void)tma_text_parse_float(&tr, tok, "value", &f);
-                else if (tma_text_parse_id(&tr, tok, "id", &id) == TMA_OK && id < 0)
+                    (void)graph_text_parse_float(&tr, tok, "value", &f);
+                else if (graph_text_parse_id(&tr, tok, "id", &id) == TMA_OK && id < 0)
                     abort();
             }
         }
-        tma_text_close(&tr);
+        graph_text_close(&tr);
     }
     unlink(path);
 }

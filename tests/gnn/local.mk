@@ -1,12 +1,8 @@
-# tests/gnn/: the sampler, the compute backends, gradients, the trainer, weight files,
+# tests/gnn/: the compute backends, gradients, the trainer, weight files,
 # PyTorch parity and `tma train` / `tma eval` / `tma export`.
 check_LIBRARIES += tests/gnn/libgnn_testutil.a
 tests_gnn_libgnn_testutil_a_SOURCES = tests/gnn/gnn_testutil.c tests/gnn/gnn_testutil.h
 TMA_GNN_TEST_LDADD = tests/gnn/libgnn_testutil.a $(TMA_TEST_LDADD)
-
-check_PROGRAMS += tests/gnn/test_sampler
-tests_gnn_test_sampler_LDADD = $(TMA_GNN_TEST_LDADD)
-TESTS += tests/gnn/test_sampler
 
 check_PROGRAMS += tests/gnn/test_ops
 tests_gnn_test_ops_LDADD = $(TMA_GNN_TEST_LDADD)

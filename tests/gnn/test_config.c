@@ -94,7 +94,7 @@ static void check_hetero(void)
     ASSERT_EQ(lay.params[lay.count - 1].rows * 100 + lay.params[lay.count - 1].cols, 6 * 100 + 8);
     float *p = calloc((size_t)lay.total, 4);
     CHECK_OK(tma_gnn_params_init(&c, 1, p));
-    CHECK(p[lay.params[lay.count - 1].offset] == 1.0f);
+    ASSERT_EQ(p[lay.params[lay.count - 1].offset], 1.0f);
     free(p);
     /* Unresolved relations: no layout. */
     b = c;
@@ -145,8 +145,8 @@ int main(void)
     ASSERT_EQ(d.decoder_layers, 2);
     ASSERT_EQ(d.fanouts[0], 25);
     ASSERT_EQ(d.fanouts[1], 10);
-    CHECK(d.lr == 0.001);
-    CHECK(d.clip == 1.0);
+    ASSERT_EQ(d.lr, 0.001);
+    ASSERT_EQ(d.clip, 1.0);
     ASSERT_GT(d.batch_size, 0);
 
     CHECK_OK(parse("{}", &c));
@@ -168,13 +168,13 @@ int main(void)
     ASSERT_EQ(c.fanouts[0], 5);
     ASSERT_EQ(c.fanouts[1], 4);
     ASSERT_EQ(c.fanouts[2], -1);
-    CHECK(c.lr == 0.01);
-    CHECK(c.clip == 0);
+    ASSERT_EQ(c.lr, 0.01);
+    ASSERT_EQ(c.clip, 0);
     ASSERT_EQ(c.threads, 2);
     ASSERT_EQ(c.seed, 9);
-    CHECK(c.beta1 == 0.8);
-    CHECK(c.beta2 == 0.99);
-    CHECK(c.eps == 1e-6);
+    ASSERT_EQ(c.beta1, 0.8);
+    ASSERT_EQ(c.beta2, 0.99);
+    ASSERT_EQ(c.eps, 1e-6);
     ASSERT_EQ(c.eval_batch_edges, 8);
     ASSERT_EQ(c.eval_max_edges, 100);
     ASSERT_EQ(c.eval_threads, 1);
@@ -310,20 +310,21 @@ int main(void)
         const float *v = p1 + q->offset;
         int64_t m = q->rows * q->cols;
         if (strstr(q->name, ".prelu"))
-            CHECK(v[0] == 0.25f);
+            ASSERT_EQ(v[0], 0.25f);
         else if (strstr(q->name, "ln_weight"))
             CHECK(v[0] == 1.0f && v[m - 1] == 1.0f);
         else if (strstr(q->name, "bias"))
-            CHECK(v[0] == 0.0f);
+            ASSERT_EQ(v[0], 0.0f);
         else {
             double bound = sqrt(6.0 / (double)(q->rows + q->cols)), mx = 0;
             for (int64_t k = 0; k < m; k++)
                 mx = fmax(mx, fabs(v[k]));
-            CHECK(mx <= bound && mx > 0.5 * bound);
+            ASSERT_LE(mx, bound);
+            ASSERT_GT(mx, 0.5 * bound);
         }
         if (i + 1 < lay.count)
             for (int64_t k = q->offset + m; k < lay.params[i + 1].offset; k++)
-                CHECK(p1[k] == 0.0f);
+                ASSERT_EQ(p1[k], 0.0f);
     }
     free(p1);
     free(p2);

@@ -136,7 +136,7 @@ int main(void)
     CHECK_OK(tma_gnn_weights_write(path, &cfg, w, 43));
     CHECK_OK(tma_gnn_weights_read(path, &cfg, NULL, &r, &rn, &round));
     ASSERT_EQ(round, 43);
-    CHECK(r[0] == w[0]);
+    ASSERT_EQ(r[0], w[0]);
     free(r);
     /* A config that cannot describe a layout is refused before writing. */
     tma_gnn_config_t unresolved = cfg;

@@ -24,7 +24,7 @@ static tma_status_t try_create(const char *device)
 {
     tma_gnn_backend_t *b = NULL;
     FILE *log = tmpfile();
-    CHECK(log != NULL);
+    ASSERT_NOT_NULL(log);
     tma_log_set_stream(log);
     tma_status_t st = tma_gnn_backend_create(device, 1, &b);
     tma_log_set_stream(stderr);
@@ -33,10 +33,10 @@ static tma_status_t try_create(const char *device)
     last_error[n] = '\0';
     fclose(log);
     if (st == TMA_OK) {
-        CHECK(b != NULL);
+        ASSERT_NOT_NULL(b);
         tma_gnn_backend_destroy(b);
     } else {
-        CHECK(b == NULL);
+        ASSERT_NULL(b);
     }
     return st;
 }
@@ -98,7 +98,7 @@ int main(void)
         CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &tr));
         float loss = 0;
         CHECK_OK(tma_gnn_trainer_step(tr, &loss));
-        CHECK(loss > 0);
+        ASSERT_GT(loss, 0);
         tma_gnn_trainer_destroy(tr);
         tma_graph_destroy(g);
     }

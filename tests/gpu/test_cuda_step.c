@@ -83,7 +83,7 @@ static void check_step(tma_graph_t *g, tma_gnn_config_t c, const char *what)
     CHECK_OK(gnn_trainer_create_on("cpu", &c, &g, 1, &cpu));
     CHECK_OK(gnn_trainer_create_on("cuda", &c, &g, 1, &gpu));
     const int64_t n = tma_gnn_trainer_param_count(cpu);
-    CHECK(n == tma_gnn_trainer_param_count(gpu));
+    ASSERT_EQ(n, tma_gnn_trainer_param_count(gpu));
     float *g1 = malloc((size_t)n * 4), *g2 = malloc((size_t)n * 4);
     for (int s = 0; s < 3; s++) {
         float l1 = NAN, l2 = NAN;

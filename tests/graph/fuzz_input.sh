@@ -7,16 +7,12 @@
 # leak or failed invariant fails the test; the input is kept.
 . "$TMA_SRCDIR/tests/lib.sh"
 
-CLANG=${CLANG:-clang}
-need "$CLANG" clang
 S=$TMA_SRCDIR
-B=$TMA_BUILDDIR
 secs=${TMA_FUZZ_SECONDS:-15}
 exe=$TMP_ROOT/fuzz_graph_input
 
 # shellcheck disable=SC2046
-"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -include "$B/config.h" -D_GNU_SOURCE -I"$S/graph" -I"$S/common" $(pkg-config --cflags libcjson) \
+tma_clang fuzz \
   "$S/tests/fuzz/fuzz_graph_input.c" "$S/graph/npz.c" "$S/graph/text.c" "$S"/common/*.c \
   -o "$exe" $(pkg-config --libs libcjson) -lz -lm -lpthread || fail "building the fuzz target failed"
 

@@ -7,6 +7,10 @@ tests_graph_test_import_LDADD = $(TMA_TEST_LDADD)
 tests_graph_test_gen_LDADD = $(TMA_TEST_LDADD)
 tests_graph_test_partition_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition tests/graph/test_typed
+# The sampler, on the planted-partition graphs of tests/gnn/gnn_testutil.c.
+check_PROGRAMS += tests/graph/test_sampler
+tests_graph_test_sampler_LDADD = tests/gnn/libgnn_testutil.a $(TMA_TEST_LDADD)
+TESTS += tests/graph/test_sampler
 dist_check_SCRIPTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \
 	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh tests/graph/test_typed_cli.sh
 TESTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \

@@ -52,8 +52,10 @@ int main(void)
         CHECK_NEAR(r.homophily, hs[i], 0.02);
         CHECK_NEAR(tma_graph_homophily(g), r.homophily, 1e-12);
         /* n*deg/2 edges drawn, a few duplicates dropped. */
-        CHECK(r.build.input_edges == 36000 && r.build.edges > 35800 && r.build.edges <= 36000);
-        CHECK(r.build.edges == r.build.input_edges - r.build.duplicates - r.build.self_loops);
+        ASSERT_EQ(r.build.input_edges, 36000);
+        ASSERT_GT(r.build.edges, 35800);
+        ASSERT_LE(r.build.edges, 36000);
+        ASSERT_EQ(r.build.edges, r.build.input_edges - r.build.duplicates - r.build.self_loops);
         tma_graph_destroy(g);
     }
 
@@ -71,9 +73,11 @@ int main(void)
                 first[c] = v;
             same &= memcmp(g->features + v * 5, g->features + first[c] * 5, 5 * 4) == 0;
         }
-        CHECK(count[0] == 335 && count[1] == 334 && count[2] == 334);
+        ASSERT_EQ(count[0], 335);
+        ASSERT_EQ(count[1], 334);
+        ASSERT_EQ(count[2], 334);
         CHECK(same);
-        CHECK(memcmp(g->features + first[0] * 5, g->features + first[1] * 5, 5 * 4) != 0);
+        ASSERT_NE(memcmp(g->features + first[0] * 5, g->features + first[1] * 5, 5 * 4), 0);
         tma_graph_destroy(g);
     }
 
@@ -85,9 +89,9 @@ int main(void)
     tma_graph_t *b = sbm(4000, 4, 8, 0.8, 8, 0.5, 5, NULL);
     tma_graph_t *rb = rmat(0, 12, 40000, 5, NULL);
     tma_graph_t *c = sbm(4000, 4, 8, 0.8, 8, 0.5, 6, NULL);
-    CHECK(tma_graph_content_id(a) == tma_graph_content_id(b));
-    CHECK(tma_graph_content_id(ra) == tma_graph_content_id(rb));
-    CHECK(tma_graph_content_id(a) != tma_graph_content_id(c));
+    ASSERT_EQ(tma_graph_content_id(a), tma_graph_content_id(b));
+    ASSERT_EQ(tma_graph_content_id(ra), tma_graph_content_id(rb));
+    ASSERT_NE(tma_graph_content_id(a), tma_graph_content_id(c));
     tma_graph_destroy(a);
     tma_graph_destroy(b);
     tma_graph_destroy(c);
@@ -101,7 +105,7 @@ int main(void)
         double avg = 2.0 * (double)ra->num_train_edges / (double)ra->num_nodes;
         CHECK(ra->num_nodes == 4096 && ra->labels == NULL && ra->feature_dim == 8);
         CHECK_MSG(max_deg > 20 * avg, "max degree %lld, average %.1f", (long long)max_deg, avg);
-        CHECK(ra->num_edges < 40000);
+        ASSERT_LT(ra->num_edges, 40000);
     }
     tma_graph_destroy(ra);
     tma_graph_destroy(rb);
@@ -109,7 +113,8 @@ int main(void)
         /* --nodes not a power of two: every id stays below it. */
         tma_gen_report_t r;
         tma_graph_t *g = rmat(3000, 0, 20000, 1, &r);
-        CHECK(g->num_nodes == 3000 && r.build.input_edges == 20000);
+        ASSERT_EQ(g->num_nodes, 3000);
+        ASSERT_EQ(r.build.input_edges, 20000);
         tma_graph_destroy(g);
     }
 

@@ -95,8 +95,8 @@ static void check_split(const tma_graph_t *g)
         }
     }
     CHECK_MSG(bad_neg == 0, "%d negatives hit the head or a full-graph neighbour", bad_neg);
-    CHECK(train == 0);
-    CHECK(dup == 0);
+    ASSERT_EQ(train, 0);
+    ASSERT_EQ(dup, 0);
 }
 
 /* src: a dataset folder (malloc'd; freed here). */
@@ -107,15 +107,15 @@ static void check_dataset(char *src, int64_t nodes, int64_t edges, int32_t fdim,
     tma_graph_t *g = import_as(src, want_dim, -1, -1, 20, 7, &r);
     CHECK_MSG(g->num_nodes == nodes, "%s: %lld nodes", src, (long long)g->num_nodes);
     CHECK_MSG(g->num_edges == edges, "%s: %lld edges", src, (long long)g->num_edges);
-    CHECK(r.input_feature_dim == fdim);
-    CHECK(g->feature_dim == (want_dim ? want_dim : fdim));
-    CHECK(r.features == (want_dim && want_dim != fdim ? TMA_FEAT_PROJECTED : TMA_FEAT_STORED));
-    CHECK(g->num_classes == classes);
+    ASSERT_EQ(r.input_feature_dim, fdim);
+    ASSERT_EQ(g->feature_dim, (want_dim ? want_dim : fdim));
+    ASSERT_EQ(r.features, (want_dim && want_dim != fdim ? TMA_FEAT_PROJECTED : TMA_FEAT_STORED));
+    ASSERT_EQ(g->num_classes, classes);
     /* The default split: 5% each, at most 2000. */
     int64_t want = llround(0.05 * (double)edges);
     want = want > 2000 ? 2000 : want;
     CHECK(g->num_val == want && g->num_test == want);
-    CHECK(g->num_train_edges == edges - 2 * want);
+    ASSERT_EQ(g->num_train_edges, edges - 2 * want);
     if (homophily > 0)
         CHECK_NEAR(tma_graph_homophily(g), homophily, 0.006);
     check_split(g);
@@ -155,12 +155,15 @@ int main(int argc, char **argv)
     tma_graph_t *go = import_as(ogb, 0, -1, -1, 50, 3, NULL);
     tma_graph_t *gr = import_as(ogb_raw, 0, -1, -1, 50, 3, NULL);
     CHECK(strcmp(rt.layout, "edge-list") == 0 && strcmp(rn.layout, "npz") == 0);
-    CHECK(rt.build.duplicates == 0 && rt.build.self_loops == 0);
+    ASSERT_EQ(rt.build.duplicates, 0);
+    ASSERT_EQ(rt.build.self_loops, 0);
     /* cora.npz stores 5429 one-directional entries: 151 repeat an edge. */
-    CHECK(rn.build.input_edges == 5429 && rn.build.duplicates == 151 && rn.build.self_loops == 0);
+    ASSERT_EQ(rn.build.input_edges, 5429);
+    ASSERT_EQ(rn.build.duplicates, 151);
+    ASSERT_EQ(rn.build.self_loops, 0);
     CHECK(same_structure(gt, gn) && same_features(gt, gn));
-    CHECK(memcmp(gt->labels, gn->labels, 2708 * 4) == 0);
-    CHECK(tma_graph_content_id(gt) == tma_graph_content_id(gn));
+    ASSERT_EQ(memcmp(gt->labels, gn->labels, 2708 * 4), 0);
+    ASSERT_EQ(tma_graph_content_id(gt), tma_graph_content_id(gn));
     CHECK(same_structure(gt, go) && same_features(gt, go) && go->labels == NULL);
     CHECK(same_structure(go, gr) && same_features(go, gr));
 
@@ -171,10 +174,10 @@ int main(int argc, char **argv)
     omp_set_num_threads(2);
     tma_graph_t *g2 = import_as(cora, 32, -1, -1, 50, 3, NULL);
     CHECK(same_structure(g1, g2) && same_features(g1, g2));
-    CHECK(tma_graph_content_id(g1) == tma_graph_content_id(g2));
+    ASSERT_EQ(tma_graph_content_id(g1), tma_graph_content_id(g2));
     tma_graph_t *g3 = import_as(cora, 32, -1, -1, 50, 4, NULL);
     CHECK(!same_structure(g1, g3));
-    CHECK(memcmp(g1->val_edges, g3->val_edges, 16 * 10) != 0);
+    ASSERT_NE(memcmp(g1->val_edges, g3->val_edges, 16 * 10), 0);
     /* Projected features: 32 dims, not a copy of the input. */
     CHECK(g1->feature_dim == 32 && !same_features(g1, gt));
     tma_graph_destroy(g1);
@@ -205,7 +208,7 @@ int main(int argc, char **argv)
         CHECK(sg[i]->features[2 * 3 + 2] == 0.5f && sg[i]->features[1 * 3 + 1] == 2.0f && sg[i]->features[3 * 3 + 1] == 1.0f);
         if (i > 0) {
             CHECK_MSG(same_structure(sg[0], sg[i]) && same_features(sg[0], sg[i]), "%s differs", small[i]);
-            CHECK(tma_graph_content_id(sg[0]) == tma_graph_content_id(sg[i]));
+            ASSERT_EQ(tma_graph_content_id(sg[0]), tma_graph_content_id(sg[i]));
         }
     }
     /* A 4-cycle with one validation and one test edge: each head has one
@@ -213,7 +216,7 @@ int main(int argc, char **argv)
     for (int s = 0; s < 2; s++) {
         const int64_t *e = s ? sg[0]->test_edges : sg[0]->val_edges;
         const int64_t *ng = s ? sg[0]->test_neg : sg[0]->val_neg;
-        CHECK(ng[0] == (e[0] + 2) % 4);
+        ASSERT_EQ(ng[0], (e[0] + 2) % 4);
     }
     for (int i = 0; i < NSMALL; i++)
         tma_graph_destroy(sg[i]);
@@ -231,7 +234,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < 4 * 64; i++)
             ok &= fabsf(fabsf(g->features[i]) - 0.125f) < 1e-6f;
         CHECK(ok);
-        CHECK(memcmp(g->features, g->features + 64, 64 * 4) != 0);
+        ASSERT_NE(memcmp(g->features, g->features + 64, 64 * 4), 0);
         tma_graph_destroy(g);
         free(edges);
         tma_test_cleanup_dir(dir);

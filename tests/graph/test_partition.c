@@ -99,7 +99,7 @@ static void check_partition(const tma_graph_t *g, const char *dir, const char *s
             if (owner[u] == owner[v])
                 leaked += tma_graph_has_edge(sh[owner[u]], local[u], local[v]);
         }
-    CHECK(leaked == 0);
+    ASSERT_EQ(leaked, 0);
     CHECK_NEAR(info->edge_ratio, (double)kept / (double)g->num_train_edges, 1e-12);
     for (int32_t s = 0; s < S; s++)
         tma_graph_destroy(sh[s]);
@@ -206,7 +206,7 @@ int main(void)
             lo = TMA_MIN(lo, per[s]);
             hi = TMA_MAX(hi, per[s]);
         }
-        CHECK(split == 0);
+        ASSERT_EQ(split, 0);
         CHECK_MSG(empty == 0 && hi - lo <= 1 && hi == 9, "clusters per shard from %lld to %lld (%lld empty)",
                   (long long)lo, (long long)hi, (long long)empty);
         CHECK(rs->shard_clusters[0] == 20 && rs->shard_clusters[1] == 20 && rs->shard_clusters[2] == 20);
@@ -257,17 +257,17 @@ int main(void)
         CHECK_OK(tma_file_read_all(pj, &text, &len));
         char *shard1 = tma_path_join(ds8, "shard-00001.tmag");
         char *moved = tma_path_join(dir_root, "moved.tmag");
-        CHECK(rename(shard1, moved) == 0);
+        ASSERT_EQ(rename(shard1, moved), 0);
         CHECK_STATUS(tma_partition_info_load(ds8, &info), TMA_ERR_FORMAT);
-        CHECK(rename(moved, shard1) == 0);
+        ASSERT_EQ(rename(moved, shard1), 0);
         char *bad = strstr(text, "\"shard_edges\"");
-        CHECK(bad != NULL);
+        ASSERT_NOT_NULL(bad);
         if (bad) {
             memcpy(bad, "\"shard_edgez\"", 13);
             CHECK_OK(tma_file_write_atomic(pj, text, len));
             CHECK_STATUS(tma_partition_info_load(ds8, &info), TMA_ERR_CONFIG);
         }
-        CHECK(unlink(pj) == 0);
+        ASSERT_EQ(unlink(pj), 0);
         CHECK_STATUS(tma_partition_info_load(ds8, &info), TMA_ERR_NOT_FOUND);
         free(text);
         free(pj);

@@ -79,8 +79,8 @@ static tma_graph_t *make_graph(void)
 static void write_bytes(const char *path, const void *p, size_t n)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(fd >= 0);
-    CHECK(write(fd, p, n) == (ssize_t)n);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, p, n), (ssize_t)n);
     close(fd);
 }
 
@@ -91,22 +91,22 @@ int main(void)
     char *path = tma_path_join(dir, "g.tmag");
     tma_graph_t *g = make_graph();
     CHECK_OK(tma_graph_write(g, path));
-    CHECK(g->graph_id != 0);
+    ASSERT_NE(g->graph_id, 0);
 
     tma_graph_t *r;
     CHECK_OK(tma_graph_open(path, 0, &r));
     CHECK(r->num_nodes == g->num_nodes && r->num_train_edges == g->num_train_edges);
     CHECK(r->num_edges == g->num_edges && r->feature_dim == 3 && r->num_classes == 2);
-    CHECK(memcmp(r->indptr, g->indptr, (g->num_nodes + 1) * 8) == 0);
-    CHECK(memcmp(r->indices, g->indices, 2 * g->num_train_edges * 8) == 0);
-    CHECK(memcmp(r->features, g->features, g->num_nodes * 3 * 4) == 0);
-    CHECK(memcmp(r->labels, g->labels, g->num_nodes * 4) == 0);
-    CHECK(memcmp(r->val_edges, g->val_edges, 4 * 8) == 0);
-    CHECK(memcmp(r->test_neg, g->test_neg, 3 * 8) == 0);
+    ASSERT_EQ(memcmp(r->indptr, g->indptr, (g->num_nodes + 1) * 8), 0);
+    ASSERT_EQ(memcmp(r->indices, g->indices, 2 * g->num_train_edges * 8), 0);
+    ASSERT_EQ(memcmp(r->features, g->features, g->num_nodes * 3 * 4), 0);
+    ASSERT_EQ(memcmp(r->labels, g->labels, g->num_nodes * 4), 0);
+    ASSERT_EQ(memcmp(r->val_edges, g->val_edges, 4 * 8), 0);
+    ASSERT_EQ(memcmp(r->test_neg, g->test_neg, 3 * 8), 0);
     CHECK(r->graph_id == g->graph_id && r->split_seed == 99 && r->kind == TMA_GRAPH_FULL);
     CHECK(tma_graph_has_edge(r, 1, 2) && !tma_graph_has_edge(r, 0, 1));
     cJSON *info = tma_graph_info_json(r);
-    CHECK(cJSON_GetObjectItem(info, "nodes")->valuedouble == 10);
+    ASSERT_EQ(cJSON_GetObjectItem(info, "nodes")->valuedouble, 10);
     CHECK(cJSON_IsTrue(cJSON_GetObjectItem(info, "has_labels")));
     cJSON_Delete(info);
     tma_graph_destroy(r);
@@ -115,7 +115,7 @@ int main(void)
     float *f = (float *)g->features;
     uint64_t id0 = tma_graph_content_id(g);
     f[0] = 42.0f;
-    CHECK(tma_graph_content_id(g) != id0);
+    ASSERT_NE(tma_graph_content_id(g), id0);
 
     /* Corruption and truncation are refused with the right status. */
     char *bytes;

@@ -13,7 +13,7 @@ static void write_text(const char *dir, const char *name, const char *text)
 {
     char *p = tma_path_join(dir, name);
     FILE *f = fopen(p, "w");
-    CHECK(f != NULL);
+    ASSERT_NOT_NULL(f);
     if (f) {
         fputs(text, f);
         fclose(f);
@@ -49,7 +49,7 @@ static void check_typed_invariants(const tma_graph_t *g)
     CHECK(tma_graph_is_typed(g));
     for (int64_t v = 0; v < g->num_nodes; v++)
         for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++)
-            CHECK(rel_of(g, g->indices[e], v) == tma_graph_rel_inverse(g, g->edge_rel[e]));
+            ASSERT_EQ(rel_of(g, g->indices[e], v), tma_graph_rel_inverse(g, g->edge_rel[e]));
     const int64_t *ev[2] = {g->val_edges, g->test_edges}, *nv[2] = {g->val_neg, g->test_neg};
     const int32_t *rv[2] = {g->val_rel, g->test_rel};
     const int64_t cnt[2] = {g->num_val, g->num_test};
@@ -57,7 +57,7 @@ static void check_typed_invariants(const tma_graph_t *g)
         for (int64_t i = 0; i < cnt[s]; i++) {
             CHECK(rv[s][i] >= 0 && rv[s][i] < g->num_relations); /* forward ids */
             for (int32_t j = 0; j < g->num_negatives; j++)
-                CHECK(g->node_type[nv[s][i * g->num_negatives + j]] == g->node_type[ev[s][2 * i + 1]]);
+                ASSERT_EQ(g->node_type[nv[s][i * g->num_negatives + j]], g->node_type[ev[s][2 * i + 1]]);
         }
 }
 
@@ -75,16 +75,16 @@ static void test_round_trip(const char *dir)
     CHECK_OK(tma_graph_open(path, 0, &r));
     ASSERT_EQ(r->num_node_types, 3);
     ASSERT_EQ(r->num_relations, 2);
-    CHECK(memcmp(r->node_type, g->node_type, (size_t)g->num_nodes * 4) == 0);
-    CHECK(memcmp(r->edge_rel, g->edge_rel, (size_t)g->num_train_edges * 8) == 0);
-    CHECK(memcmp(r->val_rel, g->val_rel, (size_t)g->num_val * 4) == 0);
-    CHECK(memcmp(r->test_rel, g->test_rel, (size_t)g->num_test * 4) == 0);
-    CHECK(memcmp(r->type_feat_dim, g->type_feat_dim, 3 * 4) == 0);
-    CHECK(r->graph_id == g->graph_id);
+    ASSERT_EQ(memcmp(r->node_type, g->node_type, (size_t)g->num_nodes * 4), 0);
+    ASSERT_EQ(memcmp(r->edge_rel, g->edge_rel, (size_t)g->num_train_edges * 8), 0);
+    ASSERT_EQ(memcmp(r->val_rel, g->val_rel, (size_t)g->num_val * 4), 0);
+    ASSERT_EQ(memcmp(r->test_rel, g->test_rel, (size_t)g->num_test * 4), 0);
+    ASSERT_EQ(memcmp(r->type_feat_dim, g->type_feat_dim, 3 * 4), 0);
+    ASSERT_EQ(r->graph_id, g->graph_id);
     check_typed_invariants(r);
     cJSON *info = tma_graph_info_json(r);
-    CHECK(cJSON_GetObjectItem(info, "num_node_types")->valuedouble == 3);
-    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(info, "relations")) == 2);
+    ASSERT_EQ(cJSON_GetObjectItem(info, "num_node_types")->valuedouble, 3);
+    ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(info, "relations")), 2);
     cJSON_Delete(info);
     tma_graph_destroy(r);
 
@@ -239,7 +239,7 @@ static void test_corrupt_file(const char *dir)
         if (id == 11)
             memcpy(&off, bytes + 168 + 32 * i + 8, 8);
     }
-    CHECK(off > 0);
+    ASSERT_GT(off, 0);
     bytes[off] ^= 1;
     CHECK_OK(tma_file_write_atomic(bad, bytes, len));
     tma_graph_t *r;
@@ -283,8 +283,8 @@ static void test_movielens(void)
     int64_t per_rel[10] = {0};
     for (int64_t v = 0; v < 14; v++)
         for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
-            CHECK(g->node_type[v] != g->node_type[g->indices[e]]);
-            CHECK((g->edge_rel[e] < 5) == (g->node_type[v] == 0));
+            ASSERT_NE(g->node_type[v], g->node_type[g->indices[e]]);
+            ASSERT_EQ((g->edge_rel[e] < 5), (g->node_type[v] == 0));
             per_rel[g->edge_rel[e]]++;
         }
     for (int r = 0; r < 5; r++)
@@ -314,14 +314,22 @@ static void test_movielens(void)
     /* Features.  User 1 (node 0): 24 years old (ages 18..61), M, engineer (occupation 2). */
     const float *x = g->features;
     ASSERT_NEAR(x[0], (24.0 - 18) / (61 - 18), 1e-6);
-    CHECK(x[1] == 1 && x[2] == 0 && x[3 + 2] == 1 && x[3] == 0);
+    ASSERT_EQ(x[1], 1);
+    ASSERT_EQ(x[2], 0);
+    ASSERT_EQ(x[3 + 2], 1);
+    ASSERT_EQ(x[3], 0);
     for (int j = 8; j < 20; j++)
-        CHECK(x[j] == 0);
+        ASSERT_EQ(x[j], 0);
     /* Movie 1 (node 6): genres 3, 4, 5, 1990 (years 1960..1998); movie 4 (node 9): unknown, no date. */
     const float *m1 = x + 6 * 20, *m4 = x + 9 * 20;
-    CHECK(m1[3] == 1 && m1[4] == 1 && m1[5] == 1 && m1[0] == 0 && m1[6] == 0);
+    ASSERT_EQ(m1[3], 1);
+    ASSERT_EQ(m1[4], 1);
+    ASSERT_EQ(m1[5], 1);
+    ASSERT_EQ(m1[0], 0);
+    ASSERT_EQ(m1[6], 0);
     ASSERT_NEAR(m1[19], (1990.0 - 1960) / (1998 - 1960), 1e-6);
-    CHECK(m4[0] == 1 && m4[19] == 0);
+    ASSERT_EQ(m4[0], 1);
+    ASSERT_EQ(m4[19], 0);
     tma_graph_destroy(g);
     free(src);
 }
@@ -408,9 +416,9 @@ static void test_typed_text(const char *dir)
             int64_t w = g->indices[e];
             int32_t r = g->edge_rel[e];
             if (g->node_type[v] != g->node_type[w])
-                CHECK(r == (g->node_type[v] == 0 ? 0 : 2)); /* click, or its inverse from the item */
+                ASSERT_EQ(r, (g->node_type[v] == 0 ? 0 : 2)); /* click, or its inverse from the item */
             else
-                CHECK(r == (v < w ? 1 : 3)); /* similar, stored u < v, and its inverse */
+                ASSERT_EQ(r, (v < w ? 1 : 3)); /* similar, stored u < v, and its inverse */
         }
     tma_graph_destroy(g);
 
@@ -454,13 +462,13 @@ static void test_partition(const char *dir)
             tma_graph_t *sg;
             CHECK_OK(tma_graph_open(info->shard_paths[s], 0, &sg));
             CHECK(tma_graph_is_typed(sg) && sg->num_node_types == 3 && sg->num_relations == 2);
-            CHECK(memcmp(sg->type_feat_dim, g->type_feat_dim, 3 * 4) == 0);
+            ASSERT_EQ(memcmp(sg->type_feat_dim, g->type_feat_dim, 3 * 4), 0);
             for (int64_t i = 0; i < sg->num_nodes; i++) {
                 int64_t v = sg->global_ids[i];
                 CHECK_MSG(sg->node_type[i] == g->node_type[v], "%s shard %d node %lld", schemes[k], s,
                           (long long)i);
                 for (int64_t e = sg->indptr[i]; e < sg->indptr[i + 1]; e++)
-                    CHECK(sg->edge_rel[e] == rel_of(g, v, sg->global_ids[sg->indices[e]]));
+                    ASSERT_EQ(sg->edge_rel[e], rel_of(g, v, sg->global_ids[sg->indices[e]]));
             }
             nodes += sg->num_nodes;
             tma_graph_destroy(sg);
@@ -521,7 +529,7 @@ static void test_sampler(void)
             for (int32_t e = k->indptr[i]; e < k->indptr[i + 1]; e++) {
                 int64_t dst = s.nodes[i], src = s.nodes[k->indices[e]];
                 if (k->rel[e] == TMA_GRAPH_REL_SELF) {
-                    CHECK(src == dst);
+                    ASSERT_EQ(src, dst);
                     continue;
                 }
                 ASSERT_EQ(k->rel[e], rel_of(g, src, dst));
@@ -531,10 +539,10 @@ static void test_sampler(void)
         for (int64_t j = 0; j < k->num_src; j++)
             for (int32_t q = k->t_indptr[j]; q < k->t_indptr[j + 1]; q++) {
                 int64_t dst = s.nodes[k->t_indices[q]], src = s.nodes[j];
-                CHECK(k->t_rel[q] == (src == dst ? TMA_GRAPH_REL_SELF : rel_of(g, src, dst)));
+                ASSERT_EQ(k->t_rel[q], (src == dst ? TMA_GRAPH_REL_SELF : rel_of(g, src, dst)));
             }
     }
-    CHECK(checked > 0);
+    ASSERT_GT(checked, 0);
     for (int64_t i = 0; i < s.num_nodes; i++)
         ASSERT_EQ(s.node_type[i], g->node_type[s.nodes[i]]);
 

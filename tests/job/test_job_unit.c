@@ -12,10 +12,13 @@
 
 static void test_records(void)
 {
-    tma_member_rec_t m = {7, (int64_t)1 << 60, 1, "w7", "hostA", 1234, "cpu"}, m2;
-    char *s = tma_member_rec_encode(&m);
-    CHECK_OK(tma_member_rec_decode("k", s, strlen(s), &m2));
-    CHECK(m2.id == 7 && m2.lease == ((int64_t)1 << 60) && m2.backup == 1 && m2.pid == 1234);
+    tma_job_member_rec_t m = {7, (int64_t)1 << 60, 1, "w7", "hostA", 1234, "cpu"}, m2;
+    char *s = tma_job_member_rec_encode(&m);
+    CHECK_OK(tma_job_member_rec_decode("k", s, strlen(s), &m2));
+    ASSERT_EQ(m2.id, 7);
+    ASSERT_EQ(m2.lease, ((int64_t)1 << 60));
+    ASSERT_EQ(m2.backup, 1);
+    ASSERT_EQ(m2.pid, 1234);
     CHECK(strcmp(m2.name, "w7") == 0 && strcmp(m2.device, "cpu") == 0);
     free(s);
     /* Untrusted values: every malformed one is refused, none crashes. */
@@ -23,35 +26,41 @@ static void test_records(void)
                          "{\"id\": 1, \"lease\": 0, \"pid\": 1}", "{\"id\": 1, \"lease\": \"x\", \"pid\": 1}",
                          "{\"id\": 1, \"lease\": 2, \"pid\": 1, \"backup\": 3}", "{\"id\": \"1\"}", "null"};
     for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++)
-        CHECK_MSG(tma_member_rec_decode("k", bad[i], strlen(bad[i]), &m2) == TMA_ERR_MALFORMED, "%s", bad[i]);
+        CHECK_MSG(tma_job_member_rec_decode("k", bad[i], strlen(bad[i]), &m2) == TMA_ERR_MALFORMED, "%s", bad[i]);
 
-    tma_shard_rec_t r = {3, -1, 99, 12}, r2;
-    s = tma_shard_rec_encode(&r);
-    CHECK_OK(tma_shard_rec_decode("k", s, strlen(s), &r2));
-    CHECK(r2.shard == 3 && r2.owner == -1 && r2.epoch == 99 && r2.since_round == 12);
+    tma_job_shard_rec_t r = {3, -1, 99, 12}, r2;
+    s = tma_job_shard_rec_encode(&r);
+    CHECK_OK(tma_job_shard_rec_decode("k", s, strlen(s), &r2));
+    ASSERT_EQ(r2.shard, 3);
+    ASSERT_EQ(r2.owner, -1);
+    ASSERT_EQ(r2.epoch, 99);
+    ASSERT_EQ(r2.since_round, 12);
     free(s);
-    CHECK(tma_shard_rec_decode("k", "{\"shard\":1}", 11, &r2) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_job_shard_rec_decode("k", "{\"shard\":1}", 11, &r2), TMA_ERR_MALFORMED);
 
     int32_t rd_shards[3] = {0, 5, 9};
-    tma_ready_rec_t rd = {42, 3, rd_shards}, rd2;
-    s = tma_ready_rec_encode(&rd);
-    CHECK_OK(tma_ready_rec_decode("k", s, strlen(s), &rd2));
-    CHECK(rd2.n_shards == 3 && rd2.shards[1] == 5 && rd2.lease == 42);
-    tma_ready_rec_free(&rd2);
+    tma_job_ready_rec_t rd = {42, 3, rd_shards}, rd2;
+    s = tma_job_ready_rec_encode(&rd);
+    CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
+    ASSERT_EQ(rd2.n_shards, 3);
+    ASSERT_EQ(rd2.shards[1], 5);
+    ASSERT_EQ(rd2.lease, 42);
+    tma_job_ready_rec_free(&rd2);
     free(s);
     /* Any number of shards: a survivor may own all of a 90-shard job's. */
     int32_t many[90];
     for (int i = 0; i < 90; i++)
         many[i] = i;
-    tma_ready_rec_t rdm = {7, 90, many};
-    s = tma_ready_rec_encode(&rdm);
-    CHECK_OK(tma_ready_rec_decode("k", s, strlen(s), &rd2));
-    CHECK(rd2.n_shards == 90 && rd2.shards[89] == 89);
-    tma_ready_rec_free(&rd2);
+    tma_job_ready_rec_t rdm = {7, 90, many};
+    s = tma_job_ready_rec_encode(&rdm);
+    CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
+    ASSERT_EQ(rd2.n_shards, 90);
+    ASSERT_EQ(rd2.shards[89], 89);
+    tma_job_ready_rec_free(&rd2);
     free(s);
-    CHECK(tma_ready_rec_decode("k", "{\"lease\":1,\"shards\":[-1]}", 25, &rd2) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_job_ready_rec_decode("k", "{\"lease\":1,\"shards\":[-1]}", 25, &rd2), TMA_ERR_MALFORMED);
 
-    tma_state_rec_t st, st2;
+    tma_job_state_rec_t st, st2;
     memset(&st, 0, sizeof st);
     st.epoch = 5;
     st.round = 17;
@@ -59,27 +68,28 @@ static void test_records(void)
     st.best_round = -1;
     snprintf(st.phase, sizeof st.phase, "training");
     snprintf(st.run_dir, sizeof st.run_dir, "/tmp/run");
-    s = tma_state_rec_encode(&st);
-    CHECK_OK(tma_state_rec_decode("k", s, strlen(s), &st2));
+    s = tma_job_state_rec_encode(&st);
+    CHECK_OK(tma_job_state_rec_decode("k", s, strlen(s), &st2));
     CHECK(st2.round == 17 && st2.best_round == -1 && st2.train_elapsed == 123.5 && strcmp(st2.phase, "training") == 0);
     free(s);
 
     int64_t round;
     uint64_t epoch;
-    s = tma_agg_rec_encode(9, 77);
-    CHECK_OK(tma_agg_rec_decode("k", s, strlen(s), &round, &epoch));
-    CHECK(round == 9 && epoch == 77);
+    s = tma_job_agg_rec_encode(9, 77);
+    CHECK_OK(tma_job_agg_rec_decode("k", s, strlen(s), &round, &epoch));
+    ASSERT_EQ(round, 9);
+    ASSERT_EQ(epoch, 77);
     free(s);
 
     char key[TMA_KEY_MAX];
-    CHECK(strcmp(tma_job_key_n(key, "j", TMA_KEY_SHARDS, 12), "/tma/j/shards/00000012") == 0);
-    CHECK(tma_job_key_number(key) == 12);
-    CHECK(tma_job_key_number("/tma/j/shards/x") == -1);
+    ASSERT_STR_EQ(tma_job_key_n(key, "j", TMA_KEY_SHARDS, 12), "/tma/j/shards/00000012");
+    ASSERT_EQ(tma_job_key_number(key), 12);
+    ASSERT_EQ(tma_job_key_number("/tma/j/shards/x"), -1);
 
     /* The meta block round-trips through floats bit for bit, with any
      * number of shards (up to the partition's S). */
     enum { S = 90 };
-    tma_msg_meta_t meta, back;
+    tma_job_msg_meta_t meta, back;
     memset(&meta, 0, sizeof meta);
     meta.magic = TMA_META_MAGIC;
     meta.lease = INT64_C(0x7abcdef012345678);
@@ -91,35 +101,36 @@ static void test_records(void)
     for (int i = 0; i < S; i++)
         shards[i] = (i * 7) % S;
     float block[TMA_META_HEAD_FLOATS + S];
-    CHECK(tma_msg_meta_floats(S) == (int64_t)TMA_ARRAY_LEN(block) && tma_msg_meta_floats(0) == TMA_META_HEAD_FLOATS);
-    tma_msg_meta_pack(&meta, shards, S, block);
-    CHECK_OK(tma_msg_meta_unpack(block, S, &back, got));
-    CHECK(memcmp(&meta, &back, sizeof meta) == 0);
-    CHECK(memcmp(shards, got, 60 * sizeof *got) == 0);
+    ASSERT_EQ(tma_job_msg_meta_floats(S), (int64_t)TMA_ARRAY_LEN(block));
+    ASSERT_EQ(tma_job_msg_meta_floats(0), TMA_META_HEAD_FLOATS);
+    tma_job_msg_meta_pack(&meta, shards, S, block);
+    CHECK_OK(tma_job_msg_meta_unpack(block, S, &back, got));
+    ASSERT_EQ(memcmp(&meta, &back, sizeof meta), 0);
+    ASSERT_EQ(memcmp(shards, got, 60 * sizeof *got), 0);
     /* More shards than the partition has, or a shard number outside it. */
-    CHECK(tma_msg_meta_unpack(block, 59, &back, got) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_job_msg_meta_unpack(block, 59, &back, got), TMA_ERR_MALFORMED);
     int32_t outside = S;
     memcpy(&block[TMA_META_HEAD_FLOATS + 3], &outside, sizeof outside);
-    CHECK(tma_msg_meta_unpack(block, S, &back, got) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_job_msg_meta_unpack(block, S, &back, got), TMA_ERR_MALFORMED);
     block[0] = 1.0f;
-    CHECK(tma_msg_meta_unpack(block, S, &back, got) == TMA_ERR_MALFORMED);
+    ASSERT_EQ(tma_job_msg_meta_unpack(block, S, &back, got), TMA_ERR_MALFORMED);
     /* Received tensors: the first NaN or infinity, or -1. */
     float x[4] = {0.0f, 1.0f, -2.0f, 3.0f};
-    CHECK(tma_tensor_first_nonfinite(x, 4) == -1);
+    ASSERT_EQ(tma_job_first_nonfinite(x, 4), -1);
     x[2] = INFINITY;
-    CHECK(tma_tensor_first_nonfinite(x, 4) == 2);
+    ASSERT_EQ(tma_job_first_nonfinite(x, 4), 2);
     x[1] = NAN;
-    CHECK(tma_tensor_first_nonfinite(x, 4) == 1);
+    ASSERT_EQ(tma_job_first_nonfinite(x, 4), 1);
 }
 
 static void test_keys(void)
 {
     char key[TMA_KEY_MAX];
-    CHECK(strcmp(tma_job_prefix(key, "j"), "/tma/j/") == 0);
-    CHECK(strcmp(tma_job_key(key, "j", TMA_KEY_STATE), "/tma/j/state") == 0);
-    CHECK(strcmp(tma_job_key(key, "j", TMA_KEY_NEXT_ID), "/tma/j/next_id") == 0);
-    CHECK(strcmp(tma_job_key(key, "j", TMA_KEY_METRICS), "/tma/j/metrics/") == 0);
-    CHECK(strcmp(tma_job_key_n(key, "j", TMA_KEY_READY, 3), "/tma/j/ready/00000003") == 0);
+    ASSERT_STR_EQ(tma_job_prefix(key, "j"), "/tma/j/");
+    ASSERT_STR_EQ(tma_job_key(key, "j", TMA_KEY_STATE), "/tma/j/state");
+    ASSERT_STR_EQ(tma_job_key(key, "j", TMA_KEY_NEXT_ID), "/tma/j/next_id");
+    ASSERT_STR_EQ(tma_job_key(key, "j", TMA_KEY_METRICS), "/tma/j/metrics/");
+    ASSERT_STR_EQ(tma_job_key_n(key, "j", TMA_KEY_READY, 3), "/tma/j/ready/00000003");
     /* The watcher's side of the same table. */
     static const struct {
         const char *suffix;
@@ -143,7 +154,7 @@ static void test_keys(void)
         tma_job_key_t folder = tma_job_key_kind(numbered + strlen("/tma/j/"));
         CHECK_MSG(single == (tma_job_key_t)k || folder == (tma_job_key_t)k, "key %d (%s) is not recognised", k, key);
     }
-    char *s = tma_stop_rec_encode(12, "time");
+    char *s = tma_job_stop_rec_encode(12, "time");
     CHECK(s && strcmp(s, "{\"epoch\":12,\"reason\":\"time\"}") == 0);
     free(s);
 }
@@ -153,26 +164,26 @@ static void test_variants(void)
     /* One descriptor per variant, named as the config names it. */
     static const char *const names[] = {"randomtma", "supertma", "psgd-pa", "llcg", "ggs"};
     for (int v = 0; v < (int)TMA_ARRAY_LEN(names); v++) {
-        const tma_variant_desc_t *d = tma_variant_desc((tma_variant_t)v);
-        CHECK(d && d->variant == (tma_variant_t)v && strcmp(d->name, names[v]) == 0);
-        tma_variant_t back;
-        CHECK_OK(tma_variant_parse(names[v], &back));
-        CHECK(back == (tma_variant_t)v);
+        const tma_job_variant_desc_t *d = tma_job_variant_desc((tma_job_variant_t)v);
+        CHECK(d && d->variant == (tma_job_variant_t)v && strcmp(d->name, names[v]) == 0);
+        tma_job_variant_t back;
+        CHECK_OK(tma_job_variant_parse(names[v], &back));
+        ASSERT_EQ(back, (tma_job_variant_t)v);
         /* Gradients travel as GRADS, weights as LOCAL; a partition exactly when shards are used. */
-        CHECK(d->tag == (d->averages == TMA_AVERAGE_GRADS ? (uint32_t)TMA_TAG_GRADS : (uint32_t)TMA_TAG_LOCAL));
-        CHECK((d->scheme != NULL) == (d->uses_shards != 0));
+        ASSERT_EQ(d->tag, (d->averages == TMA_AVERAGE_GRADS ? (uint32_t)TMA_TAG_GRADS : (uint32_t)TMA_TAG_LOCAL));
+        ASSERT_EQ((d->scheme != NULL), (d->uses_shards != 0));
     }
-    CHECK(tma_variant_desc((tma_variant_t)5) == NULL);
-    CHECK(tma_variant_desc(TMA_VARIANT_GGS)->after_average && !tma_variant_desc(TMA_VARIANT_GGS)->uses_shards);
-    CHECK(tma_variant_desc(TMA_VARIANT_LLCG)->after_average && tma_variant_desc(TMA_VARIANT_LLCG)->corrects);
-    CHECK(!tma_variant_desc(TMA_VARIANT_RANDOMTMA)->after_average);
+    ASSERT_NULL(tma_job_variant_desc((tma_job_variant_t)5));
+    CHECK(tma_job_variant_desc(TMA_VARIANT_GGS)->after_average && !tma_job_variant_desc(TMA_VARIANT_GGS)->uses_shards);
+    CHECK(tma_job_variant_desc(TMA_VARIANT_LLCG)->after_average && tma_job_variant_desc(TMA_VARIANT_LLCG)->corrects);
+    CHECK(!tma_job_variant_desc(TMA_VARIANT_RANDOMTMA)->after_average);
     char scheme[64];
     tma_job_default_scheme(TMA_VARIANT_SUPERTMA, 4, 100000, scheme, sizeof scheme);
-    CHECK(strcmp(scheme, "supernode:2000") == 0);
+    ASSERT_STR_EQ(scheme, "supernode:2000");
     tma_job_default_scheme(TMA_VARIANT_LLCG, 4, 100000, scheme, sizeof scheme);
-    CHECK(strcmp(scheme, "metis") == 0);
+    ASSERT_STR_EQ(scheme, "metis");
     tma_job_default_scheme(TMA_VARIANT_GGS, 4, 100000, scheme, sizeof scheme);
-    CHECK(strcmp(scheme, "") == 0);
+    ASSERT_STR_EQ(scheme, "");
 }
 
 static tma_status_t parse_text(const char *text, tma_job_t **job_p)
@@ -191,7 +202,7 @@ static void test_jobs(void)
     CHECK_OK(parse_text("{\"graph\": \"g.tmag\"}", &job));
     CHECK(job->variant == TMA_VARIANT_RANDOMTMA && job->workers == 3 && job->shards == 3);
     CHECK(job->interval_s == 120 && job->train_s == 600 && job->on_failure == TMA_POLICY_CONTINUE);
-    CHECK(strcmp(job->graph, "/data/g.tmag") == 0);
+    ASSERT_STR_EQ(job->graph, "/data/g.tmag");
     cJSON *back = tma_job_to_json(job);
     tma_job_t *again;
     CHECK_OK(tma_job_parse(back, "again", "/", &again));
@@ -317,29 +328,29 @@ static void test_run_dir(void)
     char *abs = NULL, path[256];
     struct stat sb;
     snprintf(path, sizeof path, "%s/new/run", base);
-    CHECK_OK(tma_run_make_dir(path, &abs));
+    CHECK_OK(tma_job_run_make_dir(path, &abs));
     CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0700);
     free(abs);
     CHECK(chmod(path, 0750) == 0);
-    CHECK_OK(tma_run_make_dir(path, &abs)); /* the user's: keeps its mode */
+    CHECK_OK(tma_job_run_make_dir(path, &abs)); /* the user's: keeps its mode */
     CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0750);
     free(abs);
     cJSON *o = cJSON_CreateObject();
-    char *mpath = tma_run_path(path, "metrics.jsonl");
-    CHECK_OK(tma_run_append_line(mpath, o));
+    char *mpath = tma_job_run_path(path, "metrics.jsonl");
+    CHECK_OK(tma_job_run_append_line(mpath, o));
     CHECK(stat(mpath, &sb) == 0 && (sb.st_mode & 0777) == 0600);
     cJSON_Delete(o);
     CHECK(unlink(mpath) == 0);
     free(mpath);
     CHECK(chmod(path, 0777) == 0);
     abs = NULL;
-    CHECK(tma_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
+    CHECK(tma_job_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
     CHECK(chmod(path, 0770) == 0);
-    CHECK(tma_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
+    CHECK(tma_job_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
     CHECK(chmod(path, 0700) == 0);
     if (geteuid() == 0) { /* only root can give a folder away */
         CHECK(chown(path, 65534, 65534) == 0);
-        CHECK(tma_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
+        CHECK(tma_job_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
     }
     CHECK(rmdir(path) == 0);
     snprintf(path, sizeof path, "%s/new", base);

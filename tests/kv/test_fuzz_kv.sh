@@ -6,15 +6,11 @@
 # kept as tests/kv/fuzz-kv-crash-* in the build folder.
 source "$TMA_SRCDIR/tests/lib.sh"
 S=$TMA_SRCDIR B=$TMA_BUILDDIR
-CLANG=${CLANG:-clang}
-command -v "$CLANG" >/dev/null || hard "clang is needed for the fuzz test (apt-get install clang libclang-rt-14-dev)"
 seeds=$S/tests/fuzz/corpus/kv
 [ -n "$(ls -A "$seeds" 2>/dev/null)" ] || fail "the seed corpus $seeds is empty"
 
 bin=$TMP_ROOT/fuzz_kv
-"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -include "$B/config.h" -D_GNU_SOURCE -I"$B" -I"$S/common" -I"$S/kv" \
-  $(pkg-config --cflags libcjson libcurl) \
+tma_clang fuzz $(pkg-config --cflags libcurl) \
   "$S/tests/kv/fuzz_kv.c" "$S/kv/parse.c" "$S"/common/*.c \
   $(pkg-config --libs libcjson) -lm -lpthread -o "$bin" 2>"$TMP_ROOT/build.log" ||
   { cat "$TMP_ROOT/build.log" >&2; fail "the fuzz target did not build"; }

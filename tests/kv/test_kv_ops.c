@@ -108,7 +108,9 @@ static void test_range(tma_kv_t *kv)
 
     o = (tma_kv_range_opts_t){.flags = TMA_KV_PREFIX, .keys_only = 1};
     CHECK_OK(tma_kv_range(kv, "/t/r/", &o, &r));
-    CHECK(r.n_pairs == 25 && r.pairs[3].value_len == 0 && r.pairs[3].key_len == 7);
+    ASSERT_EQ(r.n_pairs, 25);
+    ASSERT_EQ(r.pairs[3].value_len, 0);
+    ASSERT_EQ(r.pairs[3].key_len, 7);
     tma_kv_result_free(&r);
     o = (tma_kv_range_opts_t){.flags = TMA_KV_PREFIX, .count_only = 1};
     CHECK_OK(tma_kv_range(kv, "/t/r/", &o, &r));
@@ -144,7 +146,8 @@ static void test_range(tma_kv_t *kv)
     CHECK(kvt_exists(kv, "/t/r/zz-late")); /* written mid-walk, yet not walked */
     tma_kv_result_t now = {0};
     CHECK_OK(tma_kv_get(kv, "/t/r/zz-late", &now));
-    CHECK(rev > 0 && now.pairs[0].mod_revision == rev + 1);
+    ASSERT_GT(rev, 0);
+    ASSERT_EQ(now.pairs[0].mod_revision, rev + 1);
     tma_kv_result_free(&now);
     struct walk w2 = {.kv = kv, .sorted = 1, .stop_at = 5};
     CHECK_STATUS(tma_kv_range_each(kv, "/t/r/", &o, walk_fn, &w2, NULL), TMA_ERR_CANCELLED);
@@ -206,7 +209,9 @@ static void test_txn(tma_kv_t *kv)
     tma_kv_result_free(&r);
     /* Now b is gone (version 0): the second compare fails, the failure ops run. */
     CHECK_OK(tma_kv_txn(kv, &txn, &r));
-    CHECK(r.succeeded == 0 && r.n_results == 1 && r.results[0].n_pairs == 1);
+    ASSERT_EQ(r.succeeded, 0);
+    ASSERT_EQ(r.n_results, 1);
+    ASSERT_EQ(r.results[0].n_pairs, 1);
     ASSERT_STR_EQ(r.results[0].pairs[0].value, "1");
     tma_kv_result_free(&r);
     CHECK(!kvt_exists(kv, "/t/x/b"));

@@ -89,7 +89,8 @@ static void test_range(void)
     static const char bin[] = "{\"header\":{\"revision\":\"5\"},\"kvs\":[{\"key\":\"aw==\","
                               "\"value\":\"AAEA/w==\"}],\"count\":\"1\"}\n";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_RANGE, S(bin), &r));
-    CHECK(r.n_pairs == 1 && r.pairs[0].value_len == 4);
+    ASSERT_EQ(r.n_pairs, 1);
+    ASSERT_EQ(r.pairs[0].value_len, 4);
     ASSERT_EQ(memcmp(r.pairs[0].value, "\x00\x01\x00\xff", 4), 0);
     ASSERT_EQ(r.pairs[0].value[4], '\0');
     tma_kv_result_free(&r);
@@ -133,7 +134,9 @@ static void test_put_delete_txn(void)
         "{\"header\":{\"revision\":\"9\"},\"responses\":[{\"response_delete_range\":{\"header\":{},"
         "\"deleted\":\"2\"}},{\"response_txn\":{\"header\":{},\"succeeded\":true}}]}";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_TXN, S(failed), &r));
-    CHECK(r.succeeded == 0 && r.n_results == 2 && r.results[0].count == 2);
+    ASSERT_EQ(r.succeeded, 0);
+    ASSERT_EQ(r.n_results, 2);
+    ASSERT_EQ(r.results[0].count, 2);
     ASSERT_EQ(r.results[1].type, TMA_KV_OP_TXN);
     ASSERT_EQ(r.results[1].succeeded, 1);
     tma_kv_result_free(&r);
@@ -404,7 +407,7 @@ static void test_config(void)
     tma_kv_config_init(&cfg);
     CHECK_OK(tma_kv_config_from_json(j, "job.json: etcd", &cfg));
     ASSERT_STR_EQ(cfg.endpoints, "http://a:1");
-    CHECK(cfg.request_timeout_s == 2.5);
+    ASSERT_EQ(cfg.request_timeout_s, 2.5);
     CHECK(cfg.connect_timeout_s == 1.0 && strcmp(cfg.user, "u") == 0);
     cJSON_Delete(j);
     j = cJSON_Parse("{\"endpoint\":\"http://a:1\"}");

@@ -128,7 +128,9 @@ static void test_auth(void)
     CHECK_OK(tma_kv_put(kv, "/tma/job/members/3", "up", 2, 0, &rev));
     CHECK_MSG(kv->token_gen > gen, "no new login after the restart (generation %llu)", (unsigned long long)gen);
     CHECK_MSG(kvt_wait_events(&rec, 2, 15), "the watch did not come back after the restart");
-    CHECK(rec.end_status == TMA_OK && rec.n >= 2 && rec.ev[rec.n - 1].mod_revision == rev);
+    ASSERT_EQ(rec.end_status, TMA_OK);
+    ASSERT_GE(rec.n, 2);
+    ASSERT_EQ(rec.ev[rec.n - 1].mod_revision, rev);
     tma_kv_watch_stop(w);
     kvt_recorder_free(&rec);
 

@@ -148,7 +148,9 @@ static void test_compaction(tma_kv_t *kv)
     int64_t after = 0;
     CHECK_OK(tma_kv_put(kv, "/w/c/4", "e", 1, 0, &after));
     CHECK(kvt_wait_events(&r2, 1, 10));
-    CHECK(r2.n == 1 && r2.ev[0].mod_revision == after && r2.end_status == TMA_OK);
+    ASSERT_EQ(r2.n, 1);
+    ASSERT_EQ(r2.ev[0].mod_revision, after);
+    ASSERT_EQ(r2.end_status, TMA_OK);
     ASSERT_EQ(r.n_updates, 1);
     tma_kv_watch_stop(w);
     tma_kv_watch_stop(w2);

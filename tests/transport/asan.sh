@@ -6,16 +6,12 @@
 # processes are the ordinary build's tests/transport/transport_peer.
 . "$TMA_SRCDIR/tests/lib.sh"
 
-CLANG=${CLANG:-clang}
-need "$CLANG" clang
 S=$TMA_SRCDIR
-B=$TMA_BUILDDIR
-cflags="-g -O1 -fsanitize=address -fno-omit-frame-pointer -include $B/config.h -D_GNU_SOURCE \
-  -I$S/transport -I$S/common -I$S/tests $(pkg-config --cflags libcjson ucx)"
+cflags="$(pkg-config --cflags ucx)"
 libs="$(pkg-config --libs ucx libcjson libcrypto) -lpthread -lm"
 cd "$TMP_ROOT" || hard "no temporary folder"
 # shellcheck disable=SC2086
-"$CLANG" $cflags -c "$S"/transport/*.c "$S"/common/*.c \
+tma_clang asan $cflags -c "$S"/transport/*.c "$S"/common/*.c \
   "$S/tests/tma_test.c" "$S/tests/transport/peer_proc.c" || fail "ASan build failed"
 # An archive, so that only what the tests use is linked (common/ may grow
 # files that need other libraries).
@@ -24,7 +20,7 @@ ar rcs libtma_asan.a ./*.o || fail "ar failed"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 for t in test_transport_cycles test_transport test_transport_kill; do
   # shellcheck disable=SC2086
-  "$CLANG" $cflags -o "$t" "$S/tests/transport/$t.c" libtma_asan.a $libs || fail "ASan build of $t failed"
+  tma_clang asan $cflags -o "$t" "$S/tests/transport/$t.c" libtma_asan.a $libs || fail "ASan build of $t failed"
   start=$SECONDS
   "./$t" >"$t.log" 2>&1
   rc=$?

@@ -7,16 +7,11 @@
 # fails the test; the input that caused it is kept in the test's log folder.
 . "$TMA_SRCDIR/tests/lib.sh"
 
-CLANG=${CLANG:-clang}
-command -v "$CLANG" >/dev/null || fail "clang is missing: apt-get install clang libclang-rt-14-dev"
 S=$TMA_SRCDIR
-B=$TMA_BUILDDIR
 secs=${TMA_FUZZ_SECONDS:-20}
 exe=$TMP_ROOT/fuzz_transport_frame
 
-"$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -include "$B/config.h" -D_GNU_SOURCE -I"$S/transport" -I"$S/common" \
-  $(pkg-config --cflags libcjson) \
+tma_clang fuzz \
   "$S/tests/fuzz/fuzz_transport_frame.c" "$S/transport/frame.c" "$S/transport/auth.c" "$S/common/crc32c.c" \
   "$S/common/log.c" "$S/common/status.c" $(pkg-config --cflags --libs libcrypto) \
   -o "$exe" -lpthread || fail "building the fuzz target failed"

@@ -207,7 +207,9 @@ static void test_bad_headers(void)
             expect_bad_max(h, big_max, chunks[i].why);
         } else {
             CHECK_OK(tma_transport_frame_decode(h, sizeof h, big_max, &g, NULL));
-            CHECK(g.chunk == chunks[i].chunk && g.length == chunks[i].length && g.total == total);
+            ASSERT_EQ(g.chunk, chunks[i].chunk);
+            ASSERT_EQ(g.length, chunks[i].length);
+            ASSERT_EQ(g.total, total);
         }
     }
     /* A frame carries at most TMA_TRANSPORT_FRAME_MAX_BYTES. */

@@ -119,7 +119,7 @@ static void test_config_errors(void)
     tma_transport_msg_t msg;
     double t0 = tma_clock_now();
     CHECK_STATUS(tma_transport_recv(a, ANYP, ANYT, 0.1, &msg), TMA_ERR_TIMEOUT);
-    CHECK(tma_clock_now() - t0 >= 0.09);
+    ASSERT_GE(tma_clock_now() - t0, 0.09);
     CHECK_STATUS(tma_transport_recv(a, ANYP, ANYT, 0, &msg), TMA_ERR_TIMEOUT);
     CHECK_OK(tma_transport_post(a, 3, ANYT, x, 4, HOST));
     CHECK_STATUS(tma_transport_post(a, 3, ANYT, x, 4, HOST), TMA_ERR_INVALID);
@@ -523,7 +523,9 @@ static void test_backpressure_and_posts(void)
     CHECK_OK(tma_transport_send(b, 0, &m1, x, 4, HOST, 10));
     CHECK_OK(tma_transport_send(b, 0, &m2, x + 4, 4, HOST, 10));
     CHECK_OK(tma_transport_recv(srv, 2, 2, 10, &msg));
-    CHECK(msg.meta.tag == 2 && msg.meta.round == 2 && msg.data[0] == x[4]);
+    ASSERT_EQ(msg.meta.tag, 2);
+    ASSERT_EQ(msg.meta.round, 2);
+    ASSERT_EQ(msg.data[0], x[4]);
     tma_transport_msg_release(srv, &msg);
     CHECK_STATUS(tma_transport_recv(srv, 3, ANYT, 0, &msg), TMA_ERR_TIMEOUT);
     CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));

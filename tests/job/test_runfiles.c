@@ -1,9 +1,8 @@
-/* test_runfiles.c: the run folder's files (job/run.c and the
- * checkpoint names of publish.c) on a real file system.  A metrics line is
+/* test_runfiles.c: the run folder's files (job/run.c) on a real file system.  A metrics line is
  * written whole or not at all: a write cut short (here by RLIMIT_FSIZE, as a
  * full disk would) leaves the file as it was, so no torn line is left. */
 #include "tma_test.h"
-#include "coord_int.h"
+#include "tma_job.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -31,30 +30,30 @@ static void test_line_whole_or_nothing(const char *dir)
 {
     char *path = tma_path_join(dir, "metrics.jsonl");
     cJSON *r0 = record(0), *r1 = record(1);
-    CHECK_OK(tma_run_append_line(path, r0));
+    CHECK_OK(tma_job_run_append_line(path, r0));
     off_t size = file_size(path);
-    CHECK(size > 0);
+    ASSERT_GT(size, 0);
 
     /* Room for 10 more bytes only: the next line is written in part, then
      * the write fails (EFBIG; SIGXFSZ ignored), like ENOSPC on a full disk. */
     struct rlimit old, lim;
-    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
     lim = old;
     lim.rlim_cur = (rlim_t)size + 10;
     signal(SIGXFSZ, SIG_IGN);
-    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
-    tma_status_t st = tma_run_append_line(path, r1);
-    CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    tma_status_t st = tma_job_run_append_line(path, r1);
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
     CHECK_MSG(st != TMA_OK, "an append cut short reported success");
     CHECK_MSG(file_size(path) == size, "a failed append left %lld bytes behind (a torn line)",
               (long long)(file_size(path) - size));
 
     /* With room again the line goes in, and the file reads back whole. */
-    CHECK_OK(tma_run_append_line(path, r1));
+    CHECK_OK(tma_job_run_append_line(path, r1));
     int64_t *rounds = NULL;
     double *times = NULL, *vals = NULL;
     int n = 0;
-    CHECK_OK(tma_run_read_metrics(path, &rounds, &times, &vals, &n));
+    CHECK_OK(tma_job_run_read_metrics(path, &rounds, &times, &vals, &n));
     CHECK_MSG(n == 2 && rounds && rounds[0] == 0 && rounds[1] == 1, "read back %d line(s)", n);
     free(rounds);
     free(times);
@@ -65,31 +64,14 @@ static void test_line_whole_or_nothing(const char *dir)
     free(path);
 }
 
-static void test_checkpoint_names(void)
-{
-    char *p = coord_checkpoint_path("/run", 42, 7);
-    CHECK(p && strcmp(p, "/run/checkpoint-r000042-e7.tmaw") == 0);
-    int64_t r = -1;
-    uint64_t e = 0;
-    CHECK(coord_checkpoint_parse("checkpoint-r000042-e7.tmaw", &r, &e) == 0 && r == 42 && e == 7);
-    CHECK(coord_checkpoint_parse("checkpoint-r1234567-e123456789.tmaw", &r, &e) == 0 && r == 1234567 &&
-          e == 123456789);
-    static const char *const bad[] = {"checkpoint.tmaw", "checkpoint-r1-e2.tmaw.tmp", "checkpoint-r-1-e2.tmaw",
-                                      "checkpoint-r1.tmaw", "best.tmaw", "checkpoint-rx-e2.tmaw", ""};
-    for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++)
-        CHECK_MSG(coord_checkpoint_parse(bad[i], &r, &e) != 0, "\"%s\" taken for a checkpoint name", bad[i]);
-    free(p);
-}
-
 int main(void)
 {
     char tmpl[] = "/tmp/tma-runfiles-XXXXXX";
     char *dir = mkdtemp(tmpl);
-    CHECK(dir != NULL);
+    ASSERT_NOT_NULL(dir);
     if (dir) {
         test_line_whole_or_nothing(dir);
         rmdir(dir);
     }
-    test_checkpoint_names();
     return tma_test_done();
 }

@@ -1,7 +1,7 @@
 /* test_sampler.c: the neighbour sampler and the full-neighbourhood blocks:
  * structure, exclusions, weights, determinism, uniformity and bad input. */
 #include "tma_test.h"
-#include "gnn_testutil.h"
+#include "../gnn/gnn_testutil.h"
 
 #include <math.h>
 #include <string.h>
@@ -151,7 +151,8 @@ static void check_locality_order(void)
     CHECK_OK(tma_graph_locality_order(g, cap, node, pos));
     int64_t fixed = 0;
     for (int64_t v = 0; v < N; v++) {
-        CHECK(pos[v] >= 0 && pos[v] < N);
+        ASSERT_GE(pos[v], 0);
+        ASSERT_LT(pos[v], N);
         ASSERT_EQ(node[pos[v]], v);
         fixed += pos[v] == v;
     }
@@ -174,7 +175,7 @@ static void check_locality_order(void)
     /* The whole graph's block over the order on two threads is the one thread's, row for row. */
     {
         const int64_t ne = tma_graph_block_full_edges(g, 0, N, 1);
-        CHECK(ne > 16384); /* enough to run on both threads */
+        ASSERT_GT(ne, 16384); /* enough to run on both threads */
         tma_graph_block_t b[2];
         for (int t = 0; t < 2; t++) {
             memset(&b[t], 0, sizeof b[t]);
@@ -356,9 +357,10 @@ int main(void)
                 node[r] = (int32_t)((r * 7 + 3) % N); /* N is not a multiple of 7 */
             for (int64_t r = 0; r < N; r++)
                 pos[node[r]] = (int32_t)r;
-            CHECK(N % 7 != 0);
+            ASSERT_NE(N % 7, 0);
             CHECK_OK(tma_graph_block_full_ordered(g, TMA_GRAPH_NORM_GCN, 1, node, pos, 20, 30, 2, &sb));
-            CHECK(sb.num_dst == 10 && sb.num_src == N);
+            ASSERT_EQ(sb.num_dst, 10);
+            ASSERT_EQ(sb.num_src, N);
             for (int64_t r = 20; r < 30; r++) {
                 const int64_t v = node[r];
                 const int32_t *e0 = sb.indices + sb.indptr[r - 20];
@@ -366,7 +368,7 @@ int main(void)
                 for (int32_t k = 0; k < fb.indptr[v + 1] - fb.indptr[v]; k++) {
                     /* the self-loop is the row's own position */
                     ASSERT_EQ(e0[k], pos[fb.indices[fb.indptr[v] + k]]);
-                    CHECK(sb.weights[sb.indptr[r - 20] + k] == fb.weights[fb.indptr[v] + k]);
+                    ASSERT_EQ(sb.weights[sb.indptr[r - 20] + k], fb.weights[fb.indptr[v] + k]);
                 }
             }
             CHECK_STATUS(tma_graph_block_full_ordered(g, TMA_GRAPH_NORM_GCN, 1, node, pos, 0, N + 1, 2, &sb),
