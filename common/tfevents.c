@@ -33,18 +33,29 @@ static uint32_t masked_crc(const void *p, size_t n)
     return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 
-/* A growing byte buffer for one Event (a few hundred bytes at most). */
+/* A growing byte buffer for one Event (about 40 bytes a scalar);
+ * overflow records a failed allocation. */
 typedef struct pbuf {
-    uint8_t b[1024];
-    size_t n;
+    uint8_t *b;
+    size_t n, cap;
     int overflow;
 } pbuf_t;
 
 static void put_bytes(pbuf_t *p, const void *d, size_t n)
 {
-    if (p->n + n > sizeof p->b) {
-        p->overflow = 1;
+    if (p->overflow)
         return;
+    if (p->n + n > p->cap) {
+        size_t cap = p->cap ? p->cap : 256;
+        while (cap < p->n + n)
+            cap *= 2;
+        uint8_t *b = realloc(p->b, cap);
+        if (!b) {
+            p->overflow = 1;
+            return;
+        }
+        p->b = b;
+        p->cap = cap;
     }
     memcpy(p->b + p->n, d, n);
     p->n += n;
@@ -102,8 +113,8 @@ static void put_event_head(pbuf_t *p, double wall, int64_t step)
 static tma_status_t write_record(tma_tfevents_t *w, const pbuf_t *p)
 {
     if (p->overflow) {
-        tma_log_error(COMP, "%s: an event is larger than its buffer (a tag too long?): not written", w->path);
-        return TMA_ERR_INVALID;
+        tma_log_error(COMP, "%s: out of memory for an event: not written", w->path);
+        return TMA_ERR_NOMEM;
     }
     uint8_t head[12];
     uint64_t len = p->n;
@@ -153,6 +164,7 @@ tma_status_t tma_tfevents_open(const char *dir, tma_tfevents_t **w_p)
     put_event_head(&p, wall, 0);
     put_string(&p, 3, "brain.Event:2");
     tma_status_t st = write_record(w, &p);
+    free(p.b);
     if (st == TMA_OK)
         st = tma_tfevents_flush(w);
     if (st != TMA_OK) {
@@ -181,12 +193,16 @@ tma_status_t tma_tfevents_scalars(tma_tfevents_t *w, double wall, int64_t step, 
         put_varint(&s, v.n);
         put_bytes(&s, v.b, v.n);
         s.overflow |= v.overflow;
+        free(v.b);
     }
     put_key(&p, 5, 2);
     put_varint(&p, s.n);
     put_bytes(&p, s.b, s.n);
     p.overflow |= s.overflow;
-    return write_record(w, &p);
+    free(s.b);
+    tma_status_t st = write_record(w, &p);
+    free(p.b);
+    return st;
 }
 
 tma_status_t tma_tfevents_flush(tma_tfevents_t *w)

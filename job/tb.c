@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define TB_MAX 256
+#define TB_MAX 4096 /* 2 a worker: jobs up to about 2,000 workers; past it, the rest is left out */
 
 typedef struct tb_set {
     int n;
@@ -36,7 +36,7 @@ static void add_num(tb_set_t *s, const cJSON *rec, const char *key, const char *
 
 tma_status_t tma_run_tb_line(tma_tfevents_t *w, const cJSON *rec)
 {
-    static tb_set_t s; /* 25 KB: callers write lines one at a time */
+    static tb_set_t s; /* 400 KB, static: callers are serialised by the lock */
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     const cJSON *round = cJSON_GetObjectItemCaseSensitive(rec, "round");
     const cJSON *wall = cJSON_GetObjectItemCaseSensitive(rec, "wall");
@@ -83,7 +83,7 @@ tma_status_t tma_run_tb_line(tma_tfevents_t *w, const cJSON *rec)
             add(&s, tag, v->valuedouble);
         }
     }
-    const char *tags[TB_MAX];
+    static const char *tags[TB_MAX];
     for (int i = 0; i < s.n; i++)
         tags[i] = s.tags[i];
     tma_status_t st = TMA_OK;
