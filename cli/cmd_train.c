@@ -39,6 +39,7 @@ typedef struct train_run {
     tma_gnn_evaluator_t *ev;
     float *params;
     char *metrics_path, *best_path;
+    tma_tfevents_t *tb; /* RUN/events.out.tfevents.* */
     double started; /* wall clock */
     /* progress */
     double train_s; /* training time so far (evaluations excluded) */
@@ -91,6 +92,8 @@ static tma_status_t evaluate(train_run_t *r)
     cJSON_AddNumberToObject(o, "eval_seconds", infer_s + score_s);
     tma_gnn_metrics_json(&m, "val_", o);
     st = tma_job_run_append_line(r->metrics_path, o);
+    if (st == TMA_OK)
+        st = tma_job_run_tb_line(r->tb, o);
     cJSON_Delete(o);
     r->loss_sum = 0;
     r->loss_n = 0;
@@ -179,11 +182,24 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
     return CLI_GO_ON;
 }
 
+/* metrics.tensorboard of --config (default on); -1 (logged) when the
+ * section is wrong. */
+static int train_tensorboard(const train_flags_t *f)
+{
+    int on = 1;
+    cJSON *root = NULL;
+    if (f->config && tma_json_load_file(f->config, &root) == TMA_OK &&
+        tma_job_run_metrics_section(root, f->config, &on) != TMA_OK)
+        on = -1;
+    cJSON_Delete(root);
+    return on;
+}
+
 /* The model config: --config or the defaults, then the flags over it. */
 static int train_config(const train_flags_t *f, tma_gnn_config_t *cfg)
 {
     if (f->config) {
-        if (tma_gnn_config_load(f->config, cfg) != TMA_OK)
+        if (tma_gnn_config_load(f->config, cfg) != TMA_OK || train_tensorboard(f) < 0)
             return CLI_EXIT_USAGE;
     } else {
         tma_gnn_config_default(cfg);
@@ -259,6 +275,8 @@ static tma_status_t train_open(train_run_t *r)
     r->params = malloc((size_t)tma_gnn_trainer_param_count(r->tr) * sizeof *r->params);
     if (st == TMA_OK && (!r->best_path || !r->metrics_path || !r->params))
         st = TMA_ERR_NOMEM;
+    if (st == TMA_OK && train_tensorboard(f) > 0)
+        st = tma_tfevents_open(r->run_dir, &r->tb);
     if (st == TMA_OK && !f->quiet)
         fprintf(stderr, "[train] %s on %s: %lld nodes, %lld training edges, %lld parameters, batch %d, %d thread(s), "
                         "device %s; MRR ties %s\n",
@@ -398,6 +416,7 @@ int cli_cmd_train(int argc, char **argv)
     free(r.params);
     free(r.best_path);
     free(r.metrics_path);
+    tma_tfevents_close(r.tb);
     free(r.run_dir);
     tma_gnn_evaluator_destroy(r.ev);
     tma_gnn_trainer_destroy(r.tr);

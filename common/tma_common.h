@@ -329,6 +329,21 @@ int tma_parse_double(const char *s, double *val_p);
 /* The package version string ("0.1.0"). */
 const char *tma_version(void);
 
+/* ------------------------------------------------------------------ TensorBoard event files (tfevents.c) */
+
+/*
+ * An events.out.tfevents.<time>.<host>.<pid> file in a folder, made anew
+ * (O_EXCL) with its file_version record; scalars are appended one Event
+ * (a step, several tags) at a time.  Errors are logged, naming the file.
+ */
+typedef struct tma_tfevents tma_tfevents_t;
+tma_status_t tma_tfevents_open(const char *dir, tma_tfevents_t **w_p);
+tma_status_t tma_tfevents_scalars(tma_tfevents_t *w, double wall, int64_t step, int n, const char *const *tags,
+                                  const float *values);
+tma_status_t tma_tfevents_flush(tma_tfevents_t *w);
+const char *tma_tfevents_path(const tma_tfevents_t *w);
+void tma_tfevents_close(tma_tfevents_t *w); /* NULL: nothing */
+
 #ifdef __cplusplus
 }
 #endif

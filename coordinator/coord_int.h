@@ -44,6 +44,7 @@ typedef struct coord_eval_cfg {
     double best_val, best_time;
     tma_job_run_budget_t budget;     /* for the progress line logged with each metrics line */
     const tma_inject_t *inj;     /* may be NULL; the point "eval"; must outlive the evaluator */
+    int tensorboard;             /* metrics.tensorboard: write RUN/events.out.tfevents.* */
 } coord_eval_cfg_t;
 
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p);

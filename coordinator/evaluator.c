@@ -30,6 +30,7 @@ struct coord_eval {
     tma_gnn_config_t cfg;
     const tma_graph_t *graph;
     char *metrics_path, *best_path;
+    tma_tfevents_t *tb; /* RUN/events.out.tfevents.* (one per coordinator) */
     tma_kv_t *kv;
     char job[TMA_JOB_NAME_MAX];
     uint64_t epoch;
@@ -134,6 +135,9 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
                 tma_log_error(COMP, "round %lld: its line is missing from %s", (long long)p->round, e->metrics_path);
                 set_error(e, st);
             } else {
+                if (tma_job_run_tb_line(e->tb, r) != TMA_OK)
+                    tma_log_warn(COMP, "round %lld: its TensorBoard values are missing from %s", (long long)p->round,
+                                 tma_tfevents_path(e->tb));
                 char line[512];
                 tma_job_run_progress_line(r, &e->budget, &e->progress_best, line, sizeof line);
                 tma_log_info(COMP, "%s", line);
@@ -330,6 +334,8 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     tma_status_t st = TMA_ERR_NOMEM;
     if (!e->metrics_path || !e->best_path || e->P <= 0)
         goto fail;
+    if (c->tensorboard && tma_tfevents_open(c->run_dir, &e->tb) != TMA_OK)
+        tma_log_warn(COMP, "no TensorBoard event file in %s: metrics.jsonl alone records the rounds", c->run_dir);
     e->mail = tma_alloc_aligned((size_t)e->P * sizeof(float));
     e->work = tma_alloc_aligned((size_t)e->P * sizeof(float));
     e->best = tma_alloc_aligned((size_t)e->P * sizeof(float));
@@ -355,6 +361,7 @@ fail:
     tma_free_aligned(e->best);
     free(e->metrics_path);
     free(e->best_path);
+    tma_tfevents_close(e->tb);
     free(e);
     return st;
 }
@@ -455,6 +462,7 @@ void coord_eval_destroy(coord_eval_t *e)
     tma_free_aligned(e->best);
     free(e->metrics_path);
     free(e->best_path);
+    tma_tfevents_close(e->tb);
     free(e);
 }
 

@@ -446,7 +446,8 @@ tma_status_t coord_open_run(coord_t *c)
     if (!c->resume && (st = publish_job(c)) != TMA_OK)
         goto fail;
     coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, &c->fenced, c->stop_flag,
-                           -1, 0, 0, {c->job->train_s, c->job->rounds, c->job->workers}, &c->inj};
+                           -1, 0, 0, {c->job->train_s, c->job->rounds, c->job->workers}, &c->inj,
+                           c->job->tensorboard};
     if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
         goto fail;
     if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)

@@ -363,7 +363,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
 
 tma_status_t tma_gnn_config_from_json(const cJSON *root, const char *ctx, tma_gnn_config_t *cfg_p)
 {
-    static const char *const top_keys[] = {"model", "train", "eval", NULL};
+    static const char *const top_keys[] = {"model", "train", "eval", "metrics", NULL}; /* metrics: tma train */
     if (!cJSON_IsObject(root)) {
         tma_log_error(COMP, "%s: the config must be a JSON object with \"model\", \"train\" and \"eval\"", ctx);
         return TMA_ERR_CONFIG;

@@ -425,13 +425,20 @@ static tma_status_t parse_model(tma_job_t *job, const cJSON *root, const char *c
     return tma_gnn_config_from_sections(model, train, eval, ctx, &job->model);
 }
 
+/* "metrics" (job/tb.c: shared with tma train). */
+static tma_status_t parse_metrics(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
+{
+    (void)base_dir;
+    return tma_job_run_metrics_section(root, ctx, &job->tensorboard);
+}
+
 typedef tma_status_t (*section_fn)(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir);
 
 /* The sections in the order they are checked (the first error is the one
  * reported). */
 static const section_fn sections[] = {
     parse_identity, parse_source,    parse_partition, parse_aggregation, parse_duration,
-    parse_llcg,     parse_fault,     parse_transport, parse_devices,     parse_model,
+    parse_llcg,     parse_fault,     parse_transport, parse_devices,     parse_model, parse_metrics,
 };
 
 tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_dir, tma_job_t **job_p)
@@ -439,7 +446,7 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
     static const char *const top_keys[] = {"job", "description", "variant", "workers", "graph", "dataset",
                                            "import", "generate", "partition", "aggregation", "duration",
                                            "llcg", "model", "train", "eval", "fault", "transport",
-                                           "devices", NULL};
+                                           "devices", "metrics", NULL};
     if (!cJSON_IsObject(root)) {
         tma_log_error(COMP, "%s: a job config is a JSON object", ctx);
         return TMA_ERR_CONFIG;

@@ -157,6 +157,8 @@ typedef struct tma_job {
     char (*worker_devices)[32]; /* worker i uses worker_devices[i % n] */
 
     tma_gnn_config_t model; /* model, train and eval sections (feature_dim resolved later) */
+
+    int tensorboard; /* metrics.tensorboard: the coordinator writes RUN/events.out.tfevents.* */
 } tma_job_t;
 
 /*
@@ -492,6 +494,18 @@ double tma_job_run_convergence_time(const double *times, const double *vals, int
  * one or more runs (labels[i] names series i). */
 tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
                               const double *const *times, const double *const *vals, const int *counts);
+
+/* Appends a metrics line's values to a TensorBoard event file as scalars
+ * at step = its round: val/mrr, val/hits@K, val/eval_seconds,
+ * round/aggregation_seconds, round/alive_workers, train/loss,
+ * train/edges_per_second, train/steps_per_second/<id> and train/loss/<id>
+ * (docs/formats.md); a value absent or not finite is left out.  w NULL:
+ * nothing (event files off).  Flushed. */
+tma_status_t tma_job_run_tb_line(tma_tfevents_t *w, const cJSON *rec);
+/* The "metrics" section of a job or `tma train` config: "tensorboard"
+ * (default true: write the event file).  TMA_ERR_CONFIG, logged naming the
+ * key, for anything else. */
+tma_status_t tma_job_run_metrics_section(const cJSON *root, const char *ctx, int *tensorboard_p);
 
 /* What a progress line is measured against. */
 typedef struct tma_job_run_budget {

@@ -53,6 +53,6 @@ TESTS += tests/gnn/test_noalloc
 
 check_PROGRAMS += tests/gnn/ogb_rank
 tests_gnn_ogb_rank_LDADD = $(TMA_GNN_TEST_LDADD)
-dist_check_SCRIPTS += tests/gnn/test_ogb_eval.sh
-EXTRA_DIST += tests/gnn/ogb_eval.py
-TESTS += tests/gnn/test_ogb_eval.sh
+dist_check_SCRIPTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh
+EXTRA_DIST += tests/gnn/ogb_eval.py tests/gnn/tfevents_check.py
+TESTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh
