@@ -108,4 +108,48 @@ int64_t graph_npy_int(const graph_npy_t *a, int64_t i);
 float graph_npy_float(const graph_npy_t *a, int64_t i);
 const char *graph_npz_path(const graph_npz_t *z);
 
+
+/* ------------------------------------------------------------------ .tmag streaming writer (tmag.c) */
+
+/* Section ids of the .tmag format (docs/formats.md). */
+enum {
+    SEC_INDPTR = 1,
+    SEC_INDICES = 2,
+    SEC_FEATURES = 3,
+    SEC_LABELS = 4,
+    SEC_VAL_EDGES = 5,
+    SEC_TEST_EDGES = 6,
+    SEC_VAL_NEG = 7,
+    SEC_TEST_NEG = 8,
+    SEC_GLOBAL_IDS = 9,
+    /* Version 2: types. */
+    SEC_NODE_TYPES = 10,
+    SEC_EDGE_RELS = 11,
+    SEC_VAL_RELS = 12,
+    SEC_TEST_RELS = 13,
+    SEC_TYPE_FEAT_DIM = 14,
+    SEC_NAMES = 15,
+};
+
+/* A .tmag written section by section, in blocks, without holding any section
+ * in memory: begin takes the header's scalars from `meta` (its arrays are not
+ * read), each section is begun, appended to in blocks of any size and ended
+ * (its 16 MiB chunk checksums taken on the way, as the format says), and end
+ * writes the header (the content id of a full graph from the section
+ * checksums, as tma_graph_content_id) and renames the file into place.
+ * Nothing is left under `path` unless end succeeds; after a failure only
+ * abort (or end, which aborts) may be called.  The caller checks the content:
+ * unlike tma_graph_write, nothing is validated here. */
+typedef struct tmag_writer tmag_writer_t;
+
+tma_status_t tmag_writer_begin(const tma_graph_t *meta, const char *path, tmag_writer_t **w_p);
+tma_status_t tmag_writer_section_begin(tmag_writer_t *w, uint32_t id, uint32_t elem_size);
+tma_status_t tmag_writer_append(tmag_writer_t *w, const void *data, size_t bytes);
+tma_status_t tmag_writer_section_end(tmag_writer_t *w);
+/* Commits and frees `w`, also on failure; *graph_id_p (may be NULL) gets the
+ * header's graph id. */
+tma_status_t tmag_writer_end(tmag_writer_t *w, uint64_t *graph_id_p);
+/* Removes the temporary file and frees `w`; accepts NULL. */
+void tmag_writer_abort(tmag_writer_t *w);
+
 #endif

@@ -238,23 +238,28 @@ static tma_status_t clear_dir(const char *dir)
     return TMA_OK;
 }
 
-/* Reused buffers for one shard at a time. */
+/* Shards are streamed a block of nodes at a time: SHARD_BLOCK nodes, or
+ * fewer where their entries pass SHARD_BLOCK_ENTRIES (at least one node). */
+#define SHARD_BLOCK 4096
+#define SHARD_BLOCK_ENTRIES ((int64_t)1 << 20)
+
+/* Reused block buffers: memory bounded by the block, not the shard. */
 typedef struct shard_bufs {
-    int64_t *indptr, *indices, *gids;
-    float *features;
-    int32_t *labels;
-    int32_t *node_type, *edge_rel; /* typed graphs only */
+    int64_t *i64;   /* SHARD_BLOCK + 1 */
+    int32_t *i32;   /* SHARD_BLOCK */
+    float *features; /* SHARD_BLOCK x D */
+    int64_t *entries; /* cap_entries */
+    int32_t *rels;    /* cap_entries (typed graphs) */
+    int64_t cap_entries;
 } shard_bufs_t;
 
 static void bufs_free(shard_bufs_t *b)
 {
-    tma_free_aligned(b->indptr);
-    tma_free_aligned(b->indices);
-    tma_free_aligned(b->gids);
+    tma_free_aligned(b->i64);
+    tma_free_aligned(b->i32);
     tma_free_aligned(b->features);
-    tma_free_aligned(b->labels);
-    tma_free_aligned(b->node_type);
-    tma_free_aligned(b->edge_rel);
+    tma_free_aligned(b->entries);
+    tma_free_aligned(b->rels);
 }
 
 typedef struct layout {
@@ -308,7 +313,89 @@ static tma_status_t make_layout(const tma_graph_t *g, const int32_t *part, int32
     return TMA_OK;
 }
 
-/* Builds shard s into the buffers, writes it, and measures it. */
+/* The entry sections (adjacency, or with `rels` the relation ids) of nodes
+ * [0, ns), streamed in blocks of at most SHARD_BLOCK_ENTRIES entries (more
+ * only for one node of a larger degree). */
+static tma_status_t stream_entries(tmag_writer_t *w, const tma_graph_t *g, const int32_t *part, const layout_t *l,
+                                   const int64_t *nodes, int64_t ns, int32_t s, shard_bufs_t *b, int rels)
+{
+    tma_status_t st = TMA_OK;
+    for (int64_t i0 = 0; i0 < ns && st == TMA_OK;) {
+        int64_t i1 = i0, ent = 0;
+        while (i1 < ns && (i1 == i0 || ent + l->sdeg[nodes[i1]] <= SHARD_BLOCK_ENTRIES))
+            ent += l->sdeg[nodes[i1++]];
+        if (ent > b->cap_entries) {
+            tma_free_aligned(b->entries);
+            tma_free_aligned(b->rels);
+            b->rels = NULL;
+            b->entries = tma_alloc_aligned((size_t)ent * sizeof(int64_t));
+            if (b->entries && tma_graph_is_typed(g))
+                b->rels = tma_alloc_aligned((size_t)ent * sizeof(int32_t));
+            b->cap_entries = b->entries && (b->rels || !tma_graph_is_typed(g)) ? ent : 0;
+            if (!b->cap_entries) {
+                tma_log_error(COMP, "out of memory for %" PRId64 " shard entries", ent);
+                return TMA_ERR_NOMEM;
+            }
+        }
+        int64_t out = 0;
+        /* Local ids follow global order, so each row stays sorted. */
+        for (int64_t i = i0; i < i1; i++) {
+            const int64_t v = nodes[i];
+            for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+                int64_t u = g->indices[e];
+                if (part[u] != s)
+                    continue;
+                if (rels)
+                    b->rels[out] = g->edge_rel[e];
+                else
+                    b->entries[out] = l->local[u];
+                out++;
+            }
+        }
+        st = rels ? tmag_writer_append(w, b->rels, (size_t)out * sizeof(int32_t))
+                  : tmag_writer_append(w, b->entries, (size_t)out * sizeof(int64_t));
+        i0 = i1;
+    }
+    return st;
+}
+
+/* A per-node i64 or i32 section of the shard's nodes, a block at a time. */
+enum { COL_INDPTR, COL_GIDS, COL_LABELS, COL_TYPES };
+
+static tma_status_t stream_column(tmag_writer_t *w, const tma_graph_t *g, const layout_t *l, const int64_t *nodes,
+                                  int64_t ns, shard_bufs_t *b, int col)
+{
+    tma_status_t st = TMA_OK;
+    int64_t run = 0;
+    if (col == COL_INDPTR)
+        st = tmag_writer_append(w, &run, sizeof run);
+    for (int64_t i0 = 0; i0 < ns && st == TMA_OK; i0 += SHARD_BLOCK) {
+        const int64_t k = TMA_MIN(ns - i0, (int64_t)SHARD_BLOCK);
+        for (int64_t i = 0; i < k; i++) {
+            const int64_t v = nodes[i0 + i];
+            if (col == COL_INDPTR)
+                b->i64[i] = run += l->sdeg[v];
+            else if (col == COL_GIDS)
+                b->i64[i] = v;
+            else
+                b->i32[i] = col == COL_LABELS ? g->labels[v] : g->node_type[v];
+        }
+        st = col == COL_INDPTR || col == COL_GIDS ? tmag_writer_append(w, b->i64, (size_t)k * sizeof(int64_t))
+                                                  : tmag_writer_append(w, b->i32, (size_t)k * sizeof(int32_t));
+    }
+    return st;
+}
+
+static tma_status_t section(tmag_writer_t *w, uint32_t id, uint32_t size, const void *data, size_t bytes)
+{
+    tma_status_t st = tmag_writer_section_begin(w, id, size);
+    if (st == TMA_OK && bytes)
+        st = tmag_writer_append(w, data, bytes);
+    return st == TMA_OK ? tmag_writer_section_end(w) : st;
+}
+
+/* Writes shard s with the streaming writer, a block of nodes at a time, in
+ * tma_graph_write's section order (the same bytes), and measures it. */
 static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const layout_t *l, int32_t s, int32_t S,
                                 shard_bufs_t *b, const char *path, const double *gmean, const double *gdist,
                                 tma_partition_result_t *r)
@@ -317,47 +404,92 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
     const int64_t *nodes = l->order + l->start[s];
     const int64_t ns = l->start[s + 1] - l->start[s];
     const int32_t D = g->feature_dim;
-    b->indptr[0] = 0;
+    int64_t entries = 0;
     for (int64_t i = 0; i < ns; i++)
-        b->indptr[i + 1] = b->indptr[i] + l->sdeg[nodes[i]];
+        entries += l->sdeg[nodes[i]];
     double *fsum = calloc((size_t)(D > 0 ? D : 1), sizeof(double));
     int64_t *hist = calloc((size_t)(g->num_classes > 0 ? g->num_classes : 1), sizeof(int64_t));
-    if (!fsum || !hist) {
+    tma_graph_t *meta;
+    tma_status_t st = fsum && hist ? tma_graph_create(&meta) : TMA_ERR_NOMEM;
+    if (st != TMA_OK) {
         free(fsum);
         free(hist);
-        return TMA_ERR_NOMEM;
+        return st;
     }
-    int64_t *restrict dst = b->indices;
-    const int64_t *restrict local = l->local, *restrict src = g->indices;
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (int64_t i = 0; i < ns; i++) {
-        const int64_t v = nodes[i];
-        int64_t out = b->indptr[i];
-        /* Local ids follow global order, so each row stays sorted. */
-        for (int64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
-            int64_t w = src[e];
-            if (part[w] == s) {
-                if (b->edge_rel)
-                    b->edge_rel[out] = g->edge_rel[e];
-                dst[out++] = local[w];
-            }
+    meta->kind = TMA_GRAPH_SHARD;
+    meta->num_nodes = ns;
+    meta->num_edges = meta->num_train_edges = entries / 2;
+    meta->feature_dim = D;
+    meta->num_classes = g->num_classes;
+    meta->shard_index = s;
+    meta->num_shards = S;
+    meta->split_seed = g->split_seed;
+    meta->graph_id = g->graph_id;
+    if (tma_graph_is_typed(g)) {
+        meta->num_node_types = g->num_node_types;
+        meta->num_relations = g->num_relations;
+    }
+    tmag_writer_t *w = NULL;
+    st = tmag_writer_begin(meta, path, &w);
+    tma_graph_destroy(meta);
+    if (st == TMA_OK && (st = tmag_writer_section_begin(w, SEC_INDPTR, 8)) == TMA_OK &&
+        (st = stream_column(w, g, l, nodes, ns, b, COL_INDPTR)) == TMA_OK)
+        st = tmag_writer_section_end(w);
+    if (st == TMA_OK && (st = tmag_writer_section_begin(w, SEC_INDICES, 8)) == TMA_OK &&
+        (st = stream_entries(w, g, part, l, nodes, ns, s, b, 0)) == TMA_OK)
+        st = tmag_writer_section_end(w);
+    /* Features, and the statistics summed in node order (deterministic). */
+    if (st == TMA_OK)
+        st = tmag_writer_section_begin(w, SEC_FEATURES, 4);
+    for (int64_t i0 = 0; i0 < ns && st == TMA_OK; i0 += SHARD_BLOCK) {
+        const int64_t k = TMA_MIN(ns - i0, (int64_t)SHARD_BLOCK);
+        for (int64_t i = 0; i < k; i++) {
+            const int64_t v = nodes[i0 + i];
+            const float *x = g->features + v * D;
+            if (D > 0)
+                memcpy(b->features + i * D, x, (size_t)D * sizeof(float));
+            for (int32_t j = 0; j < D; j++)
+                fsum[j] += x[j];
+            if (g->labels)
+                hist[g->labels[v]]++;
         }
-        if (b->node_type)
-            b->node_type[i] = g->node_type[v];
-        b->gids[i] = v;
-        if (D > 0)
-            memcpy(b->features + i * D, g->features + v * D, (size_t)D * sizeof(float));
-        if (g->labels)
-            b->labels[i] = g->labels[v];
+        st = tmag_writer_append(w, b->features, (size_t)k * (size_t)D * sizeof(float));
     }
-    /* Statistics, summed in node order (deterministic). */
-    for (int64_t i = 0; i < ns; i++) {
-        const float *x = b->features + i * D;
-        for (int32_t j = 0; j < D; j++)
-            fsum[j] += x[j];
-        if (g->labels)
-            hist[b->labels[i]]++;
+    if (st == TMA_OK)
+        st = tmag_writer_section_end(w);
+    if (st == TMA_OK && g->labels && (st = tmag_writer_section_begin(w, SEC_LABELS, 4)) == TMA_OK &&
+        (st = stream_column(w, g, l, nodes, ns, b, COL_LABELS)) == TMA_OK)
+        st = tmag_writer_section_end(w);
+    /* A shard has no evaluation edges or negatives. */
+    static const uint32_t empty8[] = {SEC_VAL_EDGES, SEC_TEST_EDGES, SEC_VAL_NEG, SEC_TEST_NEG};
+    for (size_t i = 0; i < sizeof empty8 / sizeof empty8[0] && st == TMA_OK; i++)
+        st = section(w, empty8[i], 8, NULL, 0);
+    if (st == TMA_OK && (st = tmag_writer_section_begin(w, SEC_GLOBAL_IDS, 8)) == TMA_OK &&
+        (st = stream_column(w, g, l, nodes, ns, b, COL_GIDS)) == TMA_OK)
+        st = tmag_writer_section_end(w);
+    if (st == TMA_OK && tma_graph_is_typed(g)) {
+        /* Types ride along; the partition itself never looked at them. */
+        if ((st = tmag_writer_section_begin(w, SEC_NODE_TYPES, 4)) == TMA_OK &&
+            (st = stream_column(w, g, l, nodes, ns, b, COL_TYPES)) == TMA_OK)
+            st = tmag_writer_section_end(w);
+        if (st == TMA_OK && (st = tmag_writer_section_begin(w, SEC_EDGE_RELS, 4)) == TMA_OK &&
+            (st = stream_entries(w, g, part, l, nodes, ns, s, b, 1)) == TMA_OK)
+            st = tmag_writer_section_end(w);
+        if (st == TMA_OK)
+            st = section(w, SEC_VAL_RELS, 4, NULL, 0);
+        if (st == TMA_OK)
+            st = section(w, SEC_TEST_RELS, 4, NULL, 0);
+        if (st == TMA_OK)
+            st = section(w, SEC_TYPE_FEAT_DIM, 4, g->type_feat_dim, (size_t)g->num_node_types * sizeof(int32_t));
+        if (st == TMA_OK && g->names)
+            st = section(w, SEC_NAMES, 1, g->names, (size_t)g->names_bytes);
     }
+    if (st == TMA_OK) {
+        st = tmag_writer_end(w, NULL);
+        w = NULL;
+    }
+    tmag_writer_abort(w);
+
     double d2 = 0, tv = 0;
     for (int32_t j = 0; j < D; j++) {
         double diff = (ns ? fsum[j] / (double)ns : 0) - gmean[j];
@@ -366,46 +498,13 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
     for (int32_t c = 0; c < g->num_classes; c++)
         tv += fabs((ns ? (double)hist[c] / (double)ns : 0) - gdist[c]);
     r->shard_nodes[s] = ns;
-    r->shard_edges[s] = b->indptr[ns] / 2;
+    r->shard_edges[s] = entries / 2;
     r->shard_feature_dist[s] = ns ? sqrt(d2) : -1;
     r->shard_label_tv[s] = g->labels && ns ? tv / 2 : -1;
     free(fsum);
     free(hist);
-
-    r->seconds_extract += tma_clock_now() - t0;
-    tma_log_debug(COMP, "shard %d: %" PRId64 " nodes built in %.3f s", s, ns, tma_clock_now() - t0);
-    t0 = tma_clock_now();
-    tma_graph_t *sg;
-    tma_status_t st = tma_graph_create(&sg);
-    if (st != TMA_OK)
-        return st;
-    sg->kind = TMA_GRAPH_SHARD;
-    sg->num_nodes = ns;
-    sg->num_edges = sg->num_train_edges = r->shard_edges[s];
-    sg->indptr = b->indptr;
-    sg->indices = b->indices;
-    sg->feature_dim = D;
-    sg->features = b->features;
-    sg->num_classes = g->num_classes;
-    sg->labels = g->labels ? b->labels : NULL;
-    sg->global_ids = b->gids;
-    sg->shard_index = s;
-    sg->num_shards = S;
-    sg->split_seed = g->split_seed;
-    sg->graph_id = g->graph_id;
-    if (tma_graph_is_typed(g)) {
-        /* Types ride along; the partition itself never looked at them. */
-        sg->num_node_types = g->num_node_types;
-        sg->num_relations = g->num_relations;
-        sg->node_type = b->node_type;
-        sg->edge_rel = b->edge_rel;
-        sg->type_feat_dim = g->type_feat_dim;
-        sg->names = g->names;
-        sg->names_bytes = g->names_bytes;
-    }
-    st = tma_graph_write(sg, path);
-    tma_graph_destroy(sg); /* the buffers are ours, not the shell's */
     r->seconds_write += tma_clock_now() - t0;
+    tma_log_debug(COMP, "shard %d: %" PRId64 " nodes written in %.3f s", s, ns, tma_clock_now() - t0);
     return st;
 }
 
@@ -472,29 +571,13 @@ static tma_status_t write_json(const tma_graph_t *g, const char *graph_path, con
 }
 
 /* Buffers for the largest shard of the layout (reused shard after shard). */
-static tma_status_t bufs_alloc(const tma_graph_t *g, const layout_t *l, int32_t S, shard_bufs_t *b)
+static tma_status_t bufs_alloc(const tma_graph_t *g, shard_bufs_t *b)
 {
-    const int32_t D = g->feature_dim;
-    int64_t max_ns = 0, max_entries = 0;
-    for (int32_t s = 0; s < S; s++) {
-        int64_t ns = l->start[s + 1] - l->start[s], ent = 0;
-        for (int64_t i = l->start[s]; i < l->start[s + 1]; i++)
-            ent += l->sdeg[l->order[i]];
-        max_ns = TMA_MAX(max_ns, ns);
-        max_entries = TMA_MAX(max_entries, ent);
-    }
-    b->indptr = tma_alloc_aligned(((size_t)max_ns + 1) * sizeof(int64_t));
-    b->indices = tma_alloc_aligned((size_t)max_entries * sizeof(int64_t));
-    b->gids = tma_alloc_aligned((size_t)max_ns * sizeof(int64_t));
-    b->features = tma_alloc_aligned((size_t)max_ns * (size_t)D * sizeof(float));
-    b->labels = tma_alloc_aligned((size_t)max_ns * sizeof(int32_t));
-    if (tma_graph_is_typed(g)) {
-        b->node_type = tma_alloc_aligned((size_t)(max_ns > 0 ? max_ns : 1) * sizeof(int32_t));
-        b->edge_rel = tma_alloc_aligned((size_t)(max_entries > 0 ? max_entries : 1) * sizeof(int32_t));
-    }
-    if (!b->indptr || !b->indices || !b->gids || !b->features || !b->labels ||
-        (tma_graph_is_typed(g) && (!b->node_type || !b->edge_rel))) {
-        tma_log_error(COMP, "out of memory for a shard of %" PRId64 " nodes", max_ns);
+    b->i64 = tma_alloc_aligned((SHARD_BLOCK + 1) * sizeof(int64_t));
+    b->i32 = tma_alloc_aligned(SHARD_BLOCK * sizeof(int32_t));
+    b->features = tma_alloc_aligned((size_t)SHARD_BLOCK * (size_t)g->feature_dim * sizeof(float));
+    if (!b->i64 || !b->i32 || !b->features) {
+        tma_log_error(COMP, "out of memory for a block of %d shard nodes", SHARD_BLOCK);
         return TMA_ERR_NOMEM;
     }
     return TMA_OK;
@@ -587,7 +670,7 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
     for (int32_t c = 0; c < g->num_classes; c++)
         gdist[c] /= (double)n;
 
-    if ((st = bufs_alloc(g, &l, S, &b)) != TMA_OK)
+    if ((st = bufs_alloc(g, &b)) != TMA_OK)
         goto done;
     int64_t kept = 0;
     double tv_sum = 0, fd_sum = 0;

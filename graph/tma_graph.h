@@ -477,8 +477,9 @@ typedef struct tma_partition_result {
     double *shard_label_tv;             /* [num_shards] (-1 without labels or nodes) */
     double *shard_feature_dist;         /* [num_shards] (-1 for an empty shard) */
     /* assign: node assignment; shards: everything after it, of which
-     * extract is building the shards in memory (layout, subgraphs, copies,
-     * statistics) and write is tma_graph_write (checks, checksums, files). */
+     * extract is the layout (nodes grouped by shard, local ids, in-shard
+     * degrees) and write is streaming each shard to its file a block of
+     * nodes at a time (subgraph rows, copies, statistics, checksums, fsync). */
     double seconds_assign, seconds_shards, seconds_extract, seconds_write, seconds;
 } tma_partition_result_t;
 

@@ -2,6 +2,9 @@
  * corrupted and inconsistent files. */
 #include "tma_test.h"
 #include "tma_graph.h"
+#include "graph_int.h"
+
+#include <dirent.h>
 
 #include <fcntl.h>
 #include <string.h>
@@ -82,6 +85,107 @@ static void write_bytes(const char *path, const void *p, size_t n)
     ASSERT_GE(fd, 0);
     ASSERT_EQ(write(fd, p, n), (ssize_t)n);
     close(fd);
+}
+
+/* Writes g's sections through the streaming writer in blocks of `block`
+ * bytes (the section order of tma_graph_write). */
+static tma_status_t write_streamed(const tma_graph_t *g, const char *path, size_t block)
+{
+    struct {
+        uint32_t id, size;
+        const void *p;
+        uint64_t n;
+    } s[] = {
+        {SEC_INDPTR, 8, g->indptr, (uint64_t)g->num_nodes + 1},
+        {SEC_INDICES, 8, g->indices, 2 * (uint64_t)g->num_train_edges},
+        {SEC_FEATURES, 4, g->features, (uint64_t)(g->num_nodes * g->feature_dim)},
+        {SEC_LABELS, 4, g->labels, g->labels ? (uint64_t)g->num_nodes : 0},
+        {SEC_VAL_EDGES, 8, g->val_edges, 2 * (uint64_t)g->num_val},
+        {SEC_TEST_EDGES, 8, g->test_edges, 2 * (uint64_t)g->num_test},
+        {SEC_VAL_NEG, 8, g->val_neg, (uint64_t)(g->num_val * g->num_negatives)},
+        {SEC_TEST_NEG, 8, g->test_neg, (uint64_t)(g->num_test * g->num_negatives)},
+    };
+    tmag_writer_t *w;
+    tma_status_t st = tmag_writer_begin(g, path, &w);
+    if (st != TMA_OK)
+        return st;
+    for (size_t i = 0; i < sizeof s / sizeof s[0] && st == TMA_OK; i++) {
+        if (s[i].id == SEC_LABELS && !g->labels)
+            continue;
+        st = tmag_writer_section_begin(w, s[i].id, s[i].size);
+        size_t bytes = s[i].n * s[i].size;
+        for (size_t off = 0; off < bytes && st == TMA_OK; off += block)
+            st = tmag_writer_append(w, (const char *)s[i].p + off, bytes - off < block ? bytes - off : block);
+        if (st == TMA_OK)
+            st = tmag_writer_section_end(w);
+    }
+    if (st != TMA_OK) {
+        tmag_writer_abort(w);
+        return st;
+    }
+    return tmag_writer_end(w, NULL);
+}
+
+/* The streaming writer gives tma_graph_write's bytes, whatever the block
+ * size, and an unfinished or aborted write leaves no file behind. */
+static void check_streamed(const char *dir, tma_graph_t *g, size_t block)
+{
+    char *a = tma_path_join(dir, "mem.tmag"), *b = tma_path_join(dir, "stream.tmag");
+    CHECK_OK(tma_graph_write(g, a));
+    CHECK_OK(write_streamed(g, b, block));
+    char *x, *y;
+    size_t nx, ny;
+    CHECK_OK(tma_file_read_all(a, &x, &nx));
+    CHECK_OK(tma_file_read_all(b, &y, &ny));
+    CHECK_MSG(nx == ny && memcmp(x, y, nx) == 0, "streamed file (blocks of %zu) differs", block);
+    tma_graph_t *r;
+    CHECK_OK(tma_graph_open(b, 0, &r)); /* every section checksum verified */
+    CHECK(r->graph_id == g->graph_id);
+    tma_graph_destroy(r);
+    free(x);
+    free(y);
+    unlink(a);
+    unlink(b);
+    free(a);
+    free(b);
+}
+
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* A ring of n nodes with dim-wide features: a features section of several
+ * 16 MiB checksum chunks. */
+static tma_graph_t *make_ring(int64_t n, int dim)
+{
+    tma_graph_t *g;
+    CHECK_OK(tma_graph_create(&g));
+    int64_t *indptr = tma_graph_alloc(g, (n + 1) * 8), *ind = tma_graph_alloc(g, 2 * n * 8);
+    float *f = tma_graph_alloc(g, (size_t)n * dim * 4);
+    for (int64_t i = 0; i <= n; i++)
+        indptr[i] = 2 * i;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = (i + n - 1) % n, b = (i + 1) % n;
+        ind[2 * i] = a < b ? a : b;
+        ind[2 * i + 1] = a < b ? b : a;
+    }
+    for (int64_t i = 0; i < n * dim; i++)
+        f[i] = (float)(i % 1000003) * 0.25f;
+    g->num_nodes = n;
+    g->num_edges = g->num_train_edges = n;
+    g->indptr = indptr;
+    g->indices = ind;
+    g->features = f;
+    g->feature_dim = dim;
+    g->split_seed = 7;
+    return g;
 }
 
 int main(void)
@@ -196,6 +300,39 @@ int main(void)
     CHECK(r->kind == TMA_GRAPH_SHARD && r->shard_index == 1 && r->num_shards == 3);
     CHECK(r->global_ids[3] == 103 && r->graph_id == 1234);
     tma_graph_destroy(r);
+
+    /* Streaming: the same bytes in any block size, across 16 MiB chunks. */
+    char *sdir = tma_path_join(dir, "stream");
+    CHECK(mkdir(sdir, 0755) == 0);
+    tma_graph_t *small = make_graph();
+    for (size_t block = 1; block <= 9; block += 4)
+        check_streamed(sdir, small, block);
+    tma_graph_destroy(small);
+    tma_graph_t *ring = make_ring(200000, 48); /* features: 38.4 MB, three chunks */
+    check_streamed(sdir, ring, (1u << 20) + 3);
+    check_streamed(sdir, ring, (size_t)40 << 20); /* whole chunks at once */
+    /* An aborted write, or one ended with a section open, leaves nothing. */
+    char *gone = tma_path_join(sdir, "gone.tmag");
+    tmag_writer_t *w;
+    CHECK_OK(tmag_writer_begin(ring, gone, &w));
+    CHECK_OK(tmag_writer_section_begin(w, SEC_INDPTR, 8));
+    CHECK_OK(tmag_writer_append(w, ring->indptr, 4096));
+    tmag_writer_abort(w);
+    CHECK(access(gone, F_OK) != 0 && dir_entries(sdir) == 0);
+    CHECK_OK(tmag_writer_begin(ring, gone, &w));
+    CHECK_OK(tmag_writer_section_begin(w, SEC_INDPTR, 8));
+    CHECK(tmag_writer_end(w, NULL) != TMA_OK);
+    CHECK(access(gone, F_OK) != 0 && dir_entries(sdir) == 0);
+    /* A section of a part element fails, and nothing is left. */
+    CHECK_OK(tmag_writer_begin(ring, gone, &w));
+    CHECK_OK(tmag_writer_section_begin(w, SEC_INDPTR, 8));
+    CHECK_OK(tmag_writer_append(w, ring->indptr, 12));
+    CHECK(tmag_writer_section_end(w) != TMA_OK);
+    CHECK(tmag_writer_end(w, NULL) != TMA_OK);
+    CHECK(access(gone, F_OK) != 0 && dir_entries(sdir) == 0);
+    free(gone);
+    free(sdir);
+    tma_graph_destroy(ring);
 
     tma_graph_destroy(g);
     free(bad);
