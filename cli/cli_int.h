@@ -175,8 +175,9 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg);
  * in $TMA_ETCD_PASSWORD for the roles.  CLI_EXIT_OK or a usage error. */
 int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f);
 /* One read from etcd with a 2 s deadline: CLI_EXIT_OK when it answers,
- * else prints why (naming the URLs; the client's log line gives curl's
- * reason) and returns CLI_EXIT_RUNTIME. */
+ * CLI_EXIT_USAGE when the client refuses the settings, else prints why
+ * (naming the URLs; the client's log line gives curl's reason) and returns
+ * CLI_EXIT_RUNTIME. */
 int cli_etcd_probe(const char *cmd, const tma_kv_config_t *cfg);
 /* Appends the TLS/auth flags of f (never the password) to av[n..cap) for a
  * role's command line; returns the new n. */

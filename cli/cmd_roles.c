@@ -90,11 +90,8 @@ int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f)
     int rc = cli_etcd_config(cmd, f, &cfg);
     if (rc != CLI_EXIT_OK)
         return rc;
-    /* The client checks the URLs, the TLS files and where a password may go. */
-    tma_kv_t *kv;
-    if (tma_kv_create(&cfg, &kv) != TMA_OK)
-        return cli_usage_error(cmd, "--etcd: the etcd settings are refused (the error above says why)");
-    tma_kv_destroy(kv);
+    /* The probe's client checks the URLs, the TLS files and where a password
+     * may go, then reads once. */
     if ((rc = cli_etcd_probe(cmd, &cfg)) != CLI_EXIT_OK)
         return rc;
     /* The roles inherit the password in their environment, never on a
