@@ -289,6 +289,8 @@ for g in "${GRAPHS[@]}"; do
   bench "${g}_cuda" "$g" --device cuda --seconds "$BENCH_S"
   # per-op times to completion: the dense products' achieved rate on the GPU
   bench "${g}_cuda_ops" "$g" --device cuda --steps 100 --no-eval --sync-timing
+  # and the evaluation's ops timed to completion: where its time goes
+  bench "${g}_cuda_evalops" "$g" --device cuda --steps 5 --sync-timing
 done
 fi
 
