@@ -418,8 +418,8 @@ static tma_status_t cuda_colsum(tma_gnn_backend_t *b, const tensor_t *X, tensor_
 static tma_status_t cuda_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y)
 {
     ENTER(b);
-    CU(cuk_spmm(S(b)->stream, CI32(&blk->indptr), CI32(&blk->indices), CF(&blk->weights), NULL, CF(X), blk->num_dst,
-                Y->cols, F(Y)));
+    CU(cuk_spmm(S(b)->stream, &S(b)->sc, CI32(&blk->indptr), CI32(&blk->indices), CF(&blk->weights), NULL, CF(X),
+                blk->num_dst, Y->cols, blk->num_edges, F(Y)));
     return TMA_OK;
 }
 
@@ -429,8 +429,8 @@ static tma_status_t cuda_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk
 {
     ENTER(b);
     if (blk->has_transpose)
-        CU(cuk_spmm(S(b)->stream, CI32(&blk->t_indptr), CI32(&blk->t_indices), CF(&blk->t_weights), NULL, CF(dY),
-                    blk->num_src, dY->cols, F(dX)));
+        CU(cuk_spmm(S(b)->stream, &S(b)->sc, CI32(&blk->t_indptr), CI32(&blk->t_indices), CF(&blk->t_weights), NULL,
+                    CF(dY), blk->num_src, dY->cols, blk->num_edges, F(dX)));
     else
         CU(cuk_spmm_scatter(S(b)->stream, CI32(&blk->indptr), CI32(&blk->indices), CF(&blk->weights), CF(dY),
                             blk->num_dst, dY->cols, F(dX), dX->rows));
@@ -787,8 +787,8 @@ static tma_status_t cuda_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f,
         CU(cuk_csr_aggregate(s, f->rowptr, f->col, f->val, CI64(ids), CI32(&blk->indptr), CI32(&blk->indices),
                              CF(&blk->weights), blk->num_dst, f->dim, F(out)));
     else
-        CU(cuk_spmm(s, CI32(&blk->indptr), CI32(&blk->indices), CF(&blk->weights), CI64(ids), f->dense,
-                    blk->num_dst, f->dim, F(out)));
+        CU(cuk_spmm(s, &S(b)->sc, CI32(&blk->indptr), CI32(&blk->indices), CF(&blk->weights), CI64(ids), f->dense,
+                    blk->num_dst, f->dim, blk->num_edges, F(out)));
     return TMA_OK;
 }
 

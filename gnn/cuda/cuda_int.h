@@ -67,11 +67,13 @@ cudaError_t cuk_ln_bwd(cudaStream_t s, const cuk_scratch_t *sc, const float *dY,
                        const float *beta, const float *a, const float *mean, const float *rstd, int64_t n, int64_t d,
                        float *dX, float *dgamma, float *dbeta, float *da);
 
-/* Y[i] = sum_e w[e] X[src(e)] over CSR rows (ip, ix, w): src(e) = ix[e],
- * or ids[ix[e]] when ids is given.  Each row written once (rows without
- * edges become 0). */
-cudaError_t cuk_spmm(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const int64_t *ids,
-                     const float *X, int64_t rows, int64_t d, float *Y);
+/* Y[i] = sum_e w[e] X[src(e)] over CSR rows (ip, ix, w; `edges` of them):
+ * src(e) = ix[e], or ids[ix[e]] when ids is given.  Each row written once
+ * (rows without edges become 0); deterministic.  Rows of more than
+ * CUK_SPMM_HEAVY edges are summed by a block each (uses sc's partials). */
+#define CUK_SPMM_HEAVY 1024
+cudaError_t cuk_spmm(cudaStream_t s, const cuk_scratch_t *sc, const int32_t *ip, const int32_t *ix, const float *w,
+                     const int64_t *ids, const float *X, int64_t rows, int64_t d, int64_t edges, float *Y);
 /* dX[ix[e]] += w[e] dY[i] for the CSR rows of dY (dX zeroed first, n_src rows). */
 cudaError_t cuk_spmm_scatter(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const float *dY,
                              int64_t rows, int64_t d, float *dX, int64_t n_src);

@@ -6,7 +6,8 @@
  *
  * Shapes of work: element-wise ops are grid-stride loops over at most
  * CUK_MAX_GRID blocks; row-wise ops (LayerNorm, CSR aggregation, gathers)
- * give each row to one warp, whose lanes take the columns (so a warp reads
+ * give each row to one warp (the weighted row sums give a row of more than
+ * CUK_SPMM_HEAVY edges to a whole block instead), whose lanes take the columns (so a warp reads
  * a row's consecutive floats together) and reduce with shuffles; column
  * reductions give each column to a lane of a 32 x 8 block over a range of
  * rows, then sum the ranges' partials in range order.
@@ -492,28 +493,46 @@ cudaError_t cuk_ln_bwd(cudaStream_t s, const cuk_scratch_t *sc, const float *dY,
 
 /* One warp a row; per pass a lane keeps 8 columns (j0 + lane + 32 v) in
  * registers while the row's edges go by in order. */
+/* Sums edges [e0, e0 + step, e0 + 2 step, ...) below e1 of columns
+ * [j0, j0 + CUK_TILE) into the lane's acc (columns lane + 32 v). */
+__device__ __forceinline__ void spmm_tile(const int32_t *ix, const float *w, const int64_t *ids, const float *X,
+                                          int64_t d, int64_t j0, int32_t e0, int32_t e1, int32_t step, int lane,
+                                          float acc[8])
+{
+#pragma unroll
+    for (int v = 0; v < 8; v++)
+        acc[v] = 0.0f;
+    for (int32_t e = e0; e < e1; e += step) {
+        const int64_t src = ids ? ids[ix[e]] : (int64_t)ix[e];
+        const float *xr = X + src * d + j0;
+        const float we = w[e];
+#pragma unroll
+        for (int v = 0; v < 8; v++) {
+            const int64_t j = lane + 32 * v;
+            if (j0 + j < d)
+                acc[v] += we * xr[j];
+        }
+    }
+}
+
+/* A warp a row; a row of more than `heavy` edges is only listed (its
+ * number appended to heavy_rows, *heavy_count counting them) for
+ * k_spmm_heavy, where a whole block sums it: one warp walking the edges of
+ * a hub (tens of thousands in a power-law graph) held up the whole product. */
 __global__ void k_spmm(const int32_t *ip, const int32_t *ix, const float *w, const int64_t *ids, const float *X,
-                       int64_t rows, int64_t d, float *Y)
+                       int64_t rows, int64_t d, float *Y, int32_t heavy, unsigned *heavy_count, int32_t *heavy_rows)
 {
     WARP_ROWS(i, rows)
     {
         const int32_t e0 = ip[i], e1 = ip[i + 1];
+        if (e1 - e0 > heavy) {
+            if (lane == 0)
+                heavy_rows[atomicAdd(heavy_count, 1u)] = (int32_t)i;
+            continue;
+        }
         for (int64_t j0 = 0; j0 < d; j0 += CUK_TILE) {
             float acc[8];
-#pragma unroll
-            for (int v = 0; v < 8; v++)
-                acc[v] = 0.0f;
-            for (int32_t e = e0; e < e1; e++) {
-                const int64_t src = ids ? ids[ix[e]] : (int64_t)ix[e];
-                const float *xr = X + src * d + j0;
-                const float we = w[e];
-#pragma unroll
-                for (int v = 0; v < 8; v++) {
-                    const int64_t j = lane + 32 * v;
-                    if (j0 + j < d)
-                        acc[v] += we * xr[j];
-                }
-            }
+            spmm_tile(ix, w, ids, X, d, j0, e0, e1, 1, lane, acc);
             float *y = Y + i * d + j0;
 #pragma unroll
             for (int v = 0; v < 8; v++) {
@@ -525,12 +544,57 @@ __global__ void k_spmm(const int32_t *ip, const int32_t *ix, const float *w, con
     }
 }
 
-cudaError_t cuk_spmm(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *w, const int64_t *ids,
-                     const float *X, int64_t rows, int64_t d, float *Y)
+/* The listed rows, a block of CUK_HEAVY_THREADS a row: warp k sums edges
+ * e0 + k, e0 + k + W, ... (W warps), then the warps' sums are added in warp
+ * order, so the result depends on the row alone, not on the list's order. */
+#define CUK_HEAVY_THREADS 1024
+__global__ void __launch_bounds__(CUK_HEAVY_THREADS)
+    k_spmm_heavy(const int32_t *ip, const int32_t *ix, const float *w, const int64_t *ids, const float *X, int64_t d,
+                 float *Y, const unsigned *heavy_count, const int32_t *heavy_rows)
+{
+    __shared__ float part[CUK_HEAVY_THREADS / 32][CUK_TILE];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = CUK_HEAVY_THREADS / 32;
+    const unsigned n = *heavy_count;
+    for (unsigned h = blockIdx.x; h < n; h += gridDim.x) {
+        const int64_t i = heavy_rows[h];
+        const int32_t e0 = ip[i], e1 = ip[i + 1];
+        for (int64_t j0 = 0; j0 < d; j0 += CUK_TILE) {
+            float acc[8];
+            spmm_tile(ix, w, ids, X, d, j0, e0 + warp, e1, nw, lane, acc);
+#pragma unroll
+            for (int v = 0; v < 8; v++)
+                part[warp][lane + 32 * v] = acc[v];
+            __syncthreads();
+            for (int64_t j = threadIdx.x; j < CUK_TILE && j0 + j < d; j += CUK_HEAVY_THREADS) {
+                float sum = 0.0f;
+                for (int k = 0; k < nw; k++)
+                    sum += part[k][j];
+                Y[i * d + j0 + j] = sum;
+            }
+            __syncthreads();
+        }
+    }
+}
+
+cudaError_t cuk_spmm(cudaStream_t s, const cuk_scratch_t *sc, const int32_t *ip, const int32_t *ix, const float *w,
+                     const int64_t *ids, const float *X, int64_t rows, int64_t d, int64_t edges, float *Y)
 {
     if (rows <= 0 || d <= 0)
         return cudaSuccess;
-    k_spmm<<<grid_rows(rows), CUK_THREADS, 0, s>>>(ip, ix, w, ids, X, rows, d, Y);
+    /* The list of heavy rows lives in the scalar partials' scratch; the
+     * threshold grows with the edges so that it always fits. */
+    const int64_t cap = (int64_t)CUK_MAX_GRID * CUK_MAX_PARTS * (int64_t)(sizeof(double) / sizeof(int32_t));
+    const int64_t heavy = edges / cap + 1 > CUK_SPMM_HEAVY ? edges / cap + 1 : CUK_SPMM_HEAVY;
+    unsigned *count = (unsigned *)(sc->result + 3);
+    int32_t *list = (int32_t *)sc->parts;
+    cudaError_t e = cudaMemsetAsync(count, 0, sizeof *count, s);
+    if (e != cudaSuccess)
+        return e;
+    k_spmm<<<grid_rows(rows), CUK_THREADS, 0, s>>>(ip, ix, w, ids, X, rows, d, Y, (int32_t)heavy, count, list);
+    if ((e = launched()) != cudaSuccess)
+        return e;
+    /* At most edges / heavy rows can be heavy: that many blocks at most. */
+    k_spmm_heavy<<<grid_for(edges / heavy + 1, 1), CUK_HEAVY_THREADS, 0, s>>>(ip, ix, w, ids, X, d, Y, count, list);
     return launched();
 }
 

@@ -366,7 +366,7 @@ static void test_rowwise(void)
 static void test_sparse(void)
 {
     /* n_dst, n_src, max degree, width; the last two have rows of more than
-     * 1024 edges (hubs: one warp a row walks them serially on the GPU): in the block
+     * 1024 edges (the CUDA backend sums those a block a row): in the block
      * itself, and in its transpose (few sources, many destinations). */
     const int64_t shapes[][4] = {{1, 1, 1, 1},       {20, 50, 6, 16},   {300, 900, 12, 64}, {40, 40, 3, 37},
                                  {64, 100, 5, 300}, {6, 200, 5000, 300}, {5000, 3, 2, 40}};
