@@ -32,7 +32,8 @@ if [ -d "$DS/facebook-pages" ]; then
 else
   echo "prepare.sh: no facebook-pages in $DS (set TMA_DATASETS): run.sh will leave out that benchmark row" >&2
 fi
-[ -x configure ] || ./bootstrap
+# Always afresh: a configure left from an older checkout names files that are gone.
+./bootstrap > /dev/null || { echo "prepare.sh: ./bootstrap failed" >&2; exit 1; }
 tar cf "$DIR/autotools.tar" configure Makefile.in aclocal.m4 config.h.in build-aux m4
 du -sh "$DIR"
 echo "ready: carry $DIR to the GPU machine and run tests/gpu/run.sh --carry $DIR"

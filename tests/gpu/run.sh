@@ -162,7 +162,10 @@ if ! command -v etcd > /dev/null; then
 fi
 
 # --- 2. build ---------------------------------------------------------------------------------------
-if [ ! -x configure ] && [ -n "$CARRY" ] && [ -f "$CARRY/autotools.tar" ]; then
+# The carried configure was made from this checkout by prepare.sh: it replaces one a
+# previous run left (a device keeps ignored files between calls, and a configure
+# older than the checkout's *.mk names sources that are gone).
+if [ -n "$CARRY" ] && [ -f "$CARRY/autotools.tar" ]; then
   tar xf "$CARRY/autotools.tar" || die "cannot unpack $CARRY/autotools.tar"
   touch aclocal.m4 && touch configure Makefile.in config.h.in  # newer than their sources: no automake rerun
 fi
