@@ -251,6 +251,11 @@ tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, co
 tma_status_t coord_restamp_shards(coord_t *c, const tma_job_view_snap_t *s);
 void coord_push_global(coord_t *c, const uint32_t *ids, int n, int64_t round);
 tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record);
+/* The end of round t in etcd: state ("training", round t) and metrics/<t>
+ * (the record, eval "pending") in one guarded transaction, then the record
+ * to the evaluator (taken over, or freed on failure). */
+tma_status_t coord_commit_round(coord_t *c, int64_t t, double time, int64_t best_round, double best_val,
+                                cJSON *record);
 /* The checkpoint of round `round` written under `epoch`: run_dir/
  * checkpoint-r<round>-e<epoch>.tmaw (malloc'd), and the parse of such a
  * name (0, or -1 when it is not one). */

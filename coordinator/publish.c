@@ -188,6 +188,22 @@ tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record)
     int64_t best_round;
     double best_val, best_time;
     coord_eval_best(c->ev, &best_round, &best_val, &best_time);
+    st = coord_commit_round(c, t, time, best_round, best_val, record);
+    if (st != TMA_OK) {
+        c->checkpoint_path = named;
+        free(path);
+        return st;
+    }
+    free(c->checkpoint_prev);
+    c->checkpoint_prev = named;
+    prune_checkpoints(c);
+    c->round = t;
+    return TMA_OK;
+}
+
+tma_status_t coord_commit_round(coord_t *c, int64_t t, double time, int64_t best_round, double best_val,
+                                cJSON *record)
+{
     char skey[TMA_KEY_MAX], mkey[TMA_KEY_MAX];
     tma_job_key(skey, c->job->name, TMA_KEY_STATE);
     tma_job_key_n(mkey, c->job->name, TMA_KEY_METRICS, t);
@@ -197,19 +213,13 @@ tma_status_t coord_publish_round(coord_t *c, int64_t t, cJSON *record)
     char *vals[2] = {coord_state_encode(c, "training", t, time, best_round, best_val),
                      cJSON_PrintUnformatted(record)};
     const char *keys[2] = {skey, mkey};
-    st = vals[0] && vals[1] ? coord_guarded_put(c, 2, keys, vals, 1) : TMA_ERR_NOMEM;
+    tma_status_t st = vals[0] && vals[1] ? coord_guarded_put(c, 2, keys, vals, 1) : TMA_ERR_NOMEM;
     free(vals[0]);
     cJSON_free(vals[1]);
     if (st != TMA_OK) {
-        c->checkpoint_path = named;
-        free(path);
         cJSON_Delete(record);
         return st;
     }
-    free(c->checkpoint_prev);
-    c->checkpoint_prev = named;
-    prune_checkpoints(c);
-    c->round = t;
     coord_eval_submit(c->ev, t, time, c->global, record);
     return TMA_OK;
 }

@@ -157,11 +157,13 @@ tma_status_t coord_start(coord_t *c)
     /* Round 0: the initial model. */
     if ((st = coord_write_checkpoint(c, c->checkpoint_path, 0)) != TMA_OK)
         return st;
-    coord_eval_submit(c->ev, 0, 0.0, c->global, coord_round_record(c, 0, 0.0, NULL, 0, 0.0));
-    char *sv = coord_state_encode(c, "training", 0, 0.0, -1, 0);
-    st = coord_put_key(c, TMA_KEY_STATE, sv, 1);
-    free(sv);
-    if (st != TMA_OK)
+    /* Its record goes to etcd with the state, as every round's does: a
+     * coordinator killed before its evaluator wrote round 0 left no record
+     * of it, and the next one's metrics.jsonl then began at round 1. */
+    cJSON *rec = coord_round_record(c, 0, 0.0, NULL, 0, 0.0);
+    if (!rec)
+        return TMA_ERR_NOMEM;
+    if ((st = coord_commit_round(c, 0, 0.0, -1, 0, rec)) != TMA_OK)
         return st;
     tma_log_info(COMP, "training started: variant %s, %d worker(s), %s", c->vd->name, c->job->workers,
                  c->job->interval_steps > 0 ? "aggregation every N steps" : "time-based aggregation");

@@ -61,6 +61,22 @@ start_undisturbed() {
   for i in 0 1 2; do start_worker u-w$i.log --job "$2" --name u$i; done
 }
 
+# step_pair P 'FAULT' LOG [ARGS...]: the two jobs of a step-mode pair, Pu
+# (undisturbed, started with its workers; UNDISTURBED_ARGS for its
+# coordinator) and Pf (u.json, f.json: step_job with the job config members
+# FAULT); starts Pf's coordinator (log LOG, run folder f-run, ARGS; TMA_FAULT
+# as the caller's environment has it) and sets FIRST to its pid.  The
+# caller starts Pf's workers (f-w0..2.log), as its fault needs them.
+step_pair() {
+  local p=$1 fault=$2 log=$3; shift 3
+  step_job u.json "${p}u" "$fault"
+  step_job f.json "${p}f" "$fault"
+  # shellcheck disable=SC2086
+  TMA_FAULT= start_undisturbed u.json "${p}u" ${UNDISTURBED_ARGS:-}
+  start_coordinator "$log" --config f.json --run-dir f-run "$@"
+  FIRST=$COORD_PID
+}
+
 # restart_faulted JOB: once every faulted worker (f-w0..2.log) saw its
 # coordinator go, starts `tma coordinator --job JOB` (f-c2.log); then
 # finish_pair.

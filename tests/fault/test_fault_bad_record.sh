@@ -17,11 +17,8 @@ fault_graph
 
 export ROUNDS=20
 FAULT='"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
-step_job u.json su "$FAULT"
-step_job f.json sf "$FAULT"
-start_undisturbed u.json su
-start_coordinator f-c2.log --config f.json --run-dir f-run
-faulted=$COORD_PID
+step_pair s "$FAULT" f-c2.log
+faulted=$FIRST
 # 20 ms after each step (no effect on the model): the rounds outlast the repair.
 for i in 0 1 2; do TMA_FAULT=delay_step=0.02 start_worker f-w$i.log --job sf --name f$i; done
 wait_round f-run 3 || { dump_logs f-c2.log; fail "no round 3"; }

@@ -19,11 +19,8 @@ fault_graph
 
 FAULT='"fault": {"lease_ttl": 4, "round_deadline": 5, "start_timeout": 20}'
 export VARIANT=ggs ROUNDS=10 STEPS=20
-step_job u.json gu "$FAULT"
-step_job f.json gf "$FAULT"
-start_undisturbed u.json gu
-start_coordinator f-c1.log --config f.json --run-dir f-run
-first=$COORD_PID
+step_pair g "$FAULT" f-c1.log
+first=$FIRST
 # Killed a few sync steps after round 3 committed (under load: maybe later).
 ON_PUT_DELAY=0.05 on_put killed gf/state '"round":3,' KILL "$first"
 for i in 0 1 2; do start_worker f-w$i.log --job gf --name f$i; done

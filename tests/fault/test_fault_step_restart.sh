@@ -23,11 +23,8 @@ ROUNDS=8
 FAULT='"fault": {"lease_ttl": 4, "round_deadline": 5, "start_timeout": 20}'
 # The undisturbed run and the faulted one side by side (step mode does not
 # depend on timing).
-step_job u.json su "$FAULT"
-step_job f.json sf "$FAULT"
-start_undisturbed u.json su
-TMA_FAULT=crash=aggregate@4 start_coordinator f-c1.log --config f.json --run-dir f-run
-first=$COORD_PID
+TMA_FAULT=crash=aggregate@4 step_pair s "$FAULT" f-c1.log
+first=$FIRST
 for i in 0 1 2; do start_worker f-w$i.log --job sf --name f$i; done
 wait_exit "$first" 90 >/dev/null
 grep -q "injected crash at aggregate in round 4" f-c1.log || { dump_logs f-c1.log; fail "no injected crash"; }

@@ -20,11 +20,8 @@ fault_graph
 
 export ROUNDS=20
 FAULT='"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20, "on_failure": "reassign"}'
-step_job u.json su "$FAULT"
-step_job f.json sf "$FAULT"
-start_undisturbed u.json su --dump-dir udump
-TMA_FAULT=crash=broadcast@4 start_coordinator f-c1.log --config f.json --run-dir f-run --dump-dir fdump
-first=$COORD_PID
+UNDISTURBED_ARGS="--dump-dir udump" TMA_FAULT=crash=broadcast@4 step_pair s "$FAULT" f-c1.log --dump-dir fdump
+first=$FIRST
 # The faulted run's workers sleep 20 ms after each step (the model does not
 # change), so the rounds after the kill last long enough for the loss to be
 # confirmed and the backup to train.
