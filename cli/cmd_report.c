@@ -135,6 +135,123 @@ static void fmt(char *out, size_t cap, double v, double scale, const char *unit)
         snprintf(out, cap, "n/a");
 }
 
+/* Table 2's rows: one a run (into out's "runs", and printed unless as_json). */
+static void report_runs(const run_row_t *rows, int n, int as_json, int all, cJSON *out)
+{
+    cJSON *jr = cJSON_AddArrayToObject(out, "runs");
+    if (!as_json) {
+        printf("%-44s %-11s %6s %9s %11s %10s %9s %9s %7s\n", "run", "variant", "r", "test MRR", "conv (min)",
+               "best val", "steps min", "steps max", "diff");
+    }
+    for (int i = 0; i < n; i++) {
+        const run_row_t *r = &rows[i];
+        double diff = r->steps_max > 0 ? (double)(r->steps_max - r->steps_min) / (double)r->steps_max : NAN;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "run", r->dir);
+        cJSON_AddStringToObject(o, "variant", r->variant);
+        cJSON_AddNumberToObject(o, "edge_ratio", r->r);
+        cJSON_AddNumberToObject(o, "test_mrr", r->test);
+        cJSON_AddNumberToObject(o, "convergence_seconds", r->conv);
+        cJSON_AddNumberToObject(o, "best_val_mrr", r->best_val);
+        cJSON_AddNumberToObject(o, "steps_min", (double)r->steps_min);
+        cJSON_AddNumberToObject(o, "steps_max", (double)r->steps_max);
+        cJSON_AddStringToObject(o, "stopped", r->stopped);
+        cJSON_AddBoolToObject(o, "in_means", all || !r->interrupted);
+        cJSON_AddItemToArray(jr, o);
+        if (!as_json) {
+            char a[32], b[32], c[32], d[32], e[32];
+            fmt(a, sizeof a, r->r, 1, "");
+            fmt(b, sizeof b, r->test, 100, "%");
+            fmt(c, sizeof c, r->conv, 1.0 / 60, "");
+            fmt(d, sizeof d, r->best_val, 100, "%");
+            fmt(e, sizeof e, diff, 100, "%");
+            printf("%-44.44s %-11s %6s %9s %11s %10s %9lld %9lld %7s%s\n", r->dir, r->variant, a, b, c, d,
+                   (long long)r->steps_min, (long long)r->steps_max, e,
+                   r->interrupted ? (all ? "  (stopped early)" : "  (stopped early: not in the means)") : "");
+        }
+    }
+}
+
+/* Groups by variant: mean and standard deviation over runs (seeds), into
+ * out's "groups" (and printed unless as_json). */
+static void report_groups(const run_row_t *rows, int n, int as_json, int all, cJSON *out)
+{
+    cJSON *jg = cJSON_AddArrayToObject(out, "groups");
+    if (!as_json)
+        printf("\n%-11s %5s %6s %18s %18s\n", "variant", "runs", "r", "test MRR (%)", "conv (min)");
+    for (int i = 0; i < n; i++) {
+        int first = 1;
+        for (int j = 0; j < i; j++)
+            first &= strcmp(rows[j].variant, rows[i].variant) != 0;
+        if (!first)
+            continue;
+        double st[3][3] = {{0}}; /* r, test, conv: n, sum, sumsq */
+        for (int j = i; j < n; j++) {
+            if (strcmp(rows[j].variant, rows[i].variant) != 0 || (rows[j].interrupted && !all))
+                continue;
+            double v[3] = {rows[j].r, rows[j].test * 100, rows[j].conv / 60};
+            for (int k = 0; k < 3; k++)
+                if (isfinite(v[k])) {
+                    st[k][0] += 1;
+                    st[k][1] += v[k];
+                    st[k][2] += v[k] * v[k];
+                }
+        }
+        double mean[3], sd[3];
+        for (int k = 0; k < 3; k++) {
+            mean[k] = st[k][0] > 0 ? st[k][1] / st[k][0] : NAN;
+            sd[k] = st[k][0] > 1 ? sqrt(fmax(0, (st[k][2] - st[k][0] * mean[k] * mean[k]) / (st[k][0] - 1))) : 0;
+        }
+        for (int k = 0; k < 3; k++)
+            if (st[k][0] < 2)
+                sd[k] = NAN; /* the spread of one run is not 0: there is none */
+        cJSON *g = cJSON_CreateObject();
+        cJSON_AddStringToObject(g, "variant", rows[i].variant);
+        cJSON_AddNumberToObject(g, "runs", st[1][0]);
+        const char *keys[] = {"edge_ratio", "test_mrr_mean", "test_mrr_std", "convergence_minutes_mean",
+                              "convergence_minutes_std"};
+        const double vals[] = {mean[0], mean[1] / 100, sd[1] / 100, mean[2], sd[2]};
+        for (size_t k = 0; k < TMA_ARRAY_LEN(keys); k++) {
+            if (isfinite(vals[k]))
+                cJSON_AddNumberToObject(g, keys[k], vals[k]);
+            else
+                cJSON_AddNullToObject(g, keys[k]);
+        }
+        cJSON_AddItemToArray(jg, g);
+        if (!as_json) {
+            char m1[32], s1[32], m2[32], s2[32];
+            fmt(m1, sizeof m1, mean[1], 1, "");
+            fmt(s1, sizeof s1, sd[1], 1, "");
+            fmt(m2, sizeof m2, mean[2], 1, "");
+            fmt(s2, sizeof s2, sd[2], 1, "");
+            printf("%-11s %5.0f %6.3f %10s ± %5s %10s ± %5s\n", rows[i].variant, st[1][0], mean[0], m1, s1, m2, s2);
+        }
+    }
+}
+
+/* Every run's validation curve in one SVG at plot (TMA_OK with no plot). */
+static tma_status_t report_plot(const run_row_t *rows, int n, const char *plot)
+{
+    const char **labels = calloc((size_t)n, sizeof *labels);
+    const double **ts = calloc((size_t)n, sizeof *ts), **vs = calloc((size_t)n, sizeof *vs);
+    int *counts = calloc((size_t)n, sizeof *counts);
+    tma_status_t pst = plot ? TMA_ERR_NOMEM : TMA_OK;
+    if (plot && labels && ts && vs && counts) {
+        for (int i = 0; i < n; i++) {
+            labels[i] = rows[i].label;
+            ts[i] = rows[i].times;
+            vs[i] = rows[i].vals;
+            counts[i] = rows[i].n;
+        }
+        pst = tma_job_run_plot_svg(plot, "validation MRR against training time", n, labels, ts, vs, counts);
+    }
+    free(labels);
+    free(ts);
+    free(vs);
+    free(counts);
+    return pst;
+}
+
 int cli_cmd_report(int argc, char **argv)
 {
     const char *plot = NULL;
@@ -191,104 +308,9 @@ int cli_cmd_report(int argc, char **argv)
     if (!plot && !as_json)
         plot = "report.svg";
     cJSON *out = cJSON_CreateObject();
-    cJSON *jr = cJSON_AddArrayToObject(out, "runs");
-    if (!as_json) {
-        printf("%-44s %-11s %6s %9s %11s %10s %9s %9s %7s\n", "run", "variant", "r", "test MRR", "conv (min)",
-               "best val", "steps min", "steps max", "diff");
-    }
-    for (int i = 0; i < n; i++) {
-        run_row_t *r = &rows[i];
-        double diff = r->steps_max > 0 ? (double)(r->steps_max - r->steps_min) / (double)r->steps_max : NAN;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "run", r->dir);
-        cJSON_AddStringToObject(o, "variant", r->variant);
-        cJSON_AddNumberToObject(o, "edge_ratio", r->r);
-        cJSON_AddNumberToObject(o, "test_mrr", r->test);
-        cJSON_AddNumberToObject(o, "convergence_seconds", r->conv);
-        cJSON_AddNumberToObject(o, "best_val_mrr", r->best_val);
-        cJSON_AddNumberToObject(o, "steps_min", (double)r->steps_min);
-        cJSON_AddNumberToObject(o, "steps_max", (double)r->steps_max);
-        cJSON_AddStringToObject(o, "stopped", r->stopped);
-        cJSON_AddBoolToObject(o, "in_means", all || !r->interrupted);
-        cJSON_AddItemToArray(jr, o);
-        if (!as_json) {
-            char a[32], b[32], c[32], d[32], e[32];
-            fmt(a, sizeof a, r->r, 1, "");
-            fmt(b, sizeof b, r->test, 100, "%");
-            fmt(c, sizeof c, r->conv, 1.0 / 60, "");
-            fmt(d, sizeof d, r->best_val, 100, "%");
-            fmt(e, sizeof e, diff, 100, "%");
-            printf("%-44.44s %-11s %6s %9s %11s %10s %9lld %9lld %7s%s\n", r->dir, r->variant, a, b, c, d,
-                   (long long)r->steps_min, (long long)r->steps_max, e,
-                   r->interrupted ? (all ? "  (stopped early)" : "  (stopped early: not in the means)") : "");
-        }
-    }
-    /* Groups by variant: mean and standard deviation over runs (seeds). */
-    cJSON *jg = cJSON_AddArrayToObject(out, "groups");
-    if (!as_json)
-        printf("\n%-11s %5s %6s %18s %18s\n", "variant", "runs", "r", "test MRR (%)", "conv (min)");
-    for (int i = 0; i < n; i++) {
-        int first = 1;
-        for (int j = 0; j < i; j++)
-            first &= strcmp(rows[j].variant, rows[i].variant) != 0;
-        if (!first)
-            continue;
-        double st[3][3] = {{0}}; /* r, test, conv: n, sum, sumsq */
-        for (int j = i; j < n; j++) {
-            if (strcmp(rows[j].variant, rows[i].variant) != 0 || (rows[j].interrupted && !all))
-                continue;
-            double v[3] = {rows[j].r, rows[j].test * 100, rows[j].conv / 60};
-            for (int k = 0; k < 3; k++)
-                if (isfinite(v[k])) {
-                    st[k][0] += 1;
-                    st[k][1] += v[k];
-                    st[k][2] += v[k] * v[k];
-                }
-        }
-        double mean[3], sd[3];
-        for (int k = 0; k < 3; k++) {
-            mean[k] = st[k][0] > 0 ? st[k][1] / st[k][0] : NAN;
-            sd[k] = st[k][0] > 1 ? sqrt(fmax(0, (st[k][2] - st[k][0] * mean[k] * mean[k]) / (st[k][0] - 1))) : 0;
-        }
-        for (int k = 0; k < 3; k++)
-            if (st[k][0] < 2)
-                sd[k] = NAN; /* the spread of one run is not 0: there is none */
-        cJSON *g = cJSON_CreateObject();
-        cJSON_AddStringToObject(g, "variant", rows[i].variant);
-        cJSON_AddNumberToObject(g, "runs", st[1][0]);
-        const char *keys[] = {"edge_ratio", "test_mrr_mean", "test_mrr_std", "convergence_minutes_mean",
-                              "convergence_minutes_std"};
-        const double vals[] = {mean[0], mean[1] / 100, sd[1] / 100, mean[2], sd[2]};
-        for (size_t k = 0; k < TMA_ARRAY_LEN(keys); k++) {
-            if (isfinite(vals[k]))
-                cJSON_AddNumberToObject(g, keys[k], vals[k]);
-            else
-                cJSON_AddNullToObject(g, keys[k]);
-        }
-        cJSON_AddItemToArray(jg, g);
-        if (!as_json) {
-            char m1[32], s1[32], m2[32], s2[32];
-            fmt(m1, sizeof m1, mean[1], 1, "");
-            fmt(s1, sizeof s1, sd[1], 1, "");
-            fmt(m2, sizeof m2, mean[2], 1, "");
-            fmt(s2, sizeof s2, sd[2], 1, "");
-            printf("%-11s %5.0f %6.3f %10s ± %5s %10s ± %5s\n", rows[i].variant, st[1][0], mean[0], m1, s1, m2, s2);
-        }
-    }
-    /* The plot. */
-    const char **labels = calloc((size_t)n, sizeof *labels);
-    const double **ts = calloc((size_t)n, sizeof *ts), **vs = calloc((size_t)n, sizeof *vs);
-    int *counts = calloc((size_t)n, sizeof *counts);
-    tma_status_t pst = plot ? TMA_ERR_NOMEM : TMA_OK;
-    if (plot && labels && ts && vs && counts) {
-        for (int i = 0; i < n; i++) {
-            labels[i] = rows[i].label;
-            ts[i] = rows[i].times;
-            vs[i] = rows[i].vals;
-            counts[i] = rows[i].n;
-        }
-        pst = tma_job_run_plot_svg(plot, "validation MRR against training time", n, labels, ts, vs, counts);
-    }
+    report_runs(rows, n, as_json, all, out);
+    report_groups(rows, n, as_json, all, out);
+    tma_status_t pst = report_plot(rows, n, plot);
     if (as_json) {
         cJSON_AddStringToObject(out, "plot", plot && pst == TMA_OK ? plot : "");
         cli_print_json(out);
@@ -296,10 +318,6 @@ int cli_cmd_report(int argc, char **argv)
         printf("\nplot: %s\n", plot);
     }
     cJSON_Delete(out);
-    free(labels);
-    free(ts);
-    free(vs);
-    free(counts);
     for (int i = 0; i < n; i++) {
         free(rows[i].times);
         free(rows[i].vals);

@@ -1,0 +1,68 @@
+/*
+ * tmag_int.h: the .tmag file's on-disk layout (docs/formats.md), shared by
+ * its reader (tmag.c) and its writers (tmag_write.c).
+ */
+#ifndef TMA_GRAPH_TMAG_INT_H
+#define TMA_GRAPH_TMAG_INT_H
+
+#include <stdint.h>
+
+#define TMAG_MAGIC "TMAGRAPH"
+#define TMAG_HEADER_BYTES 4096u
+#define TMAG_ALIGN 4096u
+#define TMAG_MAX_SECTIONS 16
+
+/* Header flags. */
+#define TMAG_FLAG_LABELS 1u      /* the labels section is present */
+#define TMAG_FLAG_GIVEN_SPLIT 2u /* the split came with the dataset: negatives as given */
+
+
+#define TMAG_MAX_NAMES_BYTES (64u << 20)
+
+typedef struct tmag_section {
+    uint32_t id;
+    uint32_t elem_size;
+    uint64_t offset;
+    uint64_t count;
+    uint32_t crc;
+    uint32_t reserved;
+} tmag_section_t;
+
+/* The on-disk header (little-endian, packed by construction: all fields are
+ * naturally aligned).  Its size is fixed by TMAG_HEADER_BYTES; the last four
+ * bytes of that block hold the CRC32C of the bytes before them. */
+typedef struct tmag_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_bytes;
+    uint32_t kind;
+    uint32_t flags;
+    uint64_t num_nodes;
+    uint64_t num_edges;
+    uint64_t num_train_edges;
+    uint64_t num_val;
+    uint64_t num_test;
+    uint32_t feature_dim;
+    uint32_t num_negatives;
+    uint32_t num_classes;
+    uint32_t shard_index;
+    uint32_t num_shards;
+    uint32_t num_sections;
+    uint64_t split_seed;
+    uint64_t graph_id;
+    uint64_t file_bytes; /* the whole file's size: a shorter file is truncated */
+    uint32_t num_node_types; /* version 2 (0 in version 1) */
+    uint32_t num_relations;  /* version 2: base relations (0 in version 1) */
+    uint64_t reserved[6];
+    tmag_section_t sections[TMAG_MAX_SECTIONS];
+} tmag_header_t;
+
+_Static_assert(sizeof(tmag_section_t) == 32, "section entry layout");
+_Static_assert(sizeof(tmag_header_t) + 4 <= TMAG_HEADER_BYTES, "header fits its block");
+
+/* CRC of a large array in parallel chunks of 16 MiB, combined by hashing the
+ * chunk CRCs in order (the same bytes give the same value at any thread
+ * count); the streaming writer computes the same chunk by chunk. */
+uint32_t graph_section_crc(const void *data, uint64_t bytes);
+
+#endif
