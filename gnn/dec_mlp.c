@@ -35,6 +35,34 @@ static tma_status_t mlp_forward(const tma_gnn_config_t *cfg, const gnn_params_t 
     return st;
 }
 
+/* Layer by layer from the logits back to E[0] = R[hi] ⊙ R[ti] (dE ping-pongs
+ * between gd[0] and gd[1]), then into R's rows. */
+static tma_status_t mlp_backward(const tma_gnn_config_t *cfg, const gnn_params_t *P, gnn_params_t *G,
+                                 const tensor_t *R, const tensor_t *hi, const tensor_t *ti, const tensor_t *rel,
+                                 const tensor_t *E, const tensor_t *D, tensor_t *gd, tensor_t *dlogits, tensor_t *dZ)
+{
+    (void)rel;
+    const int64_t np = hi->rows;
+    tensor_t dD = tma_gnn_tensor_shape(dlogits, np, 1), dE = dD;
+    tma_status_t st = TMA_OK;
+    for (int k = cfg->decoder_layers - 1; k >= 0 && st == TMA_OK; k--) {
+        const gnn_dec_params_t *w = &P->dec[k];
+        gnn_dec_params_t *gw = &G->dec[k];
+        tensor_t Ek = tma_gnn_tensor_shape(&E[k], np, w->W.rows);
+        dE = tma_gnn_tensor_shape(&gd[k & 1], np, w->W.rows);
+        st = tma_gnn_op_matmul(&Ek, 1, &dD, 0, 1.0f, 0.0f, &gw->W);
+        st = st ? st : tma_gnn_op_colsum(&dD, &gw->b);
+        st = st ? st : tma_gnn_op_matmul(&dD, 0, &w->W, 1, 1.0f, 0.0f, &dE);
+        if (st == TMA_OK && k > 0) {
+            /* Through the PReLU after layer k-1, in place. */
+            tensor_t Dk1 = tma_gnn_tensor_shape(&D[k - 1], np, w->W.rows);
+            st = tma_gnn_op_prelu_bwd(&dE, &Dk1, &P->dec[k - 1].prelu, &dE, &G->dec[k - 1].prelu);
+            dD = dE;
+        }
+    }
+    return st ? st : tma_gnn_op_pair_mul_bwd(&dE, R, hi, ti, dZ);
+}
+
 const gnn_decoder_desc_t gnn_decoder_mlp = {
-    .name = "mlp", .params = mlp_params, .forward = mlp_forward,
+    .name = "mlp", .params = mlp_params, .forward = mlp_forward, .backward = mlp_backward,
 };

@@ -58,13 +58,66 @@ static tma_status_t sage_combine(const gnn_enc_params_t *e, const tma_gnn_block_
     return aggregate_combine(e, &e->W_neigh, &e->W_self, blk, src, self0, T, A, Z);
 }
 
+/* W is the aggregate's weight (its gradient gW), Ws the self weight or NULL. */
+static tma_status_t aggregate_backward(const tensor_t *W, tensor_t *gW, const tensor_t *Ws, tensor_t *gWs,
+                                       const gnn_layer_bwd_t *b, const tensor_t *dZ)
+{
+    const int64_t H = dZ->cols;
+    tma_status_t st;
+    if (b->concat) {
+        /* [dW_self; dW_neigh] = [X_dst | A]^T dZ (the forward's product);
+         * layer 0: no input gradient for features */
+        tensor_t XA = tma_gnn_tensor_shape(b->A, b->n_dst, 2 * b->d_in);
+        tensor_t dW = tma_gnn_tensor_view(gWs, 0, 2 * b->d_in, H);
+        return tma_gnn_op_matmul(&XA, 1, dZ, 0, 1.0f, 0.0f, &dW);
+    }
+    if (b->project_first) {
+        /* dT = A^T dZ, dW = X^T dT, dX = dT W^T */
+        tensor_t dT = tma_gnn_tensor_shape(b->g_src, b->n_src, H);
+        st = tma_gnn_op_spmm_t(b->blk, dZ, &dT);
+        st = st ? st : gnn_src_matmul_grad(b->src, 0, &dT, gW);
+        if (st == TMA_OK && b->dH)
+            st = tma_gnn_op_matmul(&dT, 0, W, 1, 1.0f, 0.0f, b->dH);
+    } else {
+        tensor_t A = tma_gnn_tensor_shape(b->A, b->n_dst, b->d_in);
+        st = tma_gnn_op_matmul(&A, 1, dZ, 0, 1.0f, 0.0f, gW);
+        if (st == TMA_OK && b->dH) {
+            tensor_t dA = tma_gnn_tensor_shape(b->g_a, b->n_dst, b->d_in);
+            st = tma_gnn_op_matmul(dZ, 0, W, 1, 1.0f, 0.0f, &dA);
+            st = st ? st : tma_gnn_op_spmm_t(b->blk, &dA, b->dH);
+        }
+    }
+    if (st == TMA_OK && Ws) {
+        st = gnn_src_matmul_grad(b->src, 0, dZ, gWs);
+        if (st == TMA_OK && b->dH) {
+            tensor_t dHself = tma_gnn_tensor_view(b->dH, 0, b->n_dst, b->dH->cols);
+            st = tma_gnn_op_matmul(dZ, 0, Ws, 1, 1.0f, 1.0f, &dHself);
+        }
+    }
+    return st;
+}
+
+static tma_status_t gcn_backward(const gnn_enc_params_t *e, gnn_enc_params_t *g, const gnn_layer_bwd_t *b,
+                                 const tensor_t *dZ)
+{
+    return aggregate_backward(&e->W, &g->W, NULL, NULL, b, dZ);
+}
+
+static tma_status_t sage_backward(const gnn_enc_params_t *e, gnn_enc_params_t *g, const gnn_layer_bwd_t *b,
+                                  const tensor_t *dZ)
+{
+    return aggregate_backward(&e->W_neigh, &g->W_neigh, &e->W_self, &g->W_self, b, dZ);
+}
+
 const gnn_encoder_desc_t gnn_encoder_gcn = {
     .name = "gcn", .neighbours = 1, .whole_graph = 1, .self_loops = 1, .norm = TMA_GRAPH_NORM_GCN,
-    .params = gcn_params, .combine = gcn_combine, .agg_weight = offsetof(gnn_enc_params_t, W),
+    .params = gcn_params, .combine = gcn_combine, .backward = gcn_backward,
+    .agg_weight = offsetof(gnn_enc_params_t, W),
 };
 
 const gnn_encoder_desc_t gnn_encoder_sage = {
     .name = "sage", .neighbours = 1, .whole_graph = 1, .concat_self = 1, .norm = TMA_GRAPH_NORM_MEAN,
-    .params = sage_params, .combine = sage_combine, .agg_weight = offsetof(gnn_enc_params_t, W_neigh),
+    .params = sage_params, .combine = sage_combine, .backward = sage_backward,
+    .agg_weight = offsetof(gnn_enc_params_t, W_neigh),
     .self_term = 1,
 };

@@ -21,7 +21,16 @@ static tma_status_t mlp_combine(const gnn_enc_params_t *e, const tma_gnn_block_t
     return st ? st : tma_gnn_op_add_bias(Z, &e->b);
 }
 
+static tma_status_t mlp_backward(const gnn_enc_params_t *e, gnn_enc_params_t *g, const gnn_layer_bwd_t *b,
+                                 const tensor_t *dZ)
+{
+    tma_status_t st = gnn_src_matmul_grad(b->src, 0, dZ, &g->W);
+    if (st == TMA_OK && b->dH)
+        st = tma_gnn_op_matmul(dZ, 0, &e->W, 1, 1.0f, 0.0f, b->dH);
+    return st;
+}
+
 const gnn_encoder_desc_t gnn_encoder_mlp = {
     .name = "mlp", .norm = TMA_GRAPH_NORM_MEAN, .params = mlp_params, .combine = mlp_combine,
-    .agg_weight = offsetof(gnn_enc_params_t, W),
+    .backward = mlp_backward, .agg_weight = offsetof(gnn_enc_params_t, W),
 };

@@ -94,6 +94,26 @@ tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t
 tma_status_t gnn_src_matmul(const gnn_src_t *src, int64_t r0, const tensor_t *W, float beta, tensor_t *T);
 /* A = the block's weighted sum of src rows */
 tma_status_t gnn_src_aggregate(const gnn_src_t *src, const tma_gnn_block_t *blk, tensor_t *A);
+/* G = src[r0 : r0 + dY->rows]^T dY: a weight's gradient from its product's */
+tma_status_t gnn_src_matmul_grad(const gnn_src_t *src, int64_t r0, const tensor_t *dY, tensor_t *G);
+
+/*
+ * Layer l's backward as the trainer hands it to the encoder's hook: how the
+ * forward ran the layer, what it kept, and scratch.  The buffers T, A, rel,
+ * g_T, g_src and g_a are the trainer's, unshaped: the hook shapes what its
+ * kind uses (as its forward did).
+ */
+typedef struct gnn_layer_bwd {
+    const tma_gnn_config_t *cfg;
+    int64_t n_dst, n_src, d_in;
+    const gnn_src_t *src;        /* the layer's input rows, as the forward read them */
+    const tma_gnn_block_t *blk;  /* NULL for the MLP */
+    int project_first;           /* the forward projected (T) before aggregating */
+    int concat;                  /* the forward's one product over [X_dst | A] (SAGE, layer 0) */
+    const tensor_t *T, *A, *rel; /* the projection, the aggregate, the block's relation ids */
+    tensor_t *g_T, *g_src, *g_a; /* scratch */
+    tensor_t *dH;                /* the input's gradient (n_src rows); NULL when the input is features */
+} gnn_layer_bwd_t;
 
 /* ------------------------------------------------------------------ model kinds (model_kinds.c, enc_*.c, dec_*.c) */
 
@@ -124,6 +144,10 @@ typedef struct gnn_encoder_desc {
      * X_dst W_self beside it. */
     size_t agg_weight;
     int self_term;
+    /* From dZ, the gradient of the layer's pre-activation output (the bias's
+     * gradient is the caller's): the weights' gradients into g, and b->dH. */
+    tma_status_t (*backward)(const gnn_enc_params_t *e, gnn_enc_params_t *g, const gnn_layer_bwd_t *b,
+                             const tensor_t *dZ);
 } gnn_encoder_desc_t;
 
 /* One decoder kind. */
@@ -134,6 +158,12 @@ typedef struct gnn_decoder_desc {
     tma_status_t (*params)(gnn_walk_t *w, const tma_gnn_config_t *cfg, int64_t in, gnn_params_t *p);
     tma_status_t (*forward)(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
                             const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E, tensor_t *D);
+    /* From dlogits (pairs x 1), with forward's E and D buffers (unshaped)
+     * and two scratch buffers gd[2]: the decoder's gradients into G and dZ,
+     * the gradient of R's rows. */
+    tma_status_t (*backward)(const tma_gnn_config_t *cfg, const gnn_params_t *P, gnn_params_t *G,
+                             const tensor_t *R, const tensor_t *hi, const tensor_t *ti, const tensor_t *rel,
+                             const tensor_t *E, const tensor_t *D, tensor_t *gd, tensor_t *dlogits, tensor_t *dZ);
 } gnn_decoder_desc_t;
 
 extern const gnn_encoder_desc_t gnn_encoder_gcn, gnn_encoder_sage, gnn_encoder_mlp, gnn_encoder_rgcn;

@@ -114,6 +114,16 @@ tma_status_t gnn_src_aggregate(const gnn_src_t *src, const tma_gnn_block_t *blk,
     return tma_gnn_op_spmm(blk, src->H, A);
 }
 
+tma_status_t gnn_src_matmul_grad(const gnn_src_t *src, int64_t r0, const tensor_t *dY, tensor_t *G)
+{
+    if (src->feat) {
+        tensor_t ids = tma_gnn_tensor_view(src->ids, r0, dY->rows, 1);
+        return tma_gnn_op_feat_matmul_grad(src->feat, &ids, dY, G);
+    }
+    tensor_t h = tma_gnn_tensor_view(src->H, r0 * src->H->cols, dY->rows, src->H->cols);
+    return tma_gnn_op_matmul(&h, 1, dY, 0, 1.0f, 0.0f, G);
+}
+
 tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, const gnn_src_t *src,
                                int64_t n, tensor_t *T)
 {

@@ -791,122 +791,40 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
     const gnn_slot_t *s = &tr->slots[tr->last_slot];
     const tma_gnn_config_t *cfg = &tr->cfg;
     const int64_t H = cfg->hidden, Fd = cfg->feature_dim, P = 2 * (int64_t)tr->B;
-    tma_status_t st = TMA_OK;
 
-    /* Decoder: dD is the gradient of layer k's output, dE of its input. */
-    tensor_t dD = tma_gnn_tensor_shape(&tr->dlogits, P, 1), dE;
-    for (int k = tr->K - 1; k >= 0 && st == TMA_OK && !tr->distmult; k--) {
-        const gnn_dec_params_t *w = &tr->P.dec[k];
-        gnn_dec_params_t *gw = &tr->G.dec[k];
-        tensor_t Ek = tma_gnn_tensor_shape(&tr->E[k], P, w->W.rows);
-        dE = tma_gnn_tensor_shape(&tr->g_dec[k & 1], P, w->W.rows);
-        st = tma_gnn_op_matmul(&Ek, 1, &dD, 0, 1.0f, 0.0f, &gw->W);
-        st = st ? st : tma_gnn_op_colsum(&dD, &gw->b);
-        st = st ? st : tma_gnn_op_matmul(&dD, 0, &w->W, 1, 1.0f, 0.0f, &dE);
-        if (st == TMA_OK && k > 0) {
-            /* Through the PReLU after layer k-1, in place. */
-            tensor_t Dk1 = tma_gnn_tensor_shape(&tr->D[k - 1], P, w->W.rows);
-            st = tma_gnn_op_prelu_bwd(&dE, &Dk1, &tr->P.dec[k - 1].prelu, &dE, &tr->G.dec[k - 1].prelu);
-            dD = dE;
-        }
-    }
-    if (st != TMA_OK)
-        return st;
-
-    /* Into the embeddings of the seeds. */
+    /* The decoder, into the embeddings of the seeds. */
     const int64_t n_seeds = tr->sample.num_seeds;
     tensor_t R = tma_gnn_tensor_shape(&tr->lb[tr->L - 1].Z, n_seeds, H);
     tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1);
+    tensor_t prel = tma_gnn_tensor_shape(&tr->prel, tr->distmult ? P : 0, 1);
     tensor_t dZ = tma_gnn_tensor_shape(&tr->g_dst, n_seeds, H);
-    if (tr->distmult) {
-        tensor_t rel = tma_gnn_tensor_shape(&tr->prel, P, 1);
-        st = tma_gnn_op_distmult_bwd(&dD, &R, &hi, &ti, &rel, &tr->P.rel_diag, &dZ, &tr->G.rel_diag);
-    } else {
-        st = tma_gnn_op_pair_mul_bwd(&dE, &R, &hi, &ti, &dZ);
-    }
+    tma_status_t st = gnn_decoder_of(cfg)->backward(cfg, &tr->P, &tr->G, &R, &hi, &ti, &prel, tr->E, tr->D,
+                                                    tr->g_dec, &tr->dlogits, &dZ);
 
     tensor_t all_ids = tma_gnn_tensor_shape(&tr->nodes, tr->sample.num_nodes, 1);
     for (int l = tr->L - 1; l >= 0 && st == TMA_OK; l--) {
         int64_t n_dst, n_src;
         layer_rows(tr, l, &n_dst, &n_src);
-        const int64_t d_in = l == 0 ? Fd : H;
-        const gnn_enc_params_t *w = &tr->P.enc[l];
-        gnn_enc_params_t *gw = &tr->G.enc[l];
-        const tma_gnn_block_t *blk = tr->mlp ? NULL : &tr->blk[l];
-        const int pf = gnn_layer_project_first(cfg, l, &s->fi);
-        tensor_t ids_src = tma_gnn_tensor_view(&all_ids, 0, n_src, 1);
-        tensor_t ids_dst = tma_gnn_tensor_view(&all_ids, 0, n_dst, 1);
-        tensor_t Hin; /* the layer's input rows (l > 0, or the projection's output) */
-        const int dense_in = l > 0 || tr->proj;
-        if (l > 0)
-            Hin = tma_gnn_tensor_shape(&tr->lb[l - 1].H, n_src, H);
-        else if (tr->proj)
-            Hin = tma_gnn_tensor_shape(&tr->X0, n_src, H);
-        tensor_t dH = l == 0 && tr->proj ? tma_gnn_tensor_shape(&tr->dX0, n_src, H)
-                                         : tma_gnn_tensor_shape(&tr->g_src, l > 0 ? n_src : 0, H);
-
-        st = tma_gnn_op_colsum(&dZ, &gw->b);
-        if (st != TMA_OK)
-            break;
-        if (tr->rgcn) {
-            /* dT and dcoef from the aggregation (scattered: no transpose),
-             * then dV = X^T dT, dW_self = X_dst^T dZ, dH = dT V^T + dZ W_self^T. */
-            const int64_t BH = (int64_t)cfg->bases * H;
-            tensor_t T = tma_gnn_tensor_shape(&tr->lb[l].T, n_src, BH);
-            tensor_t dT = tma_gnn_tensor_shape(&tr->g_T, n_src, BH);
-            tensor_t rel = tma_gnn_tensor_shape(&tr->rel[l], blk->num_edges, 1);
-            st = tma_gnn_op_rgcn_aggregate_bwd(blk, &rel, NULL, &dZ, &T, &w->coef, &dT, &gw->coef);
-            if (st == TMA_OK && !dense_in) {
-                st = tma_gnn_op_feat_matmul_grad(s->feat, &ids_src, &dT, &gw->V);
-                st = st ? st : tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W_self);
-            } else if (st == TMA_OK) {
-                tensor_t Hself = tma_gnn_tensor_view(&Hin, 0, n_dst, H);
-                tensor_t dHself = tma_gnn_tensor_view(&dH, 0, n_dst, H);
-                st = tma_gnn_op_matmul(&Hin, 1, &dT, 0, 1.0f, 0.0f, &gw->V);
-                st = st ? st : tma_gnn_op_matmul(&Hself, 1, &dZ, 0, 1.0f, 0.0f, &gw->W_self);
-                st = st ? st : tma_gnn_op_matmul(&dT, 0, &w->V, 1, 1.0f, 0.0f, &dH);
-                st = st ? st : tma_gnn_op_matmul(&dZ, 0, &w->W_self, 1, 1.0f, 1.0f, &dHself);
-            }
-        } else if (tr->mlp) {
-            st = l == 0 ? tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W)
-                        : tma_gnn_op_matmul(&Hin, 1, &dZ, 0, 1.0f, 0.0f, &gw->W);
-            if (st == TMA_OK && l > 0)
-                st = tma_gnn_op_matmul(&dZ, 0, &w->W, 1, 1.0f, 0.0f, &dH);
+        /* The layer's input rows, as forward read them. */
+        tensor_t Hin, dH;
+        gnn_src_t src = {0};
+        if (l == 0 && !tr->proj) {
+            src.feat = s->feat;
+            src.ids = &all_ids;
         } else {
-            const int sage = tr->enc->self_term; /* a self term beside the aggregate */
-            const tensor_t *Wagg = gnn_enc_agg_weight(tr->enc, w);
-            tensor_t *gWagg = gnn_enc_agg_grad(tr->enc, gw);
-            if (l == 0 && !pf && !s->fi.sparse && sage_concat(tr)) {
-                /* [dW_self; dW_neigh] = [X_dst | A]^T dZ (the forward's product) */
-                tensor_t XA = tma_gnn_tensor_shape(&tr->lb[0].A, n_dst, 2 * d_in);
-                tensor_t dW = tma_gnn_tensor_view(&gw->W_self, 0, 2 * d_in, H);
-                st = tma_gnn_op_matmul(&XA, 1, &dZ, 0, 1.0f, 0.0f, &dW);
-                break; /* layer 0, the last: no input gradient for features */
-            } else if (pf) {
-                /* Only layer 0: dT = A^T dZ, then dW = X^T dT. */
-                tensor_t dT = tma_gnn_tensor_shape(&tr->g_src, n_src, H);
-                st = tma_gnn_op_spmm_t(blk, &dZ, &dT);
-                st = st ? st : tma_gnn_op_feat_matmul_grad(s->feat, &ids_src, &dT, gWagg);
-            } else {
-                tensor_t A = tma_gnn_tensor_shape(&tr->lb[l].A, n_dst, d_in);
-                st = tma_gnn_op_matmul(&A, 1, &dZ, 0, 1.0f, 0.0f, gWagg);
-                if (st == TMA_OK && l > 0) {
-                    tensor_t dA = tma_gnn_tensor_shape(&tr->g_a, n_dst, H);
-                    st = tma_gnn_op_matmul(&dZ, 0, Wagg, 1, 1.0f, 0.0f, &dA);
-                    st = st ? st : tma_gnn_op_spmm_t(blk, &dA, &dH);
-                }
-            }
-            if (st == TMA_OK && sage) {
-                if (l == 0) {
-                    st = tma_gnn_op_feat_matmul_grad(s->feat, &ids_dst, &dZ, &gw->W_self);
-                } else {
-                    tensor_t Hself = tma_gnn_tensor_view(&Hin, 0, n_dst, H);
-                    tensor_t dHself = tma_gnn_tensor_view(&dH, 0, n_dst, H);
-                    st = tma_gnn_op_matmul(&Hself, 1, &dZ, 0, 1.0f, 0.0f, &gw->W_self);
-                    st = st ? st : tma_gnn_op_matmul(&dZ, 0, &w->W_self, 1, 1.0f, 1.0f, &dHself);
-                }
-            }
+            Hin = tma_gnn_tensor_shape(l > 0 ? &tr->lb[l - 1].H : &tr->X0, n_src, H);
+            dH = tma_gnn_tensor_shape(l > 0 ? &tr->g_src : &tr->dX0, n_src, H);
+            src.H = &Hin;
         }
+        const int pf = gnn_layer_project_first(cfg, l, &s->fi);
+        const gnn_layer_bwd_t b = {
+            .cfg = cfg, .n_dst = n_dst, .n_src = n_src, .d_in = l == 0 ? Fd : H, .src = &src,
+            .blk = tr->mlp ? NULL : &tr->blk[l], .project_first = pf,
+            .concat = l == 0 && !pf && !s->fi.sparse && sage_concat(tr), .T = &tr->lb[l].T, .A = &tr->lb[l].A,
+            .rel = &tr->rel[l], .g_T = &tr->g_T, .g_src = &tr->g_src, .g_a = &tr->g_a, .dH = src.H ? &dH : NULL,
+        };
+        st = tma_gnn_op_colsum(&dZ, &tr->G.enc[l].b);
+        st = st ? st : tr->enc->backward(&tr->P.enc[l], &tr->G.enc[l], &b, &dZ);
         if (st == TMA_OK && l == 0 && tr->proj) {
             tensor_t order, tids, dS = tma_gnn_tensor_shape(&tr->S, n_src, H);
             gnn_type_proj_t tp = type_proj(tr, n_src, &order, &tids);
