@@ -6,7 +6,9 @@ CLEANFILES += bench/bench_kv
 bench: bench/bench_kv
 EXTRA_DIST += bench/bench_kv.sh
 
-# The size of TensorBoard event files per 1,000 rounds (docs/benchmarks.md).
-noinst_PROGRAMS += bench/bench_tfevents
+# The size of TensorBoard event files per 1,000 rounds (docs/benchmarks.md); `make bench`.
+EXTRA_PROGRAMS += bench/bench_tfevents
 bench_bench_tfevents_SOURCES = bench/bench_tfevents.c
 bench_bench_tfevents_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+CLEANFILES += bench/bench_tfevents
+bench: bench/bench_tfevents

@@ -159,3 +159,28 @@ tma_clang() {
   "${CLANG:-clang}" -g -O1 $san -include "$TMA_BUILDDIR/config.h" -D_GNU_SOURCE -I"$TMA_BUILDDIR" $inc \
     $(pkg-config --cflags libcjson) "$@"
 }
+
+#   tma_fuzz NAME EXE SEEDS [LIBFUZZER ARGS...]
+# runs the libFuzzer target EXE (built with `tma_clang fuzz`) for
+# TMA_FUZZ_SECONDS (default 20) from the seed corpus SEEDS (a folder that
+# must not be empty; it is never written: new inputs go to a temporary
+# corpus).  A crash, leak, timeout or failed invariant fails the test with
+# the log's tail and keeps the input as $TMA_BUILDDIR/tests/fuzz-NAME-*;
+# fewer than 1,000 inputs run also fails.
+tma_fuzz() {
+  local name=$1 exe=$2 seeds=$3 rc runs
+  shift 3
+  [ -n "$(ls -A "$seeds" 2>/dev/null)" ] || fail "the seed corpus $seeds is empty"
+  mkdir -p "$TMP_ROOT/corpus-$name" "$TMA_BUILDDIR/tests"
+  (cd "$TMP_ROOT" && TMPDIR=$TMP_ROOT "$exe" -max_total_time="${TMA_FUZZ_SECONDS:-20}" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$TMA_BUILDDIR/tests/fuzz-$name-" \
+    "$@" "$TMP_ROOT/corpus-$name" "$seeds") > "$TMP_ROOT/fuzz-$name.log" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    tail -n 60 "$TMP_ROOT/fuzz-$name.log" >&2
+    fail "the fuzz target $name failed (exit $rc); the input is kept in $TMA_BUILDDIR/tests/fuzz-$name-*"
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$TMP_ROOT/fuzz-$name.log")
+  [ "${runs:-0}" -gt 1000 ] || { tail -n 20 "$TMP_ROOT/fuzz-$name.log" >&2; fail "the fuzzer $name ran only ${runs:-0} inputs"; }
+  echo "fuzz $name: $runs inputs in ${TMA_FUZZ_SECONDS:-20} s, no failure"
+}

@@ -27,8 +27,10 @@ include tests/cli/local.mk
 include tests/slurm/local.mk
 
 # `make check-unit`: the C unit tests alone (every test that is a C program,
-# none of the .sh/.py role, fault and CLI tests).
+# none of the .sh/.py role, fault and CLI tests), four at a time unless make
+# was given its own -j (most of their time is waiting on etcd and sockets).
 check-unit:
 	@unit=`for t in $(TESTS); do case $$t in *.sh|*.py) ;; *) echo $$t ;; esac; done | sort -u`; \
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="`echo $$unit`"
+	case "$(MAKEFLAGS)" in *-j*|*jobserver*) jobs= ;; *) jobs=-j4 ;; esac; \
+	$(MAKE) $(AM_MAKEFLAGS) $$jobs check TESTS="`echo $$unit`"
 .PHONY: check-unit

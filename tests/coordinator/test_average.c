@@ -76,14 +76,15 @@ static void test_order_independent(void)
 static void test_checkpoint_names(void)
 {
     char *p = coord_checkpoint_path("/run", 42, 7);
-    CHECK(p && strcmp(p, "/run/checkpoint-r000042-e7.tmaw") == 0);
+    ASSERT_STR_EQ(p, "/run/checkpoint-r000042-e7.tmaw");
     int64_t r = -1;
     uint64_t e = 0;
     ASSERT_EQ(coord_checkpoint_parse("checkpoint-r000042-e7.tmaw", &r, &e), 0);
     ASSERT_EQ(r, 42);
     ASSERT_EQ(e, 7);
-    CHECK(coord_checkpoint_parse("checkpoint-r1234567-e123456789.tmaw", &r, &e) == 0 && r == 1234567 &&
-          e == 123456789);
+    ASSERT_EQ(coord_checkpoint_parse("checkpoint-r1234567-e123456789.tmaw", &r, &e), 0);
+    ASSERT_EQ(r, 1234567);
+    ASSERT_EQ(e, 123456789);
     static const char *const bad[] = {"checkpoint.tmaw", "checkpoint-r1-e2.tmaw.tmp", "checkpoint-r-1-e2.tmaw",
                                       "checkpoint-r1.tmaw", "best.tmaw", "checkpoint-rx-e2.tmaw", ""};
     for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++)

@@ -75,13 +75,17 @@ static void test_policies(void)
     ASSERT_EQ(c.owner[4], 12);
     /* No orphans: a joiner takes one shard from a member that owns several. */
     n = tma_policy_joined(&c, 13, 0, TMA_POLICY_CONTINUE, mv);
-    CHECK(n == 1 && mv[0].to == 13 && (mv[0].from == 1 || mv[0].from == 9));
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(mv[0].to, 13);
+    CHECK_MSG(mv[0].from == 1 || mv[0].from == 9, "the shard came from member %lld", (long long)mv[0].from);
     /* A backup without orphans stays idle. */
     n = tma_policy_joined(&c, 14, 1, TMA_POLICY_REASSIGN, mv);
     ASSERT_EQ(n, 0);
     /* Every shard has exactly one owner, and no owner is a lost member. */
-    for (int k = 0; k < 6; k++)
-        CHECK(c.owner[k] >= 0 && c.owner[k] != 4);
+    for (int k = 0; k < 6; k++) {
+        ASSERT_GE(c.owner[k], 0);
+        ASSERT_NE(c.owner[k], 4);
+    }
     tma_shard_map_free(&map);
     tma_shard_map_free(&m2);
     tma_shard_map_free(&c);
@@ -91,13 +95,17 @@ static void test_inject(void)
 {
     tma_inject_t inj;
     CHECK_OK(tma_inject_parse("crash=send@3,delay_step=0.01,drop=weights@2,stall_keepalive=4.5@6", &inj));
-    CHECK(inj.active && inj.crash_round == 3 && strcmp(inj.crash_point, "send") == 0);
+    CHECK(inj.active);
+    ASSERT_EQ(inj.crash_round, 3);
+    ASSERT_STR_EQ(inj.crash_point, "send");
     ASSERT_EQ(inj.delay_step, 0.01);
     ASSERT_EQ(inj.drop_round, 2);
     ASSERT_EQ(inj.stall_round, 6);
     ASSERT_EQ(inj.stall_seconds, 4.5);
     CHECK_OK(tma_inject_parse("crash=stop@*", &inj));
-    CHECK(inj.active && inj.crash_round == TMA_INJECT_ANY_ROUND && strcmp(inj.crash_point, "stop") == 0);
+    CHECK(inj.active);
+    ASSERT_EQ(inj.crash_round, TMA_INJECT_ANY_ROUND);
+    ASSERT_STR_EQ(inj.crash_point, "stop");
     /* Armed for another point: nothing happens at this one, in any round. */
     tma_inject_point(&inj, "send", 3);
     tma_inject_point(&inj, "send", TMA_INJECT_ANY_ROUND);
@@ -109,7 +117,8 @@ static void test_inject(void)
             _exit(0);
         }
         int status = 0;
-        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        ASSERT_GT(pid, 0);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
         CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "round %lld: status %d", (long long)round,
                   status);
     }
@@ -129,14 +138,15 @@ static void test_inject(void)
                 _exit(3);
             }
             int status = 0;
-            CHECK(pid > 0 && waitpid(pid, &status, WUNTRACED) == pid);
+            ASSERT_GT(pid, 0);
+            ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
             if (crash) {
                 CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: status %d", spec, status);
                 continue;
             }
             CHECK_MSG(WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP, "%s: status %d", spec, status);
             kill(pid, SIGCONT);
-            CHECK(waitpid(pid, &status, 0) == pid);
+            ASSERT_EQ(waitpid(pid, &status, 0), pid);
             CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 3, "%s: status %d", spec, status);
         }
     }

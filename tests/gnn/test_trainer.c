@@ -76,7 +76,7 @@ static void check_determinism(tma_graph_t *g, tma_gnn_config_t c)
         /* the other one in two halves */
         CHECK_OK(tma_gnn_trainer_compute_grads(b, &lb));
         CHECK_OK(tma_gnn_trainer_apply_grads(b));
-        CHECK(la == lb);
+        ASSERT_EQ(la, lb);
     }
     ASSERT_EQ(tma_gnn_trainer_steps(a), 6);
     ASSERT_EQ(tma_gnn_trainer_steps(b), 6);
@@ -110,7 +110,7 @@ static void check_determinism(tma_graph_t *g, tma_gnn_config_t c)
     float ld, la;
     CHECK_OK(tma_gnn_trainer_compute_grads(d, &ld));
     CHECK_OK(tma_gnn_trainer_compute_grads(a, &la));
-    CHECK(ld != la);
+    ASSERT_NE(ld, la);
     free(pa);
     free(pb);
     tma_gnn_trainer_destroy(a);
@@ -141,7 +141,7 @@ static void check_backends(tma_graph_t *g, tma_gnn_config_t c)
         CHECK_OK(tma_gnn_trainer_apply_grads(ref));
     }
     float *p1 = params_of(cpu), *p2 = params_of(ref);
-    CHECK(max_rel(p1, p2, n) < 1e-4);
+    ASSERT_LT(max_rel(p1, p2, n), 1e-4);
     free(p1);
     free(p2);
     free(g1);
@@ -219,9 +219,13 @@ static void check_graph_sets(void)
         const tma_graph_t *g = both[bv.graph_index];
         for (int64_t p = 0; p < c.batch_size; p++) {
             int64_t u = bv.sample->nodes[bv.head[p]], v = bv.sample->nodes[bv.tail[p]];
-            CHECK(u == bv.seeds[p] && v == bv.seeds[c.batch_size + p] && tma_graph_has_edge(g, u, v));
+            ASSERT_EQ(u, bv.seeds[p]);
+            ASSERT_EQ(v, bv.seeds[c.batch_size + p]);
+            CHECK(tma_graph_has_edge(g, u, v));
             int64_t t = bv.sample->nodes[bv.tail[c.batch_size + p]];
-            CHECK(t != u && t != v && t < g->num_nodes);
+            ASSERT_NE(t, u);
+            ASSERT_NE(t, v);
+            ASSERT_LT(t, g->num_nodes);
         }
     }
     double want = (double)g1->num_train_edges / (double)(g1->num_train_edges + g2->num_train_edges);
@@ -349,11 +353,11 @@ static void check_learning(tma_graph_t *g, tma_gnn_config_t c, int steps, double
     ASSERT_EQ(pthread_join(th, NULL), 0);
     CHECK_OK(job.st);
     CHECK_OK(tma_gnn_evaluator_mrr(ev, p1, TMA_GNN_SPLIT_VAL, &m1));
-    CHECK(m1 == job.mrr);
+    ASSERT_EQ(m1, job.mrr);
     CHECK_OK(tma_gnn_evaluator_mrr(ref, p1, TMA_GNN_SPLIT_VAL, &mr));
     CHECK_NEAR(m1, mr, 1e-9);
     fprintf(stderr, "%s: loss %.3f -> %.3f, validation MRR %.3f -> %.3f\n", name, first, last, m0, m1);
-    CHECK(last < first);
+    ASSERT_LT(last, first);
     CHECK_MSG(m1 > ratio * m0 && m1 > m0 + gain && m1 > floor, "%s did not learn: MRR %.3f -> %.3f", name, m0, m1);
     free(p0);
     free(p1);

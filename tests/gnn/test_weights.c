@@ -67,7 +67,9 @@ int main(void)
     uint64_t round = 0;
     tma_gnn_config_t got;
     CHECK_OK(tma_gnn_weights_read(path, &cfg, &got, &r, &rn, &round));
-    CHECK(rn == n && round == 42 && memcmp(r, w, (size_t)n * 4) == 0);
+    ASSERT_EQ(rn, n);
+    ASSERT_EQ(round, 42);
+    ASSERT_EQ(memcmp(r, w, (size_t)n * 4), 0);
     ASSERT_EQ(got.encoder, cfg.encoder);
     ASSERT_EQ(got.hidden, 20);
     ASSERT_EQ(got.decoder_hidden, 9);

@@ -103,7 +103,9 @@ int main(void)
         for (int64_t v = 0; v < ra->num_nodes; v++)
             max_deg = TMA_MAX(max_deg, tma_graph_degree(ra, v));
         double avg = 2.0 * (double)ra->num_train_edges / (double)ra->num_nodes;
-        CHECK(ra->num_nodes == 4096 && ra->labels == NULL && ra->feature_dim == 8);
+        ASSERT_EQ(ra->num_nodes, 4096);
+        ASSERT_NULL(ra->labels);
+        ASSERT_EQ(ra->feature_dim, 8);
         CHECK_MSG(max_deg > 20 * avg, "max degree %lld, average %.1f", (long long)max_deg, avg);
         ASSERT_LT(ra->num_edges, 40000);
     }

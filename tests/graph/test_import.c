@@ -114,7 +114,8 @@ static void check_dataset(char *src, int64_t nodes, int64_t edges, int32_t fdim,
     /* The default split: 5% each, at most 2000. */
     int64_t want = llround(0.05 * (double)edges);
     want = want > 2000 ? 2000 : want;
-    CHECK(g->num_val == want && g->num_test == want);
+    ASSERT_EQ(g->num_val, want);
+    ASSERT_EQ(g->num_test, want);
     ASSERT_EQ(g->num_train_edges, edges - 2 * want);
     if (homophily > 0)
         CHECK_NEAR(tma_graph_homophily(g), homophily, 0.006);
@@ -154,7 +155,8 @@ int main(int argc, char **argv)
     tma_graph_t *gn = import_as(npz, 0, -1, -1, 50, 3, &rn);
     tma_graph_t *go = import_as(ogb, 0, -1, -1, 50, 3, NULL);
     tma_graph_t *gr = import_as(ogb_raw, 0, -1, -1, 50, 3, NULL);
-    CHECK(strcmp(rt.layout, "edge-list") == 0 && strcmp(rn.layout, "npz") == 0);
+    ASSERT_STR_EQ(rt.layout, "edge-list");
+    ASSERT_STR_EQ(rn.layout, "npz");
     ASSERT_EQ(rt.build.duplicates, 0);
     ASSERT_EQ(rt.build.self_loops, 0);
     /* cora.npz stores 5429 one-directional entries: 151 repeat an edge. */
@@ -164,7 +166,9 @@ int main(int argc, char **argv)
     CHECK(same_structure(gt, gn) && same_features(gt, gn));
     ASSERT_EQ(memcmp(gt->labels, gn->labels, 2708 * 4), 0);
     ASSERT_EQ(tma_graph_content_id(gt), tma_graph_content_id(gn));
-    CHECK(same_structure(gt, go) && same_features(gt, go) && go->labels == NULL);
+    CHECK(same_structure(gt, go));
+    CHECK(same_features(gt, go));
+    ASSERT_NULL(go->labels);
     CHECK(same_structure(go, gr) && same_features(go, gr));
 
     /* Determinism: the same seed gives the same graph on 1 or 2 threads; a
@@ -179,18 +183,23 @@ int main(int argc, char **argv)
     CHECK(!same_structure(g1, g3));
     ASSERT_NE(memcmp(g1->val_edges, g3->val_edges, 16 * 10), 0);
     /* Projected features: 32 dims, not a copy of the input. */
-    CHECK(g1->feature_dim == 32 && !same_features(g1, gt));
+    ASSERT_EQ(g1->feature_dim, 32);
+    CHECK(!same_features(g1, gt));
     tma_graph_destroy(g1);
     tma_graph_destroy(g2);
     tma_graph_destroy(g3);
 
     /* --val/--test as fractions and counts. */
     tma_graph_t *gf = import_as(cora, 0, 0.1, 100, 5, 1, NULL);
-    CHECK(gf->num_val == 528 && gf->num_test == 100 && gf->num_train_edges == 5278 - 628);
+    ASSERT_EQ(gf->num_val, 528);
+    ASSERT_EQ(gf->num_test, 100);
+    ASSERT_EQ(gf->num_train_edges, 5278 - 628);
     check_split(gf);
     tma_graph_destroy(gf);
     tma_graph_t *g0 = import_as(cora, 0, 0, 0, 5, 1, NULL);
-    CHECK(g0->num_val == 0 && g0->num_test == 0 && g0->num_train_edges == 5278);
+    ASSERT_EQ(g0->num_val, 0);
+    ASSERT_EQ(g0->num_test, 0);
+    ASSERT_EQ(g0->num_train_edges, 5278);
     tma_graph_destroy(g0);
 
     /* The small fixtures: one 4-node graph in five layouts and every dtype
@@ -204,8 +213,12 @@ int main(int argc, char **argv)
         sg[i] = import_as(p, 0, 1, 1, 1, 5, NULL);
         free(p);
         CHECK_MSG(sg[i]->num_nodes == 4 && sg[i]->num_edges == 4 && sg[i]->feature_dim == 3, "%s", small[i]);
-        CHECK(sg[i]->num_classes == 2 && sg[i]->labels[1] == 1 && sg[i]->labels[3] == 0);
-        CHECK(sg[i]->features[2 * 3 + 2] == 0.5f && sg[i]->features[1 * 3 + 1] == 2.0f && sg[i]->features[3 * 3 + 1] == 1.0f);
+        ASSERT_EQ(sg[i]->num_classes, 2);
+        ASSERT_EQ(sg[i]->labels[1], 1);
+        ASSERT_EQ(sg[i]->labels[3], 0);
+        ASSERT_EQ(sg[i]->features[2 * 3 + 2], 0.5f);
+        ASSERT_EQ(sg[i]->features[1 * 3 + 1], 2.0f);
+        ASSERT_EQ(sg[i]->features[3 * 3 + 1], 1.0f);
         if (i > 0) {
             CHECK_MSG(same_structure(sg[0], sg[i]) && same_features(sg[0], sg[i]), "%s differs", small[i]);
             ASSERT_EQ(tma_graph_content_id(sg[0]), tma_graph_content_id(sg[i]));
@@ -229,7 +242,8 @@ int main(int argc, char **argv)
         CHECK_OK(tma_file_write_atomic(edges, "0 1\n1 2\n2 3\n3 0\n0 2\n", 20));
         tma_graph_import_report_t r;
         tma_graph_t *g = import_as(dir, 0, 1, 0, 0, 9, &r);
-        CHECK(r.features == TMA_FEAT_DEFAULT && g->feature_dim == TMA_GRAPH_DEFAULT_FEAT_DIM);
+        ASSERT_EQ(r.features, TMA_FEAT_DEFAULT);
+        ASSERT_EQ(g->feature_dim, TMA_GRAPH_DEFAULT_FEAT_DIM);
         int ok = 1;
         for (int64_t i = 0; i < 4 * 64; i++)
             ok &= fabsf(fabsf(g->features[i]) - 0.125f) < 1e-6f;
@@ -253,7 +267,8 @@ int main(int argc, char **argv)
                     len += (size_t)snprintf(buf + len, sizeof buf - len, "%d %d\n", u, v);
         CHECK_OK(tma_file_write_atomic(edges, buf, len));
         tma_graph_t *g = import_as(dir, 0, 3, 3, 40, 2, NULL);
-        CHECK(g->num_edges == 40 && g->num_train_edges == 34);
+        ASSERT_EQ(g->num_edges, 40);
+        ASSERT_EQ(g->num_train_edges, 34);
         int ok = 1;
         for (int64_t i = 0; i < 3; i++)
             for (int64_t j = 0; j < 40; j++)

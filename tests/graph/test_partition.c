@@ -35,8 +35,11 @@ static void check_partition(const tma_graph_t *g, const char *dir, const char *s
 {
     tma_partition_info_t *info;
     CHECK_OK(tma_partition_info_load(dir, &info));
-    CHECK(info->num_shards == S && info->graph_id == g->graph_id && strcmp(info->scheme, scheme) == 0);
-    CHECK(info->nodes == g->num_nodes && info->train_edges == g->num_train_edges);
+    ASSERT_EQ(info->num_shards, S);
+    ASSERT_EQ(info->graph_id, g->graph_id);
+    ASSERT_STR_EQ(info->scheme, scheme);
+    ASSERT_EQ(info->nodes, g->num_nodes);
+    ASSERT_EQ(info->train_edges, g->num_train_edges);
     const int64_t n = g->num_nodes;
     int32_t *owner = malloc((size_t)n * sizeof *owner);
     int64_t *local = malloc((size_t)n * sizeof *local);
@@ -47,10 +50,16 @@ static void check_partition(const tma_graph_t *g, const char *dir, const char *s
     for (int32_t s = 0; s < S; s++) {
         CHECK_OK(tma_graph_open(info->shard_paths[s], 0, &sh[s]));
         tma_graph_t *x = sh[s];
-        CHECK(x->kind == TMA_GRAPH_SHARD && x->shard_index == s && x->num_shards == S);
-        CHECK(x->graph_id == g->graph_id && x->num_val == 0 && x->num_test == 0);
-        CHECK(x->num_nodes == info->shard_nodes[s] && x->num_train_edges == info->shard_edges[s]);
-        CHECK(x->feature_dim == g->feature_dim && (x->labels != NULL) == (g->labels != NULL));
+        ASSERT_EQ(x->kind, TMA_GRAPH_SHARD);
+        ASSERT_EQ(x->shard_index, s);
+        ASSERT_EQ(x->num_shards, S);
+        ASSERT_EQ(x->graph_id, g->graph_id);
+        ASSERT_EQ(x->num_val, 0);
+        ASSERT_EQ(x->num_test, 0);
+        ASSERT_EQ(x->num_nodes, info->shard_nodes[s]);
+        ASSERT_EQ(x->num_train_edges, info->shard_edges[s]);
+        ASSERT_EQ(x->feature_dim, g->feature_dim);
+        ASSERT_EQ((x->labels != NULL), (g->labels != NULL));
         int feat_ok = 1;
         for (int64_t i = 0; i < x->num_nodes; i++) {
             int64_t v = x->global_ids[i];
@@ -176,9 +185,12 @@ int main(void)
     /* Random keeps about 1/S of the edges; supernode more; metis the most.
      * Discrepancy goes the other way (the paper's observation). */
     CHECK_NEAR(rr->edge_ratio, 1.0 / 3, 0.02);
-    CHECK(rm->edge_ratio > rs->edge_ratio && rs->edge_ratio > rr->edge_ratio);
-    CHECK(rm->label_tv > rs->label_tv && rs->label_tv > rr->label_tv);
-    CHECK(rm->feature_mean_dist > rs->feature_mean_dist && rs->feature_mean_dist > rr->feature_mean_dist);
+    ASSERT_GT(rm->edge_ratio, rs->edge_ratio);
+    ASSERT_GT(rs->edge_ratio, rr->edge_ratio);
+    ASSERT_GT(rm->label_tv, rs->label_tv);
+    ASSERT_GT(rs->label_tv, rr->label_tv);
+    ASSERT_GT(rm->feature_mean_dist, rs->feature_mean_dist);
+    ASSERT_GT(rs->feature_mean_dist, rr->feature_mean_dist);
 
     /* Supernode balance: every cluster lies in one shard and the shards'
      * cluster counts differ by at most one. */
@@ -209,7 +221,9 @@ int main(void)
         ASSERT_EQ(split, 0);
         CHECK_MSG(empty == 0 && hi - lo <= 1 && hi == 9, "clusters per shard from %lld to %lld (%lld empty)",
                   (long long)lo, (long long)hi, (long long)empty);
-        CHECK(rs->shard_clusters[0] == 20 && rs->shard_clusters[1] == 20 && rs->shard_clusters[2] == 20);
+        ASSERT_EQ(rs->shard_clusters[0], 20);
+        ASSERT_EQ(rs->shard_clusters[1], 20);
+        ASSERT_EQ(rs->shard_clusters[2], 20);
         free(cl);
         free(part);
     }

@@ -63,7 +63,9 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
 {
     const int L = o->num_layers;
     for (int64_t i = 0; i < nseeds; i++)
-        CHECK(s->seed_local[i] >= 0 && s->seed_local[i] < s->num_seeds && s->nodes[s->seed_local[i]] == seeds[i]);
+        CHECK_MSG(s->seed_local[i] >= 0 && s->seed_local[i] < s->num_seeds && s->nodes[s->seed_local[i]] == seeds[i],
+                  "seed %lld (node %lld) at local row %lld of %lld", (long long)i, (long long)seeds[i],
+                  (long long)s->seed_local[i], (long long)s->num_seeds);
     for (int64_t i = 0; i < s->num_nodes; i++)
         for (int64_t j = i + 1; j < s->num_nodes; j++)
             ASSERT_NE(s->nodes[i], s->nodes[j]);
@@ -97,7 +99,8 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
             }
             for (int32_t e = e0 + self; e < e1; e++) {
                 int32_t j = b->indices[e];
-                CHECK(j >= 0 && j < b->num_src);
+                ASSERT_GE(j, 0);
+                ASSERT_LT(j, b->num_src);
                 int64_t u = s->nodes[j];
                 CHECK(tma_graph_has_edge(g, v, u));
                 CHECK(!excluded(ex, nex, v, u));
@@ -122,8 +125,10 @@ static void check_sample(const tma_graph_t *g, const tma_graph_sampler_opts_t *o
         for (int64_t j = 0; j < b->num_src; j++) {
             for (int32_t q = b->t_indptr[j]; q < b->t_indptr[j + 1]; q++) {
                 int32_t i = b->t_indices[q];
-                CHECK(i >= 0 && i < b->num_dst);
-                CHECK(q == b->t_indptr[j] || b->t_indices[q - 1] <= i);
+                ASSERT_GE(i, 0);
+                ASSERT_LT(i, b->num_dst);
+                CHECK_MSG(q == b->t_indptr[j] || b->t_indices[q - 1] <= i, "row %d of the transpose: %d after %d",
+                          (int)j, (int)i, (int)b->t_indices[q - 1]);
                 int found = 0;
                 for (int32_t e = b->indptr[i]; e < b->indptr[i + 1]; e++)
                     found += b->indices[e] == j && b->weights[e] == b->t_weights[q];
@@ -262,7 +267,8 @@ int main(void)
         check_sample(g, &o, &a.s, seeds, 40, ex, nex);
         /* Same seed, same sample; the sampler's bookkeeping is reset between calls. */
         CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b.s));
-        CHECK(a.s.num_nodes == b.s.num_nodes && memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8) == 0);
+        ASSERT_EQ(a.s.num_nodes, b.s.num_nodes);
+        ASSERT_EQ(memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8), 0);
         for (int l = 0; l < o.num_layers; l++) {
             ASSERT_EQ(a.s.blocks[l].num_edges, b.s.blocks[l].num_edges);
             ASSERT_EQ(memcmp(a.s.blocks[l].indices, b.s.blocks[l].indices,
@@ -345,7 +351,8 @@ int main(void)
         sb.indices = calloc((size_t)ne, 4);
         sb.weights = calloc((size_t)ne, 4);
         CHECK_OK(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 20, 30, &sb));
-        CHECK(sb.num_dst == 10 && sb.num_src == g->num_nodes);
+        ASSERT_EQ(sb.num_dst, 10);
+        ASSERT_EQ(sb.num_src, g->num_nodes);
         ASSERT_EQ(memcmp(sb.indices, fb.indices + fb.indptr[20], sb.num_edges * 4), 0);
         ASSERT_EQ(memcmp(sb.weights, fb.weights + fb.indptr[20], sb.num_edges * 4), 0);
         CHECK_STATUS(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 30, 20, &sb), TMA_ERR_RANGE);

@@ -140,7 +140,7 @@ static void check_streamed(const char *dir, tma_graph_t *g, size_t block)
     CHECK_MSG(nx == ny && memcmp(x, y, nx) == 0, "streamed file (blocks of %zu) differs", block);
     tma_graph_t *r;
     CHECK_OK(tma_graph_open(b, 0, &r)); /* every section checksum verified */
-    CHECK(r->graph_id == g->graph_id);
+    ASSERT_EQ(r->graph_id, g->graph_id);
     tma_graph_destroy(r);
     free(x);
     free(y);
@@ -153,7 +153,7 @@ static void check_streamed(const char *dir, tma_graph_t *g, size_t block)
 static int dir_entries(const char *dir)
 {
     DIR *d = opendir(dir);
-    CHECK(d != NULL);
+    ASSERT_NOT_NULL(d);
     int n = 0;
     for (struct dirent *e; (e = readdir(d));)
         n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
@@ -199,15 +199,20 @@ int main(void)
 
     tma_graph_t *r;
     CHECK_OK(tma_graph_open(path, 0, &r));
-    CHECK(r->num_nodes == g->num_nodes && r->num_train_edges == g->num_train_edges);
-    CHECK(r->num_edges == g->num_edges && r->feature_dim == 3 && r->num_classes == 2);
+    ASSERT_EQ(r->num_nodes, g->num_nodes);
+    ASSERT_EQ(r->num_train_edges, g->num_train_edges);
+    ASSERT_EQ(r->num_edges, g->num_edges);
+    ASSERT_EQ(r->feature_dim, 3);
+    ASSERT_EQ(r->num_classes, 2);
     ASSERT_EQ(memcmp(r->indptr, g->indptr, (g->num_nodes + 1) * 8), 0);
     ASSERT_EQ(memcmp(r->indices, g->indices, 2 * g->num_train_edges * 8), 0);
     ASSERT_EQ(memcmp(r->features, g->features, g->num_nodes * 3 * 4), 0);
     ASSERT_EQ(memcmp(r->labels, g->labels, g->num_nodes * 4), 0);
     ASSERT_EQ(memcmp(r->val_edges, g->val_edges, 4 * 8), 0);
     ASSERT_EQ(memcmp(r->test_neg, g->test_neg, 3 * 8), 0);
-    CHECK(r->graph_id == g->graph_id && r->split_seed == 99 && r->kind == TMA_GRAPH_FULL);
+    ASSERT_EQ(r->graph_id, g->graph_id);
+    ASSERT_EQ(r->split_seed, 99);
+    ASSERT_EQ(r->kind, TMA_GRAPH_FULL);
     CHECK(tma_graph_has_edge(r, 1, 2) && !tma_graph_has_edge(r, 0, 1));
     cJSON *info = tma_graph_info_json(r);
     ASSERT_EQ(cJSON_GetObjectItem(info, "nodes")->valuedouble, 10);
@@ -297,13 +302,16 @@ int main(void)
     g->graph_id = 1234;
     CHECK_OK(tma_graph_write(g, path));
     CHECK_OK(tma_graph_open(path, 0, &r));
-    CHECK(r->kind == TMA_GRAPH_SHARD && r->shard_index == 1 && r->num_shards == 3);
-    CHECK(r->global_ids[3] == 103 && r->graph_id == 1234);
+    ASSERT_EQ(r->kind, TMA_GRAPH_SHARD);
+    ASSERT_EQ(r->shard_index, 1);
+    ASSERT_EQ(r->num_shards, 3);
+    ASSERT_EQ(r->global_ids[3], 103);
+    ASSERT_EQ(r->graph_id, 1234);
     tma_graph_destroy(r);
 
     /* Streaming: the same bytes in any block size, across 16 MiB chunks. */
     char *sdir = tma_path_join(dir, "stream");
-    CHECK(mkdir(sdir, 0755) == 0);
+    ASSERT_EQ(mkdir(sdir, 0755), 0);
     tma_graph_t *small = make_graph();
     for (size_t block = 1; block <= 9; block += 4)
         check_streamed(sdir, small, block);
@@ -318,18 +326,21 @@ int main(void)
     CHECK_OK(tmag_writer_section_begin(w, SEC_INDPTR, 8));
     CHECK_OK(tmag_writer_append(w, ring->indptr, 4096));
     tmag_writer_abort(w);
-    CHECK(access(gone, F_OK) != 0 && dir_entries(sdir) == 0);
+    ASSERT_NE(access(gone, F_OK), 0);
+    ASSERT_EQ(dir_entries(sdir), 0);
     CHECK_OK(tmag_writer_begin(ring, gone, &w));
     CHECK_OK(tmag_writer_section_begin(w, SEC_INDPTR, 8));
-    CHECK(tmag_writer_end(w, NULL) != TMA_OK);
-    CHECK(access(gone, F_OK) != 0 && dir_entries(sdir) == 0);
+    ASSERT_NE(tmag_writer_end(w, NULL), TMA_OK);
+    ASSERT_NE(access(gone, F_OK), 0);
+    ASSERT_EQ(dir_entries(sdir), 0);
     /* A section of a part element fails, and nothing is left. */
     CHECK_OK(tmag_writer_begin(ring, gone, &w));
     CHECK_OK(tmag_writer_section_begin(w, SEC_INDPTR, 8));
     CHECK_OK(tmag_writer_append(w, ring->indptr, 12));
-    CHECK(tmag_writer_section_end(w) != TMA_OK);
-    CHECK(tmag_writer_end(w, NULL) != TMA_OK);
-    CHECK(access(gone, F_OK) != 0 && dir_entries(sdir) == 0);
+    ASSERT_NE(tmag_writer_section_end(w), TMA_OK);
+    ASSERT_NE(tmag_writer_end(w, NULL), TMA_OK);
+    ASSERT_NE(access(gone, F_OK), 0);
+    ASSERT_EQ(dir_entries(sdir), 0);
     free(gone);
     free(sdir);
     tma_graph_destroy(ring);

@@ -55,7 +55,8 @@ static void check_typed_invariants(const tma_graph_t *g)
     const int64_t cnt[2] = {g->num_val, g->num_test};
     for (int s = 0; s < 2; s++)
         for (int64_t i = 0; i < cnt[s]; i++) {
-            CHECK(rv[s][i] >= 0 && rv[s][i] < g->num_relations); /* forward ids */
+            ASSERT_GE(rv[s][i], 0);
+            ASSERT_LT(rv[s][i], g->num_relations); /* forward ids */
             for (int32_t j = 0; j < g->num_negatives; j++)
                 ASSERT_EQ(g->node_type[nv[s][i * g->num_negatives + j]], g->node_type[ev[s][2 * i + 1]]);
         }
@@ -68,7 +69,8 @@ static void test_round_trip(const char *dir)
     ASSERT_EQ(g->num_node_types, 3);
     ASSERT_EQ(g->num_relations, 2);
     ASSERT_EQ(g->type_feat_dim[2], 6);
-    CHECK(g->features[2 * 8 + 7] == 0.0f && g->features[2 * 8 + 5] != 0.0f); /* node 2: type 2, 6 columns */
+    ASSERT_EQ(g->features[2 * 8 + 7], 0.0f);
+    ASSERT_NE(g->features[2 * 8 + 5], 0.0f); /* node 2: type 2, 6 columns */
     char *path = tma_path_join(dir, "typed.tmag");
     CHECK_OK(tma_graph_write(g, path));
     tma_graph_t *r;
@@ -102,7 +104,9 @@ static void test_round_trip(const char *dir)
     b.negatives = 10;
     tma_graph_t *u;
     CHECK_OK(tma_graph_gen_sbm(&uo, &b, &u, NULL));
-    CHECK(!tma_graph_is_typed(u) && u->num_node_types == 1 && u->num_relations == 1);
+    CHECK(!tma_graph_is_typed(u));
+    ASSERT_EQ(u->num_node_types, 1);
+    ASSERT_EQ(u->num_relations, 1);
     char *upath = tma_path_join(dir, "untyped.tmag");
     CHECK_OK(tma_graph_write(u, upath));
     CHECK_OK(tma_file_read_all(upath, &bytes, &len));
@@ -110,7 +114,10 @@ static void test_round_trip(const char *dir)
     ASSERT_EQ(version, 1u);
     tma_graph_t *ur;
     CHECK_OK(tma_graph_open(upath, 0, &ur));
-    CHECK(!tma_graph_is_typed(ur) && ur->num_node_types == 1 && ur->num_relations == 1 && !ur->edge_rel);
+    CHECK(!tma_graph_is_typed(ur));
+    ASSERT_EQ(ur->num_node_types, 1);
+    ASSERT_EQ(ur->num_relations, 1);
+    CHECK(!ur->edge_rel);
     ASSERT_EQ(tma_graph_num_rel_ids(ur), 1);
     tma_graph_destroy(ur);
     /* A version 1 file that claims types is refused (header CRC fixed up). */
@@ -295,7 +302,8 @@ static void test_movielens(void)
         ASSERT_EQ(g->node_type[g->val_edges[2 * i + 1]], 1);
         for (int j = 0; j < 5; j++) {
             int64_t t = g->val_neg[i * 5 + j];
-            CHECK(t >= 6 && !tma_graph_has_edge(g, g->val_edges[2 * i], t));
+            ASSERT_GE(t, 6);
+            CHECK(!tma_graph_has_edge(g, g->val_edges[2 * i], t));
         }
     }
     /* u.data's rating counts (8, 5, 10, 3, 10), training plus evaluation edges. */
@@ -461,7 +469,9 @@ static void test_partition(const char *dir)
         for (int32_t s = 0; s < 3; s++) {
             tma_graph_t *sg;
             CHECK_OK(tma_graph_open(info->shard_paths[s], 0, &sg));
-            CHECK(tma_graph_is_typed(sg) && sg->num_node_types == 3 && sg->num_relations == 2);
+            CHECK(tma_graph_is_typed(sg));
+            ASSERT_EQ(sg->num_node_types, 3);
+            ASSERT_EQ(sg->num_relations, 2);
             ASSERT_EQ(memcmp(sg->type_feat_dim, g->type_feat_dim, 3 * 4), 0);
             for (int64_t i = 0; i < sg->num_nodes; i++) {
                 int64_t v = sg->global_ids[i];

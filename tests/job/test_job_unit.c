@@ -19,7 +19,8 @@ static void test_records(void)
     ASSERT_EQ(m2.lease, ((int64_t)1 << 60));
     ASSERT_EQ(m2.backup, 1);
     ASSERT_EQ(m2.pid, 1234);
-    CHECK(strcmp(m2.name, "w7") == 0 && strcmp(m2.device, "cpu") == 0);
+    ASSERT_STR_EQ(m2.name, "w7");
+    ASSERT_STR_EQ(m2.device, "cpu");
     free(s);
     /* Untrusted values: every malformed one is refused, none crashes. */
     const char *bad[] = {"", "[]", "{", "{\"id\": -1, \"lease\": 5, \"pid\": 1}", "{\"id\": 1.5, \"lease\": 5, \"pid\": 1}",
@@ -70,7 +71,10 @@ static void test_records(void)
     snprintf(st.run_dir, sizeof st.run_dir, "/tmp/run");
     s = tma_job_state_rec_encode(&st);
     CHECK_OK(tma_job_state_rec_decode("k", s, strlen(s), &st2));
-    CHECK(st2.round == 17 && st2.best_round == -1 && st2.train_elapsed == 123.5 && strcmp(st2.phase, "training") == 0);
+    ASSERT_EQ(st2.round, 17);
+    ASSERT_EQ(st2.best_round, -1);
+    ASSERT_EQ(st2.train_elapsed, 123.5);
+    ASSERT_STR_EQ(st2.phase, "training");
     free(s);
 
     int64_t round;
@@ -155,7 +159,7 @@ static void test_keys(void)
         CHECK_MSG(single == (tma_job_key_t)k || folder == (tma_job_key_t)k, "key %d (%s) is not recognised", k, key);
     }
     char *s = tma_job_stop_rec_encode(12, "time");
-    CHECK(s && strcmp(s, "{\"epoch\":12,\"reason\":\"time\"}") == 0);
+    ASSERT_STR_EQ(s, "{\"epoch\":12,\"reason\":\"time\"}");
     free(s);
 }
 
@@ -165,7 +169,11 @@ static void test_variants(void)
     static const char *const names[] = {"randomtma", "supertma", "psgd-pa", "llcg", "ggs"};
     for (int v = 0; v < (int)TMA_ARRAY_LEN(names); v++) {
         const tma_job_variant_desc_t *d = tma_job_variant_desc((tma_job_variant_t)v);
-        CHECK(d && d->variant == (tma_job_variant_t)v && strcmp(d->name, names[v]) == 0);
+        ASSERT_NOT_NULL(d);
+        if (d) {
+            ASSERT_EQ(d->variant, (tma_job_variant_t)v);
+            ASSERT_STR_EQ(d->name, names[v]);
+        }
         tma_job_variant_t back;
         CHECK_OK(tma_job_variant_parse(names[v], &back));
         ASSERT_EQ(back, (tma_job_variant_t)v);
@@ -200,14 +208,19 @@ static void test_jobs(void)
 {
     tma_job_t *job;
     CHECK_OK(parse_text("{\"graph\": \"g.tmag\"}", &job));
-    CHECK(job->variant == TMA_VARIANT_RANDOMTMA && job->workers == 3 && job->shards == 3);
-    CHECK(job->interval_s == 120 && job->train_s == 600 && job->on_failure == TMA_POLICY_CONTINUE);
+    ASSERT_EQ(job->variant, TMA_VARIANT_RANDOMTMA);
+    ASSERT_EQ(job->workers, 3);
+    ASSERT_EQ(job->shards, 3);
+    ASSERT_EQ(job->interval_s, 120);
+    ASSERT_EQ(job->train_s, 600);
+    ASSERT_EQ(job->on_failure, TMA_POLICY_CONTINUE);
     ASSERT_STR_EQ(job->graph, "/data/g.tmag");
     cJSON *back = tma_job_to_json(job);
     tma_job_t *again;
     CHECK_OK(tma_job_parse(back, "again", "/", &again));
-    CHECK(again->workers == job->workers && again->interval_s == job->interval_s &&
-          strcmp(again->graph, job->graph) == 0);
+    ASSERT_EQ(again->workers, job->workers);
+    ASSERT_EQ(again->interval_s, job->interval_s);
+    ASSERT_STR_EQ(again->graph, job->graph);
     cJSON_Delete(back);
     tma_job_destroy(again);
     tma_job_destroy(job);
@@ -216,8 +229,13 @@ static void test_jobs(void)
                         " \"aggregation\": {\"interval_steps\": 5}, \"duration\": {\"rounds\": 3},"
                         " \"llcg\": {\"correction_steps\": 2}, \"fault\": {\"on_failure\": \"reassign\"}}",
                         &job));
-    CHECK(job->variant == TMA_VARIANT_LLCG && job->shards == 4 && job->interval_steps == 5 && job->rounds == 3);
-    CHECK(job->train_s == 0 && job->llcg_steps == 2 && job->on_failure == TMA_POLICY_REASSIGN);
+    ASSERT_EQ(job->variant, TMA_VARIANT_LLCG);
+    ASSERT_EQ(job->shards, 4);
+    ASSERT_EQ(job->interval_steps, 5);
+    ASSERT_EQ(job->rounds, 3);
+    ASSERT_EQ(job->train_s, 0);
+    ASSERT_EQ(job->llcg_steps, 2);
+    ASSERT_EQ(job->on_failure, TMA_POLICY_REASSIGN);
     tma_job_destroy(job);
 
     const char *bad[] = {
@@ -324,38 +342,44 @@ static void test_token(void)
 static void test_run_dir(void)
 {
     char base[] = "/tmp/tma-run-dir-XXXXXX";
-    CHECK(mkdtemp(base) != NULL);
+    ASSERT_NOT_NULL(mkdtemp(base));
     char *abs = NULL, path[256];
     struct stat sb;
     snprintf(path, sizeof path, "%s/new/run", base);
     CHECK_OK(tma_job_run_make_dir(path, &abs));
-    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+    ASSERT_EQ(stat(path, &sb), 0);
+    ASSERT_EQ((sb.st_mode & 0777), 0700);
     free(abs);
-    CHECK(chmod(path, 0750) == 0);
+    ASSERT_EQ(chmod(path, 0750), 0);
     CHECK_OK(tma_job_run_make_dir(path, &abs)); /* the user's: keeps its mode */
-    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0750);
+    ASSERT_EQ(stat(path, &sb), 0);
+    ASSERT_EQ((sb.st_mode & 0777), 0750);
     free(abs);
     cJSON *o = cJSON_CreateObject();
     char *mpath = tma_job_run_path(path, "metrics.jsonl");
     CHECK_OK(tma_job_run_append_line(mpath, o));
-    CHECK(stat(mpath, &sb) == 0 && (sb.st_mode & 0777) == 0600);
+    ASSERT_EQ(stat(mpath, &sb), 0);
+    ASSERT_EQ((sb.st_mode & 0777), 0600);
     cJSON_Delete(o);
-    CHECK(unlink(mpath) == 0);
+    ASSERT_EQ(unlink(mpath), 0);
     free(mpath);
-    CHECK(chmod(path, 0777) == 0);
+    ASSERT_EQ(chmod(path, 0777), 0);
     abs = NULL;
-    CHECK(tma_job_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
-    CHECK(chmod(path, 0770) == 0);
-    CHECK(tma_job_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
-    CHECK(chmod(path, 0700) == 0);
+    ASSERT_EQ(tma_job_run_make_dir(path, &abs), TMA_ERR_INVALID);
+    ASSERT_NULL(abs);
+    ASSERT_EQ(chmod(path, 0770), 0);
+    ASSERT_EQ(tma_job_run_make_dir(path, &abs), TMA_ERR_INVALID);
+    ASSERT_NULL(abs);
+    ASSERT_EQ(chmod(path, 0700), 0);
     if (geteuid() == 0) { /* only root can give a folder away */
-        CHECK(chown(path, 65534, 65534) == 0);
-        CHECK(tma_job_run_make_dir(path, &abs) == TMA_ERR_INVALID && abs == NULL);
+        ASSERT_EQ(chown(path, 65534, 65534), 0);
+        ASSERT_EQ(tma_job_run_make_dir(path, &abs), TMA_ERR_INVALID);
+        ASSERT_NULL(abs);
     }
-    CHECK(rmdir(path) == 0);
+    ASSERT_EQ(rmdir(path), 0);
     snprintf(path, sizeof path, "%s/new", base);
-    CHECK(rmdir(path) == 0);
-    CHECK(rmdir(base) == 0);
+    ASSERT_EQ(rmdir(path), 0);
+    ASSERT_EQ(rmdir(base), 0);
 }
 
 int main(void)

@@ -1,30 +1,14 @@
 #!/bin/bash
 # test_fuzz_kv.sh: builds the libFuzzer target for the etcd response parsers
 # (tests/kv/fuzz_kv.c) with clang, AddressSanitizer and UBSan, and runs it
-# for a fixed 20 s from the seed corpus of real etcd answers
-# (tests/fuzz/corpus/kv/).  New inputs go to a temporary folder; a crash is
-# kept as tests/kv/fuzz-kv-crash-* in the build folder.
+# (tma_fuzz, tests/lib.sh) from the seed corpus of real etcd answers
+# (tests/fuzz/corpus/kv/).
 source "$TMA_SRCDIR/tests/lib.sh"
-S=$TMA_SRCDIR B=$TMA_BUILDDIR
-seeds=$S/tests/fuzz/corpus/kv
-[ -n "$(ls -A "$seeds" 2>/dev/null)" ] || fail "the seed corpus $seeds is empty"
-
+S=$TMA_SRCDIR
 bin=$TMP_ROOT/fuzz_kv
+# shellcheck disable=SC2046
 tma_clang fuzz $(pkg-config --cflags libcurl) \
   "$S/tests/kv/fuzz_kv.c" "$S/kv/parse.c" "$S"/common/*.c \
   $(pkg-config --libs libcjson) -lm -lpthread -o "$bin" 2>"$TMP_ROOT/build.log" ||
   { cat "$TMP_ROOT/build.log" >&2; fail "the fuzz target did not build"; }
-
-mkdir -p "$TMP_ROOT/corpus" "$B/tests/kv"
-cd "$TMP_ROOT" || hard "cd $TMP_ROOT"
-"$bin" -max_total_time=20 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix="$B/tests/kv/fuzz-kv-" "$TMP_ROOT/corpus" "$seeds" 2>"$TMP_ROOT/fuzz.log"
-rc=$?
-grep -E "stat::number_of_executed_units|INITED|DONE" "$TMP_ROOT/fuzz.log" >&2
-if [ "$rc" -ne 0 ]; then
-  tail -n 60 "$TMP_ROOT/fuzz.log" >&2
-  fail "the fuzz target found a failure (exit $rc); the input is in $B/tests/kv/"
-fi
-runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$TMP_ROOT/fuzz.log")
-[ "${runs:-0}" -gt 1000 ] || fail "the fuzzer ran only ${runs:-0} inputs"
-echo "fuzz_kv: $runs inputs, no failure"
+tma_fuzz kv "$bin" "$S/tests/fuzz/corpus/kv"

@@ -30,7 +30,8 @@ static void write_burst(tma_kv_t *kv, const char *prefix, int n, int64_t *revs)
 static void check_delivered(kvt_recorder_t *r, const int64_t *revs, int n)
 {
     pthread_mutex_lock(&r->mu);
-    CHECK(r->out_of_order == 0 && r->end_status == TMA_OK);
+    ASSERT_EQ(r->out_of_order, 0);
+    ASSERT_EQ(r->end_status, TMA_OK);
     size_t j = 0;
     for (int i = 0; i < n; i++) {
         while (j < r->n && r->ev[j].mod_revision < revs[i])

@@ -29,7 +29,10 @@ static void test_put_get(tma_kv_t *kv)
     ASSERT_EQ(r2, r1 + 1);
     tma_kv_result_t r = {0};
     CHECK_OK(tma_kv_get(kv, "/t/a", &r));
-    CHECK(r.n_pairs == 1 && strcmp(r.pairs[0].key, "/t/a") == 0);
+    ASSERT_EQ(r.n_pairs, 1);
+    if (r.n_pairs == 1) {
+        ASSERT_STR_EQ(r.pairs[0].key, "/t/a");
+    }
     ASSERT_EQ(r.pairs[0].value_len, 3);
     ASSERT_STR_EQ(r.pairs[0].value, "two");
     ASSERT_EQ(r.pairs[0].create_revision, r1);
@@ -91,7 +94,9 @@ static void test_range(tma_kv_t *kv)
     tma_kv_result_t r = {0};
     tma_kv_range_opts_t o = {.flags = TMA_KV_PREFIX};
     CHECK_OK(tma_kv_range(kv, "/t/r/", &o, &r));
-    CHECK(r.n_pairs == 25 && r.count == 25 && !r.more);
+    ASSERT_EQ(r.n_pairs, 25);
+    ASSERT_EQ(r.count, 25);
+    CHECK(!r.more);
     for (size_t i = 0; i < r.n_pairs; i++) {
         snprintf(key, sizeof(key), "/t/r/%02zu", i);
         ASSERT_STR_EQ(r.pairs[i].key, key);
@@ -119,7 +124,10 @@ static void test_range(tma_kv_t *kv)
     tma_kv_result_free(&r);
     o = (tma_kv_range_opts_t){.end = "/t/r/10"};
     CHECK_OK(tma_kv_range(kv, "/t/r/05", &o, &r));
-    CHECK(r.n_pairs == 5 && strcmp(r.pairs[4].key, "/t/r/09") == 0);
+    ASSERT_EQ(r.n_pairs, 5);
+    if (r.n_pairs == 5) {
+        ASSERT_STR_EQ(r.pairs[4].key, "/t/r/09");
+    }
     tma_kv_result_free(&r);
     o = (tma_kv_range_opts_t){.flags = TMA_KV_PREFIX};
     CHECK_OK(tma_kv_range(kv, "/t/nothing/", &o, &r));
@@ -131,7 +139,10 @@ static void test_range(tma_kv_t *kv)
     CHECK_OK(tma_kv_put(kv, "/t/r/00", "changed", 7, 0, NULL));
     o = (tma_kv_range_opts_t){.revision = snapshot};
     CHECK_OK(tma_kv_range(kv, "/t/r/00", &o, &r));
-    CHECK(r.n_pairs == 1 && strcmp(r.pairs[0].value, "v0") == 0);
+    ASSERT_EQ(r.n_pairs, 1);
+    if (r.n_pairs == 1) {
+        ASSERT_STR_EQ(r.pairs[0].value, "v0");
+    }
     tma_kv_result_free(&r);
     o.revision = snapshot + 1000000;
     CHECK_STATUS(tma_kv_range(kv, "/t/r/00", &o, &r), TMA_ERR_RANGE);
@@ -142,7 +153,8 @@ static void test_range(tma_kv_t *kv)
     int64_t rev = 0;
     CHECK_OK(tma_kv_range_each(kv, "/t/r/", &o, walk_fn, &w, &rev));
     CHECK_MSG(w.n == 25, "walked %d keys", w.n);
-    CHECK(w.sorted && strcmp(w.last, "/t/r/24") == 0);
+    CHECK(w.sorted);
+    ASSERT_STR_EQ(w.last, "/t/r/24");
     CHECK(kvt_exists(kv, "/t/r/zz-late")); /* written mid-walk, yet not walked */
     tma_kv_result_t now = {0};
     CHECK_OK(tma_kv_get(kv, "/t/r/zz-late", &now));
@@ -156,7 +168,8 @@ static void test_range(tma_kv_t *kv)
     struct walk w3 = {.kv = kv, .sorted = 1};
     o.limit = 100;
     CHECK_OK(tma_kv_range_each(kv, "", &o, walk_fn, &w3, NULL));
-    CHECK(w3.n >= 27 && w3.sorted);
+    ASSERT_GE(w3.n, 27);
+    CHECK(w3.sorted);
 }
 
 static void test_delete(tma_kv_t *kv)
@@ -271,14 +284,20 @@ static void test_helpers(tma_kv_t *kv)
 {
     tma_kv_result_t cur = {0};
     CHECK_OK(tma_kv_put_if_absent(kv, "/t/h/once", "first", 5, 0, &cur));
-    CHECK(cur.n_pairs == 1 && strcmp(cur.pairs[0].value, "first") == 0);
+    ASSERT_EQ(cur.n_pairs, 1);
+    if (cur.n_pairs == 1) {
+        ASSERT_STR_EQ(cur.pairs[0].value, "first");
+    }
     ASSERT_EQ(cur.pairs[0].version, 1);
     ASSERT_EQ(cur.pairs[0].create_revision, cur.pairs[0].mod_revision);
     int64_t created = cur.pairs[0].create_revision;
     tma_kv_result_free(&cur);
     CHECK_STATUS(tma_kv_put_if_absent(kv, "/t/h/once", "second", 6, 0, &cur),
                  TMA_ERR_COMPARE_FAILED);
-    CHECK(cur.n_pairs == 1 && strcmp(cur.pairs[0].value, "first") == 0); /* who won */
+    ASSERT_EQ(cur.n_pairs, 1);
+    if (cur.n_pairs == 1) {
+        ASSERT_STR_EQ(cur.pairs[0].value, "first");
+    } /* who won */
     ASSERT_EQ(cur.pairs[0].create_revision, created);
     tma_kv_result_free(&cur);
     CHECK_STATUS(tma_kv_put_if_absent(kv, "/t/h/once", "third", 5, 0, NULL), TMA_ERR_COMPARE_FAILED);

@@ -20,7 +20,10 @@ static void test_base64(void)
         uint8_t out[64];
         size_t n = 99;
         ASSERT_EQ(tma_kv_b64_decode(ok[i].in, strlen(ok[i].in), out, &n), 0);
-        CHECK(n == strlen(ok[i].out) && memcmp(out, ok[i].out, n) == 0);
+        ASSERT_EQ(n, strlen(ok[i].out));
+        if (n == strlen(ok[i].out)) {
+            ASSERT_EQ(memcmp(out, ok[i].out, n), 0);
+        }
     }
     static const char *const bad[] = {"Zm9", "Zm=v", "Z===", "Zm9v=", "@@@@", "Zm9v Zg==", "=Zg="};
     for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++) {
@@ -40,7 +43,10 @@ static void test_base64(void)
         ASSERT_EQ(b.len, (len + 2) / 3 * 4);
         size_t n = 0;
         ASSERT_EQ(tma_kv_b64_decode(b.data ? b.data : "", b.len, out, &n), 0);
-        CHECK(n == len && memcmp(in, out, len) == 0);
+        ASSERT_EQ(n, len);
+        if (n == len) {
+            ASSERT_EQ(memcmp(in, out, len), 0);
+        }
         kv_buf_free(&b);
     }
 }
@@ -104,14 +110,23 @@ static void test_put_delete_txn(void)
         "\"prev_kv\":{\"key\":\"Zm9v\",\"create_revision\":\"2\",\"mod_revision\":\"2\","
         "\"version\":\"1\",\"value\":\"YmFy\"}}";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_PUT, S(put), &r));
-    CHECK(r.revision == 3 && r.n_pairs == 1 && strcmp(r.pairs[0].value, "bar") == 0);
+    ASSERT_EQ(r.revision, 3);
+    ASSERT_EQ(r.n_pairs, 1);
+    if (r.n_pairs == 1) {
+        ASSERT_STR_EQ(r.pairs[0].value, "bar");
+    }
     tma_kv_result_free(&r);
 
     static const char del[] =
         "{\"header\":{\"revision\":\"4\"},\"deleted\":\"1\",\"prev_kvs\":[{\"key\":\"Zm9v\","
         "\"create_revision\":\"2\",\"mod_revision\":\"3\",\"version\":\"2\",\"value\":\"YmF6\"}]}";
     CHECK_OK(tma_kv_parse_result(TMA_KV_OP_DELETE, S(del), &r));
-    CHECK(r.revision == 4 && r.count == 1 && r.n_pairs == 1 && strcmp(r.pairs[0].key, "foo") == 0);
+    ASSERT_EQ(r.revision, 4);
+    ASSERT_EQ(r.count, 1);
+    ASSERT_EQ(r.n_pairs, 1);
+    if (r.n_pairs == 1) {
+        ASSERT_STR_EQ(r.pairs[0].key, "foo");
+    }
     tma_kv_result_free(&r);
 
     static const char ok[] = "{\"header\":{\"revision\":\"5\"},\"succeeded\":true,\"responses\":"
@@ -182,12 +197,16 @@ static void test_lease(void)
     static const char grant[] = "{\"header\":{\"revision\":\"4\"},\"ID\":\"2324035761334222092\","
                                 "\"TTL\":\"5\"}";
     CHECK_OK(tma_kv_parse_lease(S(grant), &l));
-    CHECK(l.id == INT64_C(2324035761334222092) && l.ttl == 5 && l.has_ttl);
+    ASSERT_EQ(l.id, INT64_C(2324035761334222092));
+    ASSERT_EQ(l.ttl, 5);
+    CHECK(l.has_ttl);
     /* keepalive is a stream: the answer is wrapped in "result" and ends in a newline. */
     static const char alive[] = "{\"result\":{\"header\":{\"revision\":\"8\"},\"ID\":\"7\","
                                 "\"TTL\":\"2\"}}\n";
     CHECK_OK(tma_kv_parse_lease(S(alive), &l));
-    CHECK(l.id == 7 && l.ttl == 2 && l.has_ttl);
+    ASSERT_EQ(l.id, 7);
+    ASSERT_EQ(l.ttl, 2);
+    CHECK(l.has_ttl);
     /* ...and for an expired lease it is still 200, without a TTL. */
     static const char gone[] = "{\"result\":{\"header\":{\"revision\":\"10\"},\"ID\":\"7\"}}\n";
     CHECK_OK(tma_kv_parse_lease(S(gone), &l));
@@ -212,7 +231,11 @@ static void test_watch(void)
         "{\"result\":{\"header\":{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"10\","
         "\"raft_term\":\"2\"},\"created\":true}}";
     CHECK_OK(tma_kv_parse_watch(S(created), &arena, &w, &err));
-    CHECK(w.created && !w.canceled && w.revision == 10 && w.n_events == 0 && w.watch_id == 0);
+    CHECK(w.created);
+    CHECK(!w.canceled);
+    ASSERT_EQ(w.revision, 10);
+    ASSERT_EQ(w.n_events, 0);
+    ASSERT_EQ(w.watch_id, 0);
 
     static const char events[] =
         "{\"result\":{\"header\":{\"revision\":\"12\"},\"events\":[{\"type\":\"DELETE\",\"kv\":"
@@ -225,17 +248,21 @@ static void test_watch(void)
     ASSERT_EQ(w.n_events, 2);
     ASSERT_EQ(w.events[0].type, TMA_KV_EVENT_DELETE);
     ASSERT_STR_EQ(w.events[0].kv.key, "p/2");
-    CHECK(w.events[0].kv.mod_revision == 11 && w.events[0].has_prev);
+    ASSERT_EQ(w.events[0].kv.mod_revision, 11);
+    CHECK(w.events[0].has_prev);
     ASSERT_STR_EQ(w.events[0].prev_kv.value, "v2");
     ASSERT_EQ(w.events[1].type, TMA_KV_EVENT_PUT);
     ASSERT_EQ(w.events[1].kv.mod_revision, 12);
-    CHECK(strcmp(w.events[1].kv.value, "v9") == 0 && !w.events[1].has_prev);
+    ASSERT_STR_EQ(w.events[1].kv.value, "v9");
+    CHECK(!w.events[1].has_prev);
 
     static const char compacted[] = "{\"result\":{\"header\":{\"cluster_id\":\"1\",\"raft_term\":"
                                     "\"2\"},\"canceled\":true,\"compact_revision\":\"8\"}}";
     kv_arena_reset(&arena);
     CHECK_OK(tma_kv_parse_watch(S(compacted), &arena, &w, &err));
-    CHECK(w.canceled && w.compact_revision == 8 && w.revision == 0);
+    CHECK(w.canceled);
+    ASSERT_EQ(w.compact_revision, 8);
+    ASSERT_EQ(w.revision, 0);
 
     static const char denied[] =
         "{\"result\":{\"header\":{\"revision\":\"13\"},\"watch_id\":\"-1\",\"created\":true,"
@@ -243,7 +270,9 @@ static void test_watch(void)
         "etcdserver: permission denied\"}}";
     kv_arena_reset(&arena);
     CHECK_OK(tma_kv_parse_watch(S(denied), &arena, &w, &err));
-    CHECK(w.created && w.canceled && w.watch_id == -1);
+    CHECK(w.created);
+    CHECK(w.canceled);
+    ASSERT_EQ(w.watch_id, -1);
     ASSERT_NOT_NULL(strstr(w.cancel_reason, "permission denied"));
 
     static const char stream_err[] =
@@ -384,7 +413,8 @@ static void test_config(void)
     cfg.allow_plain_password = 0;
     cfg.endpoints = "https://127.0.0.1:1,unix:///run/tma/etcd.sock:0";
     CHECK_OK(tma_kv_create(&cfg, &kv));
-    CHECK(kv->ep_sockets[0] == NULL && strcmp(kv->ep_sockets[1], "/run/tma/etcd.sock:0") == 0);
+    ASSERT_NULL(kv->ep_sockets[0]);
+    ASSERT_STR_EQ(kv->ep_sockets[1], "/run/tma/etcd.sock:0");
     tma_kv_destroy(kv);
     cfg.endpoints = "http://127.0.0.1:1";
     cfg.password = NULL;
@@ -396,8 +426,11 @@ static void test_config(void)
     tma_kv_config_init(&cfg);
     cfg.endpoints = " http://127.0.0.1:1/ , https://localhost:2 ";
     CHECK_OK(tma_kv_create(&cfg, &kv));
-    CHECK(kv->n_endpoints == 2 && strcmp(kv->endpoints[0], "http://127.0.0.1:1") == 0 &&
-          strcmp(kv->endpoints[1], "https://localhost:2") == 0);
+    ASSERT_EQ(kv->n_endpoints, 2);
+    if (kv->n_endpoints == 2) {
+        ASSERT_STR_EQ(kv->endpoints[0], "http://127.0.0.1:1");
+        ASSERT_STR_EQ(kv->endpoints[1], "https://localhost:2");
+    }
     tma_kv_destroy(kv);
     tma_kv_destroy(NULL);
 
@@ -408,7 +441,8 @@ static void test_config(void)
     CHECK_OK(tma_kv_config_from_json(j, "job.json: etcd", &cfg));
     ASSERT_STR_EQ(cfg.endpoints, "http://a:1");
     ASSERT_EQ(cfg.request_timeout_s, 2.5);
-    CHECK(cfg.connect_timeout_s == 1.0 && strcmp(cfg.user, "u") == 0);
+    ASSERT_EQ(cfg.connect_timeout_s, 1.0);
+    ASSERT_STR_EQ(cfg.user, "u");
     cJSON_Delete(j);
     j = cJSON_Parse("{\"endpoint\":\"http://a:1\"}");
     CHECK_STATUS(tma_kv_config_from_json(j, "job.json: etcd", &cfg), TMA_ERR_CONFIG);

@@ -178,7 +178,7 @@ static void test_roundtrip(void)
             CHECK_MSG(msg.count == n, "count %zu, sent %zu", msg.count, n);
             ASSERT_EQ(msg.in_place, in_place);
             if (in_place)
-                CHECK(msg.data == post);
+                CHECK_MSG(msg.data == post, "msg.data %p, posted %p", (void *)msg.data, (void *)post);
             if (msg.count == n) {
                 CHECK_MSG(tma_crc32c(0, msg.data, n * sizeof(float)) == want, "%zu floats", n);
                 ASSERT_EQ(memcmp(msg.data, x, n * sizeof(float)), 0);
@@ -410,8 +410,9 @@ static void test_bad_frames(void)
         CHECK_OK(tma_transport_send(good, 0, &m, x, 8, HOST, 10));
         tma_transport_msg_t msg;
         CHECK_OK(tma_transport_recv(srv, 100, ANYT, 10, &msg));
-        CHECK(msg.kind == TMA_TRANSPORT_MSG_TENSOR && msg.count == 8 &&
-              memcmp(msg.data, x, 32) == 0);
+        ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
+        ASSERT_EQ(msg.count, 8);
+        ASSERT_EQ(memcmp(msg.data, x, 32), 0);
         tma_transport_msg_release(srv, &msg);
     }
     /* A frame naming chunks that already came (each with a good CRC) would
@@ -511,8 +512,10 @@ static void test_backpressure_and_posts(void)
     CHECK_OK(tma_transport_post_cancel(srv, dst, 1));
     CHECK_OK(tma_transport_post(srv, 2, 2, dst, n, HOST));
     CHECK_OK(tma_transport_recv(srv, 2, 2, 10, &msg));
-    CHECK(msg.in_place && msg.data == dst && msg.count == n &&
-          memcmp(dst, x, n * sizeof(float)) == 0);
+    CHECK(msg.in_place);
+    CHECK_MSG(msg.data == dst, "msg.data %p, posted %p", (void *)msg.data, (void *)dst);
+    ASSERT_EQ(msg.count, n);
+    ASSERT_EQ(memcmp(dst, x, n * sizeof(float)), 0);
     tma_transport_msg_release(srv, &msg);
     pthread_join(th, NULL);
     CHECK_OK(job.st);
@@ -562,7 +565,10 @@ static void test_backpressure_and_posts(void)
     for (int k = 0; k < 2; k++) {
         for (int rep = 0; rep < 2; rep++) {
             CHECK_OK(tma_transport_recv(rx[k], 0, 2, 10, &msg));
-            CHECK(msg.count == 1024 && memcmp(msg.data, x, 4096) == 0);
+            ASSERT_EQ(msg.count, 1024);
+            if (msg.count == 1024) {
+                ASSERT_EQ(memcmp(msg.data, x, 4096), 0);
+            }
             tma_transport_msg_release(rx[k], &msg);
         }
     }
@@ -627,7 +633,7 @@ static void test_interleaved(void)
         ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
         ASSERT_EQ(msg.count, BURST_COUNT);
         uint32_t tag = msg.meta.tag;
-        CHECK(tag == 1 || tag == 2);
+        CHECK_MSG(tag == 1 || tag == 2, "tag %u", tag);
         if (msg.count == BURST_COUNT && (tag == 1 || tag == 2)) {
             /* One sender's tensors arrive in the order it sent them. */
             ASSERT_EQ(msg.meta.round, next_round[tag]++);
@@ -681,14 +687,16 @@ static void test_reconnect(void)
     CHECK_OK(tma_transport_post(w, 0, 3, y, 64, HOST));
     CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 10));
     CHECK_OK(tma_transport_recv(w, 0, 3, 10, &msg));
-    CHECK(msg.in_place && msg.meta.epoch == 2 && memcmp(y, x, sizeof x) == 0);
+    CHECK(msg.in_place);
+    ASSERT_EQ(msg.meta.epoch, 2);
+    ASSERT_EQ(memcmp(y, x, sizeof x), 0);
     tma_transport_msg_release(w, &msg);
 
     /* Connecting to the same id again replaces the connection (the old one
      * ends here as replaced, or as reset if the listener closed it first). */
     CHECK_OK(tma_transport_connect(w, c2.addr, 10, NULL));
     ASSERT_EQ(expect_event(w, 0, 5, &reason), TMA_TRANSPORT_EV_FAILED);
-    CHECK(reason == TMA_ERR_FENCED || reason == TMA_ERR_PEER_FAILED);
+    CHECK_MSG(reason == TMA_ERR_FENCED || reason == TMA_ERR_PEER_FAILED, "reason %s", tma_status_str(reason));
     CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 10));
     CHECK_OK(tma_transport_recv(w, 0, 3, 10, &msg));
     tma_transport_msg_release(w, &msg);
