@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -134,11 +135,14 @@ static tma_status_t errno_status(int e)
     }
 }
 
-static int write_full(int fd, const void *data, size_t len)
+/* Writes all of data at offset off, or at the file position when off < 0
+ * (in pieces of at most 1 GiB, retrying on EINTR). */
+static int write_full(int fd, const void *data, size_t len, int64_t off)
 {
     const char *p = data;
     while (len > 0) {
-        ssize_t n = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
+        size_t want = len > (1u << 30) ? (1u << 30) : len;
+        ssize_t n = off < 0 ? write(fd, p, want) : pwrite(fd, p, want, (off_t)off);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -146,23 +150,8 @@ static int write_full(int fd, const void *data, size_t len)
         }
         p += n;
         len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int pwrite_full(int fd, const void *data, size_t len, uint64_t off)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len > (1u << 30) ? (1u << 30) : len, (off_t)off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
+        if (off >= 0)
+            off += n;
     }
     return 0;
 }
@@ -198,7 +187,7 @@ tma_status_t tma_afile_open(const char *path, tma_afile_t **af_p)
 
 tma_status_t tma_afile_write(tma_afile_t *af, const void *data, size_t len)
 {
-    if (write_full(af->fd, data, len) != 0) {
+    if (write_full(af->fd, data, len, -1) != 0) {
         tma_log_error(COMP, "%s: write failed: %s", af->path, strerror(errno));
         return TMA_ERR_IO;
     }
@@ -208,7 +197,11 @@ tma_status_t tma_afile_write(tma_afile_t *af, const void *data, size_t len)
 
 tma_status_t tma_afile_pwrite(tma_afile_t *af, const void *data, size_t len, uint64_t offset)
 {
-    if (pwrite_full(af->fd, data, len, offset) != 0) {
+    if (offset > (uint64_t)INT64_MAX - len) {
+        tma_log_error(COMP, "%s: a write at offset %" PRIu64 " is past any file's end", af->path, offset);
+        return TMA_ERR_INVALID;
+    }
+    if (write_full(af->fd, data, len, (int64_t)offset) != 0) {
         tma_log_error(COMP, "%s: write failed: %s", af->path, strerror(errno));
         return TMA_ERR_IO;
     }

@@ -308,6 +308,19 @@ tma_status_t coord_eval_settle_best(coord_eval_t *e)
     return st;
 }
 
+/* What coord_eval_create allocates (the thread, the gnn evaluator and the
+ * locks are the caller's to end first). */
+static void eval_free(coord_eval_t *e)
+{
+    tma_free_aligned(e->mail);
+    tma_free_aligned(e->work);
+    tma_free_aligned(e->best);
+    free(e->metrics_path);
+    free(e->best_path);
+    tma_tfevents_close(e->tb);
+    free(e);
+}
+
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
 {
     if (!c->fenced)
@@ -356,13 +369,7 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     *e_p = e;
     return TMA_OK;
 fail:
-    tma_free_aligned(e->mail);
-    tma_free_aligned(e->work);
-    tma_free_aligned(e->best);
-    free(e->metrics_path);
-    free(e->best_path);
-    tma_tfevents_close(e->tb);
-    free(e);
+    eval_free(e);
     return st;
 }
 
@@ -457,13 +464,7 @@ void coord_eval_destroy(coord_eval_t *e)
     tma_gnn_evaluator_destroy(e->ev);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
-    tma_free_aligned(e->mail);
-    tma_free_aligned(e->work);
-    tma_free_aligned(e->best);
-    free(e->metrics_path);
-    free(e->best_path);
-    tma_tfevents_close(e->tb);
-    free(e);
+    eval_free(e);
 }
 
 /* Outside the thread: used by end.c (best.tmaw on the test split) and

@@ -77,6 +77,13 @@ step_pair() {
   FIRST=$COORD_PID
 }
 
+# faulted_workers P: the three workers of a pair's job Pf (f-w0..2.log,
+# names f0..f2), each with TMA_FAULT=$WORKER_FAULT (none by default).
+faulted_workers() {
+  local i
+  for i in 0 1 2; do TMA_FAULT=${WORKER_FAULT:-} start_worker f-w$i.log --job "${1}f" --name f$i; done
+}
+
 # restart_faulted JOB: once every faulted worker (f-w0..2.log) saw its
 # coordinator go, starts `tma coordinator --job JOB` (f-c2.log); then
 # finish_pair.

@@ -20,7 +20,7 @@ FAULT='"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
 step_pair s "$FAULT" f-c2.log
 faulted=$FIRST
 # 20 ms after each step (no effect on the model): the rounds outlast the repair.
-for i in 0 1 2; do TMA_FAULT=delay_step=0.02 start_worker f-w$i.log --job sf --name f$i; done
+WORKER_FAULT=delay_step=0.02 faulted_workers s
 wait_round f-run 3 || { dump_logs f-c2.log; fail "no round 3"; }
 etcdctl put /tma/sf/shards/00000001 '{"shard": "one"}' >/dev/null || hard "etcdctl put"
 finish_pair "$faulted"

@@ -23,7 +23,7 @@ step_pair g "$FAULT" f-c1.log
 first=$FIRST
 # Killed a few sync steps after round 3 committed (under load: maybe later).
 ON_PUT_DELAY=0.05 on_put killed gf/state '"round":3,' KILL "$first"
-for i in 0 1 2; do start_worker f-w$i.log --job gf --name f$i; done
+faulted_workers g
 wait_for 60 test -e killed || { dump_logs f-c1.log; fail "the coordinator was not killed after round 3"; }
 wait_exit "$first" 10 >/dev/null
 restart_faulted gf

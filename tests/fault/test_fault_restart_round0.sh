@@ -19,7 +19,7 @@ ROUNDS=4
 FAULT='"fault": {"lease_ttl": 4, "round_deadline": 5, "start_timeout": 20}'
 TMA_FAULT=pause=eval@0 step_pair s "$FAULT" f-c1.log
 first=$FIRST
-for i in 0 1 2; do start_worker f-w$i.log --job sf --name f$i; done
+faulted_workers s
 wait_for 60 grep -q "injected pause at eval in round 0" f-c1.log || { dump_logs f-c1.log; fail "no pause at eval"; }
 wait_for 10 eval '[ "$(awk "{print \$3}" /proc/$first/stat 2>/dev/null)" = T ]' || fail "the coordinator is not stopped"
 kill -KILL "$first"

@@ -25,7 +25,7 @@ FAULT='"fault": {"lease_ttl": 4, "round_deadline": 5, "start_timeout": 20}'
 # depend on timing).
 TMA_FAULT=crash=aggregate@4 step_pair s "$FAULT" f-c1.log
 first=$FIRST
-for i in 0 1 2; do start_worker f-w$i.log --job sf --name f$i; done
+faulted_workers s
 wait_exit "$first" 90 >/dev/null
 grep -q "injected crash at aggregate in round 4" f-c1.log || { dump_logs f-c1.log; fail "no injected crash"; }
 # What a coordinator killed while writing a checkpoint leaves behind.
