@@ -616,6 +616,7 @@ static void launch_close(launch_t *L)
 
 int cli_cmd_launch(int argc, char **argv)
 {
+    tma_job_run_private_files(); /* the run folder's files and logs, and the roles it starts */
     launch_t L;
     memset(&L, 0, sizeof L);
     int rc = launch_parse(&L, argc, argv);

@@ -160,6 +160,7 @@ static int fault_flag(const char *cmd, const char *spec, tma_inject_t *inj)
 
 int cli_cmd_coordinator(int argc, char **argv)
 {
+    tma_job_run_private_files();
     cli_etcd_flags_t ef;
     memset(&ef, 0, sizeof ef);
     const char *job = NULL, *config = NULL, *run_dir = NULL, *eval_device = NULL, *fault = NULL, *dump = NULL;

@@ -393,6 +393,7 @@ static tma_status_t train_finish(train_run_t *r)
 
 int cli_cmd_train(int argc, char **argv)
 {
+    tma_job_run_private_files();
     train_flags_t f;
     memset(&f, 0, sizeof f);
     int rc = train_parse(&f, argc, argv);

@@ -24,6 +24,12 @@ char *tma_job_run_path(const char *run_dir, const char *name)
     return tma_path_join(run_dir, name);
 }
 
+void tma_job_run_private_files(void)
+{
+    mode_t um = umask(077);
+    umask(um | 077);
+}
+
 tma_status_t tma_job_run_make_dir(const char *dir, char **abs_p)
 {
     /* A run folder holds the model, checkpoints a resume loads and the
@@ -264,8 +270,11 @@ tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseri
     char *tmp = tma_strdup_printf("%s.tmp", path);
     if (!tmp)
         return TMA_ERR_NOMEM;
-    FILE *f = fopen(tmp, "w");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666); /* less the umask */
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
+        if (fd >= 0)
+            close(fd);
         tma_log_error(COMP, "%s: cannot write the plot: %s", path, strerror(errno));
         free(tmp);
         return TMA_ERR_IO;

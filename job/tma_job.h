@@ -471,6 +471,10 @@ char *tma_job_run_path(const char *run_dir, const char *name);
  * existing folder that another user owns, or that its group or others may
  * write, is refused (TMA_ERR_INVALID, logged). */
 tma_status_t tma_job_run_make_dir(const char *dir, char **abs_p);
+/* Adds 077 to the process's umask: every file a command that writes run
+ * folders creates (checkpoints, best model, results, plots, events, logs)
+ * is the user's alone, whatever the folder's own mode (issue 30, item 6). */
+void tma_job_run_private_files(void);
 /* Whether dir holds a run's results (result.json, metrics.jsonl or
  * best.tmaw): commands refuse to write a run there unless told to replace
  * it. */

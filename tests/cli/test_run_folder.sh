@@ -6,6 +6,7 @@
 # again; a missing graph is exit 1 in every command that reads one.
 . "$TMA_SRCDIR/tests/lib.sh"
 cd "$TMP_ROOT" || hard "cd"
+umask 022
 G=$TMA_BUILDDIR/tests/gnn/write_test_graph
 "$G" g.tmag 400 16 0 3 || hard "cannot write the test graph"
 
@@ -31,6 +32,17 @@ expect_fail 2 "held already holds a run.*--force" -- "$TMA_BIN" launch job.json 
 [ ! -e held/logs ] || fail "a refused tma launch left logs/ in the folder"
 "$TMA_BIN" launch job.json -o held -q --force > launch.out 2>&1 || { cat launch.out >&2; fail "tma launch --force failed"; }
 [ "$(json held/result.json 'd["variant"]')" = randomtma ] || fail "tma launch --force did not replace result.json"
+# Run files are the user's alone (issue 30, item 6): every file in both run
+# folders, checkpoints, the best model, result, metrics, plots, events and
+# logs, is 0600 whatever the umask (022 here): also in held/, the user's own
+# folder made 0755 before the launch (kept as it is).
+[ "$(stat -c %a t)" = 700 ] || fail "the run folder tma train made is mode $(stat -c %a t), not 700"
+[ "$(stat -c %a held)" = 755 ] || fail "the user's own run folder changed its mode to $(stat -c %a held)"
+for run in t held; do
+  open=$(find "$run" -type f ! -perm 600 -printf '%p %m\n')
+  [ -z "$open" ] || fail "run files readable by others: $open"
+  [ "$(find "$run" -type f | wc -l)" -ge 5 ] || fail "$run has too few files: $(ls -R "$run")"
+done
 
 # A job refused in a later phase (here tma gen's flags) leaves no run folder.
 cat > bad.json <<JSON
