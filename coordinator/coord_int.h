@@ -121,6 +121,7 @@ typedef struct coord {
     int64_t lease;
     tma_lease_guard_t *lease_guard;
     uint64_t epoch;
+    tma_job_coord_rec_t leader; /* the coordinator record it campaigned with */
     int fenced;
     tma_transport_t *tr;
 
@@ -168,6 +169,10 @@ tma_status_t coord_guarded_txn(tma_kv_t *kv, const char *job, uint64_t epoch, in
                                const char *const *keys, char *const *vals);
 tma_status_t coord_guarded_put(coord_t *c, int n, const char *const *keys, char *const *vals, int retry);
 tma_status_t coord_put_key(coord_t *c, tma_job_key_t k, char *val, int retry);
+/* The coordinator key holds this leader's epoch but not its record, or is
+ * not bound to its lease (a plain put over it): writes the record again,
+ * with the lease, guarded by the epoch.  TMA_OK when nothing was wrong. */
+tma_status_t coord_reassert_leader(coord_t *c, const tma_job_view_snap_t *s);
 
 /* setup.c: each open_* acquires one phase's resources in order and on
  * failure releases what it took; each close_* releases them in reverse

@@ -287,6 +287,10 @@ tma_status_t coord_service_view(coord_t *c, int training)
         tma_job_view_snap_free(&s);
         return TMA_ERR_FENCED;
     }
+    if ((st = coord_reassert_leader(c, &s)) != TMA_OK) {
+        tma_job_view_snap_free(&s);
+        return st;
+    }
     tma_live_member_t *live = malloc((size_t)(s.n_members + 1) * sizeof *live);
     tma_shard_move_t *mv = malloc((size_t)(c->map.n + 1) * sizeof *mv);
     if (!live || !mv) {

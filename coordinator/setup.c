@@ -272,6 +272,7 @@ static tma_status_t campaign(coord_t *c)
     rec.lease = c->lease;
     rec.pid = (int)getpid();
     gethostname(rec.host, sizeof rec.host - 1);
+    c->leader = rec;
     char *val = tma_job_coord_rec_encode(&rec);
     if (!val)
         return TMA_ERR_NOMEM;

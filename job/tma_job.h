@@ -393,6 +393,11 @@ typedef struct tma_job_view_snap {
     int has_coord;
     tma_job_coord_rec_t coord;
     uint64_t coord_epoch; /* the coordinator key's create revision */
+    /* The key as etcd has it, also when its value does not decode (the
+     * leader re-asserts a record damaged or detached from its lease). */
+    int coord_present;
+    uint64_t coord_key_epoch; /* its create revision */
+    int64_t coord_key_lease;  /* the lease it is bound to (0: none) */
     int n_members;
     tma_job_view_member_t *members;
     int n_ready;

@@ -21,6 +21,9 @@ typedef struct view_state {
     int has_coord;
     tma_job_coord_rec_t coord;
     uint64_t coord_epoch;
+    int coord_present;        /* the key exists, whether its value decodes or not */
+    uint64_t coord_key_epoch; /* its create revision then */
+    int64_t coord_key_lease;  /* the lease etcd binds it to (0: none) */
     tma_job_view_member_t *members;
     int n_members, cap_members;
     tma_job_view_ready_t *ready;
@@ -266,6 +269,9 @@ static void apply(view_state_t *s, const char *suffix, const tma_kv_pair_t *p, i
         break;
     case TMA_KEY_COORDINATOR:
         s->has_coord = 0;
+        s->coord_present = !del;
+        s->coord_key_epoch = del ? 0 : (uint64_t)p->create_revision;
+        s->coord_key_lease = del ? 0 : p->lease;
         if (!del && tma_job_coord_rec_decode(key, p->value, p->value_len, &s->coord) == TMA_OK) {
             s->has_coord = 1;
             s->coord_epoch = (uint64_t)p->create_revision;
@@ -525,6 +531,9 @@ tma_status_t tma_job_view_snapshot(tma_job_view_t *v, tma_job_view_snap_t *s)
     s->has_coord = st->has_coord;
     s->coord = st->coord;
     s->coord_epoch = st->coord_epoch;
+    s->coord_present = st->coord_present;
+    s->coord_key_epoch = st->coord_key_epoch;
+    s->coord_key_lease = st->coord_key_lease;
     s->n_members = st->n_members;
     s->n_ready = 0; /* counts the records copied (and owned) so far */
     s->n_shards = st->n_shards;
