@@ -147,6 +147,7 @@ typedef struct coord {
     double elapsed_base; /* training seconds before clock_start */
     double clock_start;  /* monotonic; 0 while not training */
     double round_time;   /* training seconds in the last round's record (coord_round) */
+    double sched_shift;  /* time-based rounds fall at (t * interval + sched_shift) s of training */
     uint64_t seen_version;
     cJSON *moves;        /* shard moves since the last round record */
     cJSON *lost;         /* members lost since the last round record */

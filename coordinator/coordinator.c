@@ -35,7 +35,16 @@ static tma_status_t train_rounds(coord_t *c, const char **reason_p)
         if (c->job->interval_steps <= 0) {
             /* The last round at the end of the training time, so the final
              * local progress is aggregated. */
-            double next = (double)(c->round + 1) * c->job->interval_s;
+            double next = (double)(c->round + 1) * c->job->interval_s + c->sched_shift;
+            if (el - next >= c->job->interval_s) {
+                /* A whole interval late (etcd was out, a takeover): one
+                 * round now, the next an interval later, rather than every
+                 * missed round back to back. */
+                tma_log_info(COMP, "round %lld is %.1f s late: raising it now, the next %.1f s later",
+                             (long long)c->round + 1, el - next, c->job->interval_s);
+                c->sched_shift += el - next;
+                next = el;
+            }
             if (c->job->train_s > 0 && (next >= c->job->train_s || el >= c->job->train_s)) {
                 next = c->job->train_s;
                 last = 1;
