@@ -714,6 +714,75 @@ void transport_conn_on_control(tma_transport_t *t, conn_t *c, const tma_transpor
     }
 }
 
+/* The host part of "host:port" (or "[v6]:port"): its length in addr. */
+static size_t host_len(const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+    return colon ? (size_t)(colon - addr) : strlen(addr);
+}
+
+static int same_host(const char *a, const char *b)
+{
+    size_t n = host_len(a);
+    return n == host_len(b) && memcmp(a, b, n) == 0;
+}
+
+static int unauthed(const conn_t *c)
+{
+    return !c->outgoing && c->state == CONN_HELLO_WAIT && !transport_conn_gone(c);
+}
+
+/*
+ * Before accepting a connection from addr: the connections still waiting
+ * for their hello are bounded per host (MAX_UNAUTH_PER_HOST) and in all
+ * (MAX_UNAUTH).  Over a bound, the oldest waiting connection of addr's
+ * host, or else of the host holding the most, is closed, never the new
+ * one: a host that floods us only displaces its own connections, and a
+ * worker that reconnects (it says hello at once) is never refused.
+ */
+static void bound_unauthed(tma_transport_t *t, const char *addr)
+{
+    int total = 0, mine = 0;
+    conn_t *oldest_mine = NULL;
+    for (conn_t *c = t->conns; c; c = c->next) { /* newest first */
+        if (!unauthed(c))
+            continue;
+        total++;
+        if (same_host(c->addr, addr)) {
+            mine++;
+            oldest_mine = c;
+        }
+    }
+    conn_t *victim = NULL;
+    if (mine >= MAX_UNAUTH_PER_HOST) {
+        victim = oldest_mine;
+    } else if (total >= MAX_UNAUTH) {
+        int most = 0;
+        for (conn_t *c = t->conns; c; c = c->next) {
+            if (!unauthed(c))
+                continue;
+            int n = 0;
+            conn_t *oldest = NULL;
+            for (conn_t *d = t->conns; d; d = d->next)
+                if (unauthed(d) && same_host(d->addr, c->addr)) {
+                    n++;
+                    oldest = d;
+                }
+            if (n > most) {
+                most = n;
+                victim = oldest;
+            }
+        }
+    }
+    if (!victim)
+        return;
+    STAT_ADD(t, hello_evicted, 1);
+    tma_log_warn(COMP, "closed a connection from %s that had not said hello: %s", victim->addr,
+                 mine >= MAX_UNAUTH_PER_HOST ? "too many from that host wait for their hello"
+                                             : "too many connections wait for their hello");
+    transport_conn_doom(victim, TMA_TRANSPORT_EV_FAILED, TMA_ERR_UNAVAILABLE);
+}
+
 void transport_conn_request_cb(ucp_conn_request_h req, void *arg)
 {
     tma_transport_t *t = arg;
@@ -729,6 +798,7 @@ void transport_conn_request_cb(ucp_conn_request_h req, void *arg)
         ucp_listener_reject(t->listener, req);
         return;
     }
+    bound_unauthed(t, addr);
     conn_t *c = conn_new(t);
     if (!c) {
         ucp_listener_reject(t->listener, req);

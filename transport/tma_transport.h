@@ -416,6 +416,7 @@ typedef struct tma_transport_stats {
     uint64_t frames_dropped; /* bad frames and failed checksums */
     uint64_t peers_refused;  /* hellos refused */
     uint64_t peers_flagged;
+    uint64_t hello_evicted;  /* connections closed before their hello to bound those waiting (per host, in all) */
     uint32_t connections; /* open (hello done) */
     uint32_t endpoints;   /* UCX endpoints not yet released (any state) */
     uint32_t tx_active;   /* frames (chunks) handed to UCX and not sent yet */

@@ -302,6 +302,7 @@ void tma_transport_stats(tma_transport_t *t, tma_transport_stats_t *s_p)
     LD(frames_dropped);
     LD(peers_refused);
     LD(peers_flagged);
+    LD(hello_evicted);
     LD(connections);
     LD(endpoints);
     LD(tx_active);

@@ -44,6 +44,11 @@
 #define ACK_BYTES 8
 #define CLOSE_GRACE_S 5.0 /* a clean close that takes longer is forced */
 #define MAX_CONNS 4096    /* connections beyond this are rejected */
+/* Connections that have not said hello yet: at most this many from one
+ * host, and in all; one more ends the oldest of the host holding the most
+ * (conn.c: bound_unauthed). */
+#define MAX_UNAUTH_PER_HOST 16
+#define MAX_UNAUTH 128
 #define MAX_ASSEMBLING 64 /* tensors one peer may have arriving at once */
 #define SEND_WINDOW 4     /* frames of one send in flight at once */
 #define SEND_FRAME_CHUNKS 4 /* chunks in a frame of a long tensor (16 MiB) */

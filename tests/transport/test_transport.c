@@ -704,6 +704,47 @@ static void test_reconnect(void)
     ASSERT_EQ(peer_proc_end(&c2, 10), 0);
 }
 
+/* Connections that never say hello (issue 30, item 8): a host holding 40
+ * of them keeps at most 16 (the oldest are closed as new ones come), and a
+ * member connecting from that same host meanwhile gets in at once. */
+static void test_unauthed_bound(void)
+{
+    tma_transport_config_t cfg;
+    peer_config(&cfg, 0, "127.0.0.1:0");
+    cfg.hello_timeout = 120; /* nothing ends them but the bound */
+    tma_transport_t *srv;
+    CHECK_OK(tma_transport_create(&cfg, &srv));
+    peer_proc_t h;
+    char line[64];
+    if (peer_proc_start(&h, 20, "--id", "9", "--connect", tma_transport_address(srv), "--mode", "hold", "--count",
+                        "40", NULL) != 0) {
+        CHECK_MSG(0, "the holding peer did not start");
+        tma_transport_destroy(srv);
+        return;
+    }
+    ASSERT_EQ(peer_proc_expect(&h, "HELD", 60, line, sizeof line), 0);
+    tma_transport_stats_t s;
+    double end = tma_clock_now() + 20;
+    do {
+        tma_sleep(0.05);
+        tma_transport_stats(srv, &s);
+    } while (s.hello_evicted < 24 && tma_clock_now() < end);
+    ASSERT_GE(s.hello_evicted, 24); /* 40 held, 16 kept */
+    ASSERT_LE(s.endpoints, 16);
+    ASSERT_EQ(peer_proc_expect(&h, "CLOSED", 10, line, sizeof line), 0); /* the holder saw them closed */
+    /* A member from the same host, while the 16 still wait for their hello. */
+    tma_transport_t *c = make(6, NULL, NULL, NULL);
+    uint32_t peer = 99;
+    CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 10, &peer));
+    CHECK_OK(tma_transport_wait_peer(srv, 6, 5));
+    tma_transport_stats(srv, &s);
+    ASSERT_EQ(s.connections, 1);
+    ASSERT_GE(s.hello_evicted, 25); /* one more made room for it */
+    tma_transport_destroy(c);
+    peer_proc_end(&h, 10);
+    tma_transport_destroy(srv);
+}
+
 int main(void)
 {
     peer_env_setup();
@@ -715,5 +756,6 @@ int main(void)
     test_backpressure_and_posts();
     test_interleaved();
     test_reconnect();
+    test_unauthed_bound();
     return tma_test_done();
 }

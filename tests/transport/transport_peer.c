@@ -10,6 +10,10 @@
  *   replay  after its connect (the recording an eavesdropper would make),
  *           replays that hello and proof to --replay-to and exits: 0 when
  *           that listener refused it ("REPLAY-REFUSED"), 4 when it got in
+ *   hold    with plain UCX, no transport: opens --count connections to
+ *           --connect that never say hello, and keeps them until its stdin
+ *           closes ("HELD n" once all are made, "CLOSED n" each time some
+ *           were closed by the listener)
  * It reports on stdout, one line each: "ADDR host:port" (when listening),
  * "PEER n" (when connected), "READY", "EVENT kind peer reason", "SENT n" and
  * "RXACTIVE" (the first time a tensor is seen arriving).
@@ -18,7 +22,10 @@
  */
 #include "tma_transport.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <ucp/api/ucp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +63,79 @@ static int stdin_closed(void)
         return 0;
     char c;
     return read(0, &c, 1) <= 0;
+}
+
+static int hold_closed;
+
+static void hold_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)arg, (void)ep, (void)status;
+    hold_closed++;
+}
+
+/* --mode hold: n endpoints to addr ("a.b.c.d:port") that send nothing. */
+static int hold(const char *addr, int64_t n)
+{
+    char host[64];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || (size_t)(colon - addr) >= sizeof host)
+        return 2;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return 2;
+    ucp_params_t p;
+    memset(&p, 0, sizeof p);
+    p.field_mask = UCP_PARAM_FIELD_FEATURES;
+    p.features = UCP_FEATURE_AM;
+    ucp_config_t *uc;
+    ucp_context_h ctx;
+    ucp_worker_h w;
+    if (ucp_config_read(NULL, NULL, &uc) != UCS_OK)
+        return 1;
+    ucs_status_t s = ucp_init(&p, uc, &ctx);
+    ucp_config_release(uc);
+    ucp_worker_params_t wp;
+    memset(&wp, 0, sizeof wp);
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    if (s != UCS_OK || ucp_worker_create(ctx, &wp, &w) != UCS_OK)
+        return 1;
+    ucp_ep_h *eps = calloc((size_t)n + 1, sizeof *eps);
+    for (int64_t i = 0; eps && i < n; i++) {
+        ucp_ep_params_t ep;
+        memset(&ep, 0, sizeof ep);
+        ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+        ep.sockaddr.addr = (const struct sockaddr *)&sa;
+        ep.sockaddr.addrlen = sizeof sa;
+        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        ep.err_handler.cb = hold_err_cb;
+        if (ucp_ep_create(w, &ep, &eps[i]) != UCS_OK)
+            return 1;
+        for (int k = 0; k < 100; k++) /* let the listener see it before the next */
+            ucp_worker_progress(w);
+        usleep(2000);
+    }
+    if (!eps)
+        return 1;
+    printf("HELD %lld\n", (long long)n);
+    int said = 0;
+    while (!stdin_closed()) {
+        ucp_worker_progress(w);
+        if (hold_closed != said) {
+            said = hold_closed;
+            printf("CLOSED %d\n", said);
+        }
+        usleep(1000);
+    }
+    /* Endpoints and the worker go with the process. */
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -99,6 +179,10 @@ int main(int argc, char **argv)
     if (getppid() == 1)
         return 1;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(mode, "hold")) {
+        printf("READY\n");
+        return connect_to ? hold(connect_to, count) : 2;
+    }
 
     tma_transport_fault_t fault = TMA_TRANSPORT_FAULT_NONE;
     for (size_t i = 0; fault_name && i < TMA_ARRAY_LEN(faults); i++)
