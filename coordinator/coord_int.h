@@ -141,6 +141,7 @@ typedef struct coord {
 
     int resume;             /* taking over a job that was training */
     int leader_finished;    /* a standby whose leader finished the job: nothing to do, a success */
+    int lease_lost;         /* fenced because etcd let the leader lease expire (on_lease_lost) */
     tma_job_state_rec_t prev;   /* its state record */
 
     int64_t round;

@@ -165,8 +165,36 @@ static tma_status_t end(coord_t *c, tma_status_t st, const char *reason)
     return st;
 }
 
-tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile sig_atomic_t *stop_flag)
+/* After a run that ended fenced: 1 when it was because etcd let the leader
+ * lease expire (a stall longer than the TTL) and nobody leads the job now,
+ * so this coordinator should campaign again (logged). */
+static int lead_again(coord_t *c)
 {
+    if (!__atomic_load_n(&c->lease_lost, __ATOMIC_SEQ_CST) || (c->stop_flag && *c->stop_flag) || !c->kv)
+        return 0;
+    char key[TMA_KEY_MAX];
+    tma_job_key(key, c->job->name, TMA_KEY_COORDINATOR);
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof res);
+    tma_status_t st = TMA_ERR_UNAVAILABLE;
+    for (int i = 0; i < 20 && st != TMA_OK && !(c->stop_flag && *c->stop_flag); i++) {
+        if ((st = tma_kv_range(c->kv, key, NULL, &res)) != TMA_OK)
+            tma_sleep(0.5); /* etcd may still be waking */
+    }
+    int nobody = st == TMA_OK && res.n_pairs == 0;
+    tma_kv_result_free(&res);
+    if (nobody)
+        tma_log_warn(COMP, "job %s: the leader lease expired (etcd stalled longer than its %d s TTL?) and nobody "
+                           "leads the job: campaigning again under a new epoch, resuming from its state",
+                     c->job->name, (int)c->job->lease_ttl);
+    return nobody;
+}
+
+/* One leadership: open, lead, train or take over, end.  *again_p: the lease
+ * was lost with no successor (lead_again). */
+static tma_status_t run_once(const tma_coordinator_opts_t *opts, volatile sig_atomic_t *stop_flag, int *again_p)
+{
+    *again_p = 0;
     coord_t *c = calloc(1, sizeof *c);
     if (!c)
         return TMA_ERR_NOMEM;
@@ -206,6 +234,8 @@ close_run:
     coord_close_run(c);
 step_down:
     coord_step_down(c);
+    if (st == TMA_ERR_FENCED)
+        *again_p = lead_again(c);
 close_model:
     coord_close_model(c);
 close_job:
@@ -217,4 +247,21 @@ out:
     cJSON_Delete(c->lost);
     free(c);
     return st;
+}
+
+tma_status_t tma_coordinator_run(const tma_coordinator_opts_t *opts, volatile sig_atomic_t *stop_flag)
+{
+    /* A leader whose lease etcd let expire, with nobody leading after it,
+     * leads again as a standby would (bounded: a stall every round would
+     * otherwise go on for ever). */
+    for (int n = 0;; n++) {
+        int again = 0;
+        tma_status_t st = run_once(opts, stop_flag, &again);
+        if (!again)
+            return st;
+        if (n == 20) {
+            tma_log_error(COMP, "lost the leader lease %d times in a row: giving up (is etcd healthy?)", n + 1);
+            return st;
+        }
+    }
 }

@@ -324,6 +324,7 @@ static void on_lease_lost(void *arg, tma_status_t why)
     coord_t *c = arg;
     tma_log_error(COMP, "the leader lease %llx is lost (%s): fenced", (unsigned long long)c->lease,
                   tma_status_str(why));
+    __atomic_store_n(&c->lease_lost, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
     tma_job_view_poke(c->view);
 }

@@ -2,6 +2,14 @@
 # tests/lib.sh and tests/coordinator/dist_lib.sh).  Jobs are short, time-based
 # rounds on cora with a small model, so faults land in the middle of training.
 
+# fault_setup [MEMBERS [SHARDS]]: the start of a fault test, in its
+# temporary folder: an etcd cluster of MEMBERS (default 1) and fault_graph.
+fault_setup() {
+  cd "$TMP_ROOT" || hard "cd $TMP_ROOT"
+  etcd_start "${1:-1}"
+  fault_graph "${2:-3}"
+}
+
 # fault_graph: cora and a random 3-shard partition in the current folder.
 fault_graph() {
   make_graph g.tmag

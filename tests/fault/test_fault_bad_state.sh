@@ -8,9 +8,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 
 STEPS=10 ROUNDS=400 step_job j.json bs '"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
 start_coordinator c1.log --config j.json --run-dir run

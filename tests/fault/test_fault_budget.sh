@@ -9,9 +9,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 budget=6 slow=3 deadline=4
 TRAIN=$budget INTERVAL=0.5 write_job j.json bu \
   '"fault": {"lease_ttl": 3, "round_deadline": '$deadline', "start_timeout": 20}'

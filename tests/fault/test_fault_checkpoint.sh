@@ -11,9 +11,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 TRAIN=14 INTERVAL=1 write_job j.json ck '"fault": {"lease_ttl": 5, "round_deadline": 6, "start_timeout": 20}'
 # The workers wait for the job's config; the watches are in place before it starts.
 for i in 0 1 2; do start_worker w$i.log --job ck --name w$i; done

@@ -10,9 +10,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 
 # (a) standby
 TRAIN=20 write_job a.json ca '"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'

@@ -8,9 +8,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 3
-fault_graph
+fault_setup 3
 TRAIN=24 write_job j.json ke '"fault": {"lease_ttl": 5, "round_deadline": 5, "start_timeout": 20}'
 start_coordinator coord.log --config j.json --run-dir run
 for i in 0 1 2; do start_worker w$i.log --job ke --name w$i; done

@@ -10,9 +10,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 TRAIN=12 INTERVAL=1 write_job j.json fe '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
 TMA_FAULT=pause=eval@3 start_coordinator old.log --config j.json --run-dir run
 old=$COORD_PID

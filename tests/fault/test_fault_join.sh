@@ -7,9 +7,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 for pol in continue reassign; do
   WORKER_PIDS=()
   TRAIN=22 write_job $pol.json j$pol "\"fault\": {\"on_failure\": \"$pol\", \"lease_ttl\": 3, \"round_deadline\": 5, \"start_timeout\": 20}"

@@ -6,9 +6,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 write_job j.json kr '"fault": {"on_failure": "continue", "lease_ttl": 3, "round_deadline": 8, "start_timeout": 20}'
 start_coordinator coord.log --config j.json --run-dir run
 start_worker w0.log --job kr --name w0

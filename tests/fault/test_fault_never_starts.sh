@@ -5,9 +5,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 TRAIN=10 write_job c.json fc '"fault": {"on_failure": "continue", "lease_ttl": 3, "start_timeout": 3}'
 start_coordinator c-coord.log --config c.json --run-dir c-run
 for i in 0 1; do start_worker c-w$i.log --job fc --name w$i; done

@@ -7,9 +7,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 TRAIN=25 write_job j.json kp '"fault": {"on_failure": "continue", "lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
 start_coordinator coord.log --config j.json --run-dir run
 for i in 0 1 2; do start_worker w$i.log --job kp --name w$i; done

@@ -11,9 +11,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 
 ROUNDS=4
 FAULT='"fault": {"lease_ttl": 4, "round_deadline": 5, "start_timeout": 20}'

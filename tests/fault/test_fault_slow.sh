@@ -5,9 +5,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 INTERVAL=2 TRAIN=14 write_job j.json ks '"fault": {"lease_ttl": 3, "round_deadline": 10, "start_timeout": 20}'
 start_coordinator coord.log --config j.json --run-dir run
 start_worker w0.log --job ks --name w0

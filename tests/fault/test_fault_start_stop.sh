@@ -11,9 +11,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 
 # (a) interrupted while waiting for the workers to register
 write_job a.json sa '"fault": {"start_timeout": 60}'

@@ -15,9 +15,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 
 ROUNDS=8
 FAULT='"fault": {"lease_ttl": 4, "round_deadline": 5, "start_timeout": 20}'

@@ -8,9 +8,7 @@
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 TRAIN=5 INTERVAL=1 write_job j.json sr '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
 TMA_FAULT=crash=stop@* start_coordinator c1.log --config j.json --run-dir run
 first=$COORD_PID

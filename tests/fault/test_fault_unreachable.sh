@@ -12,9 +12,7 @@ source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 read -r ifname addr < <(ip -o -4 addr show up 2>/dev/null | awk '$2 != "lo" {split($4, a, "/"); print $2, a[1]; exit}')
 [ -n "${addr:-}" ] || skip "this host has no non-loopback IPv4 address"
-cd "$TMP_ROOT"
-etcd_start 1
-fault_graph
+fault_setup 1
 
 TRAIN=60 write_job j.json un '"transport": {"host": "auto"}, "fault": {"start_timeout": 4, "lease_ttl": 3}'
 export UCX_NET_DEVICES=lo
