@@ -48,6 +48,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     tma_gnn_config_default_kinds(cfg);
+    cfg->lr_schedule.gamma = 1;
     cfg->layers = 2;
     cfg->hidden = 256;
     cfg->decoder_layers = 2;
@@ -90,6 +91,20 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
     if (!gnn_decoder_of(cfg))
         BAD("%s: model.decoder must be mlp or distmult", ctx);
     const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    const tma_gnn_lr_schedule_t *q = &cfg->lr_schedule;
+    if (!(cfg->weight_decay >= 0 && cfg->weight_decay * cfg->lr < 1))
+        BAD("%s: train.weight_decay = %g: must be >= 0, and below 1 / lr (%g) so that a step shrinks the weights "
+            "by a factor in (0, 1]", ctx, cfg->weight_decay, 1 / cfg->lr);
+    if ((int)q->kind < TMA_GNN_LR_CONSTANT || q->kind > TMA_GNN_LR_STEP || q->warmup_steps < 0)
+        BAD("%s: train.lr_schedule: an unknown kind or a negative warmup_steps", ctx);
+    if (q->kind == TMA_GNN_LR_COSINE && q->steps <= q->warmup_steps)
+        BAD("%s: train.lr_schedule.steps = %lld: a cosine schedule needs its horizon in steps, above warmup_steps "
+            "(%lld)", ctx, (long long)q->steps, (long long)q->warmup_steps);
+    if (q->kind == TMA_GNN_LR_COSINE && !(q->min_ratio >= 0 && q->min_ratio <= 1))
+        BAD("%s: train.lr_schedule.min_ratio = %g is out of range [0, 1]", ctx, q->min_ratio);
+    if (q->kind == TMA_GNN_LR_STEP && (q->step_size < 1 || !(q->gamma > 0 && q->gamma <= 1)))
+        BAD("%s: train.lr_schedule: a step schedule needs step_size >= 1 (got %lld) and gamma in (0, 1] (got %g)",
+            ctx, (long long)q->step_size, q->gamma);
     if (cfg->bases < 1 || cfg->bases > TMA_GNN_MAX_BASES)
         BAD("%s: model.bases = %d is out of range [1, %d]", ctx, cfg->bases, TMA_GNN_MAX_BASES);
     if (cfg->num_rel_ids < 0 || cfg->num_rel_ids > 2 * TMA_GRAPH_MAX_RELATIONS)
@@ -217,6 +232,68 @@ static tma_status_t parse_type_dims(const cJSON *model, const char *mctx, tma_gn
     return TMA_OK;
 }
 
+static const char *const lr_kinds[] = {"constant", "cosine", "step"};
+
+/* train.lr_schedule: {"kind": ..., "warmup_steps": W, ...}; each kind takes
+ * only its own keys. */
+static tma_status_t parse_lr_schedule(const cJSON *train, const char *tctx, tma_gnn_config_t *cfg)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(train, "lr_schedule");
+    if (!o)
+        return TMA_OK;
+    char ctx[300];
+    snprintf(ctx, sizeof ctx, "%s.lr_schedule", tctx);
+    if (!cJSON_IsObject(o)) {
+        tma_log_error(COMP, "%s: expected an object such as {\"kind\": \"cosine\", \"steps\": 10000}", ctx);
+        return TMA_ERR_CONFIG;
+    }
+    const char *kind;
+    tma_status_t st = tma_json_get_string(o, "kind", "constant", ctx, &kind);
+    if (st != TMA_OK)
+        return st;
+    int k = -1;
+    for (size_t i = 0; i < TMA_ARRAY_LEN(lr_kinds); i++)
+        if (strcmp(kind, lr_kinds[i]) == 0)
+            k = (int)i;
+    if (k < 0) {
+        tma_log_error(COMP, "%s.kind: \"%s\" is not a schedule: constant, cosine or step", ctx, kind);
+        return TMA_ERR_CONFIG;
+    }
+    static const char *const keys[][6] = {{"kind", "warmup_steps", NULL},
+                                          {"kind", "warmup_steps", "steps", "min_ratio", NULL},
+                                          {"kind", "warmup_steps", "step_size", "gamma", NULL}};
+    tma_gnn_lr_schedule_t *s = &cfg->lr_schedule;
+    memset(s, 0, sizeof *s);
+    s->kind = (tma_gnn_lr_kind_t)k;
+    s->gamma = 1;
+    if ((st = tma_json_check_keys(o, keys[k], ctx)) ||
+        (st = tma_json_get_int(o, "warmup_steps", 0, 0, INT64_MAX / 2, ctx, &s->warmup_steps)) ||
+        (st = tma_json_get_int(o, "steps", 0, 0, INT64_MAX / 2, ctx, &s->steps)) ||
+        (st = tma_json_get_double(o, "min_ratio", 0, 0, 1, ctx, &s->min_ratio)) ||
+        (st = tma_json_get_int(o, "step_size", 0, 0, INT64_MAX / 2, ctx, &s->step_size)) ||
+        (st = tma_json_get_double(o, "gamma", 1, 1e-12, 1, ctx, &s->gamma)))
+        return st;
+    return TMA_OK;
+}
+
+double tma_gnn_lr_at(const tma_gnn_config_t *cfg, int64_t s)
+{
+    const tma_gnn_lr_schedule_t *q = &cfg->lr_schedule;
+    if (s < q->warmup_steps)
+        return cfg->lr * (double)(s + 1) / (double)q->warmup_steps;
+    switch (q->kind) {
+    case TMA_GNN_LR_COSINE: {
+        double span = (double)(q->steps - q->warmup_steps);
+        double x = span > 0 ? fmin(1.0, (double)(s - q->warmup_steps) / span) : 1.0;
+        return cfg->lr * (q->min_ratio + (1 - q->min_ratio) * 0.5 * (1 + cos(M_PI * x)));
+    }
+    case TMA_GNN_LR_STEP:
+        return cfg->lr * pow(q->gamma, (double)((s - q->warmup_steps) / q->step_size));
+    default:
+        return cfg->lr;
+    }
+}
+
 /* eval.node_order. */
 static tma_status_t parse_node_order(const cJSON *eval, const char *ectx, tma_gnn_config_t *cfg)
 {
@@ -301,8 +378,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
     static const char *const model_keys[] = {"encoder",     "layers",  "hidden", "decoder_layers", "decoder_hidden",
                                              "feature_dim", "decoder", "bases",  "relations",      "type_dims",
                                              NULL};
-    static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed",
-                                             "beta1", "beta2", "eps", "device", NULL};
+    static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed", "beta1",
+                                             "beta2", "eps", "device", "weight_decay", "lr_schedule", NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
                                             "node_order", "block_cache_mb", NULL};
     char mctx[256], tctx[256], ectx[256];
@@ -336,6 +413,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_get_double(train, "beta1", cfg.beta1, 0, 0.999999999, tctx, &cfg.beta1)) ||
         (st = tma_json_get_double(train, "beta2", cfg.beta2, 0, 0.999999999, tctx, &cfg.beta2)) ||
         (st = tma_json_get_double(train, "eps", cfg.eps, 1e-30, 0.5, tctx, &cfg.eps)) ||
+        (st = tma_json_get_double(train, "weight_decay", 0, 0, 1e6, tctx, &cfg.weight_decay)) ||
+        (st = parse_lr_schedule(train, tctx, &cfg)) ||
         (st = get_intv(train, "threads", 0, 0, 1024, tctx, &cfg.threads)) ||
         (st = tma_json_get_int(train, "seed", 0, 0, INT64_MAX, tctx, &i64)))
         return st;
@@ -435,6 +514,20 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(t, "beta1", cfg->beta1);
     cJSON_AddNumberToObject(t, "beta2", cfg->beta2);
     cJSON_AddNumberToObject(t, "eps", cfg->eps);
+    cJSON_AddNumberToObject(t, "weight_decay", cfg->weight_decay);
+    {
+        const tma_gnn_lr_schedule_t *q = &cfg->lr_schedule;
+        cJSON *ls = cJSON_AddObjectToObject(t, "lr_schedule");
+        cJSON_AddStringToObject(ls, "kind", lr_kinds[q->kind]);
+        cJSON_AddNumberToObject(ls, "warmup_steps", (double)q->warmup_steps);
+        if (q->kind == TMA_GNN_LR_COSINE) {
+            cJSON_AddNumberToObject(ls, "steps", (double)q->steps);
+            cJSON_AddNumberToObject(ls, "min_ratio", q->min_ratio);
+        } else if (q->kind == TMA_GNN_LR_STEP) {
+            cJSON_AddNumberToObject(ls, "step_size", (double)q->step_size);
+            cJSON_AddNumberToObject(ls, "gamma", q->gamma);
+        }
+    }
     cJSON_AddStringToObject(t, "device", cfg->device[0] ? cfg->device : "cpu");
     cJSON_AddItemToObject(root, "train", t);
     cJSON_AddNumberToObject(e, "batch_edges", cfg->eval_batch_edges);

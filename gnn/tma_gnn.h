@@ -177,6 +177,26 @@ typedef enum {
  * type_dims (rgcn on a graph with 2..TMA_GNN_MAX_TYPES node types) is also
  * filled in from the graph: each node type's feature width.
  */
+/* train.lr_schedule: the learning rate of each step, from the trainer's own
+ * step count s (0 for the first step).  Every kind first warms up linearly
+ * over warmup_steps (lr * (s + 1) / W); then constant keeps lr; cosine
+ * decays from lr to lr * min_ratio over the steps up to `steps` (the
+ * horizon, counted from step 0) and stays there; step multiplies by gamma
+ * every step_size steps after the warmup. */
+typedef enum {
+    TMA_GNN_LR_CONSTANT = 0,
+    TMA_GNN_LR_COSINE = 1,
+    TMA_GNN_LR_STEP = 2,
+} tma_gnn_lr_kind_t;
+typedef struct tma_gnn_lr_schedule {
+    tma_gnn_lr_kind_t kind;
+    int64_t warmup_steps;
+    int64_t steps;     /* cosine: the horizon (> warmup_steps) */
+    double min_ratio;  /* cosine: the final lr as a share of lr, [0, 1] */
+    int64_t step_size; /* step: steps between decays (>= 1) */
+    double gamma;      /* step: the factor, (0, 1] */
+} tma_gnn_lr_schedule_t;
+
 typedef struct tma_gnn_config {
     /* model: these define the parameter layout and the config hash */
     tma_gnn_encoder_t encoder;
@@ -198,6 +218,8 @@ typedef struct tma_gnn_config {
     int batch_size;                   /* positive edges per step */
     int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
     double lr, clip, beta1, beta2, eps;
+    double weight_decay; /* train.weight_decay: decoupled (AdamW), every parameter; 0: none */
+    tma_gnn_lr_schedule_t lr_schedule; /* train.lr_schedule */
     int threads; /* <= 0: OMP_NUM_THREADS, else one per CPU this process may use */
     uint64_t seed;
     /* evaluation */
@@ -213,6 +235,9 @@ typedef struct tma_gnn_config {
     char device[32];      /* train.device: tma_gnn_trainer_create's backend */
     char eval_device[32]; /* eval.device: tma_gnn_evaluator_create's backend */
 } tma_gnn_config_t;
+
+/* The learning rate of step s (0-based) under cfg's lr and lr_schedule. */
+double tma_gnn_lr_at(const tma_gnn_config_t *cfg, int64_t s);
 
 /* The defaults (feature_dim 0). */
 void tma_gnn_config_default(tma_gnn_config_t *cfg);

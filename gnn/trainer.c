@@ -898,8 +898,12 @@ tma_status_t tma_gnn_trainer_apply_grads(tma_gnn_trainer_t *tr)
         if (st == TMA_OK && coef < 1.0)
             st = tma_gnn_op_scale(&tr->grads, (float)coef);
     }
-    tma_gnn_adam_t h = {(float)tr->cfg.lr, (float)tr->cfg.beta1, (float)tr->cfg.beta2, (float)tr->cfg.eps,
-                        tr->step + 1};
+    /* The schedule follows this trainer's own step count; weight decay is
+     * decoupled (AdamW: p *= 1 - lr * wd, then the Adam update). */
+    const double lr = tma_gnn_lr_at(&tr->cfg, tr->step);
+    if (st == TMA_OK && tr->cfg.weight_decay > 0)
+        st = tma_gnn_op_scale(&tr->params, (float)(1.0 - lr * tr->cfg.weight_decay));
+    tma_gnn_adam_t h = {(float)lr, (float)tr->cfg.beta1, (float)tr->cfg.beta2, (float)tr->cfg.eps, tr->step + 1};
     if (st == TMA_OK)
         st = tma_gnn_op_adam(&tr->params, &tr->grads, &tr->adam_m, &tr->adam_v, &h);
     if (st == TMA_OK)

@@ -134,6 +134,61 @@ static void check_hetero(void)
     refused("{\"model\": {\"encoder\": \"rgcn\", \"relations\": 2000, \"bases\": 4}}", "bases");
 }
 
+/* train.weight_decay and train.lr_schedule: the learning rate of each step
+ * (warmup, then constant, cosine or step), their round trip through the
+ * config JSON, and each bad key refused by name. */
+static void check_schedules(void)
+{
+    tma_gnn_config_t c;
+    CHECK_OK(parse("{\"train\": {\"lr\": 0.1}}", &c));
+    ASSERT_EQ(c.lr_schedule.kind, TMA_GNN_LR_CONSTANT);
+    ASSERT_EQ(c.weight_decay, 0.0);
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 0), 0.1, 1e-15);
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 123456), 0.1, 1e-15);
+
+    CHECK_OK(parse("{\"train\": {\"lr\": 0.1, \"weight_decay\": 0.01, \"lr_schedule\": {\"kind\": \"constant\", "
+                   "\"warmup_steps\": 4}}}", &c));
+    ASSERT_NEAR(c.weight_decay, 0.01, 0);
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 0), 0.025, 1e-15); /* lr * 1/4 */
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 3), 0.1, 1e-15);
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 4), 0.1, 1e-15);
+
+    CHECK_OK(parse("{\"train\": {\"lr\": 0.2, \"lr_schedule\": {\"kind\": \"cosine\", \"warmup_steps\": 10, "
+                   "\"steps\": 110, \"min_ratio\": 0.1}}}", &c));
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 9), 0.2, 1e-15);               /* the end of the warmup */
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 10), 0.2, 1e-15);              /* the top of the cosine */
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 60), 0.2 * (0.1 + 0.9 * 0.5), 1e-12); /* halfway */
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 110), 0.02, 1e-12);            /* the horizon: lr * min_ratio */
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 5000), 0.02, 1e-12);           /* and after it */
+
+    CHECK_OK(parse("{\"train\": {\"lr\": 0.1, \"lr_schedule\": {\"kind\": \"step\", \"step_size\": 10, "
+                   "\"gamma\": 0.5}}}", &c));
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 9), 0.1, 1e-15);
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 10), 0.05, 1e-15);
+    ASSERT_NEAR(tma_gnn_lr_at(&c, 25), 0.025, 1e-15);
+
+    /* Through the config's JSON and back: the same schedule. */
+    cJSON *j = tma_gnn_config_to_json(&c);
+    tma_gnn_config_t back;
+    CHECK_OK(tma_gnn_config_from_json(j, "round trip", &back));
+    ASSERT_EQ(back.lr_schedule.kind, TMA_GNN_LR_STEP);
+    ASSERT_EQ(back.lr_schedule.step_size, 10);
+    ASSERT_NEAR(tma_gnn_lr_at(&back, 25), 0.025, 1e-15);
+    cJSON_Delete(j);
+
+    refused("{\"train\": {\"weight_decay\": -0.1}}", "weight_decay");
+    refused("{\"train\": {\"lr\": 0.5, \"weight_decay\": 2}}", "weight_decay");
+    refused("{\"train\": {\"lr_schedule\": \"cosine\"}}", "lr_schedule");
+    refused("{\"train\": {\"lr_schedule\": {\"kind\": \"linear\"}}}", "kind");
+    refused("{\"train\": {\"lr_schedule\": {\"kind\": \"cosine\"}}}", "steps");
+    refused("{\"train\": {\"lr_schedule\": {\"kind\": \"cosine\", \"steps\": 5, \"warmup_steps\": 5}}}", "steps");
+    refused("{\"train\": {\"lr_schedule\": {\"kind\": \"cosine\", \"steps\": 50, \"min_ratio\": 2}}}", "min_ratio");
+    refused("{\"train\": {\"lr_schedule\": {\"kind\": \"step\", \"gamma\": 0.5}}}", "step_size");
+    refused("{\"train\": {\"lr_schedule\": {\"kind\": \"step\", \"step_size\": 5, \"gamma\": 1.5}}}", "gamma");
+    refused("{\"train\": {\"lr_schedule\": {\"kind\": \"constant\", \"gamma\": 0.5}}}", "gamma");
+    refused("{\"train\": {\"lr_schedule\": {\"warmup_steps\": -1}}}", "warmup_steps");
+}
+
 int main(void)
 {
     tma_log_set_level(TMA_LOG_ERROR);
@@ -331,5 +386,6 @@ int main(void)
     free(p2);
     free(p3);
     check_hetero();
+    check_schedules();
     return tma_test_done();
 }

@@ -150,6 +150,51 @@ static void check_backends(tma_graph_t *g, tma_gnn_config_t c)
     tma_gnn_trainer_destroy(ref);
 }
 
+/* The optimizer takes the schedule's rate and decoupled weight decay: with
+ * warmup_steps 2 the first Adam step moves each parameter by lr/2 (Adam's
+ * first step is lr * sign(g), up to eps), and weight decay wd shrinks
+ * every weight by lr/2 * wd * p before it (AdamW), given the same gradients. */
+static void check_decay_and_schedule(tma_graph_t *g)
+{
+    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_GCN);
+    c.lr = 0.01;
+    c.clip = 0;
+    c.lr_schedule.kind = TMA_GNN_LR_COSINE;
+    c.lr_schedule.warmup_steps = 2;
+    c.lr_schedule.steps = 100;
+    tma_gnn_trainer_t *a, *b;
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &a));
+    c.weight_decay = 0.5;
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &b));
+    int64_t n = tma_gnn_trainer_param_count(a);
+    float *p0 = params_of(a), *grads = malloc((size_t)n * 4);
+    CHECK_OK(tma_gnn_trainer_compute_grads(a, NULL));
+    CHECK_OK(tma_gnn_trainer_get_grads(a, grads));
+    CHECK_OK(tma_gnn_trainer_set_grads(b, grads));
+    CHECK_OK(tma_gnn_trainer_apply_grads(a));
+    CHECK_OK(tma_gnn_trainer_apply_grads(b));
+    float *pa = params_of(a), *pb = params_of(b);
+    const double lr0 = 0.005; /* step 0 of a 2-step warmup */
+    double max_move = 0, worst = 0;
+    int64_t moved = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)pa[i] - p0[i];
+        max_move = fmax(max_move, fabs(d));
+        moved += grads[i] != 0 && fabs(fabs(d) - lr0) < 1e-3 * lr0;
+        double want = -lr0 * 0.5 * p0[i]; /* pb - pa */
+        worst = fmax(worst, fabs(((double)pb[i] - pa[i]) - want) / (fabs(p0[i]) * 1e-6 + 1e-8));
+    }
+    ASSERT_LE(max_move, lr0 * 1.001);
+    ASSERT_GT(moved, n / 2); /* most parameters moved by exactly lr0 */
+    ASSERT_LE(worst, 1.0);   /* pb = pa - lr0 * wd * p0, to float rounding */
+    free(p0);
+    free(pa);
+    free(pb);
+    free(grads);
+    tma_gnn_trainer_destroy(a);
+    tma_gnn_trainer_destroy(b);
+}
+
 /* Blocks in and out: averaging gradients between two trainers (synchronous
  * SGD) keeps them in lock step; setting parameters replaces the weights. */
 static void check_blocks(tma_graph_t *g)
@@ -495,6 +540,7 @@ int main(void)
         check_backends(gs, small_config((tma_gnn_encoder_t)e));
     }
     double t1 = tma_clock_now();
+    check_decay_and_schedule(g);
     check_blocks(g);
     for (int e = 0; e < 2; e++) { /* GCN and SAGE: the encoders that aggregate */
         check_node_order(g, small_config((tma_gnn_encoder_t)e));
