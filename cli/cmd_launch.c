@@ -415,6 +415,13 @@ static tma_status_t launch_start_etcd(launch_t *L)
         return st;
     L->etcd_started = 1;
     L->url = L->etcd.client_url;
+    /* Where `tma status RUN` finds it (the sockets may be in /tmp when the
+     * run folder's path is too long for one). */
+    char *urlf = tma_path_join(L->run_dir, "etcd/client-url");
+    if (!urlf || tma_file_write_atomic(urlf, L->url, strlen(L->url)) != TMA_OK)
+        tma_log_warn("launch", "cannot record the private etcd's address in the run folder: tma status RUN "
+                               "will not find it (use --etcd %s --job %s)", L->url, L->job->name);
+    free(urlf);
     return TMA_OK;
 }
 

@@ -1,58 +1,40 @@
-/* cmd_status.c: `tma status --etcd URLS --job NAME`: a live job's state. */
+/* cmd_status.c: `tma status --etcd URLS --job NAME` or `tma status RUN`: a
+ * live job's state, once or every second (--watch). */
 #include "cli_int.h"
 #include "tma_fault.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-int cli_cmd_status(int argc, char **argv)
+/* The last evaluated round of RUN/metrics.jsonl: its round and validation
+ * MRR (0 when there is none yet). */
+static int last_validation(const char *run_dir, int64_t *round_p, double *mrr_p)
 {
-    cli_etcd_flags_t ef;
-    memset(&ef, 0, sizeof ef);
-    const char *job = NULL;
-    int as_json = 0;
-    const cli_opt_t opts[] = {
-        CLI_ETCD_OPTS(ef),
-        {"job", 0, CLI_STR, &job, "NAME", "the job (required)", NULL},
-        {"json", 0, CLI_FLAG, &as_json, NULL, "print one JSON object", NULL},
-        {NULL, 0, 0, NULL, NULL, NULL, NULL},
-    };
-    const cli_spec_t spec = {"status", "--etcd URLS --job NAME [--json]",
-                             "Shows a job's state from etcd: its coordinator, phase and round, the best round so "
-                             "far, the members with the shards they own, and whether they are ready.",
-                             opts, 0, 0};
-    cli_args_t args;
-    if (!cli_args_parse(&spec, argc, argv, &args))
-        return args.exit;
-    tma_kv_config_t kc;
-    int rc = cli_etcd_config("status", &ef, &kc);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (!job)
-        return cli_usage_error("status", "--job NAME is required");
-    tma_kv_t *kv;
-    if (tma_kv_create(&kc, &kv) != TMA_OK)
-        return CLI_EXIT_RUNTIME;
-    tma_job_view_t *v;
-    tma_status_t st = tma_job_view_start(kv, job, 0, &v);
-    if (st != TMA_OK) {
-        tma_kv_destroy(kv);
-        return CLI_EXIT_RUNTIME;
-    }
-    tma_job_view_snap_t s;
-    st = tma_job_view_snapshot(v, &s);
-    tma_job_view_stop(v);
-    if (st != TMA_OK) {
-        tma_kv_destroy(kv);
-        return CLI_EXIT_RUNTIME;
-    }
-    if (!s.config && !s.has_state && s.n_members == 0) {
-        fprintf(stderr, "tma status: job %s: nothing in etcd under /tma/%s/ (wrong --job or --etcd?)\n", job, job);
-        tma_job_view_snap_free(&s);
-        tma_kv_destroy(kv);
-        return CLI_EXIT_RUNTIME;
-    }
+    int64_t *rounds = NULL;
+    double *times = NULL, *vals = NULL;
+    int n = 0, found = 0;
+    char *path = run_dir && *run_dir ? tma_job_run_path(run_dir, "metrics.jsonl") : NULL;
+    if (path && access(path, R_OK) == 0 && tma_job_run_read_metrics(path, &rounds, &times, &vals, &n) == TMA_OK)
+        for (int i = n - 1; i >= 0 && !found; i--)
+            if (isfinite(vals[i])) {
+                *round_p = rounds[i];
+                *mrr_p = vals[i];
+                found = 1;
+            }
+    free(path);
+    free(rounds);
+    free(times);
+    free(vals);
+    return found;
+}
+
+/* One look at the job: printed, or as one JSON object. */
+static void render(const char *job, const tma_job_view_snap_t *sp, int as_json)
+{
+    const tma_job_view_snap_t s = *sp;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "job", job);
     if (s.has_coord) {
@@ -115,6 +97,10 @@ int cli_cmd_status(int argc, char **argv)
                        (long long)s.state.best_round);
             printf("  run folder   %s\n", s.state.run_dir);
         }
+        int64_t vr;
+        double vm;
+        if (s.has_state && last_validation(s.state.run_dir, &vr, &vm))
+            printf("  validation   MRR %.4f at round %lld (the last evaluated)\n", vm, (long long)vr);
         if (s.stop)
             printf("  stop         set\n");
         printf("  members      %d\n", s.n_members);
@@ -133,7 +119,138 @@ int cli_cmd_status(int argc, char **argv)
             printf("  orphaned shards: %d\n", norph);
     }
     cJSON_Delete(o);
-    tma_job_view_snap_free(&s);
+}
+
+/* RUN: a launched job's run folder: the job's name (job.json) and, unless
+ * --etcd was given, its private etcd (etcd/client-url). */
+static int from_run_folder(const char *run, cli_etcd_flags_t *ef, char *job, size_t cap, char *url, size_t ucap)
+{
+    char *jp = tma_path_join(run, "job.json"), *up = tma_path_join(run, "etcd/client-url");
+    cJSON *j = NULL;
+    if (jp && access(jp, R_OK) == 0)
+        (void)tma_json_load_file(jp, &j);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "job");
+    int rc = CLI_EXIT_OK;
+    if (!cJSON_IsString(name) || strlen(name->valuestring) >= cap) {
+        fprintf(stderr, "tma status: %s is not a launched job's run folder (no job name in its job.json)\n", run);
+        rc = CLI_EXIT_USAGE;
+    } else {
+        snprintf(job, cap, "%s", name->valuestring);
+    }
+    if (rc == CLI_EXIT_OK && !ef->endpoints) {
+        size_t len = 0;
+        char *u = NULL;
+        if (!up || access(up, R_OK) != 0 || tma_file_read_all(up, &u, &len) != TMA_OK)
+            len = 0;
+        char *res = tma_path_join(run, "result.json");
+        int ended = res && access(res, F_OK) == 0;
+        if ((!u || len == 0 || len >= ucap) && ended) {
+            fprintf(stderr, "tma status: the launch of %s has ended (its private etcd with it): the results are in "
+                            "%s\n", run, res);
+            rc = CLI_EXIT_RUNTIME;
+        } else if (!u || len == 0 || len >= ucap) {
+            fprintf(stderr, "tma status: %s has no private etcd address (etcd/client-url): the launch used an "
+                            "etcd of its own; pass --etcd URL\n", run);
+            rc = CLI_EXIT_USAGE;
+        } else {
+            memcpy(url, u, len);
+            url[len] = '\0';
+            ef->endpoints = url;
+        }
+        free(res);
+        free(u);
+    }
+    cJSON_Delete(j);
+    free(jp);
+    free(up);
+    return rc;
+}
+
+int cli_cmd_status(int argc, char **argv)
+{
+    cli_etcd_flags_t ef;
+    memset(&ef, 0, sizeof ef);
+    const char *job = NULL;
+    int as_json = 0, watch = 0;
+    const cli_opt_t opts[] = {
+        CLI_ETCD_OPTS(ef),
+        {"job", 0, CLI_STR, &job, "NAME", "the job (required without RUN)", NULL},
+        {"json", 0, CLI_FLAG, &as_json, NULL, "print one JSON object (one a line with --watch)", NULL},
+        {"watch", 'w', CLI_FLAG, &watch, NULL, "look again every second until the job ends or Ctrl-C", NULL},
+        {NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    const cli_spec_t spec = {"status", "RUN | --etcd URLS --job NAME [--watch] [--json]",
+                             "Shows a job's state from etcd: its coordinator, phase and round, the training time, "
+                             "the best and the last validation, the members by name with the shards they own, "
+                             "and whether they are ready. RUN, a run folder of tma launch, finds the job and its "
+                             "private etcd itself (while the launch runs).",
+                             opts, 0, 1};
+    cli_args_t args;
+    if (!cli_args_parse(&spec, argc, argv, &args))
+        return args.exit;
+    char jobbuf[TMA_JOB_NAME_MAX + 1], url[1200];
+    if (args.npos == 1) {
+        int rc = from_run_folder(args.pos[0], &ef, jobbuf, sizeof jobbuf, url, sizeof url);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+        if (job && strcmp(job, jobbuf) != 0)
+            return cli_usage_error("status", "--job %s: the run folder %s is job %s", job, args.pos[0], jobbuf);
+        job = jobbuf;
+    }
+    if (!ef.endpoints && !job)
+        return cli_usage_error("status", "give a run folder of tma launch, or --etcd URLS and --job NAME");
+    tma_kv_config_t kc;
+    int rc = cli_etcd_config("status", &ef, &kc);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (!job)
+        return cli_usage_error("status", "--job NAME is required");
+    tma_kv_t *kv;
+    if (tma_kv_create(&kc, &kv) != TMA_OK)
+        return CLI_EXIT_RUNTIME;
+    volatile sig_atomic_t stop = 0;
+    if (watch)
+        cli_install_stop_handler(&stop);
+    tma_job_view_t *v;
+    tma_status_t st = tma_job_view_start(kv, job, 0, &v);
+    if (st != TMA_OK) {
+        if (args.npos == 1)
+            fprintf(stderr, "tma status: the private etcd of %s does not answer: has the launch ended? (its "
+                            "results are in the folder)\n", args.pos[0]);
+        tma_kv_destroy(kv);
+        return CLI_EXIT_RUNTIME;
+    }
+    rc = CLI_EXIT_OK;
+    for (uint64_t seen = 0;;) {
+        tma_job_view_snap_t s;
+        if ((st = tma_job_view_snapshot(v, &s)) != TMA_OK) {
+            rc = CLI_EXIT_RUNTIME;
+            break;
+        }
+        if (!s.config && !s.has_state && s.n_members == 0) {
+            fprintf(stderr, "tma status: job %s: nothing in etcd under /tma/%s/ (wrong --job or --etcd?)\n", job,
+                    job);
+            tma_job_view_snap_free(&s);
+            rc = CLI_EXIT_RUNTIME;
+            break;
+        }
+        if (watch && !as_json && isatty(STDOUT_FILENO))
+            printf("\033[H\033[2J"); /* a fresh screen each second */
+        else if (watch && seen && !as_json)
+            printf("\n");
+        render(job, &s, as_json);
+        fflush(stdout);
+        int ended = s.has_state && (strcmp(s.state.phase, "done") == 0 || strcmp(s.state.phase, "failed") == 0);
+        seen = s.version;
+        tma_job_view_snap_free(&s);
+        if (!watch || ended || stop)
+            break;
+        for (int i = 0; i < 10 && !stop; i++)
+            tma_sleep(0.1);
+        if (stop)
+            break;
+    }
+    tma_job_view_stop(v);
     tma_kv_destroy(kv);
-    return CLI_EXIT_OK;
+    return rc;
 }
