@@ -115,6 +115,9 @@ void cli_proc_signal(cli_proc_t *p, int sig);
 int cli_proc_wait(cli_proc_t *p, double timeout);
 /* SIGTERM, then SIGKILL after `grace` seconds; reaps it. */
 void cli_proc_stop(cli_proc_t *p, double grace);
+/* SIGTERM to each of n processes (the last started first), one shared wait
+ * of grace seconds for them all, then SIGKILL for those still running. */
+void cli_procs_stop(cli_proc_t *procs, int n, double grace);
 /* A currently free TCP port on host (IPv4 literal). */
 tma_status_t cli_free_port(const char *host, int *port_p);
 

@@ -325,7 +325,7 @@ static tma_status_t launch_prepare_graph(launch_t *L)
     fprintf(L->say, "preparing the graph: tma %s %s ...\n", av[1], av[2]);
     fflush(L->say);
     tma_status_t st = run_step(L, av);
-    if (st != TMA_OK) {
+    if (st != TMA_OK && st != TMA_ERR_CANCELLED) {
         tma_log_error(COMP, "preparing the graph failed (the error above names the option; in the job config "
                             "it is the key of the same name in \"%s\")", section);
         free(graph_path);
@@ -365,7 +365,8 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     fprintf(L->say, "partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
     fflush(L->say);
     if ((st = run_step(L, av)) != TMA_OK) {
-        tma_log_error(COMP, "partitioning failed");
+        if (st != TMA_ERR_CANCELLED)
+            tma_log_error(COMP, "partitioning failed");
         free(part_dir);
         return st;
     }
@@ -606,11 +607,10 @@ static int launch_result(launch_t *L)
     return cli_exit_code(TMA_OK, &g_stop);
 }
 
-/* Stops whatever still runs, in reverse order of start, and frees. */
+/* Stops whatever still runs (one shared wait of 5 s, then SIGKILL), and frees. */
 static void launch_close(launch_t *L)
 {
-    for (int i = L->nprocs - 1; i >= 0; i--)
-        cli_proc_stop(&L->procs[i], 5.0);
+    cli_procs_stop(L->procs, L->nprocs, 5.0);
     if (L->etcd_started)
         cli_etcd_stop(&L->etcd, L->keep);
     free(L->procs);
@@ -632,26 +632,36 @@ int cli_cmd_launch(int argc, char **argv)
     cli_install_stop_handler(&g_stop);
     L.exe = self_exe();
     tma_status_t st = L.exe ? TMA_OK : TMA_ERR_NOMEM;
-    if (st == TMA_OK)
-        st = launch_open_run(&L);
-    if (st == TMA_OK)
-        st = launch_prepare_graph(&L);
-    if (st == TMA_OK)
-        st = launch_prepare_partition(&L);
-    if (st == TMA_OK)
-        st = launch_write_job(&L);
-    if (st == TMA_OK)
-        st = launch_spawn_roles(&L);
-    if (st == TMA_OK) {
+    /* The phases, each stopped where it is by a Ctrl-C (the one running a
+     * step ends that step). */
+    static const char *const phases[] = {"making the run folder", "preparing the graph", "partitioning",
+                                         "writing the job", "starting etcd and the roles"};
+    tma_status_t (*const steps[])(launch_t *) = {launch_open_run, launch_prepare_graph, launch_prepare_partition,
+                                                 launch_write_job, launch_spawn_roles};
+    size_t phase = 0;
+    int remove_run = 0;
+    for (; phase < TMA_ARRAY_LEN(steps) && st == TMA_OK && !g_stop; phase++)
+        st = steps[phase](&L);
+    if (st == TMA_OK && !g_stop) {
         launch_supervise(&L);
         rc = launch_result(&L);
+    } else if (g_stop || st == TMA_ERR_CANCELLED) {
+        /* Nothing trained yet: this launch's own run folder goes too. */
+        const char *where = phases[phase > 0 ? phase - 1 : 0];
+        fprintf(stderr, "tma launch: interrupted while %s; nothing was trained%s\n", where,
+                L.made_run_dir ? ", and the run folder it made is removed" : "");
+        remove_run = 1;
+        rc = cli_exit_code(TMA_ERR_CANCELLED, &g_stop);
     } else {
         rc = cli_exit_code(st, &g_stop);
     }
-    /* A job refused as a usage error (a phase's flags or config) leaves no
-     * run folder behind, when this launch made it. */
-    if (rc == CLI_EXIT_USAGE && L.made_run_dir && L.run_dir && tma_remove_tree(L.run_dir) != TMA_OK)
-        fprintf(stderr, "tma launch: could not remove the run folder %s\n", L.run_dir);
+    /* A job refused as a usage error (a phase's flags or config), or
+     * interrupted before training, leaves no run folder behind when this
+     * launch made it (removed once every process it started has ended). */
+    char *made = (rc == CLI_EXIT_USAGE || remove_run) && L.made_run_dir && L.run_dir ? strdup(L.run_dir) : NULL;
     launch_close(&L);
+    if (made && tma_remove_tree(made) != TMA_OK)
+        fprintf(stderr, "tma launch: could not remove the run folder %s\n", made);
+    free(made);
     return rc;
 }

@@ -153,6 +153,23 @@ void cli_proc_stop(cli_proc_t *p, double grace)
     }
 }
 
+void cli_procs_stop(cli_proc_t *procs, int n, double grace)
+{
+    for (int i = n - 1; i >= 0; i--)
+        cli_proc_signal(&procs[i], SIGTERM);
+    double end = tma_clock_now() + grace;
+    for (int i = 0; i < n; i++)
+        cli_proc_wait(&procs[i], TMA_MAX(0.0, end - tma_clock_now()));
+    for (int i = 0; i < n; i++) {
+        if (!cli_proc_poll(&procs[i]))
+            continue;
+        tma_log_warn(COMP, "%s (pid %d) did not stop within %.0f s; killing it", procs[i].name, (int)procs[i].pid,
+                     grace);
+        cli_proc_signal(&procs[i], SIGKILL);
+        cli_proc_wait(&procs[i], 5.0);
+    }
+}
+
 tma_status_t cli_free_port(const char *host, int *port_p)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

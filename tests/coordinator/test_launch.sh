@@ -60,6 +60,25 @@ check_run run2 >/dev/null || fail "interrupted run folder invalid"
 [ ! -e run2/etcd ] || fail "the private etcd's data folder was not removed after SIGTERM"
 # (The harness fails this test if any process it started is still alive.)
 
+# Ctrl-C while the graph is being generated (30M R-MAT edges: seconds):
+# the step ends there, the launch says where it was interrupted, exits 130
+# and removes the run folder it made (nothing was trained).
+cat > big.json <<'JSON'
+{"job": "bigg", "generate": {"kind": "rmat", "scale": 21, "edges": 30000000, "feat_dim": 8, "seed": 1},
+ "workers": 2, "duration": {"train_seconds": 2}}
+JSON
+"$TMA" launch big.json -o run4 > out4.txt 2>&1 &
+lpid=$!
+track $lpid
+wait_for 60 grep -q "^preparing the graph" out4.txt || { cat out4.txt >&2; fail "the big launch did not start"; }
+kill -INT $lpid
+wait_exit $lpid 30; rc=$?
+[ "$rc" -eq 130 ] || { cat out4.txt >&2; fail "tma launch interrupted while preparing the graph exited $rc, not 130"; }
+grep -qE "interrupted while (preparing the graph|partitioning); nothing was trained" out4.txt ||
+  { cat out4.txt >&2; fail "the launch did not say where it was interrupted"; }
+! grep -q "failed" out4.txt || { cat out4.txt >&2; fail "an interrupted step was reported as failed"; }
+[ ! -e run4 ] || fail "the interrupted launch left its run folder: $(ls -R run4 | head)"
+
 # --keep keeps the data folder; a missing etcd binary is named.
 mkdir bin && ln -s "$TMA" bin/tma
 PATH="$TMP_ROOT/bin:/usr/local/bin/nonexistent" "$TMA" launch job.json -o run3 > out3.txt 2>&1; rc=$?
