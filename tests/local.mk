@@ -13,6 +13,9 @@ tests_libtma_test_a_SOURCES = tests/tma_test.c tests/tma_test.h \
 	tests/tma_test_etcd.c tests/tma_test_etcd.h
 
 TMA_TEST_LDADD = tests/libtma_test.a $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
+# Every test program links this unless it names its own _LDADD (the GPU
+# tests); the programs outside tests/ all name theirs.
+LDADD = tests/gnn/libgnn_testutil.a $(TMA_TEST_LDADD)
 
 include tests/common/local.mk
 include tests/graph/local.mk

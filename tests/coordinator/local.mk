@@ -16,5 +16,4 @@ EXTRA_DIST += tests/coordinator/test_job_cora.sh tests/coordinator/test_job_dete
 
 # The average, a pure function, on its own.
 check_PROGRAMS += tests/coordinator/test_average
-tests_coordinator_test_average_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/coordinator/test_average

@@ -1,5 +1,4 @@
 check_PROGRAMS += tests/fault/test_fault_unit
-tests_fault_test_fault_unit_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/fault/test_fault_unit
 EXTRA_DIST += tests/fault/fault_lib.sh
 TESTS += tests/fault/test_fault_kill_worker.sh

@@ -5,39 +5,31 @@ tests_gnn_libgnn_testutil_a_SOURCES = tests/gnn/gnn_testutil.c tests/gnn/gnn_tes
 TMA_GNN_TEST_LDADD = tests/gnn/libgnn_testutil.a $(TMA_TEST_LDADD)
 
 check_PROGRAMS += tests/gnn/test_ops
-tests_gnn_test_ops_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_ops
 
 check_PROGRAMS += tests/gnn/parity_dump
-tests_gnn_parity_dump_LDADD = $(TMA_GNN_TEST_LDADD)
 dist_check_SCRIPTS += tests/gnn/test_parity.sh
 EXTRA_DIST += tests/gnn/parity_torch.py
 TESTS += tests/gnn/test_parity.sh
 
 check_PROGRAMS += tests/gnn/hetero_dump
-tests_gnn_hetero_dump_LDADD = $(TMA_GNN_TEST_LDADD)
 dist_check_SCRIPTS += tests/gnn/test_hetero_parity.sh
 EXTRA_DIST += tests/gnn/hetero_torch.py
 TESTS += tests/gnn/test_hetero_parity.sh
 
 check_PROGRAMS += tests/gnn/test_gradcheck
-tests_gnn_test_gradcheck_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_gradcheck
 
 check_PROGRAMS += tests/gnn/test_config
-tests_gnn_test_config_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_config
 
 check_PROGRAMS += tests/gnn/test_weights
-tests_gnn_test_weights_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_weights
 
 check_PROGRAMS += tests/gnn/test_trainer
-tests_gnn_test_trainer_LDADD = $(TMA_GNN_TEST_LDADD)
 TESTS += tests/gnn/test_trainer
 
 check_PROGRAMS += tests/gnn/write_test_graph
-tests_gnn_write_test_graph_LDADD = $(TMA_GNN_TEST_LDADD)
 dist_check_SCRIPTS += tests/gnn/test_train_cli.sh
 TESTS += tests/gnn/test_train_cli.sh
 dist_check_SCRIPTS += tests/gnn/test_export.sh
@@ -46,13 +38,11 @@ dist_check_SCRIPTS += tests/gnn/test_hetero_cli.sh
 TESTS += tests/gnn/test_hetero_cli.sh
 
 check_PROGRAMS += tests/gnn/test_noalloc
-tests_gnn_test_noalloc_LDADD = $(TMA_GNN_TEST_LDADD)
 tests_gnn_test_noalloc_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc \
 	-Wl,--wrap=posix_memalign
 TESTS += tests/gnn/test_noalloc
 
 check_PROGRAMS += tests/gnn/ogb_rank
-tests_gnn_ogb_rank_LDADD = $(TMA_GNN_TEST_LDADD)
 dist_check_SCRIPTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh
 EXTRA_DIST += tests/gnn/ogb_eval.py tests/gnn/tfevents_check.py
 TESTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh

@@ -1,11 +1,6 @@
 check_PROGRAMS += tests/graph/test_tmag
-tests_graph_test_tmag_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/graph/test_tmag
 check_PROGRAMS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition tests/graph/test_typed
-tests_graph_test_typed_LDADD = $(TMA_TEST_LDADD)
-tests_graph_test_import_LDADD = $(TMA_TEST_LDADD)
-tests_graph_test_gen_LDADD = $(TMA_TEST_LDADD)
-tests_graph_test_partition_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition tests/graph/test_typed
 # The sampler, on the planted-partition graphs of tests/gnn/gnn_testutil.c.
 check_PROGRAMS += tests/graph/test_sampler

@@ -1,12 +1,9 @@
 check_PROGRAMS += tests/job/test_job_unit
-tests_job_test_job_unit_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/job/test_job_unit
 check_PROGRAMS += tests/job/test_job_view
-tests_job_test_job_view_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/job/test_job_view
 # The run folder's files (job/run.c): metrics lines whole or not at all.
 check_PROGRAMS += tests/job/test_runfiles
-tests_job_test_runfiles_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/job/test_runfiles
 # The meta block's and the ready record's fuzz target, built with clang and run for 20 s.
 dist_check_SCRIPTS += tests/job/test_fuzz_wire.sh

@@ -1,7 +1,6 @@
 # tests/kv/: the etcd client.  The parser test needs no server; the others
 # start real etcd members (tests/tma_test_etcd.c).  All run under valgrind.
 check_PROGRAMS += tests/kv/test_kv_parse
-tests_kv_test_kv_parse_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/kv/test_kv_parse
 
 # The response-parser fuzz target, built with clang and run for 20 s.
@@ -13,19 +12,15 @@ EXTRA_DIST += tests/kv/fuzz_kv.c tests/kv/make_corpus.sh tests/fuzz/corpus/kv
 KV_TEST_UTIL = tests/kv/kv_test_util.c tests/kv/kv_test_util.h
 check_PROGRAMS += tests/kv/test_kv_ops
 tests_kv_test_kv_ops_SOURCES = tests/kv/test_kv_ops.c $(KV_TEST_UTIL)
-tests_kv_test_kv_ops_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/kv/test_kv_ops
 check_PROGRAMS += tests/kv/test_kv_watch
 tests_kv_test_kv_watch_SOURCES = tests/kv/test_kv_watch.c $(KV_TEST_UTIL)
-tests_kv_test_kv_watch_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/kv/test_kv_watch
 check_PROGRAMS += tests/kv/test_kv_cluster
 tests_kv_test_kv_cluster_SOURCES = tests/kv/test_kv_cluster.c $(KV_TEST_UTIL)
-tests_kv_test_kv_cluster_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/kv/test_kv_cluster
 check_PROGRAMS += tests/kv/test_kv_secure
 tests_kv_test_kv_secure_SOURCES = tests/kv/test_kv_secure.c $(KV_TEST_UTIL)
-tests_kv_test_kv_secure_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/kv/test_kv_secure
 
 # The etcd helpers in tests/lib.sh for shell tests.

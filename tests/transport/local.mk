@@ -2,17 +2,12 @@
 check_PROGRAMS += tests/transport/test_frame tests/transport/test_transport \
 	tests/transport/test_transport_kill tests/transport/test_transport_cycles \
 	tests/transport/transport_peer
-tests_transport_test_frame_LDADD = $(TMA_TEST_LDADD)
 tests_transport_test_transport_SOURCES = tests/transport/test_transport.c \
 	tests/transport/peer_proc.c tests/transport/peer_proc.h
-tests_transport_test_transport_LDADD = $(TMA_TEST_LDADD)
 tests_transport_test_transport_kill_SOURCES = tests/transport/test_transport_kill.c \
 	tests/transport/peer_proc.c tests/transport/peer_proc.h
-tests_transport_test_transport_kill_LDADD = $(TMA_TEST_LDADD)
 tests_transport_test_transport_cycles_SOURCES = tests/transport/test_transport_cycles.c \
 	tests/transport/peer_proc.c tests/transport/peer_proc.h
-tests_transport_test_transport_cycles_LDADD = $(TMA_TEST_LDADD)
-tests_transport_transport_peer_LDADD = $(TMA_TEST_LDADD)
 TESTS += tests/transport/test_frame tests/transport/test_transport \
 	tests/transport/test_transport_kill tests/transport/test_transport_cycles
 # The same tests under AddressSanitizer, and the frame decoder's fuzz run
