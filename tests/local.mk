@@ -37,3 +37,8 @@ check-unit:
 	case "$(MAKEFLAGS)" in *-j*|*jobserver*) jobs= ;; *) jobs=-j4 ;; esac; \
 	$(MAKE) $(AM_MAKEFLAGS) $$jobs check TESTS="`echo $$unit`"
 .PHONY: check-unit
+
+# The Python package in python/ (docs/python.md).
+TESTS += tests/python/test_python.sh tests/python/test_python_pyg.sh
+EXTRA_DIST += tests/python/test_python.sh tests/python/test_python_pyg.sh tests/python/test_tma_py.py python/pyproject.toml python/README.md \
+	python/tma/__init__.py python/tma/_format.py python/tma/_graph.py python/tma/_run.py docs/python.md
