@@ -36,8 +36,14 @@ static tma_status_t train_rounds(coord_t *c, const char **reason_p)
             /* The last round at the end of the training time, so the final
              * local progress is aggregated. */
             double next = (double)(c->round + 1) * c->job->interval_s + c->sched_shift;
-            if (el - next >= c->job->interval_s) {
-                /* A whole interval late (etcd was out, a takeover): one
+            if (c->round > 0 && next < c->round_time + 0.5 * c->job->interval_s) {
+                /* The last round ended late (its commit waited out an
+                 * etcd outage): the next one an interval after it, not
+                 * right behind it. */
+                c->sched_shift += c->round_time + c->job->interval_s - next;
+                next = c->round_time + c->job->interval_s;
+            } else if (el - next >= c->job->interval_s) {
+                /* A whole interval late (a takeover, a stalled loop): one
                  * round now, the next an interval later, rather than every
                  * missed round back to back. */
                 tma_log_info(COMP, "round %lld is %.1f s late: raising it now, the next %.1f s later",
