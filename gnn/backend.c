@@ -431,6 +431,14 @@ tma_status_t tma_gnn_op_scale(tensor_t *x, float s)
     TIMED(x->backend, GNN_OP_SCALE, 0, x->backend->ops->scale(x->backend, x, s));
 }
 
+tma_status_t tma_gnn_op_dropout(const tensor_t *x, float p, uint64_t key, tensor_t *y)
+{
+    if (!(p >= 0 && p < 1) || x->backend != y->backend || tma_gnn_tensor_numel(x) != tma_gnn_tensor_numel(y) ||
+        x->dtype != TMA_GNN_F32 || y->dtype != TMA_GNN_F32)
+        return TMA_ERR_INVALID;
+    TIMED(x->backend, GNN_OP_DROPOUT, 0, x->backend->ops->dropout(x->backend, x, p, key, y));
+}
+
 tma_status_t tma_gnn_op_fill(tensor_t *x, float v)
 {
     TIMED(x->backend, GNN_OP_FILL, 0, x->backend->ops->fill(x->backend, x, v));

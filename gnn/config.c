@@ -92,6 +92,8 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: model.decoder must be mlp or distmult", ctx);
     const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
     const tma_gnn_lr_schedule_t *q = &cfg->lr_schedule;
+    if (!(cfg->dropout >= 0 && cfg->dropout <= 0.95))
+        BAD("%s: model.dropout = %g is out of range [0, 0.95]", ctx, cfg->dropout);
     if (!(cfg->weight_decay >= 0 && cfg->weight_decay * cfg->lr < 1))
         BAD("%s: train.weight_decay = %g: must be >= 0, and below 1 / lr (%g) so that a step shrinks the weights "
             "by a factor in (0, 1]", ctx, cfg->weight_decay, 1 / cfg->lr);
@@ -377,7 +379,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
 {
     static const char *const model_keys[] = {"encoder",     "layers",  "hidden", "decoder_layers", "decoder_hidden",
                                              "feature_dim", "decoder", "bases",  "relations",      "type_dims",
-                                             NULL};
+                                             "dropout",     NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed", "beta1",
                                              "beta2", "eps", "device", "weight_decay", "lr_schedule", NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
@@ -405,7 +407,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = get_intv(model, "decoder_hidden", cfg.decoder_hidden, 1, 65536, mctx, &cfg.decoder_hidden)) ||
         (st = tma_json_get_int(model, "feature_dim", 0, 0, 1 << 24, mctx, &cfg.feature_dim)) ||
         (st = get_intv(model, "bases", cfg.bases, 1, TMA_GNN_MAX_BASES, mctx, &cfg.bases)) ||
-        (st = get_intv(model, "relations", 0, 0, 2 * TMA_GRAPH_MAX_RELATIONS, mctx, &cfg.num_rel_ids)))
+        (st = get_intv(model, "relations", 0, 0, 2 * TMA_GRAPH_MAX_RELATIONS, mctx, &cfg.num_rel_ids)) ||
+        (st = tma_json_get_double(model, "dropout", 0, 0, 0.95, mctx, &cfg.dropout)))
         return st;
     if ((st = get_intv(train, "batch_size", cfg.batch_size, 1, 1 << 24, tctx, &cfg.batch_size)) ||
         (st = tma_json_get_double(train, "lr", cfg.lr, 1e-12, 10, tctx, &cfg.lr)) ||
@@ -504,6 +507,9 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
         cJSON_Delete(fa);
         return NULL;
     }
+    /* Training only: not in the model section weight files record and hash. */
+    if (cfg->dropout > 0)
+        cJSON_AddNumberToObject(m, "dropout", cfg->dropout);
     cJSON_AddItemToObject(root, "model", m);
     cJSON_AddNumberToObject(t, "batch_size", cfg->batch_size);
     cJSON_AddItemToObject(t, "fanouts", fa);

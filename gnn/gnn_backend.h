@@ -52,6 +52,28 @@ enum {
     TMA_GNN_FEAT_DENSE = 1, /* never convert to CSR */
 };
 
+/* Dropout's mask, the same on every backend (so a seed gives the same masks
+ * on all): element i under `key` is kept when the high 32 bits of a
+ * splitmix64 hash of (key, i) reach `thresh` = p * 2^32. */
+#ifdef __CUDACC__
+#define GNN_HOST_DEVICE __host__ __device__
+#else
+#define GNN_HOST_DEVICE
+#endif
+static inline GNN_HOST_DEVICE int gnn_dropout_keep(uint64_t key, int64_t i, uint32_t thresh)
+{
+    uint64_t z = key + (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (uint32_t)(z >> 32) >= thresh;
+}
+static inline uint32_t gnn_dropout_threshold(float p)
+{
+    double t = (double)p * 4294967296.0;
+    return t <= 0 ? 0u : t >= 4294967295.0 ? 4294967295u : (uint32_t)t;
+}
+
 /* One GCN or SAGE layer of full-neighbourhood inference over a chunk of
  * destination rows (the layer_infer op). */
 typedef struct tma_gnn_layer_infer {
@@ -133,6 +155,10 @@ typedef struct tma_gnn_ops {
     /* optimizer */
     tma_status_t (*sumsq)(tma_gnn_backend_t *b, const tensor_t *x, double *out_p);
     tma_status_t (*scale)(tma_gnn_backend_t *b, tensor_t *x, float s);
+    /* y = x with each element kept (times 1 / (1 - p)) or zeroed by
+     * gnn_dropout_keep(key, i, gnn_dropout_threshold(p)); y may be x.  The
+     * backward of a dropout is the same op with the same key. */
+    tma_status_t (*dropout)(tma_gnn_backend_t *b, const tensor_t *x, float p, uint64_t key, tensor_t *y);
     tma_status_t (*adam)(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v,
                          const tma_gnn_adam_t *h);
 
@@ -253,6 +279,7 @@ typedef struct tma_gnn_ops {
     X(BCE, "bce_logits")                                                                           \
     X(SUMSQ, "sumsq")                                                                              \
     X(SCALE, "scale")                                                                              \
+    X(DROPOUT, "dropout")                                                                          \
     X(FILL, "fill")                                                                                \
     X(ADAM, "adam")                                                                                \
     X(FEAT_MATMUL, "feat_matmul")                                                                  \
@@ -332,6 +359,9 @@ tma_status_t tma_gnn_op_bce_logits(const tensor_t *logits, const tensor_t *label
                                    tensor_t *dlogits);
 tma_status_t tma_gnn_op_sumsq(const tensor_t *x, double *out_p);
 tma_status_t tma_gnn_op_scale(tensor_t *x, float s);
+/* Dropout with probability p in [0, 1) under key (gnn_dropout_keep); x and y
+ * of one backend and one size; y may be x. */
+tma_status_t tma_gnn_op_dropout(const tensor_t *x, float p, uint64_t key, tensor_t *y);
 tma_status_t tma_gnn_op_fill(tensor_t *x, float v);
 tma_status_t tma_gnn_op_adam(tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v, const tma_gnn_adam_t *h);
 /* TMA_ERR_UNSUPPORTED where the backend has no mrr_sum (the caller ranks on the host). */

@@ -219,6 +219,7 @@ typedef struct tma_gnn_config {
     int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
     double lr, clip, beta1, beta2, eps;
     double weight_decay; /* train.weight_decay: decoupled (AdamW), every parameter; 0: none */
+    double dropout;      /* model.dropout: on the input of every encoder layer after the first, in training */
     tma_gnn_lr_schedule_t lr_schedule; /* train.lr_schedule */
     int threads; /* <= 0: OMP_NUM_THREADS, else one per CPU this process may use */
     uint64_t seed;

@@ -711,6 +711,13 @@ static gnn_type_proj_t type_proj(const tma_gnn_trainer_t *tr, int64_t n, tensor_
     return tp;
 }
 
+/* The key of layer l's dropout mask in this step: the same in its forward
+ * and backward, and for a given seed in every run. */
+static uint64_t dropout_key(const tma_gnn_trainer_t *tr, int l)
+{
+    return tma_hash64(tr->cfg.seed * 0x9E3779B97F4A7C15ull ^ tma_hash64((uint64_t)tr->step * 64 + (uint64_t)l));
+}
+
 static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
 {
     const gnn_slot_t *s = &tr->slots[tr->last_slot];
@@ -735,6 +742,10 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
             src.feat = s->feat;
             src.ids = &ids;
         } else {
+            /* model.dropout on the layer's input, in place: the backward
+             * reads the same dropped rows. */
+            if (cfg->dropout > 0)
+                st = st ? st : tma_gnn_op_dropout(&Hprev, (float)cfg->dropout, dropout_key(tr, l), &Hprev);
             src.H = &Hprev;
         }
         int pf = gnn_layer_project_first(cfg, l, &s->fi);
@@ -825,6 +836,8 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
         };
         st = tma_gnn_op_colsum(&dZ, &tr->G.enc[l].b);
         st = st ? st : tr->enc->backward(&tr->P.enc[l], &tr->G.enc[l], &b, &dZ);
+        if (st == TMA_OK && l > 0 && cfg->dropout > 0) /* back through the input's dropout: the same mask */
+            st = tma_gnn_op_dropout(&dH, (float)cfg->dropout, dropout_key(tr, l), &dH);
         if (st == TMA_OK && l == 0 && tr->proj) {
             tensor_t order, tids, dS = tma_gnn_tensor_shape(&tr->S, n_src, H);
             gnn_type_proj_t tp = type_proj(tr, n_src, &order, &tids);

@@ -72,6 +72,19 @@ static tma_status_t cpu_scale(tma_gnn_backend_t *b, tensor_t *t, float s)
     return TMA_OK;
 }
 
+static tma_status_t cpu_dropout(tma_gnn_backend_t *b, const tensor_t *xt, float p, uint64_t key, tensor_t *yt)
+{
+    const uint32_t thresh = gnn_dropout_threshold(p);
+    const float s = 1.0f / (1.0f - p);
+    const int64_t n = tma_gnn_tensor_numel(xt);
+    const float *x = CF(xt);
+    float *y = F(yt);
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (parallel : n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = gnn_dropout_keep(key, i, thresh) ? x[i] * s : 0.0f;
+    return TMA_OK;
+}
+
 static tma_status_t cpu_adam(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v,
                              const tma_gnn_adam_t *h)
 {
@@ -195,6 +208,7 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .bce_logits = cpu_bce_logits,
     .sumsq = cpu_sumsq,
     .scale = cpu_scale,
+    .dropout = cpu_dropout,
     .adam = cpu_adam,
     .feat_create = cpu_feat_create,
     .feat_destroy = cpu_feat_destroy,

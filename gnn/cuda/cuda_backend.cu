@@ -515,6 +515,13 @@ static tma_status_t cuda_scale(tma_gnn_backend_t *b, tensor_t *x, float s)
     return TMA_OK;
 }
 
+static tma_status_t cuda_dropout(tma_gnn_backend_t *b, const tensor_t *x, float p, uint64_t key, tensor_t *y)
+{
+    ENTER(b);
+    CU(cuk_dropout(S(b)->stream, CF(x), tma_gnn_tensor_numel(x), p, key, gnn_dropout_threshold(p), F(y)));
+    return TMA_OK;
+}
+
 static tma_status_t cuda_adam(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v,
                               const tma_gnn_adam_t *h)
 {
@@ -821,6 +828,7 @@ const tma_gnn_ops_t tma_gnn_cuda_ops = {
     .bce_logits = cuda_bce_logits,
     .sumsq = cuda_sumsq,
     .scale = cuda_scale,
+    .dropout = cuda_dropout,
     .adam = cuda_adam,
     .feat_create = cuda_feat_create,
     .feat_destroy = cuda_feat_destroy,

@@ -38,6 +38,8 @@ typedef struct cuk_scratch {
 /* Element-wise. */
 cudaError_t cuk_fill(cudaStream_t s, float *x, int64_t n, float v);
 cudaError_t cuk_scale(cudaStream_t s, float *x, int64_t n, float v);
+/* y[i] = x[i] / (1 - p) or 0 by gnn_dropout_keep(key, i, thresh); y may be x. */
+cudaError_t cuk_dropout(cudaStream_t s, const float *x, int64_t n, float p, uint64_t key, uint32_t thresh, float *y);
 cudaError_t cuk_add_bias(cudaStream_t s, float *Z, int64_t rows, int64_t d, const float *bias);
 /* Z += bias (when bias), then Y = PReLU(Z) with slope *a (Y may be Z). */
 cudaError_t cuk_bias_prelu(cudaStream_t s, float *Z, int64_t rows, int64_t d, const float *bias, const float *a,

@@ -21,6 +21,7 @@
  * takes the gather path (it samples the transposed blocks).
  */
 #include "cuda_int.h"
+#include "gnn_backend.h"
 
 #define FULL_MASK 0xffffffffu
 #define WARPS (CUK_THREADS / 32)
@@ -121,6 +122,20 @@ __global__ void k_scale(float *x, int64_t n, float v)
 {
     GRID_STRIDE(i, n)
     x[i] *= v;
+}
+
+__global__ void k_dropout(const float *x, int64_t n, float scale, uint64_t key, uint32_t thresh, float *y)
+{
+    GRID_STRIDE(i, n)
+    y[i] = gnn_dropout_keep(key, i, thresh) ? x[i] * scale : 0.0f;
+}
+
+cudaError_t cuk_dropout(cudaStream_t s, const float *x, int64_t n, float p, uint64_t key, uint32_t thresh, float *y)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    k_dropout<<<grid_for(n, CUK_THREADS), CUK_THREADS, 0, s>>>(x, n, 1.0f / (1.0f - p), key, thresh, y);
+    return launched();
 }
 
 cudaError_t cuk_scale(cudaStream_t s, float *x, int64_t n, float v)

@@ -307,6 +307,16 @@ static tma_status_t ref_scale(tma_gnn_backend_t *b, tensor_t *x, float s)
     return TMA_OK;
 }
 
+static tma_status_t ref_dropout(tma_gnn_backend_t *b, const tensor_t *x, float p, uint64_t key, tensor_t *y)
+{
+    const uint32_t thresh = gnn_dropout_threshold(p);
+    const float s = 1.0f / (1.0f - p);
+    int64_t n = tma_gnn_tensor_numel(x);
+    for (int64_t i = 0; i < n; i++)
+        F(y)[i] = gnn_dropout_keep(key, i, thresh) ? CF(x)[i] * s : 0.0f;
+    return TMA_OK;
+}
+
 static tma_status_t ref_adam(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v,
                              const tma_gnn_adam_t *h)
 {
@@ -551,6 +561,7 @@ const tma_gnn_ops_t tma_gnn_ref_ops = {
     .bce_logits = ref_bce_logits,
     .sumsq = ref_sumsq,
     .scale = ref_scale,
+    .dropout = ref_dropout,
     .adam = ref_adam,
     .feat_create = ref_feat_create,
     .feat_destroy = ref_feat_destroy,

@@ -177,6 +177,21 @@ static void check_schedules(void)
     cJSON_Delete(j);
 
     refused("{\"train\": {\"weight_decay\": -0.1}}", "weight_decay");
+    refused("{\"model\": {\"dropout\": 1}}", "dropout");
+    refused("{\"model\": {\"dropout\": -0.5}}", "dropout");
+    CHECK_OK(parse("{\"model\": {\"dropout\": 0.3}}", &c));
+    ASSERT_NEAR(c.dropout, 0.3, 0);
+    {
+        /* Training only: the model section (weights files, their hash) is a model's without it. */
+        tma_gnn_config_t d0;
+        CHECK_OK(parse("{}", &d0));
+        ASSERT_EQ(tma_gnn_config_hash(&c), tma_gnn_config_hash(&d0));
+        cJSON *jj = tma_gnn_config_to_json(&c);
+        tma_gnn_config_t b2;
+        CHECK_OK(tma_gnn_config_from_json(jj, "round trip", &b2));
+        ASSERT_NEAR(b2.dropout, 0.3, 0);
+        cJSON_Delete(jj);
+    }
     refused("{\"train\": {\"lr\": 0.5, \"weight_decay\": 2}}", "weight_decay");
     refused("{\"train\": {\"lr_schedule\": \"cosine\"}}", "lr_schedule");
     refused("{\"train\": {\"lr_schedule\": {\"kind\": \"linear\"}}}", "kind");

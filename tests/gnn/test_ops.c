@@ -357,10 +357,36 @@ static void test_rowwise(void)
         CHECK_OK(tma_gnn_op_fill(&Y.b, 0.25f));
         CHECK_OK(tma_gnn_op_fill(&Y.r, 0.25f));
         agree("fill", &Y);
+        cur_op = "dropout";
+        CHECK_OK(tma_gnn_op_dropout(&X.b, 0.3f, 77 + (uint64_t)n, &Y.b)); /* into Y, then in place */
+        CHECK_OK(tma_gnn_op_dropout(&X.r, 0.3f, 77 + (uint64_t)n, &Y.r));
+        agree("dropped", &Y);
+        CHECK_OK(tma_gnn_op_dropout(&X.b, 0.3f, 78, &X.b));
+        CHECK_OK(tma_gnn_op_dropout(&X.r, 0.3f, 78, &X.r));
+        agree("dropped in place", &X);
+        CHECK_STATUS(tma_gnn_op_dropout(&X.b, 1.0f, 78, &X.b), TMA_ERR_INVALID);
         pair_t *all[] = {&X, &bias, &out, &g, &be, &Y, &mu, &rs, &dY, &dX, &dg, &db, &a, &da};
         for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
             pfree(all[i]);
     }
+}
+
+/* Dropout's mask: about p of the elements dropped, the others scaled by
+ * 1 / (1 - p); the same key gives the same mask, another key another. */
+static void test_dropout_mask(void)
+{
+    const int64_t n = 100000;
+    const uint32_t t = gnn_dropout_threshold(0.25f);
+    int64_t kept = 0, same = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int k = gnn_dropout_keep(5, i, t);
+        kept += k;
+        same += k == gnn_dropout_keep(6, i, t);
+    }
+    ASSERT_NEAR((double)kept / n, 0.75, 0.01);
+    ASSERT_LT(same, n - 1000); /* another key, another mask */
+    ASSERT_EQ(gnn_dropout_threshold(0.0f), 0u);
+    ASSERT_EQ(gnn_dropout_keep(5, 123, 0), 1);
 }
 
 static void test_sparse(void)
@@ -913,7 +939,8 @@ int main(void)
             tma_rng_seed(&rng, 42, (uint64_t)threads);
             test_matmul();
             test_rowwise();
-            test_sparse();
+            test_dropout_mask();
+    test_sparse();
             test_loss_adam();
             test_mrr();
             test_score_mlp();

@@ -87,6 +87,16 @@ cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/b/best.tmaw" || fail "two runs with on
 cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/a2/best.tmaw" || fail "config.json did not repeat the run"
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --seed 4 --eval-every-seconds 1000 -o "$TMP_ROOT/c" -q > /dev/null || fail "run c"
 cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/c/best.tmaw" && fail "--seed made no difference"
+# model.dropout: its masks follow the seed and the step, so a run with it is
+# the same run again; and it changes the run.
+sed 's/"hidden": 16,/"hidden": 16, "dropout": 0.5,/' "$TMP_ROOT/small.json" > "$TMP_ROOT/drop.json"
+for r in d1 d2; do
+  "$TMA_BIN" train "$G" --config "$TMP_ROOT/drop.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/$r" -q \
+    > /dev/null || fail "run $r"
+done
+cmp -s "$TMP_ROOT/d1/best.tmaw" "$TMP_ROOT/d2/best.tmaw" || fail "two runs with dropout and one seed wrote different weights"
+cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/d1/best.tmaw" && fail "model.dropout made no difference"
+[ "$(json "$TMP_ROOT/d1/config.json" 'd["model"]["dropout"]')" = 0.5 ] || fail "config.json does not record the dropout"
 
 # Ctrl-C (SIGINT) or SIGTERM ends training early, still writes the results,
 # and exits 128 + the signal: a stopped run is not a success.

@@ -150,6 +150,29 @@ static void check_backends(tma_graph_t *g, tma_gnn_config_t c)
     tma_gnn_trainer_destroy(ref);
 }
 
+/* model.dropout: training with it still learns (the loss of its last steps
+ * is below that of its first); that the masks follow the seed, so a run is
+ * the same run again, is checked through tma train (test_train_cli.sh). */
+static void check_dropout(tma_graph_t *g)
+{
+    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_SAGE);
+    c.dropout = 0.5;
+    tma_gnn_trainer_t *t;
+    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &t));
+    double first = 0, last = 0;
+    for (int s = 0; s < 40; s++) {
+        float loss;
+        CHECK_OK(tma_gnn_trainer_step(t, &loss));
+        ASSERT_EQ(isfinite(loss), 1);
+        if (s < 5)
+            first += loss / 5;
+        if (s >= 35)
+            last += loss / 5;
+    }
+    ASSERT_LT(last, first);
+    tma_gnn_trainer_destroy(t);
+}
+
 /* The optimizer takes the schedule's rate and decoupled weight decay: with
  * warmup_steps 2 the first Adam step moves each parameter by lr/2 (Adam's
  * first step is lr * sign(g), up to eps), and weight decay wd shrinks
@@ -540,6 +563,7 @@ int main(void)
         check_backends(gs, small_config((tma_gnn_encoder_t)e));
     }
     double t1 = tma_clock_now();
+    check_dropout(g);
     check_decay_and_schedule(g);
     check_blocks(g);
     for (int e = 0; e < 2; e++) { /* GCN and SAGE: the encoders that aggregate */
