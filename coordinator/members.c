@@ -280,7 +280,10 @@ tma_status_t coord_service_view(coord_t *c, int training)
     if (st != TMA_OK)
         return st;
     c->seen_version = s.version;
-    if (s.has_coord && s.coord_epoch != c->epoch) {
+    /* Only a newer epoch fences: epochs are create revisions, so an older
+     * one in the view is the view not having caught up with this leader's
+     * campaign yet (a takeover right after the old key's lease lapsed). */
+    if (s.has_coord && s.coord_epoch > c->epoch) {
         tma_log_error(COMP, "the coordinator key now belongs to epoch %llu: this one (epoch %llu) is fenced",
                       (unsigned long long)s.coord_epoch, (unsigned long long)c->epoch);
         __atomic_store_n(&c->fenced, 1, __ATOMIC_SEQ_CST);
