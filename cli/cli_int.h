@@ -224,6 +224,15 @@ typedef struct cli_graph_flags {
         {"seed", 0, CLI_INT, &(f).seed, "S",                                                   \
          "seed of the split, negatives and features (and of gen's graph); default 0", NULL},          \
         {"json", 0, CLI_FLAG, &(f).json, NULL, "print the report as one JSON object", NULL}
+/* --memory SIZE: a command's working-memory budget (cmd_gen.c). */
+#define CLI_MEMORY_OPT(s)                                                                                  \
+    {"memory", 0, CLI_STR, &(s), "SIZE",                                                                   \
+     "working-memory budget, K/M/G/T suffixes (default: half of physical memory, or what ulimit -d "      \
+     "leaves); a graph that needs more is built out of core, in temporary files beside the output",       \
+     NULL}
+/* The budget from a --memory value (NULL: the default), with where it came
+ * from in `why`; CLI_EXIT_OK or a usage error's exit code. */
+int cli_memory_budget(const char *cmd, const char *flag, uint64_t *budget_p, char *why, size_t why_size);
 /* Checks the flags into *b; returns CLI_EXIT_OK or a usage error's exit code. */
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
 /* The report of a written graph as JSON: "graph", "graph_id", "nodes",

@@ -4,6 +4,7 @@
 #include "tma_graph.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +17,72 @@ static void print_gen_help(void)
            "Run 'tma gen MODEL --help' for a model's options.\n");
 }
 
-static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, const tma_gen_report_t *r, int json)
+int cli_memory_budget(const char *cmd, const char *flag, uint64_t *budget_p, char *why, size_t why_size)
+{
+    if (!flag) {
+        *budget_p = tma_memory_budget_default(why, why_size);
+        return CLI_EXIT_OK;
+    }
+    uint64_t b;
+    if (tma_parse_bytes(flag, &b) != TMA_OK || b == 0)
+        return cli_usage_error(cmd, "--memory: expected a size such as 512M, 4G or 1.5GiB, got '%s'", flag);
+    *budget_p = tma_memory_budget_cap(b);
+    snprintf(why, why_size, *budget_p < b ? "--memory, narrowed to what ulimit -d leaves" : "--memory");
+    return CLI_EXIT_OK;
+}
+
+/* How a graph was made within its budget, for the report. */
+typedef struct gen_mem {
+    uint64_t budget, peak; /* peak: the in-memory path's estimate */
+    char why[128];
+} gen_mem_t;
+
+static int report(const char *cmd, const char *out, uint64_t id, const tma_graph_t *g, const tma_gen_report_t *r,
+                  double tw, int json, const gen_mem_t *mem)
+{
+    const int ooc = r->build.out_of_core;
+    if (json) {
+        cJSON *o = cli_build_report_json(out, id, r->nodes, &r->build);
+        if (o) {
+            cJSON_AddNumberToObject(o, "feature_dim", r->feature_dim);
+            cJSON_AddStringToObject(o, "features", tma_feat_source_str(r->features));
+            cJSON_AddNumberToObject(o, "classes", r->num_classes);
+            if (r->homophily >= 0)
+                cJSON_AddNumberToObject(o, "homophily", r->homophily);
+            cJSON_AddNumberToObject(o, "memory_budget", (double)mem->budget);
+            cJSON_AddBoolToObject(o, "out_of_core", ooc);
+            if (ooc)
+                cJSON_AddNumberToObject(o, "spilled_runs", (double)r->build.spilled_runs);
+            cJSON_AddNumberToObject(o, "seconds", r->seconds + tw);
+        }
+        int rc = o ? cli_print_json(o) : CLI_EXIT_RUNTIME;
+        cJSON_Delete(o);
+        return rc;
+    }
+    printf("generated %s, graph id %016" PRIx64 "\n", out, id);
+    printf("  %-22s %" PRId64 "\n", "nodes", r->nodes);
+    cli_print_build_report(&r->build);
+    printf("  %-22s %d (%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features));
+    if (r->num_classes)
+        printf("  %-22s %d classes\n", "labels", r->num_classes);
+    if (r->homophily >= 0)
+        printf("  %-22s %.4f\n", "homophily", r->homophily);
+    if (g && tma_graph_is_typed(g))
+        cli_print_types(g);
+    if (ooc)
+        printf("  %-22s %.0f MiB (%s): out of core, %" PRId64 " sorted runs spilled\n", "memory budget",
+               (double)mem->budget / (1 << 20), mem->why, r->build.spilled_runs);
+    else
+        printf("  %-22s %.0f MiB (%s): in memory, about %.0f MiB\n", "memory budget",
+               (double)mem->budget / (1 << 20), mem->why, (double)mem->peak / (1 << 20));
+    printf("  %-22s %.3f (generate %.3f, adjacency %.3f, split %.3f, negatives %.3f, write %.3f)\n", "seconds",
+           r->seconds + tw, r->seconds_generate, r->build.seconds_adjacency, r->build.seconds_split,
+           r->build.seconds_negatives, ooc ? r->build.seconds_write : tw);
+    return CLI_EXIT_OK;
+}
+
+static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, const tma_gen_report_t *r, int json,
+                            const gen_mem_t *mem)
 {
     double tw = tma_clock_now();
     tma_status_t st = tma_graph_write(g, out);
@@ -25,39 +91,23 @@ static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, co
         fprintf(stderr, "tma %s: writing %s failed: %s\n", cmd, out, tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    if (json) {
-        cJSON *o = cli_build_report_json(out, g->graph_id, r->nodes, &r->build);
-        if (o) {
-            cJSON_AddNumberToObject(o, "feature_dim", r->feature_dim);
-            cJSON_AddStringToObject(o, "features", tma_feat_source_str(r->features));
-            cJSON_AddNumberToObject(o, "classes", r->num_classes);
-            if (r->homophily >= 0)
-                cJSON_AddNumberToObject(o, "homophily", r->homophily);
-            cJSON_AddNumberToObject(o, "seconds", r->seconds + tw);
-        }
-        int rc = o ? cli_print_json(o) : CLI_EXIT_RUNTIME;
-        cJSON_Delete(o);
-        return rc;
+    return report(cmd, out, g->graph_id, g, r, tw, json, mem);
+}
+
+/* A graph generated out of core was written as it was built. */
+static int ooc_report(const char *cmd, tma_status_t st, const char *out, uint64_t id, const tma_gen_report_t *r,
+                      int json, const gen_mem_t *mem)
+{
+    if (st != TMA_OK) {
+        fprintf(stderr, "tma %s: %s; nothing was written\n", cmd, tma_status_str(st));
+        return CLI_EXIT_RUNTIME;
     }
-    printf("generated %s, graph id %016" PRIx64 "\n", out, g->graph_id);
-    printf("  %-22s %" PRId64 "\n", "nodes", r->nodes);
-    cli_print_build_report(&r->build);
-    printf("  %-22s %d (%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features));
-    if (r->num_classes)
-        printf("  %-22s %d classes\n", "labels", r->num_classes);
-    if (r->homophily >= 0)
-        printf("  %-22s %.4f\n", "homophily", r->homophily);
-    if (tma_graph_is_typed(g))
-        cli_print_types(g);
-    printf("  %-22s %.3f (generate %.3f, adjacency %.3f, split %.3f, negatives %.3f, write %.3f)\n", "seconds",
-           r->seconds + tw, r->seconds_generate, r->build.seconds_adjacency, r->build.seconds_split,
-           r->build.seconds_negatives, tw);
-    return CLI_EXIT_OK;
+    return report(cmd, out, id, NULL, r, 0, json, mem);
 }
 
 static int gen_sbm(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *memory = NULL;
     int64_t nodes = 10000, classes = 4, feat_dim = 32, node_types = 0, relations = 0;
     double avg_degree = 10, homophily = 0.9, noise = 1.0;
     cli_graph_flags_t f = {.negatives = TMA_GRAPH_DEFAULT_NEGATIVES};
@@ -76,6 +126,7 @@ static int gen_sbm(int argc, char **argv)
          NULL},
         {"relations", 0, CLI_INT, &relations, "R",
          "with --node-types: each edge gets a uniform relation of R, stored with its inverse", NULL},
+        CLI_MEMORY_OPT(memory),
         CLI_GRAPH_SPLIT_OPTS(f),
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
@@ -113,23 +164,38 @@ static int gen_sbm(int argc, char **argv)
     int rc = cli_graph_build_flags(spec.cmd, &f, &b);
     if (rc != CLI_EXIT_OK)
         return rc;
+    gen_mem_t mem;
+    if ((rc = cli_memory_budget(spec.cmd, memory, &mem.budget, mem.why, sizeof mem.why)) != CLI_EXIT_OK)
+        return rc;
     tma_gen_sbm_opts_t o = {nodes, (int32_t)classes, avg_degree, homophily, (int32_t)feat_dim, noise, b.seed};
     tma_gen_typed_opts_t to = {(int32_t)node_types, (int32_t)relations};
     tma_graph_t *g;
     tma_gen_report_t r;
+    mem.peak = tma_graph_gen_peak_bytes(nodes, llround(avg_degree * (double)nodes / 2), (int32_t)feat_dim, 1);
+    if (mem.peak > mem.budget && node_types > 0) {
+        fprintf(stderr, "tma %s: a typed SBM is built in memory only (about %.0f MiB, over the budget of %.0f MiB); "
+                "give a larger --memory or fewer nodes; nothing was written\n",
+                spec.cmd, (double)mem.peak / (1 << 20), (double)mem.budget / (1 << 20));
+        return CLI_EXIT_RUNTIME;
+    }
+    if (mem.peak > mem.budget) {
+        uint64_t id = 0;
+        tma_status_t st = tma_graph_gen_sbm_file(&o, &b, mem.budget, out, &r, &id);
+        return ooc_report(spec.cmd, st, out, id, &r, f.json, &mem);
+    }
     tma_status_t st = tma_graph_gen_sbm_typed(&o, node_types > 0 ? &to : NULL, &b, &g, &r);
     if (st != TMA_OK) {
         fprintf(stderr, "tma gen sbm: %s; nothing was written\n", tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    rc = write_and_report(spec.cmd, g, out, &r, f.json);
+    rc = write_and_report(spec.cmd, g, out, &r, f.json, &mem);
     tma_graph_destroy(g);
     return rc;
 }
 
 static int gen_rmat(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *memory = NULL;
     int64_t scale = 0, nodes = 0, edges = 0, feat_dim = 16;
     int scale_seen = 0, nodes_seen = 0;
     cli_graph_flags_t f = {.negatives = TMA_GRAPH_DEFAULT_NEGATIVES};
@@ -141,6 +207,7 @@ static int gen_rmat(int argc, char **argv)
         {"edges", 0, CLI_INT, &edges, "M",
          "edges drawn (default 16 per node); self-loops and duplicates are then dropped", NULL},
         {"feat-dim", 0, CLI_INT, &feat_dim, "F", "random feature dimension (default 16)", NULL},
+        CLI_MEMORY_OPT(memory),
         CLI_GRAPH_SPLIT_OPTS(f),
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
@@ -174,15 +241,24 @@ static int gen_rmat(int argc, char **argv)
     int rc = cli_graph_build_flags(spec.cmd, &f, &b);
     if (rc != CLI_EXIT_OK)
         return rc;
+    gen_mem_t mem;
+    if ((rc = cli_memory_budget(spec.cmd, memory, &mem.budget, mem.why, sizeof mem.why)) != CLI_EXIT_OK)
+        return rc;
     tma_gen_rmat_opts_t o = {nodes_seen ? nodes : 0, (int32_t)scale, edges, (int32_t)feat_dim, b.seed};
     tma_graph_t *g;
     tma_gen_report_t r;
+    mem.peak = tma_graph_gen_peak_bytes(n, edges, (int32_t)feat_dim, 0);
+    if (mem.peak > mem.budget) {
+        uint64_t id = 0;
+        tma_status_t st = tma_graph_gen_rmat_file(&o, &b, mem.budget, out, &r, &id);
+        return ooc_report(spec.cmd, st, out, id, &r, f.json, &mem);
+    }
     tma_status_t st = tma_graph_gen_rmat(&o, &b, &g, &r);
     if (st != TMA_OK) {
         fprintf(stderr, "tma gen rmat: %s; nothing was written\n", tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    rc = write_and_report(spec.cmd, g, out, &r, f.json);
+    rc = write_and_report(spec.cmd, g, out, &r, f.json, &mem);
     tma_graph_destroy(g);
     return rc;
 }

@@ -162,6 +162,18 @@ void tma_sleep(double seconds);
 /* The CPUs this process may run on: the count of its affinity mask (what
  * Slurm, taskset or a cpuset allow), not every online CPU of the host. */
 int tma_cpus_usable(void);
+
+/* ------------------------------------------------------------------ memory budgets (mem.c) */
+
+/* "512M", "4G", "1.5GiB", "100000" (bytes): K/M/G/T are powers of 1024.
+ * TMA_ERR_INVALID for anything else. */
+tma_status_t tma_parse_bytes(const char *s, uint64_t *bytes_p);
+/* The budget of a command given none: half of physical memory, or what
+ * RLIMIT_DATA (`ulimit -d`, `prlimit --data`) leaves the process when that is
+ * less; `why` gets which, for the report. */
+uint64_t tma_memory_budget_default(char *why, size_t why_size);
+/* `budget` narrowed to what RLIMIT_DATA leaves, when a limit is set. */
+uint64_t tma_memory_budget_cap(uint64_t budget);
 /* The compute threads to use when none were asked for: OMP_NUM_THREADS
  * when set (its first number), else tma_cpus_usable().  *source_p (may be
  * NULL) names which, for logs.  TMA_ERR_INVALID, logged, when

@@ -24,7 +24,6 @@
 
 /* Stream salts, so the split and the negatives never share random numbers
  * with each other or with a generator seeded the same way. */
-#define SALT_SPLIT 0x5b1170dd5eedull
 #define SALT_NEG 0x4e6e6761746976ull
 
 /* ------------------------------------------------------------------ edge lists */
@@ -387,6 +386,22 @@ static tma_status_t eval_count(double x, int64_t m, const char *name, int64_t *n
     return TMA_OK;
 }
 
+tma_status_t graph_split_counts(const tma_graph_build_opts_t *o, int64_t m, int64_t *nv_p, int64_t *nt_p)
+{
+    tma_status_t st;
+    if ((st = eval_count(o->val, m, "validation", nv_p)) != TMA_OK ||
+        (st = eval_count(o->test, m, "test", nt_p)) != TMA_OK)
+        return st;
+    if (*nv_p + *nt_p >= m) {
+        tma_log_error(COMP,
+                      "%" PRId64 " validation + %" PRId64 " test edges leave no training edge of the %" PRId64
+                      " edges; ask for fewer (--val, --test)",
+                      *nv_p, *nt_p, m);
+        return TMA_ERR_INVALID;
+    }
+    return TMA_OK;
+}
+
 /* A set of int64 keys >= 0 (open addressing), for Floyd's sampling. */
 typedef struct i64_set {
     int64_t *slot;
@@ -407,7 +422,7 @@ static int set_insert(i64_set_t *s, int64_t key)
 
 /* k distinct ranks in [0, m), in random order (Floyd's algorithm, then a
  * shuffle), from one sequential stream. */
-static tma_status_t sample_ranks(int64_t m, int64_t k, tma_rng_t *rng, int64_t *out)
+tma_status_t graph_sample_ranks(int64_t m, int64_t k, tma_rng_t *rng, int64_t *out)
 {
     uint64_t cap = 16;
     while (cap < 2 * (uint64_t)k)
@@ -429,7 +444,7 @@ static tma_status_t sample_ranks(int64_t m, int64_t k, tma_rng_t *rng, int64_t *
 }
 
 /* Index of the first entry > v in v's sorted row. */
-static int64_t upper_start(const tma_graph_t *g, int64_t v)
+int64_t graph_upper_start(const tma_graph_t *g, int64_t v)
 {
     int64_t lo = g->indptr[v], hi = g->indptr[v + 1];
     while (lo < hi) {
@@ -458,13 +473,13 @@ static tma_status_t draw_split(tma_graph_t *g, int64_t nv, int64_t nt, uint64_t 
     upre[0] = 0;
 #pragma omp parallel for schedule(dynamic, 4096)
     for (int64_t v = 0; v < n; v++)
-        upre[v + 1] = g->indptr[v + 1] - upper_start(g, v);
+        upre[v + 1] = g->indptr[v + 1] - graph_upper_start(g, v);
     for (int64_t v = 0; v < n; v++)
         upre[v + 1] += upre[v];
 
     tma_rng_t rng;
-    tma_rng_seed(&rng, seed ^ SALT_SPLIT, 0);
-    st = sample_ranks(upre[n], k, &rng, ranks);
+    tma_rng_seed(&rng, seed ^ GRAPH_SALT_SPLIT, 0);
+    st = graph_sample_ranks(upre[n], k, &rng, ranks);
     if (st != TMA_OK)
         goto done;
     for (int64_t i = 0; i < k; i++) {
@@ -478,7 +493,7 @@ static tma_status_t draw_split(tma_graph_t *g, int64_t nv, int64_t nt, uint64_t 
             else
                 hi = mid;
         }
-        int64_t u = lo, pos = upper_start(g, u) + (r - upre[u]), v = g->indices[pos];
+        int64_t u = lo, pos = graph_upper_start(g, u) + (r - upre[u]), v = g->indices[pos];
         int flip = (int)(tma_rng_next(&rng) & 1);
         if (erel) {
             /* Typed: the edge in its forward direction, with its forward id. */
@@ -648,7 +663,7 @@ static tma_status_t remove_edges(tma_graph_t *g, const int64_t *eval, int64_t k)
 
 /* The K fixed negative tails of each of the n evaluation edges (untyped):
  * nodes that are neither the head nor a neighbour of it. */
-static tma_status_t draw_all_negatives(const tma_graph_t *g, const int64_t *eval, int64_t n, int32_t K,
+tma_status_t graph_draw_all_negatives(const tma_graph_t *g, const int64_t *eval, int64_t n, int32_t K,
                                        uint64_t seed, int64_t *neg)
 {
     int64_t bad = -1;
@@ -759,16 +774,8 @@ tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_grap
     }
 
     int64_t nv, nt;
-    if ((st = eval_count(o->val, m, "validation", &nv)) != TMA_OK ||
-        (st = eval_count(o->test, m, "test", &nt)) != TMA_OK)
+    if ((st = graph_split_counts(o, m, &nv, &nt)) != TMA_OK)
         return st;
-    if (nv + nt >= m) {
-        tma_log_error(COMP,
-                      "%" PRId64 " validation + %" PRId64 " test edges leave no training edge of the %" PRId64
-                      " edges; ask for fewer (--val, --test)",
-                      nv, nt, m);
-        return TMA_ERR_INVALID;
-    }
     const int32_t K = o->negatives;
     int64_t *eval = tma_graph_alloc(g, (size_t)(nv + nt > 0 ? nv + nt : 1) * 2 * sizeof(int64_t));
     int64_t *neg = tma_graph_alloc(g, (size_t)((nv + nt) * K > 0 ? (nv + nt) * K : 1) * sizeof(int64_t));
@@ -781,7 +788,7 @@ tma_status_t tma_graph_build(tma_graph_t *g, tma_edge_list_t *el, const tma_grap
     double t2 = tma_clock_now();
 
     st = typed ? draw_all_negatives_typed(g, eval, nv + nt, K, o->seed, neg)
-               : draw_all_negatives(g, eval, nv + nt, K, o->seed, neg);
+               : graph_draw_all_negatives(g, eval, nv + nt, K, o->seed, neg);
     if (st != TMA_OK)
         return st;
     double t3 = tma_clock_now();

@@ -34,11 +34,16 @@ void graph_feat_project_add(float *row, int32_t dim, int64_t j, float x, uint64_
 
 void graph_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t seed)
 {
+    graph_feat_random_rows(features, 0, n, dim, seed);
+}
+
+void graph_feat_random_rows(float *rows, int64_t first, int64_t count, int32_t dim, uint64_t seed)
+{
 #pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < n; v++) {
-        float *row = features + v * dim;
+    for (int64_t i = 0; i < count; i++) {
+        float *row = rows + i * dim;
         memset(row, 0, (size_t)dim * sizeof(float));
-        graph_feat_project_add(row, dim, v, 1.0f, seed);
+        graph_feat_project_add(row, dim, first + i, 1.0f, seed);
     }
 }
 

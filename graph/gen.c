@@ -23,26 +23,76 @@
 #define SALT_NOISE 0x6e6f697365ull
 #define SALT_REL 0x72656c6174ull
 
-/* Fills el with `m` edges, each from draw(ctx, rng, &u, &v), in parallel
- * blocks with one stream each. */
+/* Draws edges [first, first + count) of m into pairs[0 .. 2 * count), each
+ * from draw(ctx, rng, &u, &v): block b of GEN_BLOCK from random stream b, in
+ * parallel (first is a multiple of GEN_BLOCK). */
 typedef void (*edge_fn)(const void *ctx, tma_rng_t *rng, int64_t *u, int64_t *v);
 
+static void draw_blocks(int64_t *pairs, int64_t first, int64_t count, uint64_t seed, edge_fn draw, const void *ctx)
+{
+    const int64_t b0 = first / GEN_BLOCK, blocks = (count + GEN_BLOCK - 1) / GEN_BLOCK;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t b = b0; b < b0 + blocks; b++) {
+        tma_rng_t rng;
+        tma_rng_seed(&rng, seed ^ SALT_EDGES, (uint64_t)b);
+        int64_t end = (b + 1) * GEN_BLOCK < first + count ? (b + 1) * GEN_BLOCK : first + count;
+        for (int64_t i = b * GEN_BLOCK; i < end; i++)
+            draw(ctx, &rng, &pairs[2 * (i - first)], &pairs[2 * (i - first) + 1]);
+    }
+}
+
+/* Fills el with `m` edges. */
 static tma_status_t draw_edges(tma_edge_list_t *el, int64_t m, uint64_t seed, edge_fn draw, const void *ctx)
 {
     tma_status_t st = tma_edge_list_reserve(el, m > 0 ? m : 1);
     if (st != TMA_OK)
         return st;
-    const int64_t blocks = (m + GEN_BLOCK - 1) / GEN_BLOCK;
-    int64_t *pairs = el->pairs;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t b = 0; b < blocks; b++) {
-        tma_rng_t rng;
-        tma_rng_seed(&rng, seed ^ SALT_EDGES, (uint64_t)b);
-        int64_t end = (b + 1) * GEN_BLOCK < m ? (b + 1) * GEN_BLOCK : m;
-        for (int64_t i = b * GEN_BLOCK; i < end; i++)
-            draw(ctx, &rng, &pairs[2 * i], &pairs[2 * i + 1]);
-    }
+    draw_blocks(el->pairs, 0, m, seed, draw, ctx);
     el->count = m;
+    return TMA_OK;
+}
+
+/* An out-of-core build's source: the same edges, block by block, and the
+ * feature rows on demand. */
+typedef struct gen_stream {
+    edge_fn draw;
+    const void *ctx;
+    uint64_t seed;
+    int64_t m, drawn;
+    void (*rows)(const void *ctx, int64_t first, int64_t count, float *out);
+} gen_stream_t;
+
+static int64_t stream_next(void *p, int64_t *pairs, int64_t cap)
+{
+    gen_stream_t *s = p;
+    int64_t count = s->m - s->drawn < cap ? s->m - s->drawn : cap;
+    draw_blocks(pairs, s->drawn, count, s->seed, s->draw, s->ctx);
+    s->drawn += count;
+    return count;
+}
+
+static void stream_rows(void *p, int64_t first, int64_t count, float *out)
+{
+    const gen_stream_t *s = p;
+    s->rows(s->ctx, first, count, out);
+}
+
+/* Builds and writes the streamed graph out of core. */
+static tma_status_t gen_ooc(gen_stream_t *s, graph_ooc_source_t *src, const tma_graph_build_opts_t *b,
+                            uint64_t budget, const char *out, double t0, tma_gen_report_t *rep, uint64_t *id_p)
+{
+    src->next = stream_next;
+    src->block = GEN_BLOCK;
+    src->features = stream_rows;
+    src->ctx = s;
+    rep->seconds_generate = 0;
+    tma_status_t st = graph_build_ooc(src, b, budget, out, &rep->build, id_p, &rep->homophily);
+    if (st != TMA_OK)
+        return st;
+    rep->nodes = src->num_nodes;
+    rep->feature_dim = src->feature_dim;
+    rep->num_classes = src->labels ? src->num_classes : 0;
+    rep->seconds = tma_clock_now() - t0;
     return TMA_OK;
 }
 
@@ -81,8 +131,12 @@ typedef struct sbm_ctx {
     int32_t k;
     double h;
     const int32_t *label;
-    const int64_t *cstart; /* [k + 1]: class c's nodes are members[cstart[c] .. cstart[c + 1]) */
-    const int64_t *members;
+    int64_t *cstart; /* [k + 1]: class c's nodes are members[cstart[c] .. cstart[c + 1]) */
+    int64_t *members;
+    float *centroids; /* [k * F] */
+    int32_t F;
+    double noise;
+    uint64_t seed;
 } sbm_ctx_t;
 
 static void sbm_edge(const void *ctx, tma_rng_t *rng, int64_t *u_p, int64_t *v_p)
@@ -139,12 +193,9 @@ tma_status_t tma_graph_gen_sbm(const tma_gen_sbm_opts_t *o, const tma_graph_buil
     return tma_graph_gen_sbm_typed(o, NULL, b, g_p, rep_p);
 }
 
-tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *to,
-                                     const tma_graph_build_opts_t *b, tma_graph_t **g_p, tma_gen_report_t *rep_p)
+static tma_status_t sbm_check(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *to,
+                              const tma_graph_build_opts_t *b)
 {
-    tma_gen_report_t rep;
-    memset(&rep, 0, sizeof rep);
-    double t0 = tma_clock_now();
     tma_status_t st = check_common(b, o->seed, o->feat_dim);
     if (st != TMA_OK)
         return st;
@@ -168,28 +219,33 @@ tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_
         tma_log_error(COMP, "--avg-degree must be positive (and not absurd) and --noise >= 0");
         return TMA_ERR_INVALID;
     }
+    return TMA_OK;
+}
+
+static void sbm_free(sbm_ctx_t *c)
+{
+    free(c->cstart);
+    free(c->members);
+    free(c->centroids);
+}
+
+/* Balanced classes (v mod k, shuffled) into label[], each class's members,
+ * and the class centroids ~ N(0, I). */
+static tma_status_t sbm_prepare(const tma_gen_sbm_opts_t *o, int32_t *label, sbm_ctx_t *c)
+{
     const int64_t n = o->nodes;
     const int32_t k = o->classes, F = o->feat_dim;
-    tma_graph_t *g = NULL;
-    tma_edge_list_t el = {0};
-    int64_t *cstart = calloc((size_t)k + 1, sizeof *cstart), *members = malloc((size_t)n * sizeof *members);
+    *c = (sbm_ctx_t){n, k, o->homophily, label, NULL, NULL, NULL, F, o->noise, o->seed};
+    c->cstart = calloc((size_t)k + 1, sizeof *c->cstart);
+    c->members = malloc((size_t)n * sizeof *c->members);
+    c->centroids = malloc((size_t)k * (size_t)F * sizeof(float));
     int64_t *perm = malloc((size_t)n * sizeof *perm);
-    float *centroids = malloc((size_t)k * (size_t)F * sizeof(float));
-    if (!cstart || !members || !perm || !centroids) {
+    if (!c->cstart || !c->members || !c->centroids || !perm) {
         tma_log_error(COMP, "out of memory for %" PRId64 " nodes", n);
-        st = TMA_ERR_NOMEM;
-        goto done;
+        free(perm);
+        sbm_free(c);
+        return TMA_ERR_NOMEM;
     }
-    if ((st = tma_graph_create(&g)) != TMA_OK)
-        goto done;
-    g->num_nodes = n;
-    int32_t *label = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
-    float *feat = tma_graph_alloc(g, (size_t)n * (size_t)F * sizeof(float));
-    if (!label || !feat) {
-        st = TMA_ERR_NOMEM;
-        goto done;
-    }
-    /* Balanced classes: v mod k, shuffled. */
     tma_rng_t rng;
     tma_rng_seed(&rng, o->seed ^ SALT_LABELS, 0);
     for (int64_t v = 0; v < n; v++)
@@ -197,45 +253,74 @@ tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_
     tma_rng_shuffle_i64(&rng, perm, n);
     for (int64_t v = 0; v < n; v++) {
         label[v] = (int32_t)perm[v];
-        cstart[label[v] + 1]++;
+        c->cstart[label[v] + 1]++;
     }
-    for (int32_t c = 0; c < k; c++)
-        cstart[c + 1] += cstart[c];
-    memcpy(perm, cstart, (size_t)k * sizeof *perm); /* perm reused as per-class cursors */
+    for (int32_t i = 0; i < k; i++)
+        c->cstart[i + 1] += c->cstart[i];
+    memcpy(perm, c->cstart, (size_t)k * sizeof *perm); /* perm reused as per-class cursors */
     for (int64_t v = 0; v < n; v++)
-        members[perm[label[v]]++] = v;
-
-    /* Features: the class centroid ~ N(0, I) plus noise * N(0, I). */
+        c->members[perm[label[v]]++] = v;
+    free(perm);
     tma_rng_seed(&rng, o->seed ^ SALT_CENTROID, 0);
     for (int64_t i = 0; i < (int64_t)k * F; i++)
-        centroids[i] = (float)tma_rng_normal(&rng);
-#pragma omp parallel for schedule(static)
-    for (int64_t v = 0; v < n; v++) {
-        tma_rng_t r;
-        tma_rng_seed(&r, o->seed ^ SALT_NOISE, (uint64_t)v);
-        const float *cen = centroids + (int64_t)label[v] * F;
-        for (int32_t j = 0; j < F; j++)
-            feat[v * F + j] = cen[j] + (float)(o->noise * tma_rng_normal(&r));
-    }
-    g->labels = label;
-    g->num_classes = k;
-    g->features = feat;
-    g->feature_dim = F;
-    rep.features = TMA_FEAT_GENERATED;
+        c->centroids[i] = (float)tma_rng_normal(&rng);
+    return TMA_OK;
+}
 
-    sbm_ctx_t ctx = {n, k, o->homophily, label, cstart, members};
-    int64_t m = llround(o->avg_degree * (double)n / 2);
-    if ((st = draw_edges(&el, m, o->seed, sbm_edge, &ctx)) != TMA_OK)
+/* Feature rows [first, first + count): the class centroid plus noise * N(0, I). */
+static void sbm_rows(const void *ctx, int64_t first, int64_t count, float *out)
+{
+    const sbm_ctx_t *c = ctx;
+    const int32_t F = c->F;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t v = first + i;
+        tma_rng_t r;
+        tma_rng_seed(&r, c->seed ^ SALT_NOISE, (uint64_t)v);
+        const float *cen = c->centroids + (int64_t)c->label[v] * F;
+        for (int32_t j = 0; j < F; j++)
+            out[i * F + j] = cen[j] + (float)(c->noise * tma_rng_normal(&r));
+    }
+}
+
+tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *to,
+                                     const tma_graph_build_opts_t *b, tma_graph_t **g_p, tma_gen_report_t *rep_p)
+{
+    tma_gen_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    tma_status_t st = sbm_check(o, to, b);
+    if (st != TMA_OK)
+        return st;
+    const int64_t n = o->nodes;
+    tma_graph_t *g = NULL;
+    tma_edge_list_t el = {0};
+    sbm_ctx_t ctx = {0};
+    if ((st = tma_graph_create(&g)) != TMA_OK)
+        return st;
+    g->num_nodes = n;
+    int32_t *label = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
+    float *feat = tma_graph_alloc(g, (size_t)n * (size_t)o->feat_dim * sizeof(float));
+    if (!label || !feat) {
+        st = TMA_ERR_NOMEM;
+        goto done;
+    }
+    if ((st = sbm_prepare(o, label, &ctx)) != TMA_OK)
+        goto done;
+    sbm_rows(&ctx, 0, n, feat);
+    g->labels = label;
+    g->num_classes = o->classes;
+    g->features = feat;
+    g->feature_dim = o->feat_dim;
+    rep.features = TMA_FEAT_GENERATED;
+    if ((st = draw_edges(&el, llround(o->avg_degree * (double)n / 2), o->seed, sbm_edge, &ctx)) != TMA_OK)
         goto done;
     if (to && (st = sbm_types(o, to, g, feat, &el)) != TMA_OK)
         goto done;
     st = finish(g, &el, b, t0, &rep);
 done:
     tma_edge_list_free(&el);
-    free(cstart);
-    free(members);
-    free(perm);
-    free(centroids);
+    sbm_free(&ctx);
     if (st != TMA_OK) {
         tma_graph_destroy(g);
         return st;
@@ -244,6 +329,38 @@ done:
     if (rep_p)
         *rep_p = rep;
     return TMA_OK;
+}
+
+tma_status_t tma_graph_gen_sbm_file(const tma_gen_sbm_opts_t *o, const tma_graph_build_opts_t *b, uint64_t budget,
+                                    const char *out, tma_gen_report_t *rep_p, uint64_t *graph_id_p)
+{
+    tma_gen_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    tma_status_t st = sbm_check(o, NULL, b);
+    if (st != TMA_OK)
+        return st;
+    const int64_t n = o->nodes;
+    /* The per-node arrays the source holds come out of the budget. */
+    const uint64_t held = (uint64_t)n * (sizeof(int32_t) + sizeof(int64_t));
+    int32_t *label = malloc((size_t)n * sizeof *label);
+    sbm_ctx_t ctx = {0};
+    if (!label) {
+        tma_log_error(COMP, "out of memory for %" PRId64 " labels", n);
+        return TMA_ERR_NOMEM;
+    }
+    if ((st = sbm_prepare(o, label, &ctx)) == TMA_OK) {
+        gen_stream_t s = {sbm_edge, &ctx, o->seed, llround(o->avg_degree * (double)n / 2), 0, sbm_rows};
+        graph_ooc_source_t src = {.num_nodes = n, .feature_dim = o->feat_dim, .num_classes = o->classes,
+                                  .labels = label};
+        rep.features = TMA_FEAT_GENERATED;
+        st = gen_ooc(&s, &src, b, budget > held ? budget - held : 0, out, t0, &rep, graph_id_p);
+        sbm_free(&ctx);
+    }
+    free(label);
+    if (st == TMA_OK && rep_p)
+        *rep_p = rep;
+    return st;
 }
 
 /* ------------------------------------------------------------------ R-MAT */
@@ -288,12 +405,15 @@ static void rmat_edge(const void *ctx, tma_rng_t *rng, int64_t *u_p, int64_t *v_
     }
 }
 
-tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b, tma_graph_t **g_p,
-                                tma_gen_report_t *rep_p)
+typedef struct rmat_feat {
+    rmat_ctx_t rmat;
+    int32_t F;
+    uint64_t seed;
+} rmat_feat_t;
+
+/* The checks of both paths; *c gets the node count, scale and feature seed. */
+static tma_status_t rmat_check(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b, rmat_feat_t *c)
 {
-    tma_gen_report_t rep;
-    memset(&rep, 0, sizeof rep);
-    double t0 = tma_clock_now();
     tma_status_t st = check_common(b, o->seed, o->feat_dim);
     if (st != TMA_OK)
         return st;
@@ -316,6 +436,27 @@ tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_bu
         tma_log_error(COMP, "--edges must be in [1, 2^36], got %" PRId64, o->edges);
         return TMA_ERR_INVALID;
     }
+    *c = (rmat_feat_t){{n, scale}, o->feat_dim, graph_feat_seed(o->seed)};
+    return TMA_OK;
+}
+
+static void rmat_rows(const void *ctx, int64_t first, int64_t count, float *out)
+{
+    const rmat_feat_t *c = ctx;
+    graph_feat_random_rows(out, first, count, c->F, c->seed);
+}
+
+tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b, tma_graph_t **g_p,
+                                tma_gen_report_t *rep_p)
+{
+    tma_gen_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    rmat_feat_t c;
+    tma_status_t st = rmat_check(o, b, &c);
+    if (st != TMA_OK)
+        return st;
+    const int64_t n = c.rmat.n;
     tma_graph_t *g = NULL;
     tma_edge_list_t el = {0};
     if ((st = tma_graph_create(&g)) != TMA_OK)
@@ -326,12 +467,11 @@ tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_bu
         st = TMA_ERR_NOMEM;
         goto done;
     }
-    graph_feat_random_ids(feat, n, o->feat_dim, graph_feat_seed(o->seed));
+    rmat_rows(&c, 0, n, feat);
     g->features = feat;
     g->feature_dim = o->feat_dim;
     rep.features = TMA_FEAT_DEFAULT;
-    rmat_ctx_t ctx = {n, scale};
-    if ((st = draw_edges(&el, o->edges, o->seed, rmat_edge, &ctx)) != TMA_OK)
+    if ((st = draw_edges(&el, o->edges, o->seed, rmat_edge, &c.rmat)) != TMA_OK)
         goto done;
     st = finish(g, &el, b, t0, &rep);
 done:
@@ -344,4 +484,35 @@ done:
     if (rep_p)
         *rep_p = rep;
     return TMA_OK;
+}
+
+tma_status_t tma_graph_gen_rmat_file(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b,
+                                     uint64_t budget, const char *out, tma_gen_report_t *rep_p, uint64_t *graph_id_p)
+{
+    tma_gen_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    rmat_feat_t c;
+    tma_status_t st = rmat_check(o, b, &c);
+    if (st != TMA_OK)
+        return st;
+    /* draw reads the R-MAT context, rows the whole of c. */
+    gen_stream_t s = {rmat_edge, &c, o->seed, o->edges, 0, rmat_rows};
+    graph_ooc_source_t src = {.num_nodes = c.rmat.n, .feature_dim = o->feat_dim};
+    rep.features = TMA_FEAT_DEFAULT;
+    st = gen_ooc(&s, &src, b, budget, out, t0, &rep, graph_id_p);
+    if (st == TMA_OK && rep_p)
+        *rep_p = rep;
+    return st;
+}
+
+uint64_t tma_graph_gen_peak_bytes(int64_t nodes, int64_t edges, int32_t feat_dim, int sbm)
+{
+    /* Features, the drawn pairs and the adjacency beside them (two entries
+     * an edge), indptr and the scatter cursors; the SBM's labels, members
+     * and shuffle. */
+    double b = (double)nodes * feat_dim * 4 + (double)edges * 32 + (double)nodes * 16;
+    if (sbm)
+        b += (double)nodes * 20;
+    return b > 1.8e19 ? UINT64_MAX : (uint64_t)b;
 }

@@ -24,6 +24,8 @@ void graph_feat_project_add(float *row, int32_t dim, int64_t j, float x, uint64_
 /* Features of graphs without any: row v = R[v, :] (the projection of a
  * one-hot id), for v in [0, n).  Parallel; deterministic. */
 void graph_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t seed);
+/* The same rows [first, first + count) into rows[0 .. count * dim). */
+void graph_feat_random_rows(float *rows, int64_t first, int64_t count, int32_t dim, uint64_t seed);
 /* The seed the projection uses for a given import/generation seed. */
 uint64_t graph_feat_seed(uint64_t seed);
 
@@ -31,6 +33,50 @@ uint64_t graph_feat_seed(uint64_t seed);
 
 /* Sorts a[0..n) ascending (introsort; in place). */
 void graph_sort_i64(int64_t *a, int64_t n);
+
+/* ------------------------------------------------------------------ the builder's steps (build.c) */
+
+/* The split's stream salt (tma_rng_seed(seed ^ GRAPH_SALT_SPLIT, 0)). */
+#define GRAPH_SALT_SPLIT 0x5b1170dd5eedull
+/* The validation and test counts of o->val and o->test against m cleaned
+ * edges, leaving at least one training edge (logged when not). */
+tma_status_t graph_split_counts(const tma_graph_build_opts_t *o, int64_t m, int64_t *nv_p, int64_t *nt_p);
+/* k distinct ranks in [0, m), in random order (Floyd's algorithm, then a
+ * shuffle), from one sequential stream. */
+tma_status_t graph_sample_ranks(int64_t m, int64_t k, tma_rng_t *rng, int64_t *out);
+/* Index of the first entry > v in v's sorted row. */
+int64_t graph_upper_start(const tma_graph_t *g, int64_t v);
+/* The K fixed negative tails of each of the n evaluation edges (untyped)
+ * against g's full adjacency (only indptr, indices and num_nodes are read). */
+tma_status_t graph_draw_all_negatives(const tma_graph_t *g, const int64_t *eval, int64_t n, int32_t K,
+                                      uint64_t seed, int64_t *neg);
+
+/* ------------------------------------------------------------------ the builder out of core (build_ooc.c) */
+
+/* Where an out-of-core build takes its graph from: edges in blocks, feature
+ * rows on demand, the labels (held by the source) if any. */
+typedef struct graph_ooc_source {
+    int64_t num_nodes;
+    /* The next up to `cap` edges into pairs[0 .. 2 * count) (cap is a
+     * multiple of `block`); the count, 0 at the end, -1 after logging an
+     * error. */
+    int64_t (*next)(void *ctx, int64_t *pairs, int64_t cap);
+    int64_t block;
+    /* Feature rows [first, first + count) into rows[0 .. count * feature_dim). */
+    void (*features)(void *ctx, int64_t first, int64_t count, float *rows);
+    void *ctx;
+    int32_t feature_dim;
+    int32_t num_classes;
+    const int32_t *labels; /* [num_nodes], or NULL */
+} graph_ooc_source_t;
+
+/* Builds and writes `out` as tma_graph_build then tma_graph_write would, byte
+ * for byte, with at most `budget` bytes of buffers (untyped graphs, fewer
+ * than 2^31 nodes; temporary files beside `out`, removed whatever happens).
+ * *homophily_p: as tma_graph_homophily, -1 without labels. */
+tma_status_t graph_build_ooc(const graph_ooc_source_t *src, const tma_graph_build_opts_t *o, uint64_t budget,
+                             const char *out, tma_graph_build_report_t *rep_p, uint64_t *graph_id_p,
+                             double *homophily_p);
 
 /* ------------------------------------------------------------------ text input (text.c) */
 

@@ -252,6 +252,10 @@ typedef struct tma_graph_build_report {
     int64_t train_edges, val_edges, test_edges;
     int32_t negatives;
     double seconds_adjacency, seconds_split, seconds_negatives;
+    /* Out of core only: the graph was written as it was built. */
+    int out_of_core;
+    double seconds_write;
+    int64_t spilled_runs; /* sorted runs spilled to temporary files */
 } tma_graph_build_report_t;
 
 /*
@@ -423,6 +427,19 @@ tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_
                                      const tma_graph_build_opts_t *b, tma_graph_t **g_p, tma_gen_report_t *rep_p);
 tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b,
                                 tma_graph_t **g_p, tma_gen_report_t *rep_p);
+/* The same graphs built out of core and written to `out` with at most
+ * `budget` bytes of working memory (beside the SBM's per-node arrays, 12
+ * bytes a node): the same bytes as the in-memory function followed by
+ * tma_graph_write, for graphs of fewer than 2^31 nodes.  Temporary files go
+ * beside `out` and never outlive the call; nothing is left under `out`
+ * unless it succeeds.  Untyped SBM only. */
+tma_status_t tma_graph_gen_sbm_file(const tma_gen_sbm_opts_t *o, const tma_graph_build_opts_t *b, uint64_t budget,
+                                    const char *out, tma_gen_report_t *rep_p, uint64_t *graph_id_p);
+tma_status_t tma_graph_gen_rmat_file(const tma_gen_rmat_opts_t *o, const tma_graph_build_opts_t *b,
+                                     uint64_t budget, const char *out, tma_gen_report_t *rep_p, uint64_t *graph_id_p);
+/* About the peak memory of the in-memory generators for a graph of `nodes`
+ * nodes, `edges` drawn edges and `feat_dim` features (sbm: an SBM). */
+uint64_t tma_graph_gen_peak_bytes(int64_t nodes, int64_t edges, int32_t feat_dim, int sbm);
 
 /* Fraction of the graph's cleaned edges (training + validation + test)
  * whose endpoints share a label; -1 without labels or edges. */

@@ -1,0 +1,72 @@
+#!/bin/bash
+# test_ooc.sh: graphs larger than the memory a process may use.  `tma gen`
+# under a `prlimit --data=` cap smaller than the graph file builds it out of
+# core, and the file is byte for byte the one the uncapped, in-memory run
+# writes; `tma partition --scheme random` under the same cap writes the same
+# shards.  Then the forced out-of-core SBM against the in-memory one, and the
+# budget's errors: a bad --memory (exit 2), a budget too small to make
+# progress (exit 1, nothing left behind, no temporary file either).
+. "$TMA_SRCDIR/tests/lib.sh"
+need prlimit util-linux
+
+d=$TMP_ROOT
+cap=$((512 << 20))
+# About 610 MB: 65,536 nodes of 2,304 features, beyond the cap.
+gen=(gen rmat --scale 16 --edges 400000 --feat-dim 2304 --negatives 100 --seed 3 --json)
+
+prlimit --data=$cap "$TMA_BIN" "${gen[@]}" -o "$d/cap.tmag" >"$d/cap.json" || fail "capped gen failed"
+size=$(stat -c %s "$d/cap.tmag")
+[ "$size" -gt "$cap" ] || hard "the graph ($size bytes) is not larger than the cap ($cap)"
+[ "$(json "$d/cap.json" 'd["out_of_core"]')" = True ] || fail "the capped gen did not go out of core: $(cat "$d/cap.json")"
+[ "$(json "$d/cap.json" 'd["memory_budget"] < '$cap)" = True ] || fail "budget not narrowed to the cap"
+prlimit --data=$cap "$TMA_BIN" partition "$d/cap.tmag" --scheme random --shards 3 --seed 1 -o "$d/pcap" >/dev/null ||
+  fail "capped partition failed"
+sum_cap=$(cd "$d" && sha256sum cap.tmag | cut -c1-64)
+shards_cap=$(cd "$d/pcap" && sha256sum shard-*.tmag)
+rm -rf "$d/cap.tmag" "$d/pcap"
+
+"$TMA_BIN" "${gen[@]}" -o "$d/free.tmag" --memory 16G >"$d/free.json" || fail "uncapped gen failed"
+[ "$(json "$d/free.json" 'd["out_of_core"]')" = False ] || fail "the uncapped gen went out of core"
+"$TMA_BIN" partition "$d/free.tmag" --scheme random --shards 3 --seed 1 -o "$d/pfree" >/dev/null ||
+  fail "uncapped partition failed"
+[ "$(cd "$d" && sha256sum free.tmag | cut -c1-64)" = "$sum_cap" ] || fail "out of core and in memory wrote different graphs"
+[ "$(cd "$d/pfree" && sha256sum shard-*.tmag)" = "$shards_cap" ] || fail "capped and uncapped partitions differ"
+rm -rf "$d/free.tmag" "$d/pfree"
+echo "ok: R-MAT of $size bytes generated and partitioned under a $cap-byte cap, identical to the uncapped run"
+
+# The SBM (labels, class-centroid features, homophily) forced out of core.
+sbm=(gen sbm --nodes 60000 --avg-degree 24 --classes 5 --feat-dim 16 --seed 9 --json)
+"$TMA_BIN" "${sbm[@]}" -o "$d/a.tmag" --memory 16G >"$d/a.json" || fail "in-memory SBM failed"
+"$TMA_BIN" "${sbm[@]}" -o "$d/b.tmag" --memory 20M >"$d/b.json" || fail "out-of-core SBM failed"
+[ "$(json "$d/b.json" 'd["out_of_core"] and d["spilled_runs"] > 1')" = True ] || fail "SBM not out of core: $(cat "$d/b.json")"
+cmp "$d/a.tmag" "$d/b.tmag" || fail "the SBM out of core differs from the one in memory"
+for k in homophily edges duplicates self_loops; do
+  [ "$(json "$d/a.json" "d.get('$k')")" = "$(json "$d/b.json" "d.get('$k')")" ] || fail "report's $k differs"
+done
+echo "ok: SBM out of core ($(json "$d/b.json" 'd["spilled_runs"]') runs) identical to in memory"
+
+# The budget's errors.
+mkdir -p "$d/out"
+expect_fail 2 '--memory: expected a size such as 512M' -- "$TMA_BIN" gen rmat --scale 8 -o "$d/out/g.tmag" --memory lots
+expect_fail 2 '--memory: expected a size' -- "$TMA_BIN" gen sbm --nodes 100 -o "$d/out/g.tmag" --memory 0
+expect_fail 1 'memory budget of 1\.0 MiB is too small to make progress' -- \
+  "$TMA_BIN" gen rmat --scale 16 --edges 400000 -o "$d/out/g.tmag" --memory 1M
+expect_fail 1 'typed SBM is built in memory only' -- \
+  "$TMA_BIN" gen sbm --nodes 60000 --node-types 2 --relations 2 -o "$d/out/g.tmag" --memory 1M
+[ -z "$(ls -A "$d/out")" ] || fail "files left behind: $(ls -A "$d/out")"
+echo "ok: budget errors"
+
+# A spill folder that fills up: a clear error naming it, nothing left behind
+# (in a private mount namespace, over a 6 MiB tmpfs).
+need unshare util-linux
+mkdir -p "$d/small"
+unshare -m bash -c 'mount -t tmpfs -o size=6M tmpfs "$1" || exit 3
+  "$2" gen rmat --scale 16 --edges 2000000 -o "$1/g.tmag" --memory 24M 2>"$1.err"; rc=$?
+  ls -A "$1" >"$1.left"; exit $rc' _ "$d/small" "$TMA_BIN"
+rc=$?
+[ $rc -ne 3 ] || fail "cannot mount a tmpfs in a private mount namespace (run as root)"
+[ $rc -eq 1 ] || fail "a full spill folder: exit $rc, expected 1 ($(cat "$d/small.err"))"
+grep -q "writing a temporary file in $d/small failed.*No space left on device" "$d/small.err" ||
+  fail "a full spill folder: unclear error: $(cat "$d/small.err")"
+[ ! -s "$d/small.left" ] || fail "a full spill folder: left behind: $(cat "$d/small.left")"
+echo "ok: a full spill folder"
