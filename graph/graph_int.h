@@ -27,6 +27,13 @@ void graph_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t see
 /* The seed the projection uses for a given import/generation seed. */
 uint64_t graph_feat_seed(uint64_t seed);
 
+/* ------------------------------------------------------------------ graph storage (tmag.c) */
+
+/* Hands the file map *map to g, which unmaps it when destroyed (*map is
+ * zeroed): an imported graph's features may point straight into a mapped
+ * features.npy.  TMA_ERR_INVALID when g already holds a map. */
+tma_status_t graph_keep_map(tma_graph_t *g, tma_mmap_t *map);
+
 /* ------------------------------------------------------------------ sorting (build.c) */
 
 /* Sorts a[0..n) ascending (introsort; in place). */
