@@ -141,14 +141,15 @@ int cli_cmd_import(int argc, char **argv)
         "import", "SRC -o G.tmag [options]",
         "Reads a dataset into a .tmag graph: SRC is a folder with edges.txt ('u v' or weighted 'u v w' "
         "lines, an optional header line; + features.txt "
-        "'node feature value', labels.txt 'node label', meta.txt), an OGB dataset folder or its raw/ "
+        "'node feature value' or features.npy (nodes x F, float32 or float16), labels.txt 'node label', "
+        "meta.txt), an OGB dataset folder or its raw/ "
         "(edge.csv.gz, num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz), or a .npz, stored or "
         "compressed: gnn-benchmark's arrays (adj_indptr, adj_indices, adj_shape, attr_*, labels), "
         "scipy.sparse.save_npz's, or PyG-style edge_index [2, E], x, y; or a typed dataset: MovieLens 100K as GroupLens "
         "ships it (u.data, u.user, u.item, u.genre, u.occupation) or a folder with node_types.txt ('node type_name') and "
         "edges.txt ('u v relation_name'), each relation stored with its inverse. Self-loops and duplicate edges are dropped and counted; "
         "a seeded validation/test split is removed from the training graph and each evaluation edge gets "
-        "fixed negative tails. An OGB dataset with an official split (split/NAME/{train,valid,test}.pt) keeps "
+        "fixed negative tails. Files in the folder that are not read are listed in the report (\"ignored\"). An OGB dataset with an official split (split/NAME/{train,valid,test}.pt) keeps "
         "it and its negatives as they are (read by tma-ogb-split, which needs PyTorch). See docs/graphs.md.",
         opts, 1, 1};
     cli_args_t args;
@@ -193,6 +194,12 @@ int cli_cmd_import(int argc, char **argv)
             cJSON_AddNumberToObject(j, "feature_dim", r.feature_dim);
             cJSON_AddStringToObject(j, "features", tma_feat_source_str(r.features));
             cJSON_AddNumberToObject(j, "input_feature_dim", r.input_feature_dim);
+            cJSON_AddBoolToObject(j, "features_mapped", r.features_mapped);
+            cJSON *ign = cJSON_AddArrayToObject(j, "ignored");
+            const char *name = r.ignored;
+            for (int32_t i = 0; ign && i < r.num_ignored; i++, name += strlen(name) + 1)
+                cJSON_AddItemToArray(ign, cJSON_CreateString(name));
+            cJSON_AddNumberToObject(j, "ignored_more", r.ignored_more);
             cJSON_AddNumberToObject(j, "classes", r.num_classes);
             if (tma_graph_is_typed(g)) {
                 cJSON_AddNumberToObject(j, "num_node_types", r.num_node_types);
@@ -217,13 +224,24 @@ int cli_cmd_import(int argc, char **argv)
     if (r.features == TMA_FEAT_PROJECTED)
         printf("  %-22s %d (projected from %d)\n", "features", r.feature_dim, r.input_feature_dim);
     else
-        printf("  %-22s %d (%s)\n", "features", r.feature_dim, tma_feat_source_str(r.features));
+        printf("  %-22s %d (%s%s)\n", "features", r.feature_dim, tma_feat_source_str(r.features),
+               r.features_mapped ? ", used in place from the mapped features.npy" : "");
     if (r.num_classes)
         printf("  %-22s %d classes\n", "labels", r.num_classes);
     else
         printf("  %-22s none\n", "labels");
     if (tma_graph_is_typed(g))
         cli_print_types(g);
+    if (r.num_ignored) {
+        /* What the dataset folder holds that the import did not read. */
+        printf("  %-22s ", "ignored (not read)");
+        const char *name = r.ignored;
+        for (int32_t i = 0; i < r.num_ignored; i++, name += strlen(name) + 1)
+            printf("%s%s", i ? ", " : "", name);
+        if (r.ignored_more)
+            printf(" and %d more", r.ignored_more);
+        printf("\n");
+    }
     printf("  %-22s %.3f (read %.3f, adjacency %.3f, split %.3f, negatives %.3f, write %.3f)\n", "seconds",
            r.seconds + tw, r.seconds_read, r.build.seconds_adjacency, r.build.seconds_split,
            r.build.seconds_negatives, tw);

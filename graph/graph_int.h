@@ -29,6 +29,13 @@ void graph_feat_random_rows(float *rows, int64_t first, int64_t count, int32_t d
 /* The seed the projection uses for a given import/generation seed. */
 uint64_t graph_feat_seed(uint64_t seed);
 
+/* ------------------------------------------------------------------ graph storage (tmag.c) */
+
+/* Hands the file map *map to g, which unmaps it when destroyed (*map is
+ * zeroed): an imported graph's features may point straight into a mapped
+ * features.npy.  TMA_ERR_INVALID when g already holds a map. */
+tma_status_t graph_keep_map(tma_graph_t *g, tma_mmap_t *map);
+
 /* ------------------------------------------------------------------ sorting (build.c) */
 
 /* Sorts a[0..n) ascending (introsort; in place). */
@@ -115,12 +122,14 @@ typedef enum { NPY_BOOL, NPY_INT, NPY_UINT, NPY_FLOAT, NPY_BYTES } graph_npy_kin
 
 /* One array of an .npz file, pointing into the file's map (a stored member)
  * or into the reader's inflated copy (a deflated one); valid until
- * graph_npz_close. */
+ * graph_npz_close.  Or a whole .npy file (graph_npy_open: name NULL), valid
+ * until its map is closed. */
 typedef struct graph_npy {
     const char *name;
     char descr[16];
     graph_npy_kind_t kind;
-    int itemsize;
+    int itemsize; /* NPY_FLOAT: 2 (float16), 4 or 8 */
+    int fortran;  /* stored in Fortran (column-major) order */
     int ndim;
     int64_t shape[4];
     int64_t count;
@@ -147,8 +156,22 @@ tma_status_t graph_npz_get_string(graph_npz_t *z, const char *name, char *buf, s
 int graph_npz_has(graph_npz_t *z, const char *name);
 /* The members' names, comma-separated (malloc'd; NULL without memory). */
 char *graph_npz_names(const graph_npz_t *z);
-/* Element i converted; the array must be numeric (checked by the getters
- * below, which log naming the array). */
+/* Parses an .npy image of `size` bytes at p (magic, header, data): the
+ * dtype (little-endian bool, int8-64, uint8-64, float16-64, byte strings),
+ * the shape, the order, and that the data is exactly as long as the shape
+ * says.  `where` names the file (and array) in the errors logged:
+ * TMA_ERR_FORMAT (bad magic, broken header, truncated or overlong data),
+ * TMA_ERR_UNSUPPORTED (another dtype, big-endian data, an unknown version).
+ * a_p->data points into p; a_p->name is left NULL. */
+tma_status_t graph_npy_parse(const char *where, const unsigned char *p, uint64_t size, graph_npy_t *a_p);
+/* Maps the .npy file `path` and parses it (graph_npy_parse, errors naming
+ * the file).  On success *map_p holds the map, which the caller closes with
+ * tma_mmap_close; a_p->data points into it.  Any order is accepted. */
+tma_status_t graph_npy_open(const char *path, tma_mmap_t *map_p, graph_npy_t *a_p);
+/* IEEE half to float, exactly (subnormals, infinities and NaNs included). */
+float graph_f16_to_f32(uint16_t h);
+/* Element i (in storage order) converted; the array must be numeric
+ * (checked by the getters below, which log naming the array). */
 tma_status_t graph_npy_check_int(const graph_npz_t *z, const graph_npy_t *a);
 int64_t graph_npy_int(const graph_npy_t *a, int64_t i);
 float graph_npy_float(const graph_npy_t *a, int64_t i);

@@ -1,10 +1,12 @@
 /*
  * import.c: `tma import`'s library side: detects a dataset's layout, reads
- * it (edges.txt + features.txt + labels.txt; OGB raw/ gzip CSVs; .npz in
- * gnn-benchmark's, scipy's and PyG's array names: import_npz.c), checks every id against
- * the node count, turns the features into
- * dense float32 rows (stored, projected, or the default for graphs without
- * features) and hands the edges to the builder.  An OGB dataset's official
+ * it (edges.txt + features.txt or features.npy + labels.txt; OGB raw/ gzip
+ * CSVs; .npz in gnn-benchmark's, scipy's and PyG's array names:
+ * import_npz.c), checks every id against the node count, turns the features
+ * into dense float32 rows (stored, projected, or the default for graphs
+ * without features; a float32 C-order features.npy is used in place, mapped)
+ * and hands the edges to the builder.  The files of the dataset folder that
+ * no reader used are named in the report.  An OGB dataset's official
  * split (split/<name>/{train,valid,test}.pt, PyTorch pickles) is converted
  * by the tma-ogb-split program, run here, and kept as given.
  *
@@ -17,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,35 @@ static void src_free(src_data_t *s)
     free(s->labels);
     free(s->labels_from);
     free(s->ogb_root);
+    tma_mmap_close(&s->npy_map);
+    free(s->npy_path);
+    for (int64_t i = 0; i < s->n_used; i++)
+        free(s->used[i]);
+    free(s->used);
+}
+
+tma_status_t src_use(src_data_t *s, const char *path)
+{
+    if (s->n_used == s->cap_used) {
+        int64_t cap = s->cap_used ? 2 * s->cap_used : 8;
+        char **u = realloc(s->used, (size_t)cap * sizeof *u);
+        if (!u)
+            return TMA_ERR_NOMEM;
+        s->used = u;
+        s->cap_used = cap;
+    }
+    if (!(s->used[s->n_used] = strdup(path)))
+        return TMA_ERR_NOMEM;
+    s->n_used++;
+    return TMA_OK;
+}
+
+static int src_used(const src_data_t *s, const char *path)
+{
+    for (int64_t i = 0; i < s->n_used; i++)
+        if (strcmp(s->used[i], path) == 0)
+            return 1;
+    return 0;
 }
 
 void tma_graph_import_opts_init(tma_graph_import_opts_t *o)
@@ -168,6 +200,10 @@ static tma_status_t read_lines(src_data_t *s, const char *path, const char *what
     tma_status_t st = graph_text_open(&tr, path);
     if (st != TMA_OK)
         return st;
+    if ((st = src_use(s, path)) != TMA_OK) {
+        graph_text_close(&tr);
+        return st;
+    }
     char *line;
     size_t len;
     int64_t rows = 0;
@@ -410,13 +446,92 @@ static char *existing(const char *dir, const char *base)
     return NULL;
 }
 
+/* "(3, 4)" */
+static void shape_str(const graph_npy_t *a, char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < a->ndim && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%" PRId64, i ? ", " : "", a->shape[i]);
+    if (len < size)
+        snprintf(buf + len, size - len, a->ndim == 1 ? ",)" : ")");
+}
+
+/* features.npy: a 2-d (nodes, F) float32 or float16 array in C or Fortran
+ * order, mapped and kept for fill_features.  Its rows fix the node count
+ * unless meta.txt does (then they must agree); it is read before edges.txt
+ * so that an edge beyond its rows is an error naming both. */
+static tma_status_t read_npy_features(src_data_t *s, const char *path)
+{
+    tma_status_t st = graph_npy_open(path, &s->npy_map, &s->npy);
+    if (st != TMA_OK)
+        return st;
+    const graph_npy_t *a = &s->npy;
+    char shape[128];
+    shape_str(a, shape, sizeof shape);
+    if ((st = src_use(s, path)) != TMA_OK || !(s->npy_path = strdup(path)))
+        return TMA_ERR_NOMEM;
+    if (a->kind != NPY_FLOAT || a->itemsize == 8) {
+        tma_log_error(COMP, "%s: dtype '%s' cannot be node features: tma reads little-endian float32 ('<f4') and "
+                      "float16 ('<f2'): save a.astype(np.float32)", path, a->descr);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    if (a->ndim != 2) {
+        tma_log_error(COMP, "%s: shape %s is %d-d: node features are a 2-d array (nodes, features)", path, shape,
+                      a->ndim);
+        return TMA_ERR_FORMAT;
+    }
+    const int64_t rows = a->shape[0], width = a->shape[1];
+    if (rows < 1 || rows >= ((int64_t)1 << 40) || width < 1 || width > (1 << 24)) {
+        tma_log_error(COMP, "%s: shape %s: expected (nodes, features) with 0 < nodes < 2^40 and 0 < features <= 2^24",
+                      path, shape);
+        return TMA_ERR_FORMAT;
+    }
+    if (s->fdim_declared && width != s->fdim) {
+        tma_log_error(COMP, "%s: shape %s: %" PRId64 " features a node, but meta.txt says feature_dim %d", path, shape,
+                      width, s->fdim);
+        return TMA_ERR_FORMAT;
+    }
+    if (s->nodes >= 0 && rows != s->nodes) {
+        tma_log_error(COMP, "%s: shape %s: %" PRId64 " rows, but the graph has %" PRId64 " nodes (from %s): one row a "
+                      "node", path, shape, rows, s->nodes, s->nodes_from);
+        return TMA_ERR_FORMAT;
+    }
+    if (s->nodes < 0) {
+        s->nodes = rows;
+        if (!(s->nodes_from = strdup(path)))
+            return TMA_ERR_NOMEM;
+    }
+    /* NaN or infinity would poison training: refused, as in features.txt. */
+    int64_t bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (int64_t i = 0; i < a->count; i++)
+        if (i < bad && !isfinite(graph_npy_float(a, i)))
+            bad = i;
+    if (bad != INT64_MAX) {
+        int64_t row = a->fortran ? bad % rows : bad / width, col = a->fortran ? bad / rows : bad % width;
+        tma_log_error(COMP, "%s: node %" PRId64 ", feature %" PRId64 " is %g: features must be finite numbers", path,
+                      row, col, (double)graph_npy_float(a, bad));
+        return TMA_ERR_FORMAT;
+    }
+    s->fdim = (int32_t)width;
+    s->dense_rows = rows;
+    return TMA_OK;
+}
+
 static tma_status_t read_edge_list_layout(src_data_t *s, const char *dir)
 {
     tma_status_t st = TMA_OK;
     char *meta = existing(dir, "meta.txt"), *edges = tma_path_join(dir, "edges.txt");
     char *feats = existing(dir, "features.txt"), *labels = existing(dir, "labels.txt");
+    char *npy = existing(dir, "features.npy");
     if (meta)
         st = read_lines(s, meta, "'key value' lines", meta_line);
+    if (st == TMA_OK && npy && feats) {
+        tma_log_error(COMP, "%s holds both features.txt and features.npy: keep the one to import", dir);
+        st = TMA_ERR_INVALID;
+    }
+    if (st == TMA_OK && npy)
+        st = read_npy_features(s, npy);
     if (st == TMA_OK)
         st = read_lines(s, edges, "edges", edge_line);
     if (st == TMA_OK && s->edges.count == 0) {
@@ -433,6 +548,7 @@ static tma_status_t read_edge_list_layout(src_data_t *s, const char *dir)
     free(edges);
     free(feats);
     free(labels);
+    free(npy);
     return st;
 }
 
@@ -539,7 +655,9 @@ static tma_status_t read_source(src_data_t *s, const char *src, const char **lay
     if (e) {
         free(e);
         *layout_p = "ogb";
-        st = read_ogb_layout(s, raw);
+        st = src_use(s, raw);
+        if (st == TMA_OK)
+            st = read_ogb_layout(s, raw);
         free(raw);
         s->ogb_root = strdup(src);
         return st;
@@ -557,7 +675,9 @@ static tma_status_t read_source(src_data_t *s, const char *src, const char **lay
         return st;
     if (npz) {
         *layout_p = "npz";
-        st = src_read_npz(s, npz);
+        st = src_use(s, npz);
+        if (st == TMA_OK)
+            st = src_read_npz(s, npz);
         free(npz);
         return st;
     }
@@ -806,13 +926,33 @@ static tma_status_t build_with_split(src_data_t *s, tma_graph_t *g, const char *
 
 /* ------------------------------------------------------------------ features and labels into the graph */
 
+/* Input feature (v, j) of dense features: the text rows, or features.npy
+ * (float32 or float16, C or Fortran order) read in place. */
+static inline float dense_at(const src_data_t *s, int64_t v, int32_t j)
+{
+    const graph_npy_t *a = &s->npy;
+    if (!a->data)
+        return s->dense[v * s->fdim + j];
+    return graph_npy_float(a, a->fortran ? (int64_t)j * a->shape[0] + v : v * a->shape[1] + j);
+}
+
 static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, uint64_t seed,
-                                  tma_feat_source_t *src_p)
+                                  tma_graph_import_report_t *rep)
 {
     const int64_t n = g->num_nodes;
     const int has = s->fcount > 0 || s->dense_rows > 0;
     const int32_t dim = want > 0 ? want : (has ? s->fdim : TMA_GRAPH_DEFAULT_FEAT_DIM);
     tma_feat_source_t src = !has ? TMA_FEAT_DEFAULT : dim == s->fdim ? TMA_FEAT_STORED : TMA_FEAT_PROJECTED;
+    const graph_npy_t *a = &s->npy;
+    if (src == TMA_FEAT_STORED && a->data && !a->fortran && a->itemsize == 4 && (uintptr_t)a->data % 4 == 0 &&
+        a->shape[0] == n) {
+        /* float32 rows in C order are the .tmag's layout: no copy. */
+        g->features = a->data;
+        g->feature_dim = dim;
+        rep->features = src;
+        rep->features_mapped = 1;
+        return graph_keep_map(g, &s->npy_map);
+    }
     size_t bytes;
     if (tma_mul_overflow((size_t)n, (size_t)dim * sizeof(float), &bytes)) {
         tma_log_error(COMP, "%" PRId64 " x %d features overflow", n, dim);
@@ -837,18 +977,24 @@ static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, u
             return TMA_ERR_FORMAT;
         }
         const int32_t din = s->fdim;
+        /* Row by row: a float16 or Fortran-order features.npy is widened or
+         * gathered here, from the map. */
 #pragma omp parallel for schedule(static)
         for (int64_t v = 0; v < n; v++) {
-            const float *in = s->dense + v * din;
             float *row = f + v * dim;
-            if (src == TMA_FEAT_STORED) {
-                memcpy(row, in, (size_t)dim * sizeof(float));
-                continue;
+            if (src == TMA_FEAT_STORED && !a->data) {
+                memcpy(row, s->dense + v * din, (size_t)dim * sizeof(float));
+            } else if (src == TMA_FEAT_STORED) {
+                for (int32_t j = 0; j < din; j++)
+                    row[j] = dense_at(s, v, j);
+            } else {
+                memset(row, 0, (size_t)dim * sizeof(float));
+                for (int32_t j = 0; j < din; j++) {
+                    float x = dense_at(s, v, j);
+                    if (x != 0.0f)
+                        graph_feat_project_add(row, dim, j, x, pseed);
+                }
             }
-            memset(row, 0, (size_t)dim * sizeof(float));
-            for (int32_t j = 0; j < din; j++)
-                if (in[j] != 0.0f)
-                    graph_feat_project_add(row, dim, j, in[j], pseed);
         }
     } else {
         memset(f, 0, bytes);
@@ -863,7 +1009,7 @@ static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, u
     }
     g->features = f;
     g->feature_dim = dim;
-    *src_p = src;
+    rep->features = src;
     return TMA_OK;
 }
 
@@ -886,6 +1032,91 @@ static tma_status_t fill_labels(src_data_t *s, tma_graph_t *g)
     g->labels = l;
     g->num_classes = s->classes;
     return TMA_OK;
+}
+
+/* ------------------------------------------------------------------ the files left out */
+
+typedef struct name_list {
+    char **v;
+    size_t n, cap;
+} name_list_t;
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Adds dir's entries that s did not use to l, as prefix + name (+ "/" for a
+ * folder); dot files are skipped. */
+static tma_status_t unused_entries(const src_data_t *s, const char *dir, const char *prefix, name_list_t *l)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return TMA_OK;
+    tma_status_t st = TMA_OK;
+    struct dirent *e;
+    while (st == TMA_OK && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *path = tma_path_join(dir, e->d_name), *name = NULL;
+        if (!path) {
+            st = TMA_ERR_NOMEM;
+            break;
+        }
+        if (!src_used(s, path)) {
+            name = tma_strdup_printf("%s%s%s", prefix, e->d_name, tma_dir_exists(path) ? "/" : "");
+            if (l->n == l->cap) {
+                size_t cap = l->cap ? 2 * l->cap : 16;
+                char **v = realloc(l->v, cap * sizeof *v);
+                if (v) {
+                    l->v = v;
+                    l->cap = cap;
+                }
+            }
+            if (name && l->n < l->cap)
+                l->v[l->n++] = name;
+            else
+                st = TMA_ERR_NOMEM;
+        }
+        if (st != TMA_OK)
+            free(name);
+        free(path);
+    }
+    closedir(d);
+    return st;
+}
+
+/* Names in rep->ignored the entries of the dataset folder `src` (and of its
+ * raw/ for an OGB dataset) that the import did not read, and warns about a
+ * .npy among them: features from .npy are read only as features.npy. */
+static tma_status_t note_ignored(const src_data_t *s, const char *src, const char *layout,
+                                 tma_graph_import_report_t *rep)
+{
+    if (!tma_dir_exists(src))
+        return TMA_OK;
+    name_list_t l = {NULL, 0, 0};
+    tma_status_t st = unused_entries(s, src, "", &l);
+    char *raw = tma_path_join(src, "raw");
+    if (st == TMA_OK && raw && src_used(s, raw))
+        st = unused_entries(s, raw, "raw/", &l);
+    free(raw);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, cmp_name);
+    size_t off = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        size_t len = strlen(l.v[i]) + 1;
+        if (off + len <= sizeof rep->ignored) {
+            memcpy(rep->ignored + off, l.v[i], len);
+            off += len;
+            rep->num_ignored++;
+        } else {
+            rep->ignored_more++;
+        }
+        if (ends_with(l.v[i], ".npy"))
+            tma_log_warn(COMP, "%s/%s is not read: the %s layout takes no .npy%s", src, l.v[i], layout,
+                         strcmp(layout, "edge-list") == 0 ? " but features.npy (node features, one row a node): "
+                                                            "rename it if it holds them" : "");
+        free(l.v[i]);
+    }
+    free(l.v);
+    return st;
 }
 
 /* ------------------------------------------------------------------ import */
@@ -920,13 +1151,27 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
         }
         double built = rep.build.seconds_adjacency + rep.build.seconds_split + rep.build.seconds_negatives;
         rep.seconds_read = tma_clock_now() - t0 - built;
-        goto typed_done;
+        static const char *const ml_files[] = {"u.data", "u.user", "u.item", "u.genre", "u.occupation", NULL};
+        static const char *const typed_files[] = {"node_types.txt", "edges.txt", NULL};
+        for (const char *const *f = ml ? ml_files : typed_files; *f && st == TMA_OK; f++) {
+            char *p = tma_path_join(src, *f);
+            st = p ? src_use(&s, p) : TMA_ERR_NOMEM;
+            free(p);
+        }
+        if (st != TMA_OK)
+            goto fail;
+        goto done;
     }
     st = read_source(&s, src, &rep.layout);
     if (st != TMA_OK)
         goto fail;
     if (s.ogb_root && !o->resplit) {
         if ((st = find_split(s.ogb_root, o->split_name, &split_dir)) != TMA_OK)
+            goto fail;
+        char *base = split_dir ? tma_path_join(s.ogb_root, "split") : NULL;
+        st = split_dir && (!base || src_use(&s, base) != TMA_OK) ? TMA_ERR_NOMEM : TMA_OK;
+        free(base);
+        if (st != TMA_OK)
             goto fail;
         if (split_dir && (o->build.val >= 0 || o->build.test >= 0 || o->build.negatives != TMA_GRAPH_DEFAULT_NEGATIVES)) {
             tma_log_error(COMP, "%s is the dataset's official split: --val, --test and --negatives do not apply "
@@ -944,7 +1189,7 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
     if ((st = tma_graph_create(&g)) != TMA_OK)
         goto fail;
     g->num_nodes = s.nodes >= 0 ? s.nodes : s.max_id + 1;
-    if ((st = fill_features(&s, g, o->feat_dim, o->build.seed, &rep.features)) != TMA_OK ||
+    if ((st = fill_features(&s, g, o->feat_dim, o->build.seed, &rep)) != TMA_OK ||
         (st = fill_labels(&s, g)) != TMA_OK)
         goto fail;
     rep.input_feature_dim = rep.features == TMA_FEAT_DEFAULT ? 0 : s.fdim;
@@ -956,9 +1201,11 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
         st = tma_graph_build(g, &s.edges, &o->build, &rep.build);
     if (st != TMA_OK)
         goto fail;
+done:
+    if ((st = note_ignored(&s, src, rep.layout, &rep)) != TMA_OK)
+        goto fail;
     src_free(&s);
     free(split_dir);
-typed_done:
     rep.nodes = g->num_nodes;
     rep.num_node_types = g->num_node_types;
     rep.num_relations = g->num_relations;

@@ -33,7 +33,18 @@ typedef struct src_data {
     int32_t classes;
     char *labels_from;
     char *ogb_root;         /* an OGB layout: the dataset folder that may hold split/ */
+    /* dense features from features.npy: the mapped file and its array */
+    tma_mmap_t npy_map;
+    graph_npy_t npy;
+    char *npy_path;
+    /* the paths of the files and folders the reader used, so that the
+     * others in the dataset folder are named in the report */
+    char **used;
+    int64_t n_used, cap_used;
 } src_data_t;
+
+/* Records that the reader used `path` (copied). */
+tma_status_t src_use(src_data_t *s, const char *path);
 
 /* Appends one sparse feature (node, column, value). */
 tma_status_t src_push_feature(src_data_t *s, int64_t node, int64_t col, float val);

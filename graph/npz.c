@@ -5,7 +5,8 @@
  * map after its local header and .npy header.  A deflated member
  * (np.savez_compressed, scipy.sparse.save_npz) is inflated once into a
  * buffer the reader owns.  Each member's CRC-32 is checked when it is first
- * used.
+ * used.  The .npy header parser also reads a whole .npy file (graph_npy_open:
+ * `features.npy` beside an edge list).
  */
 #include "graph_int.h"
 
@@ -185,9 +186,9 @@ fail:
     return st;
 }
 
-/* Parses the Python dict literal of an .npy header. */
-static tma_status_t parse_npy_header(const graph_npz_t *z, const char *name, const char *h, size_t len,
-                                     graph_npy_t *a, int *fortran_p)
+/* Parses the Python dict literal of an .npy header; `where` names the file
+ * (and array) in errors. */
+static tma_status_t parse_npy_header(const char *where, const char *h, size_t len, graph_npy_t *a)
 {
     char tmp[4096];
     if (len >= sizeof tmp)
@@ -196,14 +197,13 @@ static tma_status_t parse_npy_header(const graph_npz_t *z, const char *name, con
     tmp[len] = '\0';
     const char *dk = strstr(tmp, "'descr'"), *fk = strstr(tmp, "'fortran_order'"), *sk = strstr(tmp, "'shape'");
     if (!dk || !fk || !sk) {
-        tma_log_error(COMP, "%s: array %s: .npy header lacks descr, fortran_order or shape", z->path, name);
+        tma_log_error(COMP, "%s: .npy header lacks descr, fortran_order or shape", where);
         return TMA_ERR_FORMAT;
     }
     const char *q = strchr(dk + 7, '\'');
     const char *qe = q ? strchr(q + 1, '\'') : NULL;
     if (!q || !qe || (size_t)(qe - q - 1) >= sizeof a->descr) {
-        tma_log_error(COMP, "%s: array %s: unreadable dtype in the .npy header (a structured dtype?)", z->path,
-                      name);
+        tma_log_error(COMP, "%s: unreadable dtype in the .npy header (a structured dtype?)", where);
         return TMA_ERR_UNSUPPORTED;
     }
     memcpy(a->descr, q + 1, (size_t)(qe - q - 1));
@@ -211,10 +211,10 @@ static tma_status_t parse_npy_header(const graph_npz_t *z, const char *name, con
     const char *fv = fk + 15;
     while (*fv == ' ' || *fv == ':')
         fv++;
-    *fortran_p = strncmp(fv, "True", 4) == 0;
+    a->fortran = strncmp(fv, "True", 4) == 0;
     const char *sp = strchr(sk + 7, '(');
     if (!sp) {
-        tma_log_error(COMP, "%s: array %s: unreadable shape in the .npy header", z->path, name);
+        tma_log_error(COMP, "%s: unreadable shape in the .npy header", where);
         return TMA_ERR_FORMAT;
     }
     sp++;
@@ -228,15 +228,14 @@ static tma_status_t parse_npy_header(const graph_npz_t *z, const char *name, con
         char *e;
         long long v = strtoll(sp, &e, 10);
         if (e == sp || v < 0 || a->ndim == 4) {
-            tma_log_error(COMP, "%s: array %s: unreadable shape (or more than 4 dimensions) in the .npy header",
-                          z->path, name);
+            tma_log_error(COMP, "%s: unreadable shape (or more than 4 dimensions) in the .npy header", where);
             return TMA_ERR_FORMAT;
         }
         if (e[0] == 'L')
             e++;
         a->shape[a->ndim++] = v;
         if (__builtin_mul_overflow(a->count, (int64_t)v, &a->count)) {
-            tma_log_error(COMP, "%s: array %s: shape too large", z->path, name);
+            tma_log_error(COMP, "%s: shape too large", where);
             return TMA_ERR_FORMAT;
         }
         sp = e;
@@ -258,18 +257,77 @@ static tma_status_t parse_npy_header(const graph_npz_t *z, const char *name, con
     case 'b': a->kind = NPY_BOOL; ok = ok && sz == 1; break;
     case 'i': a->kind = NPY_INT; ok = ok && (sz == 1 || sz == 2 || sz == 4 || sz == 8); break;
     case 'u': a->kind = NPY_UINT; ok = ok && (sz == 1 || sz == 2 || sz == 4 || sz == 8); break;
-    case 'f': a->kind = NPY_FLOAT; ok = ok && (sz == 4 || sz == 8); break;
+    case 'f': a->kind = NPY_FLOAT; ok = ok && (sz == 2 || sz == 4 || sz == 8); break;
     case 'S': a->kind = NPY_BYTES; ok = ok && sz >= 1 && sz <= 64; break;
     default: ok = 0;
     }
-    if (!ok || (order == '>' && sz > 1 && a->kind != NPY_BYTES)) {
+    if (ok && order == '>' && sz > 1 && a->kind != NPY_BYTES) {
+        tma_log_error(COMP, "%s: dtype '%s' is big-endian; tma reads little-endian data: save a.astype('<%s')",
+                      where, a->descr, ds);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    if (!ok) {
         tma_log_error(COMP,
-                      "%s: array %s: dtype '%s' is not supported (tma reads little-endian bool, int8-64, "
-                      "uint8-64, float32 and float64, and short byte strings)",
-                      z->path, name, a->descr);
+                      "%s: dtype '%s' is not supported (tma reads little-endian bool, int8-64, uint8-64, "
+                      "float16, float32 and float64, and short byte strings)",
+                      where, a->descr);
         return TMA_ERR_UNSUPPORTED;
     }
     a->itemsize = (int)sz;
+    return TMA_OK;
+}
+
+tma_status_t graph_npy_parse(const char *where, const unsigned char *p, uint64_t size, graph_npy_t *a_p)
+{
+    if (size < 10 || memcmp(p, "\x93NUMPY", 6) != 0) {
+        tma_log_error(COMP, "%s: not an .npy array (bad magic%s)", where, size < 10 ? ", or truncated" : "");
+        return TMA_ERR_FORMAT;
+    }
+    uint64_t hlen, hoff;
+    if (p[6] == 1) {
+        hlen = rd16(p + 8);
+        hoff = 10;
+    } else if ((p[6] == 2 || p[6] == 3) && size >= 12) {
+        hlen = rd32(p + 8);
+        hoff = 12;
+    } else {
+        tma_log_error(COMP, "%s: .npy format version %u is not supported", where, p[6]);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    if (hoff + hlen > size) {
+        tma_log_error(COMP, "%s: truncated .npy header", where);
+        return TMA_ERR_FORMAT;
+    }
+    graph_npy_t a;
+    memset(&a, 0, sizeof a);
+    tma_status_t st = parse_npy_header(where, (const char *)p + hoff, hlen, &a);
+    if (st != TMA_OK)
+        return st;
+    uint64_t bytes = (uint64_t)a.count * (uint64_t)a.itemsize, have = size - hoff - hlen;
+    if (bytes != have) {
+        tma_log_error(COMP, "%s: its shape and dtype '%s' need %" PRIu64 " bytes of data, it holds %" PRIu64 "%s",
+                      where, a.descr, bytes, have, bytes > have ? " (truncated?)" : "");
+        return TMA_ERR_FORMAT;
+    }
+    a.data = p + hoff + hlen;
+    *a_p = a;
+    return TMA_OK;
+}
+
+tma_status_t graph_npy_open(const char *path, tma_mmap_t *map_p, graph_npy_t *a_p)
+{
+    tma_mmap_t map;
+    tma_status_t st = tma_mmap_open(path, &map);
+    if (st != TMA_OK)
+        return st;
+    graph_npy_t a;
+    if ((st = graph_npy_parse(path, map.data, map.size, &a)) != TMA_OK) {
+        tma_mmap_close(&map);
+        return st;
+    }
+    a.name = NULL;
+    *map_p = map;
+    *a_p = a;
     return TMA_OK;
 }
 
@@ -437,46 +495,22 @@ static tma_status_t get_array(graph_npz_t *z, const char *name, int required, gr
     tma_status_t st = member_bytes(z, mb, &p);
     if (st != TMA_OK)
         return st;
-    if (mb->usize < 10 || memcmp(p, "\x93NUMPY", 6) != 0) {
-        tma_log_error(COMP, "%s: array %s is not an .npy array (bad magic)", z->path, name);
-        return TMA_ERR_FORMAT;
-    }
-    uint64_t hlen, hoff;
-    if (p[6] == 1) {
-        hlen = rd16(p + 8);
-        hoff = 10;
-    } else if ((p[6] == 2 || p[6] == 3) && mb->usize >= 12) {
-        hlen = rd32(p + 8);
-        hoff = 12;
-    } else {
-        tma_log_error(COMP, "%s: array %s: .npy format version %u is not supported", z->path, name, p[6]);
-        return TMA_ERR_UNSUPPORTED;
-    }
-    if (hoff + hlen > mb->usize) {
-        tma_log_error(COMP, "%s: array %s: truncated .npy header", z->path, name);
-        return TMA_ERR_FORMAT;
-    }
+    char *where = tma_strdup_printf("%s: array %s", z->path, name);
+    if (!where)
+        return TMA_ERR_NOMEM;
     graph_npy_t a;
-    memset(&a, 0, sizeof a);
-    int fortran = 0;
-    st = parse_npy_header(z, name, (const char *)p + hoff, hlen, &a, &fortran);
+    st = graph_npy_parse(where, p, mb->usize, &a);
+    free(where);
     if (st != TMA_OK)
         return st;
-    if (fortran && a.ndim > 1) {
+    if (a.fortran && a.ndim > 1) {
         tma_log_error(COMP,
                       "%s: array %s is stored in Fortran (column-major) order; tma reads C order: save "
                       "np.ascontiguousarray(a)",
                       z->path, name);
         return TMA_ERR_UNSUPPORTED;
     }
-    uint64_t bytes = (uint64_t)a.count * (uint64_t)a.itemsize;
-    if (bytes != mb->usize - hoff - hlen) {
-        tma_log_error(COMP, "%s: array %s: its shape needs %" PRIu64 " bytes of data, the member holds %" PRIu64,
-                      z->path, name, bytes, mb->usize - hoff - hlen);
-        return TMA_ERR_FORMAT;
-    }
     a.name = mb->name;
-    a.data = p + hoff + hlen;
     *a_p = a;
     return TMA_OK;
 }
@@ -563,16 +597,40 @@ int64_t graph_npy_int(const graph_npy_t *a, int64_t i)
         default: return LOAD(int64_t, a->data, i);
         }
     case NPY_FLOAT:
-        return a->itemsize == 4 ? (int64_t)LOAD(float, a->data, i) : (int64_t)LOAD(double, a->data, i);
+        return (int64_t)graph_npy_float(a, i);
     case NPY_BYTES:
         break;
     }
     return 0;
 }
 
+float graph_f16_to_f32(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | man << 13; /* inf, nan (payload kept) */
+    } else if (exp != 0) {
+        bits = sign | (exp + 112) << 23 | man << 13; /* rebias 15 -> 127 */
+    } else {
+        /* Zero or subnormal: man * 2^-24, exact in float. */
+        float f = (float)man * 0x1p-24f;
+        memcpy(&bits, &f, 4);
+        bits |= sign;
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 float graph_npy_float(const graph_npy_t *a, int64_t i)
 {
-    if (a->kind == NPY_FLOAT)
-        return a->itemsize == 4 ? LOAD(float, a->data, i) : (float)LOAD(double, a->data, i);
+    if (a->kind == NPY_FLOAT) {
+        switch (a->itemsize) {
+        case 2: return graph_f16_to_f32(LOAD(uint16_t, a->data, i));
+        case 4: return LOAD(float, a->data, i);
+        default: return (float)LOAD(double, a->data, i);
+        }
+    }
     return (float)graph_npy_int(a, i);
 }

@@ -329,6 +329,14 @@ typedef struct tma_graph_import_report {
     tma_feat_source_t features;
     int32_t num_classes; /* 0 without labels */
     int32_t num_node_types, num_relations; /* 1 and 1 for an untyped graph */
+    int features_mapped; /* the features point into the mapped input (features.npy, float32, C order) */
+    /* The entries of the dataset folder (and of an OGB raw/ folder) that the
+     * import did not read, so a user sees what was left out: sorted names,
+     * each NUL-terminated, back to back; "raw/" before raw/'s entries, "/"
+     * after a folder's name; dot files are not listed.  num_ignored names
+     * are in the buffer, ignored_more did not fit.  Empty for a .npz file. */
+    char ignored[4096];
+    int32_t num_ignored, ignored_more;
     tma_graph_build_report_t build;
     double seconds_read; /* parsing the input */
     double seconds;      /* the whole import, without writing */
@@ -356,7 +364,9 @@ tma_status_t tma_graph_build_given(tma_graph_t *g, tma_edge_list_t *el, const tm
 
 /*
  * Reads a dataset into a full graph (not written).  `src` is one of:
- *   - a folder with edges.txt (+ optional features.txt, labels.txt, meta.txt);
+ *   - a folder with edges.txt (+ optional features.txt or features.npy,
+ *     labels.txt, meta.txt); a float32 C-order features.npy is mapped and the
+ *     graph's features point into it (the graph unmaps it when destroyed);
  *   - an OGB dataset folder, or its raw/ folder, with edge.csv.gz (+ optional
  *     num-node-list.csv.gz, node-feat.csv.gz, node-label.csv.gz); with a
  *     split/<name>/ folder beside raw/, its split and negatives are taken as
@@ -365,9 +375,11 @@ tma_status_t tma_graph_build_given(tma_graph_t *g, tma_edge_list_t *el, const tm
  *   - a .npz file of CSR arrays (or a folder holding exactly one .npz).
  * Every error is logged once naming the file and line (or the npz array) at
  * fault: TMA_ERR_NOT_FOUND (missing file or unknown layout), TMA_ERR_FORMAT
- * (malformed text, gzip, zip or npy), TMA_ERR_RANGE (an id beyond the node
- * count), TMA_ERR_UNSUPPORTED (deflated npz members, Fortran order, a dtype
- * tma does not read).  The caller owns *g_p.
+ * (malformed text, gzip, zip or npy; a features.npy that is truncated, not
+ * 2-d, or whose rows disagree with the node count), TMA_ERR_RANGE (an id
+ * beyond the node count), TMA_ERR_UNSUPPORTED (other zip methods, Fortran
+ * order inside a .npz, big-endian data, a dtype tma does not read).  The
+ * caller owns *g_p.
  */
 tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o, tma_graph_t **g_p,
                               tma_graph_import_report_t *rep_p);

@@ -61,6 +61,15 @@ void *tma_graph_alloc(tma_graph_t *g, size_t bytes)
     return p;
 }
 
+tma_status_t graph_keep_map(tma_graph_t *g, tma_mmap_t *map)
+{
+    if (g->store->map.data)
+        return TMA_ERR_INVALID;
+    g->store->map = *map;
+    memset(map, 0, sizeof *map);
+    return TMA_OK;
+}
+
 void tma_graph_destroy(tma_graph_t *g)
 {
     if (!g)

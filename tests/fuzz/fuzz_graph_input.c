@@ -5,8 +5,9 @@
  * dtypes, byte strings; graph/npz.c) under the array names of every layout
  * tma reads (gnn-benchmark, scipy.sparse.save_npz, PyG), and the line
  * reader over plain or gzip text with the id and float field parsers
- * (graph/text.c).  The first input byte picks the parser ('n': npz, else
- * text); the rest is written to a temporary file, because both read files.
+ * (graph/text.c), and a whole .npy file (graph_npy_open: features.npy).
+ * The first input byte picks the parser ('n': npz, 'y': npy, else text);
+ * the rest is written to a temporary file, because all three read files.
  * Beyond "no crash, no read past the data" (ASan), it checks that an array
  * the reader accepts matches its shape and is no larger than deflate can
  * make from the file.
@@ -36,6 +37,38 @@ static char *tmp_path(const char *ext)
     return path;
 }
 
+/* An accepted array matches its shape, is no larger than deflate can make
+ * from `size` bytes, and every element is readable. */
+static void check_array(const graph_npy_t *a, size_t size, int ints)
+{
+    int64_t count = 1;
+    for (int d = 0; d < a->ndim; d++)
+        count *= a->shape[d];
+    if (count != a->count || a->itemsize < 1 || a->itemsize > 8 || a->count < 0 ||
+        (size_t)a->count * (size_t)a->itemsize > 1032 * size + 1032)
+        abort();
+    volatile double sum = 0;
+    for (int64_t k = 0; k < a->count; k++)
+        sum += ints ? (double)graph_npy_int(a, k) : (double)graph_npy_float(a, k);
+}
+
+static void fuzz_npy(const unsigned char *data, size_t size)
+{
+    const char *path = tmp_path(".npy");
+    put_file(path, data, size);
+    tma_mmap_t map;
+    graph_npy_t a;
+    if (graph_npy_open(path, &map, &a) == TMA_OK) {
+        /* The data ends exactly where the file does. */
+        if ((const char *)a.data + a.count * a.itemsize != (const char *)map.data + map.size)
+            abort();
+        if (a.kind != NPY_BYTES)
+            check_array(&a, size, a.kind != NPY_FLOAT);
+        tma_mmap_close(&map);
+    }
+    unlink(path);
+}
+
 static void fuzz_npz(const unsigned char *data, size_t size)
 {
     const char *path = tmp_path(".npz");
@@ -54,17 +87,7 @@ static void fuzz_npz(const unsigned char *data, size_t size)
             graph_npy_t a;
             if (graph_npz_get(z, names[i], 0, &a) != TMA_OK)
                 continue;
-            int64_t count = 1;
-            for (int d = 0; d < a.ndim; d++)
-                count *= a.shape[d];
-            if (count != a.count || a.itemsize < 1 || a.itemsize > 8 || a.count < 0 ||
-                (size_t)a.count * (size_t)a.itemsize > 1032 * size + 1032)
-                abort();
-            /* Every element is readable. */
-            volatile double sum = 0;
-            int ints = graph_npy_check_int(z, &a) == TMA_OK;
-            for (int64_t k = 0; k < a.count; k++)
-                sum += ints ? (double)graph_npy_int(&a, k) : (double)graph_npy_float(&a, k);
+            check_array(&a, size, graph_npy_check_int(z, &a) == TMA_OK);
         }
         graph_npz_close(z);
     }
@@ -111,6 +134,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         return 0;
     if (data[0] == 'n')
         fuzz_npz(data + 1, size - 1);
+    else if (data[0] == 'y')
+        fuzz_npy(data + 1, size - 1);
     else
         fuzz_text(data + 1, size - 1);
     return 0;
