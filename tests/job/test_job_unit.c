@@ -40,19 +40,36 @@ static void test_records(void)
     ASSERT_EQ(tma_job_shard_rec_decode("k", "{\"shard\":1}", 11, &r2), TMA_ERR_MALFORMED);
 
     int32_t rd_shards[3] = {0, 5, 9};
-    tma_job_ready_rec_t rd = {42, 3, rd_shards}, rd2;
+    tma_job_ready_rec_t rd = {42, 3, rd_shards, 0, NULL}, rd2;
     s = tma_job_ready_rec_encode(&rd);
     CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
     ASSERT_EQ(rd2.n_shards, 3);
     ASSERT_EQ(rd2.shards[1], 5);
     ASSERT_EQ(rd2.lease, 42);
+    ASSERT_EQ(rd2.n_refused, 0);
+    CHECK(strstr(s, "refused") == NULL);
     tma_job_ready_rec_free(&rd2);
     free(s);
+    /* Shards refused (their files are missing on the worker's node). */
+    int32_t rd_refused[2] = {1, 7};
+    rd.n_refused = 2;
+    rd.refused = rd_refused;
+    s = tma_job_ready_rec_encode(&rd);
+    CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
+    ASSERT_EQ(rd2.n_shards, 3);
+    ASSERT_EQ(rd2.n_refused, 2);
+    ASSERT_EQ(rd2.refused[1], 7);
+    tma_job_ready_rec_free(&rd2);
+    free(s);
+    const char *bad_refused = "{\"lease\":1,\"shards\":[0],\"refused\":[\"x\"]}";
+    ASSERT_EQ(tma_job_ready_rec_decode("k", bad_refused, strlen(bad_refused), &rd2), TMA_ERR_MALFORMED);
+    const char *not_list = "{\"lease\":1,\"shards\":[0],\"refused\":3}";
+    ASSERT_EQ(tma_job_ready_rec_decode("k", not_list, strlen(not_list), &rd2), TMA_ERR_MALFORMED);
     /* Any number of shards: a survivor may own all of a 90-shard job's. */
     int32_t many[90];
     for (int i = 0; i < 90; i++)
         many[i] = i;
-    tma_job_ready_rec_t rdm = {7, 90, many};
+    tma_job_ready_rec_t rdm = {7, 90, many, 0, NULL};
     s = tma_job_ready_rec_encode(&rdm);
     CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
     ASSERT_EQ(rd2.n_shards, 90);
