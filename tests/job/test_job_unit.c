@@ -255,6 +255,18 @@ static void test_jobs(void)
     ASSERT_EQ(job->on_failure, TMA_POLICY_REASSIGN);
     tma_job_destroy(job);
 
+    /* partition.node_dir: the folder on the workers' nodes, kept as given
+     * (not beside the config) and carried in the resolved form. */
+    CHECK_OK(parse_text("{\"graph\": \"g\", \"partition\": {\"dir\": \"p\", \"node_dir\": \"/local/p\"}}", &job));
+    ASSERT_STR_EQ(job->partition_dir, "/data/p");
+    ASSERT_STR_EQ(job->partition_node_dir, "/local/p");
+    back = tma_job_to_json(job);
+    CHECK_OK(tma_job_parse(back, "again", "/", &again));
+    ASSERT_STR_EQ(again->partition_node_dir, "/local/p");
+    cJSON_Delete(back);
+    tma_job_destroy(again);
+    tma_job_destroy(job);
+
     const char *bad[] = {
         "{}",                                                                  /* no graph */
         "{\"graph\": \"g\", \"dataset\": \"d\"}",                              /* two sources */
@@ -264,6 +276,7 @@ static void test_jobs(void)
         "{\"graph\": \"g\", \"workers\": 4, \"partition\": {\"shards\": 3}}",  /* more trainers than shards */
         "{\"graph\": \"g\", \"partition\": {\"scheme\": \"metis\"}}",          /* randomtma with metis */
         "{\"graph\": \"g\", \"variant\": \"ggs\", \"partition\": {}}",         /* ggs has no partition */
+        "{\"graph\": \"g\", \"partition\": {\"node_dir\": \"rel/p\"}}",        /* node_dir not absolute */
         "{\"graph\": \"g\", \"llcg\": {\"correction_steps\": 2}}",             /* llcg options elsewhere */
         "{\"graph\": \"g\", \"fault\": {\"on_failure\": \"retry\"}}",
         "{\"graph\": \"g\", \"fault\": {\"lease_ttl\": 1}}",
