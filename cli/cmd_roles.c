@@ -231,7 +231,7 @@ int cli_cmd_worker(int argc, char **argv)
 {
     cli_etcd_flags_t ef;
     memset(&ef, 0, sizeof ef);
-    const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL;
+    const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL, *data_dir = NULL;
     int backup = 0;
     int64_t threads = 0;
     double wait = 300;
@@ -247,6 +247,10 @@ int cli_cmd_worker(int argc, char **argv)
          "may use)",
          NULL},
         {"wait", 0, CLI_DOUBLE, &wait, "S", "seconds to wait for the job to appear in etcd (default 300)", NULL},
+        {"data-dir", 0, CLI_STR, &data_dir, "DIR",
+         "the partition folder on this node: partition.json and the shards this worker trains (default: the job's "
+         "partition.node_dir, else partition.dir)",
+         NULL},
         {"fault", 0, CLI_STR, &fault, "SPEC", NULL, NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
@@ -270,6 +274,8 @@ int cli_cmd_worker(int argc, char **argv)
         return cli_usage_error("worker", "--wait: expected seconds >= 0");
     if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("worker", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
+    if (data_dir && !tma_dir_exists(data_dir))
+        return cli_usage_error("worker", "--data-dir %s: no such folder on this node", data_dir);
     tma_inject_t inj;
     if ((rc = fault_flag("worker", fault, &inj)) != CLI_EXIT_OK)
         return rc;
@@ -282,6 +288,7 @@ int cli_cmd_worker(int argc, char **argv)
     o.device = device;
     o.threads = (int)threads;
     o.wait_config = wait;
+    o.data_dir = data_dir;
     o.inject = &inj;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_worker_run(&o, &g_stop);

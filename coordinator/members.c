@@ -186,6 +186,47 @@ int coord_expect_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t
     return n;
 }
 
+/* Shards that members refused (their ready records list them: the file is
+ * missing or wrong on the member's node) are remembered, and one that its
+ * owner refused is dealt to a member that did not refuse it.  Refusals of
+ * members that are gone are forgotten. */
+static tma_status_t apply_refusals(coord_t *c, const tma_job_view_snap_t *s, const tma_live_member_t *live,
+                                   int n_live, tma_shard_move_t *mv)
+{
+    for (int i = 0; i < c->map.n_refusals;) {
+        int64_t m = c->map.refusals[i].member;
+        if (!is_member(s, (uint32_t)m))
+            tma_shard_map_forget(&c->map, m);
+        else
+            i++;
+    }
+    tma_status_t st = TMA_OK;
+    for (int i = 0; i < s->n_ready && st == TMA_OK; i++) {
+        const tma_job_view_ready_t *r = &s->ready[i];
+        const tma_job_member_rec_t *m = tma_job_view_snap_member(s, r->id);
+        for (int j = 0; m && j < r->rec.n_refused && st == TMA_OK; j++) {
+            int32_t k = r->rec.refused[j];
+            if (k >= c->map.n)
+                continue;
+            int fresh = tma_shard_map_refuse(&c->map, k, r->id);
+            if (fresh < 0)
+                return TMA_ERR_NOMEM;
+            if (fresh)
+                tma_log_warn(COMP, "member %u (%s on %s) refused shard %d: its file is missing or wrong on that "
+                                   "node",
+                             r->id, m->name, m->host, k);
+            int n = tma_policy_refused(&c->map, k, live, n_live, mv);
+            if (n > 0)
+                st = coord_write_moves(c, mv, n, "shard file missing on its node");
+            if (n > 0 && mv[0].to < 0)
+                tma_log_error(COMP, "shard %d: every live member refused it (no node of theirs holds its file): "
+                                    "nobody trains it until a worker that has it joins",
+                              k);
+        }
+    }
+    return st;
+}
+
 /* Owners whose member key is gone (lease expired, left) lose their shards
  * by the policy; members without shards may take some (when training). */
 static tma_status_t apply_policies(coord_t *c, const tma_job_view_snap_t *s, const tma_live_member_t *live,
@@ -308,7 +349,7 @@ tma_status_t coord_service_view(coord_t *c, int training)
         live[n_live].backup = s.members[i].rec.backup;
         n_live++;
     }
-    if (c->map_ready && c->vd->uses_shards)
+    if (c->map_ready && c->vd->uses_shards && (st = apply_refusals(c, &s, live, n_live, mv)) == TMA_OK)
         st = apply_policies(c, &s, live, n_live, mv, training);
     for (int i = 0; i < c->n_slots; i++)
         if (c->slots[i].used && !is_member(&s, c->slots[i].id))

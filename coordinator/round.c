@@ -95,7 +95,25 @@ static void take_message(coord_t *c, tma_transport_msg_t *m, int64_t t, int *n_g
         coord_slot_post(c, sl);
 }
 
-/* Expected members whose key vanished will not send. */
+/* Whether member id's ready record refuses a shard the map says it owns:
+ * it does not train that shard (its file is missing on the member's node),
+ * so it sends nothing this round that could count; the refusal is dealt
+ * with between rounds. */
+static int refuses_owned(const coord_t *c, const tma_job_view_snap_t *s, uint32_t id, int32_t *shard_p)
+{
+    const tma_job_view_ready_t *r = tma_job_view_snap_ready(s, id);
+    for (int j = 0; r && j < r->rec.n_refused; j++) {
+        int32_t k = r->rec.refused[j];
+        if (k < c->map.n && c->map.owner[k] == (int64_t)id) {
+            *shard_p = k;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Expected members whose key vanished, or that refused a shard they own,
+ * will not send (a step-mode round would otherwise wait for them). */
 static void drop_gone(coord_t *c, int64_t t, int *n_missed)
 {
     if (tma_job_view_wait(c->view, c->seen_version, 0) == c->seen_version)
@@ -105,12 +123,20 @@ static void drop_gone(coord_t *c, int64_t t, int *n_missed)
         return;
     for (int i = 0; i < c->n_slots; i++) {
         slot_t *sl = &c->slots[i];
-        if (sl->used && sl->expected && !sl->got && !sl->missed && !tma_job_view_snap_member(&s, sl->id)) {
-            sl->missed = 1;
-            (*n_missed)++;
+        if (!sl->used || !sl->expected || sl->got || sl->missed)
+            continue;
+        int32_t k = -1;
+        if (!tma_job_view_snap_member(&s, sl->id))
             tma_log_warn(COMP, "round %lld: member %u is gone: the round goes on without it", (long long)t,
                          sl->id);
-        }
+        else if (c->vd->uses_shards && refuses_owned(c, &s, sl->id, &k))
+            tma_log_warn(COMP, "round %lld: member %u refused shard %d (no file on its node): the round goes on "
+                               "without it",
+                         (long long)t, sl->id, k);
+        else
+            continue;
+        sl->missed = 1;
+        (*n_missed)++;
     }
     tma_job_view_snap_free(&s);
 }

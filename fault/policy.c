@@ -13,6 +13,7 @@
 tma_status_t tma_shard_map_create(int n, const int64_t *edges, tma_shard_map_t *map_p)
 {
     tma_shard_map_t m;
+    memset(&m, 0, sizeof m);
     m.n = n;
     m.owner = malloc((size_t)(n > 0 ? n : 1) * sizeof *m.owner);
     m.edges = malloc((size_t)(n > 0 ? n : 1) * sizeof *m.edges);
@@ -35,6 +36,7 @@ void tma_shard_map_free(tma_shard_map_t *map)
         return;
     free(map->owner);
     free(map->edges);
+    free(map->refusals);
     memset(map, 0, sizeof *map);
 }
 
@@ -51,6 +53,39 @@ int tma_shard_map_count(const tma_shard_map_t *map, int64_t member, int64_t *edg
     if (edges_p)
         *edges_p = e;
     return c;
+}
+
+int tma_shard_map_refused(const tma_shard_map_t *map, int32_t shard, int64_t member)
+{
+    for (int i = 0; i < map->n_refusals; i++)
+        if (map->refusals[i].shard == shard && map->refusals[i].member == member)
+            return 1;
+    return 0;
+}
+
+int tma_shard_map_refuse(tma_shard_map_t *map, int32_t shard, int64_t member)
+{
+    if (tma_shard_map_refused(map, shard, member))
+        return 0;
+    if (map->n_refusals == map->cap_refusals) {
+        int cap = map->cap_refusals ? 2 * map->cap_refusals : 8;
+        tma_shard_refusal_t *r = realloc(map->refusals, (size_t)cap * sizeof *r);
+        if (!r)
+            return -1;
+        map->refusals = r;
+        map->cap_refusals = cap;
+    }
+    map->refusals[map->n_refusals++] = (tma_shard_refusal_t){shard, member};
+    return 1;
+}
+
+void tma_shard_map_forget(tma_shard_map_t *map, int64_t member)
+{
+    int j = 0;
+    for (int i = 0; i < map->n_refusals; i++)
+        if (map->refusals[i].member != member)
+            map->refusals[j++] = map->refusals[i];
+    map->n_refusals = j;
 }
 
 static int cmp_live(const void *a, const void *b)
@@ -104,6 +139,37 @@ int tma_policy_initial(tma_shard_map_t *map, const tma_live_member_t *live, int 
     return tma_policy_initial_absent(map, live, n_live, workers, NULL, 0, moves);
 }
 
+/* Who takes shard k from `from` (which keeps nothing of it): a backup that
+ * owns nothing yet, lowest id first, else the least-loaded live member;
+ * never a member that refused k.  -1: nobody. */
+static int64_t pick_taker(const tma_shard_map_t *map, int k, int64_t from, const tma_live_member_t *live, int n_live)
+{
+    int64_t to = -1;
+    for (int i = 0; i < n_live; i++) {
+        if (live[i].id == from || !live[i].backup || tma_shard_map_count(map, live[i].id, NULL) > 0 ||
+            tma_shard_map_refused(map, k, live[i].id))
+            continue;
+        if (to < 0 || live[i].id < to)
+            to = live[i].id;
+    }
+    if (to >= 0)
+        return to;
+    int64_t best = -1;
+    for (int i = 0; i < n_live; i++) {
+        if (live[i].id == from || tma_shard_map_refused(map, k, live[i].id))
+            continue;
+        int64_t e;
+        int c = tma_shard_map_count(map, live[i].id, &e);
+        if (c == 0 && live[i].backup)
+            e = 0;
+        if (best < 0 || e < best || (e == best && live[i].id < to)) {
+            best = e;
+            to = live[i].id;
+        }
+    }
+    return to;
+}
+
 int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_job_policy_t policy, const tma_live_member_t *live,
                     int n_live, tma_shard_move_t *moves)
 {
@@ -111,35 +177,19 @@ int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_job_policy_t policy,
     for (int k = 0; k < map->n; k++) {
         if (map->owner[k] != lost)
             continue;
-        int64_t to = -1;
-        if (policy == TMA_POLICY_REASSIGN) {
-            /* A backup that owns nothing yet, lowest id first ... */
-            for (int i = 0; i < n_live; i++) {
-                if (live[i].id == lost || !live[i].backup || tma_shard_map_count(map, live[i].id, NULL) > 0)
-                    continue;
-                if (to < 0 || live[i].id < to)
-                    to = live[i].id;
-            }
-            /* ... else the least-loaded live member. */
-            if (to < 0) {
-                int64_t best = -1;
-                for (int i = 0; i < n_live; i++) {
-                    if (live[i].id == lost)
-                        continue;
-                    int64_t e;
-                    int c = tma_shard_map_count(map, live[i].id, &e);
-                    if (c == 0 && live[i].backup)
-                        e = 0;
-                    if (best < 0 || e < best || (e == best && live[i].id < to)) {
-                        best = e;
-                        to = live[i].id;
-                    }
-                }
-            }
-        }
+        int64_t to = policy == TMA_POLICY_REASSIGN ? pick_taker(map, k, lost, live, n_live) : -1;
         n = move(map, k, to, moves, n);
     }
     return n;
+}
+
+int tma_policy_refused(tma_shard_map_t *map, int32_t shard, const tma_live_member_t *live, int n_live,
+                       tma_shard_move_t *moves)
+{
+    if (shard < 0 || shard >= map->n || map->owner[shard] < 0 ||
+        !tma_shard_map_refused(map, shard, map->owner[shard]))
+        return 0;
+    return move(map, shard, pick_taker(map, shard, map->owner[shard], live, n_live), moves, 0);
 }
 
 int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_policy_t policy,
@@ -149,7 +199,7 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_
     if (tma_shard_map_count(map, joined, NULL) > 0)
         return 0;
     for (int k = 0; k < map->n; k++) {
-        if (map->owner[k] >= 0)
+        if (map->owner[k] >= 0 || tma_shard_map_refused(map, k, joined))
             continue;
         n = move(map, k, joined, moves, n);
         if (!(backup && policy == TMA_POLICY_REASSIGN))
@@ -170,7 +220,7 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_
     if (donor < 0)
         return 0;
     for (int k = map->n - 1; k >= 0; k--)
-        if (map->owner[k] == donor)
+        if (map->owner[k] == donor && !tma_shard_map_refused(map, k, joined))
             return move(map, k, joined, moves, 0);
     return 0;
 }

@@ -85,10 +85,19 @@ int tma_member_silent(const tma_member_t *m);
 
 /* ------------------------------------------------------------------ the shard map and the policies */
 
+/* A member that refused a shard dealt to it (its file is missing or wrong
+ * on the member's node): no policy deals that shard to it again. */
+typedef struct tma_shard_refusal {
+    int32_t shard;
+    int64_t member;
+} tma_shard_refusal_t;
+
 typedef struct tma_shard_map {
     int n;           /* shards */
     int64_t *owner;  /* [n]: member id, or -1 when nobody trains it */
     int64_t *edges;  /* [n]: training edges (load and averaging weight) */
+    tma_shard_refusal_t *refusals; /* [n_refusals] */
+    int n_refusals, cap_refusals;
 } tma_shard_map_t;
 
 /* What the coordinator knows of a live member. */
@@ -108,6 +117,13 @@ tma_status_t tma_shard_map_create(int n, const int64_t *edges, tma_shard_map_t *
 void tma_shard_map_free(tma_shard_map_t *map);
 /* Shards and training edges a member owns. */
 int tma_shard_map_count(const tma_shard_map_t *map, int64_t member, int64_t *edges_p);
+/* Records that `member` refused `shard`: 1 when new, 0 when known already,
+ * -1 out of memory. */
+int tma_shard_map_refuse(tma_shard_map_t *map, int32_t shard, int64_t member);
+/* 1 when `member` refused `shard`. */
+int tma_shard_map_refused(const tma_shard_map_t *map, int32_t shard, int64_t member);
+/* Forgets the refusals of a member that is gone. */
+void tma_shard_map_forget(tma_shard_map_t *map, int64_t member);
 
 /* The initial deal: trainer slot i (0 <= i < workers) is the i-th non-backup
  * member by id, and shard k goes to slot k mod workers; the shards of slots
@@ -125,10 +141,19 @@ int tma_policy_initial_absent(tma_shard_map_t *map, const tma_live_member_t *liv
  * fewest training edges (reassign).  Returns the number of moves. */
 int tma_policy_lost(tma_shard_map_t *map, int64_t lost, tma_job_policy_t policy, const tma_live_member_t *live,
                     int n_live, tma_shard_move_t *moves);
+/* The owner of `shard` refused it (its file is missing on the owner's
+ * node; recorded with tma_shard_map_refuse first): whatever the policy, it
+ * goes to a backup that owns nothing, else to the live member with the
+ * fewest training edges, among the members that did not refuse it; to
+ * nobody (-1, orphaned) when every live member did.  Returns the number of
+ * moves (0 when its owner did not refuse it). */
+int tma_policy_refused(tma_shard_map_t *map, int32_t shard, const tma_live_member_t *live, int n_live,
+                       tma_shard_move_t *moves);
 /* A member joined (or became idle): it takes every orphaned shard if it is a
  * backup under reassign, else one orphaned shard, else one shard from the
- * member that owns the most shards when that member owns more than one.
- * Returns the number of moves (0: it stays idle, as a spare). */
+ * member that owns the most shards when that member owns more than one;
+ * never a shard it refused.  Returns the number of moves (0: it stays
+ * idle, as a spare).  Every policy skips the shards a member refused. */
 int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_policy_t policy,
                       tma_shard_move_t *moves);
 

@@ -9,8 +9,10 @@
  * the largest shard, and reused for every shard.
  */
 #include "graph_int.h"
+#include "tmag_int.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -841,11 +843,6 @@ tma_status_t tma_partition_info_load(const char *dir, tma_partition_info_t **inf
             st = TMA_ERR_NOMEM;
             goto fail;
         }
-        if (!tma_file_exists(info->shard_paths[s])) {
-            tma_log_error(COMP, "%s: shard file %s is missing", path, info->shard_paths[s]);
-            st = TMA_ERR_FORMAT;
-            goto fail;
-        }
         s++;
     }
     cJSON_Delete(root);
@@ -857,4 +854,43 @@ fail:
     free(path);
     tma_partition_info_destroy(info);
     return st;
+}
+
+tma_status_t tma_partition_shard_check(const tma_partition_info_t *info, int32_t k)
+{
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    if (k < 0 || k >= info->num_shards) {
+        tma_log_error(COMP, "%s: shard %d is out of range: the partition has %d shards", info->dir, k,
+                      info->num_shards);
+        return TMA_ERR_RANGE;
+    }
+    const char *path = info->shard_paths[k];
+    /* The usual failure on a cluster without a shared file system, said in
+     * one line with the node: the file was not copied here. */
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
+        tma_log_error(COMP, "node %s: shard %d's file %s is missing (copy it there, or point --data-dir at a "
+                            "folder that holds partition.json and this node's shards)",
+                      host, k, path);
+        return TMA_ERR_NOT_FOUND;
+    }
+    if (access(path, R_OK) != 0) {
+        tma_log_error(COMP, "node %s: shard %d's file %s cannot be read: %s", host, k, path, strerror(errno));
+        return TMA_ERR_IO;
+    }
+    tmag_header_t h;
+    tma_status_t st = tmag_header_read(path, &h);
+    if (st != TMA_OK) {
+        tma_log_error(COMP, "node %s: shard %d's file %s is not a readable .tmag shard", host, k, path);
+        return st;
+    }
+    if (h.kind != TMA_GRAPH_SHARD || h.graph_id != info->graph_id || (int32_t)h.shard_index != k ||
+        (int32_t)h.num_shards != info->num_shards) {
+        tma_log_error(COMP, "node %s: %s is %s %u of %u of graph %016" PRIx64 ", not shard %d of %d of graph %016" PRIx64
+                            " (%s/partition.json): the folder mixes files of different partitions",
+                      host, path, h.kind == TMA_GRAPH_SHARD ? "shard" : "a whole graph, not a shard;", h.shard_index,
+                      h.num_shards, h.graph_id, k, info->num_shards, info->graph_id, info->dir);
+        return TMA_ERR_MISMATCH;
+    }
+    return TMA_OK;
 }

@@ -543,10 +543,19 @@ typedef struct tma_partition_info {
 
 /* Reads DIR/partition.json.  TMA_ERR_NOT_FOUND when it is missing (an
  * incomplete or absent partition), TMA_ERR_CONFIG for a missing or wrong
- * key (named in the log), TMA_ERR_FORMAT when a shard file it lists is
- * missing.  Does not open the shards.  Free with tma_partition_info_destroy. */
+ * key (named in the log).  Neither opens nor looks for the shard files: a
+ * node may hold only the shards it trains (tma_partition_shard_check).
+ * Free with tma_partition_info_destroy. */
 tma_status_t tma_partition_info_load(const char *dir, tma_partition_info_t **info_p);
 void tma_partition_info_destroy(tma_partition_info_t *info);
+/* Checks shard k's file on this node without mapping it: it exists, can be
+ * read, and its header is intact and says it is shard k of num_shards of
+ * the partition's graph_id.  TMA_ERR_NOT_FOUND when the file is missing,
+ * TMA_ERR_IO when it cannot be read, TMA_ERR_FORMAT or TMA_ERR_CHECKSUM
+ * for a damaged header, TMA_ERR_MISMATCH for a file of another partition,
+ * TMA_ERR_RANGE for k outside the partition; each logged once, naming the
+ * file and this node's hostname.  Thread-safe. */
+tma_status_t tma_partition_shard_check(const tma_partition_info_t *info, int32_t k);
 
 /* ------------------------------------------------------------------ neighbour sampler */
 

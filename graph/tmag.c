@@ -9,9 +9,13 @@
 #include "graph_int.h"
 #include "tmag_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define COMP "graph"
 
@@ -638,6 +642,90 @@ static tma_status_t bind_section(const char *path, const tma_mmap_t *m, const tm
     return TMA_OK;
 }
 
+/* Checks the header at `data` (`avail` bytes of it readable) of a file of
+ * `size` bytes: magic, version, header checksum, count ranges and the file
+ * size it records.  Logs what is wrong, naming path. */
+static tma_status_t header_check(const char *path, const void *data, size_t avail, size_t size, tmag_header_t *h_p)
+{
+    if (size < TMAG_HEADER_BYTES || avail < TMAG_HEADER_BYTES) {
+        if (size >= 8 && avail >= 8 && memcmp(data, TMAG_MAGIC, 8) != 0)
+            tma_log_error(COMP, "%s: not a .tmag graph file (bad magic)", path);
+        else
+            tma_log_error(COMP, "%s: truncated: %zu bytes, shorter than the %u-byte header", path, size,
+                          TMAG_HEADER_BYTES);
+        return TMA_ERR_FORMAT;
+    }
+    tmag_header_t h;
+    memcpy(&h, data, sizeof h);
+    if (memcmp(h.magic, TMAG_MAGIC, 8) != 0) {
+        tma_log_error(COMP, "%s: not a .tmag graph file (bad magic)", path);
+        return TMA_ERR_FORMAT;
+    }
+    if (h.version != TMA_TMAG_VERSION && h.version != TMA_TMAG_VERSION_UNTYPED) {
+        tma_log_error(COMP, "%s: .tmag version %u, this tma reads versions %d to %d; re-import the graph", path,
+                      h.version, TMA_TMAG_VERSION_UNTYPED, TMA_TMAG_VERSION);
+        return TMA_ERR_MISMATCH;
+    }
+    uint32_t want_crc;
+    memcpy(&want_crc, (const char *)data + TMAG_HEADER_BYTES - 4, 4);
+    if (h.header_bytes != TMAG_HEADER_BYTES || tma_crc32c(0, data, TMAG_HEADER_BYTES - 4) != want_crc) {
+        tma_log_error(COMP, "%s: header checksum mismatch: the file is corrupted", path);
+        return TMA_ERR_CHECKSUM;
+    }
+    const uint64_t lim = (uint64_t)1 << 40;
+    if (h.num_sections > TMAG_MAX_SECTIONS || h.num_nodes >= lim || h.num_train_edges >= lim ||
+        h.num_val >= lim || h.num_test >= lim || h.num_edges >= lim || h.feature_dim > (1u << 24) ||
+        h.num_negatives > (1u << 20) || h.num_classes > (1u << 24) || h.kind > 1 ||
+        h.num_shards > (1u << 24)) {
+        tma_log_error(COMP, "%s: header counts are out of range", path);
+        return TMA_ERR_FORMAT;
+    }
+    if ((h.version == TMA_TMAG_VERSION_UNTYPED && (h.num_node_types != 0 || h.num_relations != 0)) ||
+        (h.version == TMA_TMAG_VERSION && (h.num_node_types < 1 || h.num_node_types > TMA_GRAPH_MAX_NODE_TYPES ||
+                                           h.num_relations < 1 || h.num_relations > TMA_GRAPH_MAX_RELATIONS))) {
+        tma_log_error(COMP, "%s: header: num_node_types %u and num_relations %u are out of range for version %u "
+                            "(version 1: both 0; version 2: 1 to %d and 1 to %d)",
+                      path, h.num_node_types, h.num_relations, h.version, TMA_GRAPH_MAX_NODE_TYPES,
+                      TMA_GRAPH_MAX_RELATIONS);
+        return TMA_ERR_FORMAT;
+    }
+    if (h.file_bytes != size) {
+        tma_log_error(COMP, "%s: %s: the file has %zu bytes, its header says %" PRIu64, path,
+                      size < h.file_bytes ? "truncated" : "trailing bytes", size, h.file_bytes);
+        return TMA_ERR_FORMAT;
+    }
+    *h_p = h;
+    return TMA_OK;
+}
+
+tma_status_t tmag_header_read(const char *path, tmag_header_t *h_p)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        tma_log_error(COMP, "%s: cannot open: %s", path, strerror(e));
+        return e == ENOENT ? TMA_ERR_NOT_FOUND : TMA_ERR_IO;
+    }
+    struct stat sb;
+    char *buf = malloc(TMAG_HEADER_BYTES);
+    tma_status_t st = TMA_OK;
+    ssize_t got = 0;
+    if (!buf) {
+        st = TMA_ERR_NOMEM;
+    } else if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        tma_log_error(COMP, "%s: not a regular file", path);
+        st = TMA_ERR_IO;
+    } else if ((got = pread(fd, buf, TMAG_HEADER_BYTES, 0)) < 0) {
+        tma_log_error(COMP, "%s: cannot read: %s", path, strerror(errno));
+        st = TMA_ERR_IO;
+    } else {
+        st = header_check(path, buf, (size_t)got, (size_t)sb.st_size, h_p);
+    }
+    free(buf);
+    close(fd);
+    return st;
+}
+
 tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
 {
     tma_graph_t *g;
@@ -648,61 +736,9 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     st = tma_mmap_open(path, m);
     if (st != TMA_OK)
         goto fail;
-    if (m->size < TMAG_HEADER_BYTES) {
-        if (m->size >= 8 && memcmp(m->data, TMAG_MAGIC, 8) != 0)
-            tma_log_error(COMP, "%s: not a .tmag graph file (bad magic)", path);
-        else
-            tma_log_error(COMP, "%s: truncated: %zu bytes, shorter than the %u-byte header", path,
-                          m->size, TMAG_HEADER_BYTES);
-        st = TMA_ERR_FORMAT;
-        goto fail;
-    }
     tmag_header_t h;
-    memcpy(&h, m->data, sizeof h);
-    if (memcmp(h.magic, TMAG_MAGIC, 8) != 0) {
-        tma_log_error(COMP, "%s: not a .tmag graph file (bad magic)", path);
-        st = TMA_ERR_FORMAT;
+    if ((st = header_check(path, m->data, m->size, m->size, &h)) != TMA_OK)
         goto fail;
-    }
-    if (h.version != TMA_TMAG_VERSION && h.version != TMA_TMAG_VERSION_UNTYPED) {
-        tma_log_error(COMP, "%s: .tmag version %u, this tma reads versions %d to %d; re-import the graph", path,
-                      h.version, TMA_TMAG_VERSION_UNTYPED, TMA_TMAG_VERSION);
-        st = TMA_ERR_MISMATCH;
-        goto fail;
-    }
-    uint32_t want_crc;
-    memcpy(&want_crc, (const char *)m->data + TMAG_HEADER_BYTES - 4, 4);
-    if (h.header_bytes != TMAG_HEADER_BYTES ||
-        tma_crc32c(0, m->data, TMAG_HEADER_BYTES - 4) != want_crc) {
-        tma_log_error(COMP, "%s: header checksum mismatch: the file is corrupted", path);
-        st = TMA_ERR_CHECKSUM;
-        goto fail;
-    }
-    const uint64_t lim = (uint64_t)1 << 40;
-    if (h.num_sections > TMAG_MAX_SECTIONS || h.num_nodes >= lim || h.num_train_edges >= lim ||
-        h.num_val >= lim || h.num_test >= lim || h.num_edges >= lim || h.feature_dim > (1u << 24) ||
-        h.num_negatives > (1u << 20) || h.num_classes > (1u << 24) || h.kind > 1 ||
-        h.num_shards > (1u << 24)) {
-        tma_log_error(COMP, "%s: header counts are out of range", path);
-        st = TMA_ERR_FORMAT;
-        goto fail;
-    }
-    if ((h.version == TMA_TMAG_VERSION_UNTYPED && (h.num_node_types != 0 || h.num_relations != 0)) ||
-        (h.version == TMA_TMAG_VERSION && (h.num_node_types < 1 || h.num_node_types > TMA_GRAPH_MAX_NODE_TYPES ||
-                                           h.num_relations < 1 || h.num_relations > TMA_GRAPH_MAX_RELATIONS))) {
-        tma_log_error(COMP, "%s: header: num_node_types %u and num_relations %u are out of range for version %u "
-                            "(version 1: both 0; version 2: 1 to %d and 1 to %d)",
-                      path, h.num_node_types, h.num_relations, h.version, TMA_GRAPH_MAX_NODE_TYPES,
-                      TMA_GRAPH_MAX_RELATIONS);
-        st = TMA_ERR_FORMAT;
-        goto fail;
-    }
-    if (h.file_bytes != m->size) {
-        tma_log_error(COMP, "%s: %s: the file has %zu bytes, its header says %" PRIu64, path,
-                      m->size < h.file_bytes ? "truncated" : "trailing bytes", m->size, h.file_bytes);
-        st = TMA_ERR_FORMAT;
-        goto fail;
-    }
     g->kind = (tma_graph_kind_t)h.kind;
     g->num_nodes = (int64_t)h.num_nodes;
     g->num_edges = (int64_t)h.num_edges;

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "tma_common.h"
+
 #define TMAG_MAGIC "TMAGRAPH"
 #define TMAG_HEADER_BYTES 4096u
 #define TMAG_ALIGN 4096u
@@ -64,5 +66,13 @@ _Static_assert(sizeof(tmag_header_t) + 4 <= TMAG_HEADER_BYTES, "header fits its 
  * chunk CRCs in order (the same bytes give the same value at any thread
  * count); the streaming writer computes the same chunk by chunk. */
 uint32_t graph_section_crc(const void *data, uint64_t bytes);
+
+/* Reads and checks the header of the .tmag file at path (magic, version,
+ * header checksum, counts, the file size it records) without mapping the
+ * file or reading its sections.  TMA_ERR_NOT_FOUND when the file does not
+ * exist, TMA_ERR_IO when it cannot be opened or read, TMA_ERR_FORMAT,
+ * TMA_ERR_CHECKSUM or TMA_ERR_MISMATCH for a bad header; each logged,
+ * naming the path. */
+tma_status_t tmag_header_read(const char *path, tmag_header_t *h_p);
 
 #endif

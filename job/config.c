@@ -28,6 +28,7 @@ void tma_job_destroy(tma_job_t *job)
     free(job->graph);
     free(job->dataset);
     free(job->partition_dir);
+    free(job->partition_node_dir);
     free(job->token_file);
     memset(job->token, 0, sizeof job->token);
     cJSON_Delete(job->import_opts);
@@ -222,7 +223,7 @@ static tma_status_t parse_source(tma_job_t *job, const cJSON *root, const char *
 
 static tma_status_t parse_partition(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
 {
-    static const char *const keys[] = {"dir", "scheme", "shards", "seed", NULL};
+    static const char *const keys[] = {"dir", "node_dir", "scheme", "shards", "seed", NULL};
     const cJSON *part;
     const char *s;
     int64_t i64;
@@ -257,6 +258,16 @@ static tma_status_t parse_partition(tma_job_t *job, const cJSON *root, const cha
     if (*s) {
         job->partition_dir = resolve_path(base_dir, s);
         if (!job->partition_dir)
+            return TMA_ERR_NOMEM;
+    }
+    /* A path on the workers' nodes, not beside the config: it must not
+     * depend on where the coordinator reads the config. */
+    TRY(tma_json_get_string(part, "node_dir", "", "partition", &s));
+    if (*s) {
+        if (s[0] != '/')
+            BAD("%s: partition.node_dir = \"%s\" must be an absolute path (the folder on each worker's node)",
+                ctx, s);
+        if (!(job->partition_node_dir = strdup(s)))
             return TMA_ERR_NOMEM;
     }
     return TMA_OK;
@@ -600,6 +611,8 @@ cJSON *tma_job_to_json(const tma_job_t *job)
         cJSON *p = cJSON_AddObjectToObject(o, "partition");
         if (job->partition_dir)
             cJSON_AddStringToObject(p, "dir", job->partition_dir);
+        if (job->partition_node_dir)
+            cJSON_AddStringToObject(p, "node_dir", job->partition_node_dir);
         if (job->partition_scheme[0])
             cJSON_AddStringToObject(p, "scheme", job->partition_scheme);
         cJSON_AddNumberToObject(p, "shards", job->shards);

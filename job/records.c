@@ -206,7 +206,42 @@ char *tma_job_ready_rec_encode(const tma_job_ready_rec_t *r)
     cJSON *a = cJSON_AddArrayToObject(o, "shards");
     for (int i = 0; i < r->n_shards; i++)
         cJSON_AddItemToArray(a, cJSON_CreateNumber(r->shards[i]));
+    if (r->n_refused > 0) {
+        a = cJSON_AddArrayToObject(o, "refused");
+        for (int i = 0; i < r->n_refused; i++)
+            cJSON_AddItemToArray(a, cJSON_CreateNumber(r->refused[i]));
+    }
     return print(o);
+}
+
+/* A list of shard numbers under `name` (absent: none, unless required);
+ * 1 when it is bad (logged), -1 out of memory. */
+static int get_shard_list(const cJSON *o, const char *key, const char *name, int required, int32_t **v_p, int *n_p)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!a && !required)
+        return 0;
+    /* At most one entry a shard a partition may have (partition.shards). */
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > (1 << 20)) {
+        tma_log_error(COMP, "%s: field \"%s\" is missing, not a list, or too long", key, name);
+        return 1;
+    }
+    int32_t *v = malloc((size_t)cJSON_GetArraySize(a) * sizeof *v + 1);
+    if (!v)
+        return -1;
+    int n = 0;
+    for (const cJSON *it = a->child; it; it = it->next) {
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX ||
+            it->valuedouble != (double)(int32_t)it->valuedouble) {
+            tma_log_error(COMP, "%s: a shard number in \"%s\" is not a non-negative integer", key, name);
+            free(v);
+            return 1;
+        }
+        v[n++] = (int32_t)it->valuedouble;
+    }
+    *v_p = v;
+    *n_p = n;
+    return 0;
 }
 
 tma_status_t tma_job_ready_rec_decode(const char *key, const char *value, size_t len, tma_job_ready_rec_t *r_p)
@@ -217,29 +252,14 @@ tma_status_t tma_job_ready_rec_decode(const char *key, const char *value, size_t
     tma_job_ready_rec_t r;
     memset(&r, 0, sizeof r);
     int bad = get_i64(o, key, "lease", 1, INT64_MAX, &r.lease);
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "shards");
-    /* At most one entry a shard a partition may have (partition.shards). */
-    if (!bad && (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > (1 << 20))) {
-        tma_log_error(COMP, "%s: field \"shards\" is missing, not a list, or too long", key);
-        bad = 1;
-    }
-    if (!bad && !(r.shards = malloc((size_t)cJSON_GetArraySize(a) * sizeof *r.shards + 1))) {
-        cJSON_Delete(o);
-        return TMA_ERR_NOMEM;
-    }
-    for (const cJSON *it = a ? a->child : NULL; !bad && it; it = it->next) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX ||
-            it->valuedouble != (double)(int32_t)it->valuedouble) {
-            tma_log_error(COMP, "%s: a shard number is not a non-negative integer", key);
-            bad = 1;
-            break;
-        }
-        r.shards[r.n_shards++] = (int32_t)it->valuedouble;
-    }
+    if (!bad)
+        bad = get_shard_list(o, key, "shards", 1, &r.shards, &r.n_shards);
+    if (!bad)
+        bad = get_shard_list(o, key, "refused", 0, &r.refused, &r.n_refused);
     cJSON_Delete(o);
     if (bad) {
-        free(r.shards);
-        return TMA_ERR_MALFORMED;
+        tma_job_ready_rec_free(&r);
+        return bad < 0 ? TMA_ERR_NOMEM : TMA_ERR_MALFORMED;
     }
     *r_p = r;
     return TMA_OK;
@@ -250,8 +270,9 @@ void tma_job_ready_rec_free(tma_job_ready_rec_t *r)
     if (!r)
         return;
     free(r->shards);
-    r->shards = NULL;
-    r->n_shards = 0;
+    free(r->refused);
+    r->shards = r->refused = NULL;
+    r->n_shards = r->n_refused = 0;
 }
 
 char *tma_job_state_rec_encode(const tma_job_state_rec_t *r)

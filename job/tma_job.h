@@ -119,6 +119,8 @@ typedef struct tma_job {
     cJSON *generate;     /* TMA_SOURCE_GENERATE: the "generate" object (owned) */
 
     char *partition_dir;  /* absolute; NULL until prepared (launch makes one in the run folder) */
+    char *partition_node_dir; /* partition.node_dir: the folder's path on each worker's node, when
+                               * not partition_dir (no shared file system); absolute, or NULL */
     char partition_scheme[64]; /* "random", "supernode:N", "metis"; "" without shards (GGS) */
     int shards;           /* S (>= workers); 0 without shards (GGS) */
     uint64_t partition_seed;
@@ -278,6 +280,11 @@ typedef struct tma_job_ready_rec {
     int64_t lease;
     int n_shards;
     int32_t *shards; /* [n_shards]; malloc'd by the decoder (tma_job_ready_rec_free) */
+    /* Shards dealt to this member that it refused: their files are missing
+     * or wrong on its node (optional "refused"; the coordinator deals them
+     * to another member). */
+    int n_refused;
+    int32_t *refused; /* [n_refused]; malloc'd by the decoder */
 } tma_job_ready_rec_t;
 
 /* The job's progress, for a restarted or standby coordinator. */

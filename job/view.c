@@ -545,14 +545,17 @@ tma_status_t tma_job_view_snapshot(tma_job_view_t *v, tma_job_view_snap_t *s)
     if (ok && st->n_members)
         memcpy(s->members, st->members, (size_t)st->n_members * sizeof *s->members);
     for (int i = 0; ok && i < st->n_ready; i++) {
+        const tma_job_ready_rec_t *from = &st->ready[i].rec;
         s->ready[i] = st->ready[i];
-        s->ready[i].rec.shards = malloc((size_t)st->ready[i].rec.n_shards * sizeof(int32_t) + 1);
-        if (!s->ready[i].rec.shards) {
+        s->ready[i].rec.shards = malloc((size_t)from->n_shards * sizeof(int32_t) + 1);
+        s->ready[i].rec.refused = malloc((size_t)from->n_refused * sizeof(int32_t) + 1);
+        s->n_ready = i + 1; /* owns what it got, freed with the snapshot */
+        if (!s->ready[i].rec.shards || !s->ready[i].rec.refused) {
             ok = 0;
             break;
         }
-        memcpy(s->ready[i].rec.shards, st->ready[i].rec.shards, (size_t)st->ready[i].rec.n_shards * sizeof(int32_t));
-        s->n_ready = i + 1;
+        memcpy(s->ready[i].rec.shards, from->shards, (size_t)from->n_shards * sizeof(int32_t));
+        memcpy(s->ready[i].rec.refused, from->refused, (size_t)from->n_refused * sizeof(int32_t));
     }
     if (ok && st->n_shards) {
         memcpy(s->shards, st->shards, (size_t)st->n_shards * sizeof *s->shards);

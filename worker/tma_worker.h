@@ -30,13 +30,21 @@ typedef struct tma_worker_opts {
     int threads;          /* overrides train.threads when > 0 */
     double wait_config;   /* seconds to wait for the job's config to appear in etcd */
     const tma_inject_t *inject; /* failure injection (NULL: none) */
+    /* The partition folder on this node (partition.json and the shards it
+     * trains), for a cluster without a shared file system; NULL: the job's
+     * partition.node_dir, else its partition.dir. */
+    const char *data_dir;
 } tma_worker_opts_t;
 
 /*
  * Runs a worker until the job stops (TMA_OK), *stop_flag becomes non-zero
  * (TMA_ERR_CANCELLED, after leaving the job cleanly), or an error that it
- * cannot recover from (a bad config, a shard file that does not load, a
- * device that does not work), which is logged and returned.
+ * cannot recover from (a bad config, a partition folder that does not match
+ * the job, a shard file that passed its check but does not load, a device
+ * that does not work), which is logged and returned.  A shard dealt to it
+ * whose file is missing or wrong on this node is not an error: the worker
+ * refuses it (logged, naming the file and the node; listed in its ready
+ * record) and the coordinator deals it to another member.
  */
 tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t *stop_flag);
 

@@ -54,6 +54,8 @@ typedef struct worker {
     int32_t *loaded;       /* [max_shards], sorted */
     tma_graph_t **graphs;  /* [max_shards] */
     int32_t *want;         /* [max_shards]: scratch for the owned set */
+    int32_t *refused;      /* [max_shards]: shards this incarnation refused (no file here) */
+    int n_refused;
     tma_graph_t **opening; /* [max_shards]: scratch for load_shards */
     int *reuse;            /* [max_shards]: scratch for load_shards */
     int64_t meta_floats;   /* the meta block after the parameters */
@@ -148,6 +150,40 @@ static int owned_shards(worker_t *w, const tma_job_view_snap_t *s, int32_t *out)
     return n;
 }
 
+static int has_shard(const int32_t *set, int n, int32_t k)
+{
+    for (int i = 0; i < n; i++)
+        if (set[i] == k)
+            return 1;
+    return 0;
+}
+
+/* Drops from want[] the shards this node cannot train: a shard not loaded
+ * yet is checked (its file exists here and is shard k of the partition);
+ * one that fails is refused for the rest of the incarnation and the ready
+ * record says so, so the coordinator deals it to another member instead of
+ * waiting for this one.  Returns the new count. */
+static int refuse_missing(worker_t *w, int32_t *want, int n_want)
+{
+    int n = 0;
+    for (int i = 0; i < n_want; i++) {
+        const int32_t k = want[i];
+        if (has_shard(w->refused, w->n_refused, k))
+            continue;
+        if (!has_shard(w->loaded, w->n_loaded, k) && tma_partition_shard_check(w->pinfo, k) != TMA_OK) {
+            tma_log_error(COMP, "member %u refuses shard %d: its file is not usable on this node (above); the "
+                                "coordinator deals it to another worker",
+                          w->id, k);
+            w->refused[w->n_refused++] = k;
+            w->ready_dirty = 1;
+            w->next_ready = 0;
+            continue;
+        }
+        want[n++] = k;
+    }
+    return n;
+}
+
 static int same_set(const int32_t *a, int na, const int32_t *b, int nb)
 {
     if (na != nb)
@@ -165,6 +201,8 @@ static tma_status_t put_ready(worker_t *w)
     r.lease = w->lease;
     r.n_shards = w->vd->uses_shards ? w->n_loaded : 0;
     r.shards = w->loaded;
+    r.n_refused = w->n_refused;
+    r.refused = w->refused;
     char *val = tma_job_ready_rec_encode(&r);
     if (!val)
         return TMA_ERR_NOMEM;
@@ -593,6 +631,7 @@ static tma_status_t join(worker_t *w)
     w->step_pending = 0;
     w->state_round = 0;
     w->steps_total = 0;
+    w->n_refused = 0; /* a new member checks its shards again: files may have arrived */
     reset_round(w);
     return TMA_OK;
 }
@@ -784,7 +823,7 @@ static tma_status_t incarnation(worker_t *w)
                 int32_t *want = w->want;
                 int n_want;
                 if (w->vd->uses_shards) {
-                    n_want = owned_shards(w, &s, want);
+                    n_want = refuse_missing(w, want, owned_shards(w, &s, want));
                 } else {
                     want[0] = 0; /* the whole graph */
                     n_want = 1;
@@ -879,6 +918,39 @@ static tma_status_t incarnation(worker_t *w)
 
 /* ------------------------------------------------------------------ entry */
 
+/* partition.json of the folder this node holds: --data-dir, else the job's
+ * partition.node_dir, else its partition.dir (a shared file system).  It
+ * must be the job's partition: the same shard count and seed. */
+static tma_status_t open_partition(worker_t *w)
+{
+    const char *dir = w->o->data_dir       ? w->o->data_dir
+                      : w->job->partition_node_dir ? w->job->partition_node_dir
+                                                 : w->job->partition_dir;
+    const char *from = w->o->data_dir ? "--data-dir" : w->job->partition_node_dir ? "partition.node_dir" : "partition.dir";
+    if (!dir) {
+        tma_log_error(COMP, "job %s has no partition folder: give --data-dir DIR", w->job->name);
+        return TMA_ERR_CONFIG;
+    }
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    tma_status_t st = tma_partition_info_load(dir, &w->pinfo);
+    if (st != TMA_OK) {
+        tma_log_error(COMP, "node %s: cannot read the job's partition from %s (%s): copy partition.json and this "
+                            "node's shards there, or give --data-dir DIR",
+                      host, dir, from);
+        return st;
+    }
+    if (w->pinfo->num_shards != w->job->shards || w->pinfo->seed != w->job->partition_seed) {
+        tma_log_error(COMP, "node %s: %s/partition.json (%s) holds %d shards of seed %llu, but job %s uses %d shards "
+                            "of seed %llu: it is another partition",
+                      host, dir, from, w->pinfo->num_shards, (unsigned long long)w->pinfo->seed, w->job->name,
+                      w->job->shards, (unsigned long long)w->job->partition_seed);
+        return TMA_ERR_MISMATCH;
+    }
+    tma_log_info(COMP, "partition: %s (%s), %d shards", dir, from, w->pinfo->num_shards);
+    return TMA_OK;
+}
+
 tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t *stop_flag)
 {
     worker_t w;
@@ -906,19 +978,17 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
      * host memory only. */
     if ((st = choose_device(&w)) != TMA_OK)
         goto out;
-    if (w.vd->uses_shards) {
-        st = tma_partition_info_load(w.job->partition_dir, &w.pinfo);
-        if (st != TMA_OK)
-            goto out;
-    }
+    if (w.vd->uses_shards && (st = open_partition(&w)) != TMA_OK)
+        goto out;
     w.max_shards = w.vd->uses_shards ? w.pinfo->num_shards : 1;
     w.meta_floats = tma_job_msg_meta_floats(w.vd->uses_shards ? w.pinfo->num_shards : 0);
     w.loaded = malloc((size_t)w.max_shards * sizeof *w.loaded);
     w.graphs = malloc((size_t)w.max_shards * sizeof *w.graphs);
     w.want = malloc((size_t)w.max_shards * sizeof *w.want);
+    w.refused = malloc((size_t)w.max_shards * sizeof *w.refused);
     w.opening = malloc((size_t)w.max_shards * sizeof *w.opening);
     w.reuse = malloc((size_t)w.max_shards * sizeof *w.reuse);
-    if (!w.loaded || !w.graphs || !w.want || !w.opening || !w.reuse) {
+    if (!w.loaded || !w.graphs || !w.want || !w.refused || !w.opening || !w.reuse) {
         st = TMA_ERR_NOMEM;
         goto out;
     }
@@ -948,6 +1018,7 @@ out:
     free(w.loaded);
     free(w.graphs);
     free(w.want);
+    free(w.refused);
     free(w.opening);
     free(w.reuse);
     tma_partition_info_destroy(w.pinfo);

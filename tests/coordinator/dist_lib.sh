@@ -27,6 +27,29 @@ start_worker() {
   track "$!"
 }
 
+# need_unshare: skips the test (77) unless private mount namespaces can be
+# made here (`unshare -m`: util-linux, and root).
+need_unshare() {
+  command -v unshare >/dev/null 2>&1 || skip "unshare is missing (Debian package util-linux)"
+  unshare -m --propagation private true 2>/dev/null || skip "unshare -m needs root (CAP_SYS_ADMIN)"
+}
+
+# start_worker_ns LOG DIR ARGS...: a worker (as start_worker) in a private
+# mount namespace in which $TMP_ROOT/DIR is bind-mounted over the partition
+# folder $TMP_ROOT/part: a node that holds only what DIR holds.
+start_worker_ns() {
+  local log=$1 dir=$2; shift 2
+  unshare -m --propagation private sh -c 'd=$1; p=$2; shift 2; mount --bind "$d" "$p" && exec "$@"' sh \
+    "$TMP_ROOT/$dir" "$TMP_ROOT/part" "$TMA" worker --etcd "$ETCD_ENDPOINTS" --threads 1 "$@" >>"$log" 2>&1 &
+  WORKER_PIDS+=($!)
+  track "$!"
+}
+
+# job_members JOB N: the job has N registered members.
+job_members() {
+  [ "$(etcdctl get --prefix "/tma/$1/members/" --keys-only | grep -c members/)" -eq "$2" ]
+}
+
 # wait_exit PID SECONDS: waits for PID to end; returns its exit code (124 on timeout).
 wait_exit() {
   local pid=$1 end=$((SECONDS + $2))

@@ -21,7 +21,7 @@ EXTRA_DIST += $(FAULT_SCRIPT_FILES)
 # issue 13, the worker's side of failover
 FAULT_WORKER_TESTS = tests/fault/test_fault_round_again.sh tests/fault/test_fault_start_stop.sh \
 	tests/fault/test_fault_bad_keys.sh tests/fault/test_fault_poison.sh tests/fault/test_fault_many_shards.sh \
-	tests/fault/test_fault_unreachable.sh tests/fault/test_fault_etcd_cut.sh
+	tests/fault/test_fault_unreachable.sh tests/fault/test_fault_etcd_cut.sh tests/fault/test_fault_shard_missing.sh
 TESTS += $(FAULT_WORKER_TESTS)
 FAULT_SCRIPT_FILES += $(FAULT_WORKER_TESTS)
 

@@ -91,6 +91,61 @@ static void test_policies(void)
     tma_shard_map_free(&c);
 }
 
+/* A shard refused by its owner (its file is missing on the owner's node)
+ * goes to a member that did not refuse it, under either policy, and no
+ * policy deals it back to a member that refused it. */
+static void test_policy_refused(void)
+{
+    const int64_t edges[3] = {10, 20, 30};
+    tma_live_member_t live[3] = {{1, 0}, {2, 0}, {3, 1}};
+    tma_shard_move_t mv[4];
+    tma_shard_map_t m;
+    CHECK_OK(tma_shard_map_create(3, edges, &m));
+    m.owner[0] = 1;
+    m.owner[1] = 2;
+    m.owner[2] = 1;
+    /* Not refused: nothing moves. */
+    ASSERT_EQ(tma_policy_refused(&m, 0, live, 3, mv), 0);
+    ASSERT_EQ(tma_shard_map_refuse(&m, 0, 1), 1);
+    ASSERT_EQ(tma_shard_map_refuse(&m, 0, 1), 0);
+    CHECK(tma_shard_map_refused(&m, 0, 1));
+    CHECK(!tma_shard_map_refused(&m, 0, 2));
+    /* The idle backup 3 takes it. */
+    ASSERT_EQ(tma_policy_refused(&m, 0, live, 3, mv), 1);
+    ASSERT_EQ(mv[0].from, 1);
+    ASSERT_EQ(mv[0].to, 3);
+    ASSERT_EQ(m.owner[0], 3);
+    /* 3 refuses it too: the least-loaded member that did not refuse it, 2. */
+    ASSERT_EQ(tma_shard_map_refuse(&m, 0, 3), 1);
+    ASSERT_EQ(tma_policy_refused(&m, 0, live, 3, mv), 1);
+    ASSERT_EQ(m.owner[0], 2);
+    /* Everybody refused it: orphaned. */
+    ASSERT_EQ(tma_shard_map_refuse(&m, 0, 2), 1);
+    ASSERT_EQ(tma_policy_refused(&m, 0, live, 3, mv), 1);
+    ASSERT_EQ(mv[0].to, -1);
+    ASSERT_EQ(m.owner[0], -1);
+    /* A member that refused the orphan does not take it when idle; it takes
+     * a shard it did not refuse from one that owns several instead. */
+    m.owner[1] = 1; /* 1 owns shards 1 and 2, 3 owns nothing */
+    ASSERT_EQ(tma_policy_joined(&m, 3, 0, TMA_POLICY_CONTINUE, mv), 1);
+    ASSERT_EQ(mv[0].from, 1);
+    ASSERT_EQ(mv[0].to, 3);
+    ASSERT_NE(mv[0].shard, 0);
+    /* A lost owner's shard under reassign skips a member that refused it. */
+    tma_shard_map_t r;
+    CHECK_OK(tma_shard_map_create(1, edges, &r));
+    r.owner[0] = 1;
+    ASSERT_EQ(tma_shard_map_refuse(&r, 0, 3), 1);
+    ASSERT_EQ(tma_policy_lost(&r, 1, TMA_POLICY_REASSIGN, live, 3, mv), 1);
+    ASSERT_EQ(r.owner[0], 2);
+    /* A member that is gone is forgotten. */
+    tma_shard_map_forget(&m, 2);
+    CHECK(!tma_shard_map_refused(&m, 0, 2));
+    CHECK(tma_shard_map_refused(&m, 0, 3));
+    tma_shard_map_free(&r);
+    tma_shard_map_free(&m);
+}
+
 static void test_inject(void)
 {
     tma_inject_t inj;
@@ -167,6 +222,7 @@ int main(void)
 {
     tma_log_set_level(TMA_LOG_ERROR);
     test_policies();
+    test_policy_refused();
     test_inject();
     return tma_test_done();
 }

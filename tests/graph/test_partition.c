@@ -272,8 +272,29 @@ int main(void)
         char *shard1 = tma_path_join(ds8, "shard-00001.tmag");
         char *moved = tma_path_join(dir_root, "moved.tmag");
         ASSERT_EQ(rename(shard1, moved), 0);
-        CHECK_STATUS(tma_partition_info_load(ds8, &info), TMA_ERR_FORMAT);
+        /* A node may hold only its own shards: the loader does not look for
+         * them; the check of one shard does. */
+        CHECK_OK(tma_partition_info_load(ds8, &info));
+        CHECK_OK(tma_partition_shard_check(info, 0));
+        CHECK_STATUS(tma_partition_shard_check(info, 1), TMA_ERR_NOT_FOUND);
+        CHECK_STATUS(tma_partition_shard_check(info, 8), TMA_ERR_RANGE);
+        CHECK_STATUS(tma_partition_shard_check(info, -1), TMA_ERR_RANGE);
+        /* Shard 0's file under shard 1's name: another shard of the partition. */
+        char *data;
+        size_t dlen;
+        CHECK_OK(tma_file_read_all(info->shard_paths[0], &data, &dlen));
+        CHECK_OK(tma_file_write_atomic(shard1, data, dlen));
+        CHECK_STATUS(tma_partition_shard_check(info, 1), TMA_ERR_MISMATCH);
+        /* A header cut short, and a header with a flipped byte. */
+        CHECK_OK(tma_file_write_atomic(shard1, data, 100));
+        CHECK_STATUS(tma_partition_shard_check(info, 1), TMA_ERR_FORMAT);
+        data[40] ^= 1;
+        CHECK_OK(tma_file_write_atomic(shard1, data, dlen));
+        CHECK_STATUS(tma_partition_shard_check(info, 1), TMA_ERR_CHECKSUM);
+        free(data);
         ASSERT_EQ(rename(moved, shard1), 0);
+        CHECK_OK(tma_partition_shard_check(info, 1));
+        tma_partition_info_destroy(info);
         char *bad = strstr(text, "\"shard_edges\"");
         ASSERT_NOT_NULL(bad);
         if (bad) {

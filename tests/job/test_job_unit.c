@@ -40,19 +40,36 @@ static void test_records(void)
     ASSERT_EQ(tma_job_shard_rec_decode("k", "{\"shard\":1}", 11, &r2), TMA_ERR_MALFORMED);
 
     int32_t rd_shards[3] = {0, 5, 9};
-    tma_job_ready_rec_t rd = {42, 3, rd_shards}, rd2;
+    tma_job_ready_rec_t rd = {42, 3, rd_shards, 0, NULL}, rd2;
     s = tma_job_ready_rec_encode(&rd);
     CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
     ASSERT_EQ(rd2.n_shards, 3);
     ASSERT_EQ(rd2.shards[1], 5);
     ASSERT_EQ(rd2.lease, 42);
+    ASSERT_EQ(rd2.n_refused, 0);
+    CHECK(strstr(s, "refused") == NULL);
     tma_job_ready_rec_free(&rd2);
     free(s);
+    /* Shards refused (their files are missing on the worker's node). */
+    int32_t rd_refused[2] = {1, 7};
+    rd.n_refused = 2;
+    rd.refused = rd_refused;
+    s = tma_job_ready_rec_encode(&rd);
+    CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
+    ASSERT_EQ(rd2.n_shards, 3);
+    ASSERT_EQ(rd2.n_refused, 2);
+    ASSERT_EQ(rd2.refused[1], 7);
+    tma_job_ready_rec_free(&rd2);
+    free(s);
+    const char *bad_refused = "{\"lease\":1,\"shards\":[0],\"refused\":[\"x\"]}";
+    ASSERT_EQ(tma_job_ready_rec_decode("k", bad_refused, strlen(bad_refused), &rd2), TMA_ERR_MALFORMED);
+    const char *not_list = "{\"lease\":1,\"shards\":[0],\"refused\":3}";
+    ASSERT_EQ(tma_job_ready_rec_decode("k", not_list, strlen(not_list), &rd2), TMA_ERR_MALFORMED);
     /* Any number of shards: a survivor may own all of a 90-shard job's. */
     int32_t many[90];
     for (int i = 0; i < 90; i++)
         many[i] = i;
-    tma_job_ready_rec_t rdm = {7, 90, many};
+    tma_job_ready_rec_t rdm = {7, 90, many, 0, NULL};
     s = tma_job_ready_rec_encode(&rdm);
     CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
     ASSERT_EQ(rd2.n_shards, 90);
@@ -238,6 +255,18 @@ static void test_jobs(void)
     ASSERT_EQ(job->on_failure, TMA_POLICY_REASSIGN);
     tma_job_destroy(job);
 
+    /* partition.node_dir: the folder on the workers' nodes, kept as given
+     * (not beside the config) and carried in the resolved form. */
+    CHECK_OK(parse_text("{\"graph\": \"g\", \"partition\": {\"dir\": \"p\", \"node_dir\": \"/local/p\"}}", &job));
+    ASSERT_STR_EQ(job->partition_dir, "/data/p");
+    ASSERT_STR_EQ(job->partition_node_dir, "/local/p");
+    back = tma_job_to_json(job);
+    CHECK_OK(tma_job_parse(back, "again", "/", &again));
+    ASSERT_STR_EQ(again->partition_node_dir, "/local/p");
+    cJSON_Delete(back);
+    tma_job_destroy(again);
+    tma_job_destroy(job);
+
     const char *bad[] = {
         "{}",                                                                  /* no graph */
         "{\"graph\": \"g\", \"dataset\": \"d\"}",                              /* two sources */
@@ -247,6 +276,7 @@ static void test_jobs(void)
         "{\"graph\": \"g\", \"workers\": 4, \"partition\": {\"shards\": 3}}",  /* more trainers than shards */
         "{\"graph\": \"g\", \"partition\": {\"scheme\": \"metis\"}}",          /* randomtma with metis */
         "{\"graph\": \"g\", \"variant\": \"ggs\", \"partition\": {}}",         /* ggs has no partition */
+        "{\"graph\": \"g\", \"partition\": {\"node_dir\": \"rel/p\"}}",        /* node_dir not absolute */
         "{\"graph\": \"g\", \"llcg\": {\"correction_steps\": 2}}",             /* llcg options elsewhere */
         "{\"graph\": \"g\", \"fault\": {\"on_failure\": \"retry\"}}",
         "{\"graph\": \"g\", \"fault\": {\"lease_ttl\": 1}}",
