@@ -117,9 +117,82 @@ void cli_print_types(const tma_graph_t *g)
     free(cnt);
 }
 
+/* The report of an import (g: the graph in memory, or NULL after an
+ * out-of-core import, which wrote it as it went). */
+static int import_report(const char *src, const char *out, uint64_t id, const tma_graph_t *g,
+                         const tma_graph_import_report_t *r, const tma_graph_import_opts_t *o, double tw, int json,
+                         uint64_t budget, const char *why)
+{
+    if (json) {
+        cJSON *j = cli_build_report_json(out, id, r->nodes, &r->build);
+        if (j) {
+            cJSON_AddStringToObject(j, "layout", r->layout);
+            cJSON_AddNumberToObject(j, "feature_dim", r->feature_dim);
+            cJSON_AddStringToObject(j, "features", tma_feat_source_str(r->features));
+            cJSON_AddNumberToObject(j, "input_feature_dim", r->input_feature_dim);
+            cJSON_AddBoolToObject(j, "features_mapped", r->features_mapped);
+            cJSON *ign = cJSON_AddArrayToObject(j, "ignored");
+            const char *name = r->ignored;
+            for (int32_t i = 0; ign && i < r->num_ignored; i++, name += strlen(name) + 1)
+                cJSON_AddItemToArray(ign, cJSON_CreateString(name));
+            cJSON_AddNumberToObject(j, "ignored_more", r->ignored_more);
+            cJSON_AddNumberToObject(j, "classes", r->num_classes);
+            if (g && tma_graph_is_typed(g)) {
+                cJSON_AddNumberToObject(j, "num_node_types", r->num_node_types);
+                cJSON_AddNumberToObject(j, "num_relations", r->num_relations);
+            }
+            cJSON_AddNumberToObject(j, "memory_budget", (double)budget);
+            cJSON_AddBoolToObject(j, "out_of_core", r->build.out_of_core);
+            cJSON_AddNumberToObject(j, "seconds", r->seconds + tw);
+        }
+        int rc = j ? cli_print_json(j) : CLI_EXIT_RUNTIME;
+        cJSON_Delete(j);
+        return rc;
+    }
+    printf("imported %s (%s layout) into %s, graph id %016" PRIx64 "\n", src, r->layout, out, id);
+    printf("  %-22s %" PRId64 "\n", "nodes", r->nodes);
+    cli_print_build_report(&r->build);
+    if (r->split_from[0])
+        printf("  %-22s official, as given in %s (%" PRId64 " training edges listed; no re-split, no cap, "
+               "each evaluation edge with its own %d negatives)\n",
+               "split", r->split_from, r->split_train_edges, r->build.negatives);
+    else
+        printf("  %-22s drawn (seed %" PRIu64 ")\n", "split", o->build.seed);
+    if (r->features == TMA_FEAT_PROJECTED)
+        printf("  %-22s %d (projected from %d)\n", "features", r->feature_dim, r->input_feature_dim);
+    else
+        printf("  %-22s %d (%s%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
+               r->features_mapped ? ", used in place from the mapped features.npy" : "");
+    if (r->num_classes)
+        printf("  %-22s %d classes\n", "labels", r->num_classes);
+    else
+        printf("  %-22s none\n", "labels");
+    if (g && tma_graph_is_typed(g))
+        cli_print_types(g);
+    if (r->num_ignored) {
+        /* What the dataset folder holds that the import did not read. */
+        printf("  %-22s ", "ignored (not read)");
+        const char *name = r->ignored;
+        for (int32_t i = 0; i < r->num_ignored; i++, name += strlen(name) + 1)
+            printf("%s%s", i ? ", " : "", name);
+        if (r->ignored_more)
+            printf(" and %d more", r->ignored_more);
+        printf("\n");
+    }
+    if (r->build.out_of_core)
+        printf("  %-22s %.0f MiB (%s): out of core, %" PRId64 " sorted runs spilled\n", "memory budget",
+               (double)budget / (1 << 20), why, r->build.spilled_runs);
+    else
+        printf("  %-22s %.0f MiB (%s): in memory\n", "memory budget", (double)budget / (1 << 20), why);
+    printf("  %-22s %.3f (read %.3f, adjacency %.3f, split %.3f, negatives %.3f, write %.3f)\n", "seconds",
+           r->seconds + tw, r->seconds_read, r->build.seconds_adjacency, r->build.seconds_split,
+           r->build.seconds_negatives, r->build.out_of_core ? r->build.seconds_write : tw);
+    return CLI_EXIT_OK;
+}
+
 int cli_cmd_import(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *memory = NULL;
     int64_t feat_dim = 0;
     cli_graph_flags_t f = {.negatives = TMA_GRAPH_DEFAULT_NEGATIVES};
     int dim_seen = 0, resplit = 0;
@@ -130,6 +203,7 @@ int cli_cmd_import(int argc, char **argv)
          "D dense features by a seeded random projection (default: the input's own, densified; "
          "64 for graphs without features)",
          &dim_seen},
+        CLI_MEMORY_OPT(memory),
         CLI_GRAPH_SPLIT_OPTS(f),
         {"split", 0, CLI_STR, &split_name, "NAME",
          "OGB datasets: the split folder split/NAME to use (default: the only one)", NULL},
@@ -171,80 +245,36 @@ int cli_cmd_import(int argc, char **argv)
     o.ogb_split_tool = tool;
     o.ogb_split_python = getenv("TMA_PYTHON") && *getenv("TMA_PYTHON") ? getenv("TMA_PYTHON") : NULL;
 
-    tma_graph_t *g;
+    uint64_t budget;
+    char why[128];
+    if ((rc = cli_memory_budget("import", memory, &budget, why, sizeof why)) != CLI_EXIT_OK) {
+        free(tool);
+        return rc;
+    }
+    tma_graph_t *g = NULL;
     tma_graph_import_report_t r;
-    tma_status_t st = tma_graph_import(args.pos[0], &o, &g, &r);
+    uint64_t id = 0;
+    double tw = 0;
+    const uint64_t peak = tma_graph_import_streams(args.pos[0]) ? tma_graph_import_peak_bytes(args.pos[0], o.feat_dim) : 0;
+    tma_status_t st = peak > budget ? tma_graph_import_file(args.pos[0], &o, budget, out, &r, &id)
+                                    : tma_graph_import(args.pos[0], &o, &g, &r);
     free(tool);
     if (st != TMA_OK) {
         fprintf(stderr, "tma import: %s: %s; nothing was written\n", args.pos[0], tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    double tw = tma_clock_now();
-    st = tma_graph_write(g, out);
-    tw = tma_clock_now() - tw;
-    if (st != TMA_OK) {
-        fprintf(stderr, "tma import: writing %s failed: %s\n", out, tma_status_str(st));
-        tma_graph_destroy(g);
-        return CLI_EXIT_RUNTIME;
-    }
-    if (f.json) {
-        cJSON *j = cli_build_report_json(out, g->graph_id, r.nodes, &r.build);
-        if (j) {
-            cJSON_AddStringToObject(j, "layout", r.layout);
-            cJSON_AddNumberToObject(j, "feature_dim", r.feature_dim);
-            cJSON_AddStringToObject(j, "features", tma_feat_source_str(r.features));
-            cJSON_AddNumberToObject(j, "input_feature_dim", r.input_feature_dim);
-            cJSON_AddBoolToObject(j, "features_mapped", r.features_mapped);
-            cJSON *ign = cJSON_AddArrayToObject(j, "ignored");
-            const char *name = r.ignored;
-            for (int32_t i = 0; ign && i < r.num_ignored; i++, name += strlen(name) + 1)
-                cJSON_AddItemToArray(ign, cJSON_CreateString(name));
-            cJSON_AddNumberToObject(j, "ignored_more", r.ignored_more);
-            cJSON_AddNumberToObject(j, "classes", r.num_classes);
-            if (tma_graph_is_typed(g)) {
-                cJSON_AddNumberToObject(j, "num_node_types", r.num_node_types);
-                cJSON_AddNumberToObject(j, "num_relations", r.num_relations);
-            }
-            cJSON_AddNumberToObject(j, "seconds", r.seconds + tw);
+    if (g) {
+        tw = tma_clock_now();
+        st = tma_graph_write(g, out);
+        tw = tma_clock_now() - tw;
+        id = g->graph_id;
+        if (st != TMA_OK) {
+            fprintf(stderr, "tma import: writing %s failed: %s\n", out, tma_status_str(st));
+            tma_graph_destroy(g);
+            return CLI_EXIT_RUNTIME;
         }
-        tma_graph_destroy(g);
-        rc = j ? cli_print_json(j) : CLI_EXIT_RUNTIME;
-        cJSON_Delete(j);
-        return rc;
     }
-    printf("imported %s (%s layout) into %s, graph id %016" PRIx64 "\n", args.pos[0], r.layout, out, g->graph_id);
-    printf("  %-22s %" PRId64 "\n", "nodes", r.nodes);
-    cli_print_build_report(&r.build);
-    if (r.split_from[0])
-        printf("  %-22s official, as given in %s (%" PRId64 " training edges listed; no re-split, no cap, "
-               "each evaluation edge with its own %d negatives)\n",
-               "split", r.split_from, r.split_train_edges, r.build.negatives);
-    else
-        printf("  %-22s drawn (seed %" PRIu64 ")\n", "split", o.build.seed);
-    if (r.features == TMA_FEAT_PROJECTED)
-        printf("  %-22s %d (projected from %d)\n", "features", r.feature_dim, r.input_feature_dim);
-    else
-        printf("  %-22s %d (%s%s)\n", "features", r.feature_dim, tma_feat_source_str(r.features),
-               r.features_mapped ? ", used in place from the mapped features.npy" : "");
-    if (r.num_classes)
-        printf("  %-22s %d classes\n", "labels", r.num_classes);
-    else
-        printf("  %-22s none\n", "labels");
-    if (tma_graph_is_typed(g))
-        cli_print_types(g);
-    if (r.num_ignored) {
-        /* What the dataset folder holds that the import did not read. */
-        printf("  %-22s ", "ignored (not read)");
-        const char *name = r.ignored;
-        for (int32_t i = 0; i < r.num_ignored; i++, name += strlen(name) + 1)
-            printf("%s%s", i ? ", " : "", name);
-        if (r.ignored_more)
-            printf(" and %d more", r.ignored_more);
-        printf("\n");
-    }
-    printf("  %-22s %.3f (read %.3f, adjacency %.3f, split %.3f, negatives %.3f, write %.3f)\n", "seconds",
-           r.seconds + tw, r.seconds_read, r.build.seconds_adjacency, r.build.seconds_split,
-           r.build.seconds_negatives, tw);
+    rc = import_report(args.pos[0], out, id, g, &r, &o, tw, f.json, budget, why);
     tma_graph_destroy(g);
-    return CLI_EXIT_OK;
+    return rc;
 }

@@ -183,6 +183,7 @@ typedef struct ooc {
     run_t *runs;
     int64_t nruns, cap_runs;
     int64_t m_in, loops, scattered, entries;
+    int64_t max_id; /* the largest node id of any edge */
     const int64_t *indptr, *indices; /* mapped */
 } ooc_t;
 
@@ -271,6 +272,8 @@ static tma_status_t make_runs(ooc_t *b)
                 st = TMA_ERR_RANGE;
                 goto done;
             }
+            if (u > b->max_id || v > b->max_id)
+                b->max_id = u > v ? u : v;
             if (u == v) {
                 b->loops++;
                 continue;
@@ -286,6 +289,23 @@ done:
     free(pairs);
     free(keys);
     return st;
+}
+
+/* The node count a source tells only at the end of its edges. */
+static tma_status_t final_nodes(ooc_t *b)
+{
+    if (!b->src->final_nodes)
+        return TMA_OK;
+    int64_t n = b->src->final_nodes(b->src->ctx);
+    if (n < 0)
+        return TMA_ERR_FORMAT;
+    if (n < 1 || n > OOC_MAX_NODES || n < b->max_id + 1) {
+        tma_log_error(COMP, "the out-of-core builder takes 1 to 2^31 nodes, covering every edge's ids, not %" PRId64,
+                      n);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    b->n = n;
+    return TMA_OK;
 }
 
 typedef struct reader {
@@ -627,7 +647,7 @@ tma_status_t graph_build_ooc(const graph_ooc_source_t *src, const tma_graph_buil
     tma_graph_build_report_t rep;
     memset(&rep, 0, sizeof rep);
     double t0 = tma_clock_now();
-    if (src->num_nodes < 1 || src->num_nodes > OOC_MAX_NODES) {
+    if (src->num_nodes < (src->final_nodes ? 0 : 1) || src->num_nodes > OOC_MAX_NODES) {
         tma_log_error(COMP, "the out-of-core builder takes 1 to 2^31 nodes, not %" PRId64, src->num_nodes);
         return TMA_ERR_UNSUPPORTED;
     }
@@ -646,7 +666,7 @@ tma_status_t graph_build_ooc(const graph_ooc_source_t *src, const tma_graph_buil
         return TMA_ERR_NOMEM;
     if (slash)
         slash == dir ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
-    ooc_t b = {.src = src, .budget = budget, .n = src->num_nodes};
+    ooc_t b = {.src = src, .budget = budget, .n = src->num_nodes ? src->num_nodes : OOC_MAX_NODES, .max_id = -1};
     b.runs_file.fd = b.indptr_file.fd = b.indices_file.fd = -1;
     int64_t *eval = NULL, *neg = NULL;
     const char *spill_dir = slash ? dir : ".";
@@ -654,7 +674,7 @@ tma_status_t graph_build_ooc(const graph_ooc_source_t *src, const tma_graph_buil
     if ((st = spill_open(&b.runs_file, spill_dir)) != TMA_OK ||
         (st = spill_open(&b.indptr_file, spill_dir)) != TMA_OK ||
         (st = spill_open(&b.indices_file, spill_dir)) != TMA_OK || (st = make_runs(&b)) != TMA_OK ||
-        (st = merge_runs(&b)) != TMA_OK)
+        (st = final_nodes(&b)) != TMA_OK || (st = merge_runs(&b)) != TMA_OK)
         goto done;
     rep.input_edges = b.m_in;
     rep.self_loops = b.loops;

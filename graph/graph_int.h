@@ -63,7 +63,10 @@ tma_status_t graph_draw_all_negatives(const tma_graph_t *g, const int64_t *eval,
 /* Where an out-of-core build takes its graph from: edges in blocks, feature
  * rows on demand, the labels (held by the source) if any. */
 typedef struct graph_ooc_source {
+    /* The node count; 0 when only the end of the edges tells it: then
+     * final_nodes gives it (or -1 after logging an error). */
     int64_t num_nodes;
+    int64_t (*final_nodes)(void *ctx);
     /* The next up to `cap` edges into pairs[0 .. 2 * count) (cap is a
      * multiple of `block`); the count, 0 at the end, -1 after logging an
      * error. */

@@ -21,8 +21,10 @@
 #include <inttypes.h>
 #include <math.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -518,37 +520,62 @@ static tma_status_t read_npy_features(src_data_t *s, const char *path)
     return TMA_OK;
 }
 
-static tma_status_t read_edge_list_layout(src_data_t *s, const char *dir)
+/* The edge-list layout's files (NULL: absent; edges is always named). */
+typedef struct edge_list_files {
+    char *meta, *edges, *feats, *labels, *npy;
+} edge_list_files_t;
+
+static void edge_list_free(edge_list_files_t *f)
 {
-    tma_status_t st = TMA_OK;
-    char *meta = existing(dir, "meta.txt"), *edges = tma_path_join(dir, "edges.txt");
-    char *feats = existing(dir, "features.txt"), *labels = existing(dir, "labels.txt");
-    char *npy = existing(dir, "features.npy");
-    if (meta)
-        st = read_lines(s, meta, "'key value' lines", meta_line);
-    if (st == TMA_OK && npy && feats) {
+    free(f->meta);
+    free(f->edges);
+    free(f->feats);
+    free(f->labels);
+    free(f->npy);
+}
+
+/* Names the files and reads meta.txt and features.npy: what edges.txt is
+ * checked against. */
+static tma_status_t edge_list_begin(src_data_t *s, const char *dir, edge_list_files_t *f)
+{
+    *f = (edge_list_files_t){existing(dir, "meta.txt"), tma_path_join(dir, "edges.txt"), existing(dir, "features.txt"),
+                             existing(dir, "labels.txt"), existing(dir, "features.npy")};
+    tma_status_t st = f->edges ? TMA_OK : TMA_ERR_NOMEM;
+    if (st == TMA_OK && f->meta)
+        st = read_lines(s, f->meta, "'key value' lines", meta_line);
+    if (st == TMA_OK && f->npy && f->feats) {
         tma_log_error(COMP, "%s holds both features.txt and features.npy: keep the one to import", dir);
         st = TMA_ERR_INVALID;
     }
-    if (st == TMA_OK && npy)
-        st = read_npy_features(s, npy);
+    if (st == TMA_OK && f->npy)
+        st = read_npy_features(s, f->npy);
+    return st;
+}
+
+/* features.txt and labels.txt. */
+static tma_status_t edge_list_side_files(src_data_t *s, const edge_list_files_t *f)
+{
+    tma_status_t st = TMA_OK;
+    if (f->feats)
+        st = read_lines(s, f->feats, "features", sparse_feature_line);
+    if (st == TMA_OK && f->labels && (st = read_lines(s, f->labels, "labels", label_line)) == TMA_OK)
+        st = (s->labels_from = strdup(f->labels)) ? TMA_OK : TMA_ERR_NOMEM;
+    return st;
+}
+
+static tma_status_t read_edge_list_layout(src_data_t *s, const char *dir)
+{
+    edge_list_files_t f;
+    tma_status_t st = edge_list_begin(s, dir, &f);
     if (st == TMA_OK)
-        st = read_lines(s, edges, "edges", edge_line);
+        st = read_lines(s, f.edges, "edges", edge_line);
     if (st == TMA_OK && s->edges.count == 0) {
-        tma_log_error(COMP, "%s: no edges in it, only a header line", edges);
+        tma_log_error(COMP, "%s: no edges in it, only a header line", f.edges);
         st = TMA_ERR_FORMAT;
     }
-    if (st == TMA_OK && feats)
-        st = read_lines(s, feats, "features", sparse_feature_line);
-    if (st == TMA_OK && labels) {
-        st = read_lines(s, labels, "labels", label_line);
-        s->labels_from = strdup(labels);
-    }
-    free(meta);
-    free(edges);
-    free(feats);
-    free(labels);
-    free(npy);
+    if (st == TMA_OK)
+        st = edge_list_side_files(s, &f);
+    edge_list_free(&f);
     return st;
 }
 
@@ -936,20 +963,101 @@ static inline float dense_at(const src_data_t *s, int64_t v, int32_t j)
     return graph_npy_float(a, a->fortran ? (int64_t)j * a->shape[0] + v : v * a->shape[1] + j);
 }
 
+/* How the feature rows are made from what the reader collected. */
+typedef struct feat_plan {
+    const src_data_t *s;
+    int32_t dim;
+    tma_feat_source_t src;
+    uint64_t pseed;
+    /* Sparse features grouped by node (file order within a node, so each
+     * row sums its entries in the same order as file order does), and the
+     * next one to use: rows are asked for in increasing blocks.  NULL: all
+     * rows at once, in file order. */
+    int64_t *order;
+    int64_t cursor;
+} feat_plan_t;
+
+static void plan_features(const src_data_t *s, int32_t want, uint64_t seed, feat_plan_t *p)
+{
+    const int has = s->fcount > 0 || s->dense_rows > 0;
+    memset(p, 0, sizeof *p);
+    p->s = s;
+    p->dim = want > 0 ? want : (has ? s->fdim : TMA_GRAPH_DEFAULT_FEAT_DIM);
+    p->src = !has ? TMA_FEAT_DEFAULT : p->dim == s->fdim ? TMA_FEAT_STORED : TMA_FEAT_PROJECTED;
+    p->pseed = graph_feat_seed(seed);
+}
+
+/* Rows [first, first + count) into out[0 .. count * dim). */
+static void feature_rows(feat_plan_t *p, int64_t first, int64_t count, float *out)
+{
+    const src_data_t *s = p->s;
+    const int32_t dim = p->dim;
+    const graph_npy_t *a = &s->npy;
+    if (p->src == TMA_FEAT_DEFAULT) {
+        graph_feat_random_rows(out, first, count, dim, p->pseed);
+    } else if (s->dense_rows > 0) {
+        const int32_t din = s->fdim;
+        /* Row by row: a float16 or Fortran-order features.npy is widened or
+         * gathered here, from the map. */
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < count; i++) {
+            const int64_t v = first + i;
+            float *row = out + i * dim;
+            if (p->src == TMA_FEAT_STORED && !a->data) {
+                memcpy(row, s->dense + v * din, (size_t)dim * sizeof(float));
+            } else if (p->src == TMA_FEAT_STORED) {
+                for (int32_t j = 0; j < din; j++)
+                    row[j] = dense_at(s, v, j);
+            } else {
+                memset(row, 0, (size_t)dim * sizeof(float));
+                for (int32_t j = 0; j < din; j++) {
+                    float x = dense_at(s, v, j);
+                    if (x != 0.0f)
+                        graph_feat_project_add(row, dim, j, x, p->pseed);
+                }
+            }
+        }
+    } else {
+        memset(out, 0, (size_t)count * (size_t)dim * sizeof(float));
+        /* Repeated (node, feature) entries add up, in both cases. */
+        int64_t i = p->order ? p->cursor : 0;
+        for (; i < s->fcount; i++) {
+            int64_t e = p->order ? p->order[i] : i;
+            if (p->order && s->fnode[e] >= first + count)
+                break;
+            float *row = out + (s->fnode[e] - first) * dim;
+            if (p->src == TMA_FEAT_STORED)
+                row[s->fcol[e]] += s->fval[e];
+            else
+                graph_feat_project_add(row, dim, s->fcol[e], s->fval[e], p->pseed);
+        }
+        p->cursor = i;
+    }
+}
+
+static tma_status_t check_dense_rows(const src_data_t *s, int64_t n)
+{
+    if (s->dense_rows > 0 && s->dense_rows != n) {
+        tma_log_error(COMP, "%" PRId64 " feature rows for %" PRId64 " nodes: every node needs a row", s->dense_rows, n);
+        return TMA_ERR_FORMAT;
+    }
+    return TMA_OK;
+}
+
 static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, uint64_t seed,
                                   tma_graph_import_report_t *rep)
 {
     const int64_t n = g->num_nodes;
-    const int has = s->fcount > 0 || s->dense_rows > 0;
-    const int32_t dim = want > 0 ? want : (has ? s->fdim : TMA_GRAPH_DEFAULT_FEAT_DIM);
-    tma_feat_source_t src = !has ? TMA_FEAT_DEFAULT : dim == s->fdim ? TMA_FEAT_STORED : TMA_FEAT_PROJECTED;
+    feat_plan_t p;
+    plan_features(s, want, seed, &p);
+    const int32_t dim = p.dim;
     const graph_npy_t *a = &s->npy;
-    if (src == TMA_FEAT_STORED && a->data && !a->fortran && a->itemsize == 4 && (uintptr_t)a->data % 4 == 0 &&
+    if (p.src == TMA_FEAT_STORED && a->data && !a->fortran && a->itemsize == 4 && (uintptr_t)a->data % 4 == 0 &&
         a->shape[0] == n) {
         /* float32 rows in C order are the .tmag's layout: no copy. */
         g->features = a->data;
         g->feature_dim = dim;
-        rep->features = src;
+        rep->features = p.src;
         rep->features_mapped = 1;
         return graph_keep_map(g, &s->npy_map);
     }
@@ -965,51 +1073,29 @@ static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, u
                       n, dim, (double)bytes / (1 << 30));
         return TMA_ERR_NOMEM;
     }
+    tma_status_t st = check_dense_rows(s, n);
+    if (st != TMA_OK)
+        return st;
     float *f = tma_graph_alloc(g, bytes ? bytes : 1);
     if (!f)
         return TMA_ERR_NOMEM;
-    const uint64_t pseed = graph_feat_seed(seed);
-    if (src == TMA_FEAT_DEFAULT) {
-        graph_feat_random_ids(f, n, dim, pseed);
-    } else if (s->dense_rows > 0) {
-        if (s->dense_rows != n) {
-            tma_log_error(COMP, "%" PRId64 " feature rows for %" PRId64 " nodes: every node needs a row", s->dense_rows, n);
-            return TMA_ERR_FORMAT;
-        }
-        const int32_t din = s->fdim;
-        /* Row by row: a float16 or Fortran-order features.npy is widened or
-         * gathered here, from the map. */
-#pragma omp parallel for schedule(static)
-        for (int64_t v = 0; v < n; v++) {
-            float *row = f + v * dim;
-            if (src == TMA_FEAT_STORED && !a->data) {
-                memcpy(row, s->dense + v * din, (size_t)dim * sizeof(float));
-            } else if (src == TMA_FEAT_STORED) {
-                for (int32_t j = 0; j < din; j++)
-                    row[j] = dense_at(s, v, j);
-            } else {
-                memset(row, 0, (size_t)dim * sizeof(float));
-                for (int32_t j = 0; j < din; j++) {
-                    float x = dense_at(s, v, j);
-                    if (x != 0.0f)
-                        graph_feat_project_add(row, dim, j, x, pseed);
-                }
-            }
-        }
-    } else {
-        memset(f, 0, bytes);
-        /* Repeated (node, feature) entries add up, in both cases. */
-        for (int64_t i = 0; i < s->fcount; i++) {
-            float *row = f + s->fnode[i] * dim;
-            if (src == TMA_FEAT_STORED)
-                row[s->fcol[i]] += s->fval[i];
-            else
-                graph_feat_project_add(row, dim, s->fcol[i], s->fval[i], pseed);
-        }
-    }
+    feature_rows(&p, 0, n, f);
     g->features = f;
     g->feature_dim = dim;
-    rep->features = src;
+    rep->features = p.src;
+    return TMA_OK;
+}
+
+/* Every one of the n nodes has a label, when any has. */
+static tma_status_t check_labels(const src_data_t *s, int64_t n)
+{
+    for (int64_t v = 0; s->labels && v < n; v++) {
+        if (v >= s->labels_cap || s->labels[v] < 0) {
+            tma_log_error(COMP, "%s: node %" PRId64 " has no label (every one of the %" PRId64 " nodes needs one)",
+                          s->labels_from, v, n);
+            return TMA_ERR_FORMAT;
+        }
+    }
     return TMA_OK;
 }
 
@@ -1018,13 +1104,9 @@ static tma_status_t fill_labels(src_data_t *s, tma_graph_t *g)
     if (!s->labels)
         return TMA_OK;
     const int64_t n = g->num_nodes;
-    for (int64_t v = 0; v < n; v++) {
-        if (v >= s->labels_cap || s->labels[v] < 0) {
-            tma_log_error(COMP, "%s: node %" PRId64 " has no label (every one of the %" PRId64 " nodes needs one)",
-                          s->labels_from, v, n);
-            return TMA_ERR_FORMAT;
-        }
-    }
+    tma_status_t st = check_labels(s, n);
+    if (st != TMA_OK)
+        return st;
     int32_t *l = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
     if (!l)
         return TMA_ERR_NOMEM;
@@ -1221,4 +1303,199 @@ fail:
     free(split_dir);
     tma_graph_destroy(g);
     return st;
+}
+
+/* ------------------------------------------------------------------ out of core */
+
+/* The edge-list layout streamed into the out-of-core builder: edges.txt in
+ * blocks of lines; the rest (meta.txt, features, labels) read first, as the
+ * in-memory reader does. */
+typedef struct import_stream {
+    src_data_t *s;
+    graph_text_reader_t tr;
+    int64_t rows, edges, nodes;
+    feat_plan_t plan;
+} import_stream_t;
+
+static int64_t stream_edges(void *ctx, int64_t *pairs, int64_t cap)
+{
+    import_stream_t *x = ctx;
+    src_data_t *s = x->s;
+    if (s->edges.cap < cap && tma_edge_list_reserve(&s->edges, cap) != TMA_OK)
+        return -1;
+    s->edges.count = 0;
+    char *line;
+    size_t len;
+    int r = 1;
+    while (s->edges.count < cap && (r = graph_text_next(&x->tr, &line, &len)) > 0) {
+        if (!data_line(line))
+            continue;
+        if (edge_line(s, &x->tr, line) != TMA_OK)
+            return -1;
+        x->rows++;
+    }
+    if (r < 0)
+        return -1;
+    const int64_t got = s->edges.count;
+    memcpy(pairs, s->edges.pairs, (size_t)got * 2 * sizeof *pairs);
+    x->edges += got;
+    if (got == 0 && x->edges == 0) {
+        if (x->rows == 0)
+            empty_file(&x->tr, "edges");
+        else
+            tma_log_error(COMP, "%s: no edges in it, only a header line", x->tr.path);
+        return -1;
+    }
+    return got;
+}
+
+static int64_t stream_nodes(void *ctx)
+{
+    import_stream_t *x = ctx;
+    const src_data_t *s = x->s;
+    x->nodes = s->nodes >= 0 ? s->nodes : s->max_id + 1;
+    if (check_dense_rows(s, x->nodes) != TMA_OK || check_labels(s, x->nodes) != TMA_OK)
+        return -1;
+    return x->nodes;
+}
+
+static void stream_features(void *ctx, int64_t first, int64_t count, float *rows)
+{
+    import_stream_t *x = ctx;
+    feature_rows(&x->plan, first, count, rows);
+}
+
+/* Sparse features grouped by node, in file order within a node. */
+static tma_status_t group_sparse(const src_data_t *s, int64_t **order_p)
+{
+    *order_p = NULL;
+    if (s->fcount == 0)
+        return TMA_OK;
+    if (s->fcount >= ((int64_t)1 << 32)) {
+        tma_log_error(COMP, "%" PRId64 " sparse feature entries are too many to import out of core (at most 2^32): "
+                      "give features.npy instead", s->fcount);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    int64_t *o = malloc((size_t)s->fcount * sizeof *o);
+    if (!o) {
+        tma_log_error(COMP, "out of memory grouping %" PRId64 " sparse features", s->fcount);
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < s->fcount; i++)
+        o[i] = s->fnode[i] << 32 | i;
+    graph_sort_i64(o, s->fcount);
+    for (int64_t i = 0; i < s->fcount; i++)
+        o[i] &= 0xffffffff;
+    *order_p = o;
+    return TMA_OK;
+}
+
+int tma_graph_import_streams(const char *src)
+{
+    char *edges = tma_dir_exists(src) ? tma_path_join(src, "edges.txt") : NULL;
+    int yes = edges && tma_file_exists(edges) && !graph_import_is_movielens(src) && !graph_import_is_typed_text(src);
+    free(edges);
+    return yes;
+}
+
+tma_status_t tma_graph_import_file(const char *src, const tma_graph_import_opts_t *o, uint64_t budget,
+                                   const char *out, tma_graph_import_report_t *rep_p, uint64_t *graph_id_p)
+{
+    tma_graph_import_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    double t0 = tma_clock_now();
+    if (!tma_graph_import_streams(src)) {
+        tma_log_error(COMP, "%s: only the edge-list layout (a folder with edges.txt) is imported out of core; "
+                      "give a larger --memory to read it in memory", src);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    if (o->split_name) {
+        tma_log_error(COMP, "%s: --split names an OGB split, but this is not an OGB dataset", src);
+        return TMA_ERR_INVALID;
+    }
+    src_data_t s;
+    memset(&s, 0, sizeof s);
+    s.nodes = -1;
+    s.max_id = -1;
+    import_stream_t x = {.s = &s};
+    edge_list_files_t f;
+    int open = 0;
+    tma_status_t st = edge_list_begin(&s, src, &f);
+    if (st == TMA_OK)
+        st = edge_list_side_files(&s, &f);
+    if (st == TMA_OK && (st = src_use(&s, f.edges)) == TMA_OK && (st = graph_text_open(&x.tr, f.edges)) == TMA_OK)
+        open = 1;
+    plan_features(&s, o->feat_dim, o->build.seed, &x.plan);
+    if (st == TMA_OK)
+        st = group_sparse(&s, &x.plan.order);
+    if (st != TMA_OK)
+        goto done;
+    /* What the reader holds comes out of the budget. */
+    uint64_t held = (uint64_t)s.labels_cap * 4 + (uint64_t)s.fcount * 24 +
+                    (uint64_t)s.dense_rows * (uint64_t)(s.dense ? s.fdim : 0) * 4;
+    graph_ooc_source_t gs = {.num_nodes = s.nodes >= 0 ? s.nodes : 0,
+                             .final_nodes = stream_nodes,
+                             .next = stream_edges,
+                             .block = 1,
+                             .features = stream_features,
+                             .ctx = &x,
+                             .feature_dim = x.plan.dim,
+                             .num_classes = s.classes,
+                             .labels = s.labels};
+    double homophily;
+    rep.seconds_read = tma_clock_now() - t0;
+    st = graph_build_ooc(&gs, &o->build, budget > held ? budget - held : 0, out, &rep.build, graph_id_p, &homophily);
+    if (st != TMA_OK)
+        goto done;
+    rep.layout = "edge-list";
+    rep.nodes = x.nodes;
+    rep.num_node_types = 1;
+    rep.num_relations = 1;
+    rep.feature_dim = x.plan.dim;
+    rep.features = x.plan.src;
+    rep.input_feature_dim = x.plan.src == TMA_FEAT_DEFAULT ? 0 : s.fdim;
+    rep.num_classes = s.labels ? s.classes : 0;
+    if ((st = note_ignored(&s, src, rep.layout, &rep)) != TMA_OK)
+        goto done;
+    rep.seconds = tma_clock_now() - t0;
+    if (rep_p)
+        *rep_p = rep;
+done:
+    if (open)
+        graph_text_close(&x.tr);
+    free(x.plan.order);
+    src_free(&s);
+    edge_list_free(&f);
+    return st;
+}
+
+uint64_t tma_graph_import_peak_bytes(const char *src, int32_t feat_dim)
+{
+    /* Text: at most one edge in 4 bytes ("1 2\n"), one in 8 is usual; a
+     * gzip file about 5 times its size.  Each edge costs 32 bytes in
+     * memory (pairs and adjacency); the features their file's size, or
+     * feat_dim floats for each node of the edges (about one node in 8). */
+    char *edges = tma_path_join(src, "edges.txt"), *npy = tma_path_join(src, "features.npy");
+    char *feats = tma_path_join(src, "features.txt");
+    struct stat st;
+    double bytes = 0;
+    if (edges && stat(edges, &st) == 0) {
+        unsigned char magic[2] = {0, 0};
+        FILE *f = fopen(edges, "rb");
+        if (f) {
+            if (fread(magic, 1, 2, f) != 2)
+                magic[0] = 0;
+            fclose(f);
+        }
+        double text = (double)st.st_size * (magic[0] == 0x1f && magic[1] == 0x8b ? 5 : 1);
+        bytes += text / 8 * 32 + text / 64 * (feat_dim > 0 ? feat_dim : TMA_GRAPH_DEFAULT_FEAT_DIM) * 4;
+    }
+    if (npy && stat(npy, &st) == 0)
+        bytes += (double)st.st_size * 2;
+    if (feats && stat(feats, &st) == 0)
+        bytes += (double)st.st_size * 2;
+    free(edges);
+    free(npy);
+    free(feats);
+    return bytes > 1.8e19 ? UINT64_MAX : (uint64_t)bytes;
 }

@@ -383,6 +383,18 @@ tma_status_t tma_graph_build_given(tma_graph_t *g, tma_edge_list_t *el, const tm
  */
 tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o, tma_graph_t **g_p,
                               tma_graph_import_report_t *rep_p);
+/* Out of core (graph/build_ooc.c): the edge-list layout (a folder with
+ * edges.txt; tma_graph_import_streams says whether src is one) imported and
+ * written to `out` with at most `budget` bytes of working memory beside what
+ * the reader holds (labels, sparse or text features), the same bytes as
+ * tma_graph_import then tma_graph_write.  edges.txt is read in blocks;
+ * temporary files go beside `out`. */
+int tma_graph_import_streams(const char *src);
+tma_status_t tma_graph_import_file(const char *src, const tma_graph_import_opts_t *o, uint64_t budget,
+                                   const char *out, tma_graph_import_report_t *rep_p, uint64_t *graph_id_p);
+/* About the peak memory of tma_graph_import on the edge-list layout at src,
+ * from its files' sizes (an estimate: text lines vary). */
+uint64_t tma_graph_import_peak_bytes(const char *src, int32_t feat_dim);
 
 /* The stochastic block model of the paper's Lemma 1, generalised to k
  * classes: an edge's endpoints share a class with probability `homophily`;

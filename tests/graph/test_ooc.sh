@@ -5,7 +5,8 @@
 # writes; `tma partition --scheme random` under the same cap writes the same
 # shards.  Then the forced out-of-core SBM against the in-memory one, and the
 # budget's errors: a bad --memory (exit 2), a budget too small to make
-# progress (exit 1, nothing left behind, no temporary file either).
+# progress (exit 1, nothing left behind, no temporary file either).  And
+# `tma import` of an edge list out of core against the in-memory import.
 . "$TMA_SRCDIR/tests/lib.sh"
 need prlimit util-linux
 
@@ -44,6 +45,45 @@ for k in homophily edges duplicates self_loops; do
   [ "$(json "$d/a.json" "d.get('$k')")" = "$(json "$d/b.json" "d.get('$k')")" ] || fail "report's $k differs"
 done
 echo "ok: SBM out of core ($(json "$d/b.json" 'd["spilled_runs"]') runs) identical to in memory"
+
+# tma import of the edge-list layout out of core: edges.txt in blocks of
+# lines, sparse features.txt and labels.txt, then a features.npy (mapped in
+# place in memory, streamed out of core) with and without --feat-dim.
+mkdir -p "$d/ds"
+awk 'BEGIN{srand(7); print "src dst"; for(i=0;i<900000;i++) printf "%d %d\n", int(rand()*rand()*150000), int(rand()*150000)}' \
+  >"$d/ds/edges.txt"
+awk 'BEGIN{srand(8); for(i=0;i<60000;i++) printf "%d %d %.3f\n", int(rand()*150000), int(rand()*40), rand()}' \
+  >"$d/ds/features.txt"
+awk 'BEGIN{srand(9); for(i=0;i<150000;i++) printf "%d %d\n", i, int(rand()*6)}' >"$d/ds/labels.txt"
+import_both() {  # NAME ARGS...: the same import in memory and out of core, compared
+  local name=$1; shift
+  "$TMA_BIN" import "$d/ds" -o "$d/$name-mem.tmag" --memory 16G --json "$@" >"$d/$name-mem.json" 2>/dev/null ||
+    fail "$name: import in memory failed"
+  "$TMA_BIN" import "$d/ds" -o "$d/$name-ooc.tmag" --memory 20M --json "$@" >"$d/$name-ooc.json" 2>"$d/$name.err" ||
+    fail "$name: import out of core failed: $(cat "$d/$name.err")"
+  [ "$(json "$d/$name-ooc.json" 'd["out_of_core"]')" = True ] || fail "$name: not out of core: $(cat "$d/$name-ooc.json")"
+  [ "$(json "$d/$name-mem.json" 'd["out_of_core"]')" = False ] || fail "$name: in memory went out of core"
+  cmp "$d/$name-mem.tmag" "$d/$name-ooc.tmag" || fail "$name: out of core differs from in memory"
+  [ "$(json "$d/$name-ooc.json" 'd["ignored"]')" = "$(json "$d/$name-mem.json" 'd["ignored"]')" ] ||
+    fail "$name: the ignored files differ"
+  rm -f "$d/$name-mem.tmag" "$d/$name-ooc.tmag"
+}
+import_both sparse
+rm "$d/ds/features.txt" "$d/ds/labels.txt"
+python3 - "$d/ds/features.npy" <<'PY'
+import struct, sys, random
+rows, cols = 150000, 8
+random.seed(5)
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
+hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<%df" % (rows * cols), *[random.uniform(-1, 1) for _ in range(rows * cols)]))
+PY
+import_both npy
+[ "$(json "$d/npy-mem.json" 'd["features_mapped"]')" = True ] || fail "features.npy was not used in place in memory"
+import_both projected --feat-dim 12
+echo "ok: import out of core identical to in memory (sparse features and labels; features.npy, also projected)"
 
 # The budget's errors.
 mkdir -p "$d/out"
