@@ -11,7 +11,7 @@
 
 int cli_cmd_partition(int argc, char **argv)
 {
-    const char *out = NULL, *scheme = NULL;
+    const char *out = NULL, *scheme = NULL, *memory = NULL;
     int64_t shards = 0, seed = 0;
     int shards_seen = 0, json = 0;
     const cli_opt_t opts[] = {
@@ -23,6 +23,7 @@ int cli_cmd_partition(int argc, char **argv)
         {"seed", 0, CLI_INT, &seed, "X", "seed of the assignment (default 0)", NULL},
         {"output", 'o', CLI_STR, &out, "DIR",
          "the partition folder: shard-NNNNN.tmag files and partition.json, written last (required)", NULL},
+        CLI_MEMORY_OPT(memory),
         {"json", 0, CLI_FLAG, &json, NULL, "print partition.json (the statistics) instead of the table", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
@@ -60,6 +61,10 @@ int cli_cmd_partition(int argc, char **argv)
                                "--shards (%" PRId64 ")", o.num_clusters, shards);
     o.num_shards = (int32_t)shards;
     o.seed = (uint64_t)seed;
+    char why[128];
+    int rc = cli_memory_budget("partition", memory, &o.memory, why, sizeof why);
+    if (rc != CLI_EXIT_OK)
+        return rc;
 
     tma_graph_t *g;
     tma_status_t st = tma_graph_open(args.pos[0], 0, &g);
@@ -79,6 +84,7 @@ int cli_cmd_partition(int argc, char **argv)
     }
     tma_partition_result_t *r;
     st = tma_partition_run(g, args.pos[0], &o, out, &r);
+    const uint64_t need = tma_partition_peak_bytes(g, &o);
     tma_graph_destroy(g);
     if (st != TMA_OK) {
         fprintf(stderr, "tma partition: %s: %s; %s has no partition.json\n", args.pos[0], tma_status_str(st), out);
@@ -87,14 +93,15 @@ int cli_cmd_partition(int argc, char **argv)
     if (json) {
         tma_partition_result_destroy(r);
         char *path = tma_path_join(out, "partition.json");
-        int rc = path ? cli_print_file(path) : CLI_EXIT_RUNTIME;
+        rc = path ? cli_print_file(path) : CLI_EXIT_RUNTIME;
         free(path);
         return rc;
     }
     printf("partitioned %s into %s: scheme %s", args.pos[0], out, tma_partition_scheme_str(o.scheme));
     if (o.scheme == TMA_PARTITION_SUPERNODE)
         printf(":%" PRId64, o.num_clusters);
-    printf(", %d shards, seed %" PRId64 "\n", o.num_shards, seed);
+    printf(", %d shards, seed %" PRId64 "; about %.0f MiB of the %.0f MiB budget (%s)\n", o.num_shards, seed,
+           (double)need / (1 << 20), (double)o.memory / (1 << 20), why);
     printf("%6s %12s %14s %9s %10s %10s\n", "shard", "nodes", "edges", "clusters", "label_tv", "feat_dist");
     for (int32_t s = 0; s < o.num_shards; s++) {
         printf("%6d %12" PRId64 " %14" PRId64 " ", s, r->shard_nodes[s], r->shard_edges[s]);

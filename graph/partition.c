@@ -585,6 +585,15 @@ static tma_status_t bufs_alloc(const tma_graph_t *g, shard_bufs_t *b)
     return TMA_OK;
 }
 
+uint64_t tma_partition_peak_bytes(const tma_graph_t *g, const tma_partition_opts_t *o)
+{
+    const double n = (double)g->num_nodes, entries = 2.0 * (double)g->num_train_edges;
+    double b = 28 * n + (double)SHARD_BLOCK * ((double)g->feature_dim * 4 + 12) + (double)SHARD_BLOCK_ENTRIES * 16;
+    if (o->scheme != TMA_PARTITION_RANDOM)
+        b += (n + 1 + entries) * sizeof(idx_t) * 4 + 4 * n;
+    return b > 1.8e19 ? UINT64_MAX : (uint64_t)b;
+}
+
 tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, const tma_partition_opts_t *o,
                                const char *dir, tma_partition_result_t **res_p)
 {
@@ -602,6 +611,17 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
     if (o->seed >= (uint64_t)TMA_GRAPH_MAX_SEED) {
         tma_log_error(COMP, "--seed must be below 2^53");
         return TMA_ERR_INVALID;
+    }
+    const uint64_t need = tma_partition_peak_bytes(g, o);
+    if (o->memory && need > o->memory) {
+        tma_log_error(COMP, "%s: the %s scheme needs about %.0f MiB for %" PRId64 " nodes and %" PRId64
+                      " training edges, over the memory budget of %.0f MiB: give a larger --memory%s",
+                      graph_path, tma_partition_scheme_str(o->scheme), (double)need / (1 << 20), n,
+                      g->num_train_edges, (double)o->memory / (1 << 20),
+                      o->scheme == TMA_PARTITION_RANDOM ? ""
+                                                        : ", or use --scheme random (there is no streaming "
+                                                          "clusterer for graphs beyond METIS's memory yet)");
+        return TMA_ERR_NOMEM;
     }
     tma_partition_result_t *r = result_create(S);
     int32_t *part = malloc((size_t)n * sizeof *part), *cluster = NULL;

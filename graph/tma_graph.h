@@ -485,7 +485,13 @@ typedef struct tma_partition_opts {
     int32_t num_shards;
     int64_t num_clusters; /* supernode only: N mini-clusters */
     uint64_t seed;        /* < TMA_GRAPH_MAX_SEED */
+    uint64_t memory;      /* working-memory budget in bytes (0: none); see tma_partition_peak_bytes */
 } tma_partition_opts_t;
+
+/* About the working memory tma_partition_run needs for g with o, beside the
+ * mapped graph: per-node arrays (28 bytes a node) and block buffers, and for
+ * METIS-based schemes METIS's graph and its coarsening copies. */
+uint64_t tma_partition_peak_bytes(const tma_graph_t *g, const tma_partition_opts_t *o);
 
 /* Parses "random", "metis" or "supernode:N" into o->scheme and
  * o->num_clusters; TMA_ERR_INVALID (not logged) otherwise. */

@@ -93,6 +93,14 @@ expect_fail 1 'memory budget of 1\.0 MiB is too small to make progress' -- \
   "$TMA_BIN" gen rmat --scale 16 --edges 400000 -o "$d/out/g.tmag" --memory 1M
 expect_fail 1 'typed SBM is built in memory only' -- \
   "$TMA_BIN" gen sbm --nodes 60000 --node-types 2 --relations 2 -o "$d/out/g.tmag" --memory 1M
+"$TMA_BIN" gen sbm --nodes 20000 -o "$d/s.tmag" >/dev/null || fail "gen sbm failed"
+expect_fail 1 'the metis scheme needs about [0-9]+ MiB .* over the memory budget of 2 MiB.*--scheme random' -- \
+  "$TMA_BIN" partition "$d/s.tmag" --scheme metis --shards 3 -o "$d/out/p" --memory 2M
+expect_fail 1 'the random scheme needs about [0-9]+ MiB' -- \
+  "$TMA_BIN" partition "$d/s.tmag" --scheme random --shards 3 -o "$d/out/p" --memory 2M
+expect_fail 2 '--memory: expected a size' -- "$TMA_BIN" partition "$d/s.tmag" --scheme random --shards 3 -o "$d/out/p" --memory 4X
+[ ! -e "$d/out/p/partition.json" ] || fail "a partition.json under a refused budget"
+rm -rf "$d/out/p"
 [ -z "$(ls -A "$d/out")" ] || fail "files left behind: $(ls -A "$d/out")"
 echo "ok: budget errors"
 

@@ -242,13 +242,13 @@ int main(void)
         CHECK_OK(tma_partition_info_load(dr, &info));
         tma_graph_t *shard;
         CHECK_OK(tma_graph_open(info->shard_paths[0], 0, &shard));
-        tma_partition_opts_t o = {TMA_PARTITION_RANDOM, 2, 0, 1};
+        tma_partition_opts_t o = {TMA_PARTITION_RANDOM, 2, 0, 1, 0};
         tma_partition_result_t *r;
         char *d = tma_path_join(dir_root, "refused");
         CHECK_STATUS(tma_partition_run(shard, info->shard_paths[0], &o, d, &r), TMA_ERR_INVALID);
         o.num_shards = (int32_t)g->num_nodes + 1;
         CHECK_STATUS(tma_partition_run(g, gpath, &o, d, &r), TMA_ERR_INVALID);
-        o = (tma_partition_opts_t){TMA_PARTITION_SUPERNODE, 3, g->num_nodes + 1, 1};
+        o = (tma_partition_opts_t){TMA_PARTITION_SUPERNODE, 3, g->num_nodes + 1, 1, 0};
         CHECK_STATUS(tma_partition_run(g, gpath, &o, d, &r), TMA_ERR_INVALID);
         CHECK(!tma_dir_exists(d));
         tma_graph_t huge = *g;
