@@ -1473,8 +1473,8 @@ uint64_t tma_graph_import_peak_bytes(const char *src, int32_t feat_dim)
 {
     /* Text: at most one edge in 4 bytes ("1 2\n"), one in 8 is usual; a
      * gzip file about 5 times its size.  Each edge costs 32 bytes in
-     * memory (pairs and adjacency); the features their file's size, or
-     * feat_dim floats for each node of the edges (about one node in 8). */
+     * memory (pairs and adjacency); the features twice their file's size,
+     * or feat_dim floats for each node. */
     char *edges = tma_path_join(src, "edges.txt"), *npy = tma_path_join(src, "features.npy");
     char *feats = tma_path_join(src, "features.txt");
     struct stat st;
@@ -1488,7 +1488,9 @@ uint64_t tma_graph_import_peak_bytes(const char *src, int32_t feat_dim)
             fclose(f);
         }
         double text = (double)st.st_size * (magic[0] == 0x1f && magic[1] == 0x8b ? 5 : 1);
-        bytes += text / 8 * 32 + text / 64 * (feat_dim > 0 ? feat_dim : TMA_GRAPH_DEFAULT_FEAT_DIM) * 4;
+        /* Without a node count to go by, as many nodes as edges: more than
+         * most graphs have, so the estimate errs towards out of core. */
+        bytes += text / 8 * 32 + text / 8 * (feat_dim > 0 ? feat_dim : TMA_GRAPH_DEFAULT_FEAT_DIM) * 4;
     }
     if (npy && stat(npy, &st) == 0)
         bytes += (double)st.st_size * 2;
