@@ -52,10 +52,13 @@ CLEANFILES += $(GNN_CUDA_OBJS)
 GNN_NVCC = $(NVCC) $(NVCCFLAGS) -std=c++20 -include $(top_builddir)/config.h -D_GNU_SOURCE \
 	-I$(top_srcdir)/common -I$(top_srcdir)/graph -I$(top_srcdir)/gnn $(CJSON_CFLAGS) \
 	-Xcompiler -fPIC,-Wall,-Wno-unused-parameter,-Wno-unused-function
-gnn/cuda/cuda_backend.$(OBJEXT): $(srcdir)/gnn/cuda/cuda_backend.cu $(GNN_CUDA_HDRS:%=$(srcdir)/%) config.h
+# local.mk too: objects an older build compiled without -fPIC cannot go into the module.
+gnn/cuda/cuda_backend.$(OBJEXT): $(srcdir)/gnn/cuda/cuda_backend.cu $(GNN_CUDA_HDRS:%=$(srcdir)/%) config.h \
+		$(srcdir)/gnn/local.mk
 	@$(MKDIR_P) gnn/cuda
 	$(AM_V_CC)$(GNN_NVCC) -c $(srcdir)/gnn/cuda/cuda_backend.cu -o $@
-gnn/cuda/cuda_kernels.$(OBJEXT): $(srcdir)/gnn/cuda/cuda_kernels.cu $(srcdir)/gnn/cuda/cuda_int.h config.h
+gnn/cuda/cuda_kernels.$(OBJEXT): $(srcdir)/gnn/cuda/cuda_kernels.cu $(srcdir)/gnn/cuda/cuda_int.h config.h \
+		$(srcdir)/gnn/local.mk
 	@$(MKDIR_P) gnn/cuda
 	$(AM_V_CC)$(GNN_NVCC) -c $(srcdir)/gnn/cuda/cuda_kernels.cu -o $@
 endif
