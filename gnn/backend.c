@@ -13,10 +13,6 @@
 
 #define COMP "gnn"
 
-#ifdef HAVE_CUDA
-extern const tma_gnn_ops_t tma_gnn_cuda_ops;
-#endif
-
 /* ------------------------------------------------------------------ registry */
 
 tma_status_t tma_gnn_device_parse(const char *device, int *gpu_p)
@@ -64,7 +60,14 @@ tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_bac
     } else if (tma_gnn_device_valid(device)) {
         /* "cuda" or "cuda:N" ("cpu" was taken above) */
 #ifdef HAVE_CUDA
-        ops = &tma_gnn_cuda_ops;
+        /* Its module, loaded now (backend_cuda.c): a CPU-only process never maps CUDA. */
+        const gnn_cuda_module_t *mod;
+        const char *why;
+        if (gnn_cuda_module_load(&mod, &why) != TMA_OK) {
+            tma_log_error(COMP, "device %s: no usable GPU: %s; or use --device cpu", device, why);
+            return TMA_ERR_NO_DEVICE;
+        }
+        ops = mod->ops;
 #else
         tma_log_error(COMP, "device \"%s\": this build of tma has no CUDA backend (configure --with-cuda)",
                       device);
@@ -138,6 +141,21 @@ int tma_gnn_cuda_built(void)
 {
 #ifdef HAVE_CUDA
     return 1;
+#else
+    return 0;
+#endif
+}
+
+int tma_gnn_cuda_device_count(void)
+{
+#ifdef HAVE_CUDA
+    const gnn_cuda_module_t *mod;
+    const char *why;
+    if (gnn_cuda_module_load(&mod, &why) != TMA_OK) {
+        tma_log_debug(COMP, "no GPU: %s", why);
+        return 0;
+    }
+    return mod->device_count();
 #else
     return 0;
 #endif

@@ -326,6 +326,47 @@ extern const tma_gnn_ops_t tma_gnn_cpu_avx2_ops;    /* gnn/cpu/, built for AVX2 
 extern const tma_gnn_ops_t tma_gnn_cpu_generic_ops; /* gnn/cpu/, baseline x86-64 */
 extern const tma_gnn_ops_t tma_gnn_ref_ops;         /* gnn/ref/ */
 
+/*
+ * The CUDA backend is a module of its own, tma-cuda.so (gnn/cuda/ and
+ * cuda_module.c): the one file that links cuBLAS and the CUDA runtime.
+ * backend_cuda.c loads it with dlopen the first time a process asks for a
+ * CUDA device or counts GPUs, so a CPU-only process never maps those
+ * libraries (about 100 MB of anonymous memory before main, which
+ * docs/benchmarks.md measures).  The module is built from the same tree as
+ * the program that loads it: the host checks the version and the sizes of
+ * the structs they share before it uses the ops table.
+ */
+#define GNN_CUDA_MODULE_FILE "tma-cuda.so"
+#define GNN_CUDA_MODULE_ENTRY "tma_gnn_cuda_module"
+
+/* What the host lends the module: the process's log, and the one parser of
+ * device names (the module sees none of the host's symbols). */
+typedef struct gnn_cuda_host {
+    void (*log_vmsg)(tma_log_level_t level, const char *component, const char *fmt, va_list ap);
+    tma_log_level_t (*log_get_level)(void);
+    tma_status_t (*device_parse)(const char *device, int *gpu_p);
+} gnn_cuda_host_t;
+
+/* What the module's entry returns (static storage, never freed). */
+typedef struct gnn_cuda_module {
+    const char *version; /* PACKAGE_VERSION of the tree it was built from */
+    size_t ops_size, backend_size; /* sizeof(tma_gnn_ops_t), sizeof(tma_gnn_backend_t) there */
+    const tma_gnn_ops_t *ops;
+    int (*device_count)(void); /* the GPUs the CUDA runtime sees; 0 on any error */
+} gnn_cuda_module_t;
+
+/* The module's one exported function, GNN_CUDA_MODULE_ENTRY; it keeps `host`. */
+typedef const gnn_cuda_module_t *(*gnn_cuda_module_entry_t)(const gnn_cuda_host_t *host);
+
+/* backend_cuda.c: the CUDA module, loaded once a process (thread-safe; never
+ * unloaded).  TMA_OK and the module, or TMA_ERR_NO_DEVICE and *why_p, a
+ * sentence naming the file and what is wrong with it (static storage).  Logs
+ * nothing: the caller says what it could not do.  Where it looks:
+ * $TMA_CUDA_MODULE (the file, and only it), else tma-cuda.so beside the
+ * running program (the build tree), else in the installed $(pkglibdir),
+ * also when the whole install tree was moved (make install DESTDIR=...). */
+tma_status_t gnn_cuda_module_load(const gnn_cuda_module_t **mod_p, const char **why_p);
+
 /* Staging memory for uploads: page-locked where the backend has it (see
  * host_alloc above), else aligned host memory; NULL when out of memory. */
 void *tma_gnn_backend_host_alloc(tma_gnn_backend_t *b, size_t bytes);

@@ -55,8 +55,17 @@ typedef struct tma_gnn_backend tma_gnn_backend_t;
  * logged with the reason. */
 tma_status_t tma_gnn_backend_create(const char *device, int threads, tma_gnn_backend_t **b_p);
 void tma_gnn_backend_destroy(tma_gnn_backend_t *b);
-/* 1 when this build has the CUDA backend (configure found the toolkit). */
+/* 1 when this build has the CUDA backend (configure found the toolkit).
+ * The backend itself is a module, tma-cuda.so, loaded on the first CUDA
+ * backend or tma_gnn_cuda_device_count: only then does a process map the
+ * CUDA libraries.  A missing module, or CUDA libraries it cannot load, make
+ * tma_gnn_backend_create answer TMA_ERR_NO_DEVICE with a log line naming
+ * the file. */
 int tma_gnn_cuda_built(void);
+/* The GPUs this process can use: loads the CUDA module and asks the CUDA
+ * runtime.  0 on any error (no CUDA in the build, no module, no driver, no
+ * GPU); the reason is logged at debug level.  Thread-safe. */
+int tma_gnn_cuda_device_count(void);
 /* "cpu", "ref", ... */
 const char *tma_gnn_backend_name(const tma_gnn_backend_t *b);
 int tma_gnn_backend_threads(const tma_gnn_backend_t *b);

@@ -799,6 +799,21 @@ static tma_status_t cuda_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f,
     return TMA_OK;
 }
 
+/* ------------------------------------------------------------------ the GPUs */
+
+/* The module's probe (cuda_module.c): 0 on any error, as "no GPU". */
+extern "C" int cuda_device_count(void);
+
+int cuda_device_count(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 /* C linkage, and extern: a namespace-scope const is internal in C++. */

@@ -1,5 +1,6 @@
 #!/bin/bash
-# test_install.sh: `make install DESTDIR=...` installs the tma program, a man
+# test_install.sh: `make install DESTDIR=...` installs the tma program (and its
+# CUDA module, in a CUDA build), a man
 # page for tma and each command (made from the --help texts by help2man, when
 # configure found it), and a bash completion that completes the commands and
 # each command's options from the installed tma.
@@ -10,6 +11,17 @@ env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$TMA_BUILDDIR" install DESTD
   { tail -20 "$TMP_ROOT/install.out" >&2; fail "make install DESTDIR failed"; }
 bin=$(find "$D" -path '*/bin/tma' -type f) && [ -x "$bin" ] || fail "no bin/tma under $D"
 "$bin" --version | grep -q '^tma ' || fail "the installed tma does not run"
+
+# The CUDA backend's module: installed in pkglibdir, where the installed tma
+# (here under DESTDIR) finds it without TMA_CUDA_MODULE, and it alone links CUDA.
+if "$bin" --version | grep -q "CUDA support: compiled in"; then
+  mod=$(find "$D" -path '*/lib/tma/tma-cuda.so' -type f) && [ -n "$mod" ] || fail "no lib/tma/tma-cuda.so under $D"
+  ! ldd "$bin" | grep -E 'libcudart|libcublas' || fail "the installed tma links CUDA itself"
+  "$TMA_BUILDDIR/tests/gnn/write_test_graph" "$TMP_ROOT/g.tmag" 200 8 0 1 || hard "cannot write the test graph"
+  env -u TMA_CUDA_MODULE "$bin" train "$TMP_ROOT/g.tmag" --device cuda --steps 1 -q -o "$TMP_ROOT/run" \
+    > /dev/null 2> "$TMP_ROOT/cuda.err"
+  if grep -q "module" "$TMP_ROOT/cuda.err"; then cat "$TMP_ROOT/cuda.err" >&2; fail "the installed tma did not load $mod"; fi
+fi
 
 # Man pages: one for tma and one for each command of `tma --help`.
 cmds=$("$bin" --help | awk '/^Commands:/ {c = 1; next} c && /^  [a-z]/ {print $1} c && /^$/ {c = 0}')

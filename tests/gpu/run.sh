@@ -2,7 +2,8 @@
 # tests/gpu/run.sh: everything the CUDA backend needs a GPU for, in one go, on a
 # machine with an NVIDIA GPU and the CUDA toolkit (made for one H200; about 6 to 8
 # minutes there, inside the 10 a device call may take):
-#   1. builds tma with CUDA (configure --with-cuda) in _build_gpu/, timing nvcc;
+#   1. builds tma with CUDA (configure --with-cuda) in _build_gpu/, timing nvcc
+#      (the backend is the module _build_gpu/tma-cuda.so, which tma loads);
 #   2. runs every GPU test (tests/gpu/*, and the CPU/reference tests the backend
 #      rests on) and fails if any of them was skipped; then test_ops and
 #      test_cuda_step again under compute-sanitizer (memcheck) where it exists;
@@ -187,6 +188,10 @@ record nvcc_seconds_j2 "$NVCC_S"
 make -j"$JOBS" >> "$LOG" 2>&1 || die "make failed (see $LOG)"
 make -j"$JOBS" bench >> "$LOG" 2>&1 || die "make bench failed (see $LOG)"
 ./tma --version | grep -q "CUDA support: compiled in" || die "tma --version does not report CUDA"
+# The CUDA backend is the module tma-cuda.so beside tma; the test and benchmark
+# programs in subfolders (and compute-sanitizer's runs) find it through this.
+[ -f tma-cuda.so ] || die "the build made no tma-cuda.so"
+export TMA_CUDA_MODULE=$B/tma-cuda.so
 if [ $BUILD_ONLY -eq 1 ]; then
   say "built with CUDA in $B (--build-only: no GPU checks)"
   exit 0

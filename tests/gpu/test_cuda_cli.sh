@@ -42,6 +42,31 @@ if ! "$TMA_BIN" --version | grep -q "CUDA support: compiled in"; then
   echo "checked: this build has no CUDA backend, and says so"
   exit 0
 fi
+# --- the CUDA module (tma-cuda.so, loaded only when a CUDA device is asked for) ---
+# tma itself links no CUDA library; a module that is missing, cannot load its
+# CUDA libraries, or is not tma's, is a clear error naming the file, never a crash.
+! ldd "$TMA_BIN" | grep -E 'libcudart|libcublas' || fail "tma links the CUDA libraries itself"
+[ -f "$TMA_CUDA_MODULE" ] || fail "no CUDA module at $TMA_CUDA_MODULE (tests/harness.sh sets it)"
+TMA_CUDA_MODULE=$TMP_ROOT/none.so expect_fail 1 "no usable GPU: cannot load the CUDA backend's module $TMP_ROOT/none.so" -- \
+  "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --device cuda --steps 5 -o "$TMP_ROOT/nomod"
+(unset TMA_CUDA_MODULE; cp "$TMA_BIN" "$TMP_ROOT/tma-alone"
+ expect_fail 1 "module tma-cuda.so is neither beside the program \($TMP_ROOT\)" -- \
+   "$TMP_ROOT/tma-alone" eval "$G" "$RUN/best.tmaw" --device cuda) || exit 1
+if command -v cc > /dev/null; then
+  # A module whose CUDA runtime is gone: it needs a libcudart.so.99 that was deleted.
+  echo 'void tma_gnn_cuda_module(void) {}' > "$TMP_ROOT/m.c"
+  cc -shared -fPIC -Wl,-soname,libcudart.so.99 -o "$TMP_ROOT/libcudart.so.99" -x c /dev/null &&
+    cc -shared -fPIC -o "$TMP_ROOT/nolib.so" "$TMP_ROOT/m.c" -Wl,--no-as-needed "$TMP_ROOT/libcudart.so.99" &&
+    rm "$TMP_ROOT/libcudart.so.99" || hard "cannot build the test's module"
+  TMA_CUDA_MODULE=$TMP_ROOT/nolib.so expect_fail 1 "module $TMP_ROOT/nolib.so: libcudart.so.99: cannot open" -- \
+    "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --device cuda
+  # Some other library where the module should be.
+  cc -shared -fPIC -o "$TMP_ROOT/other.so" -x c /dev/null || hard "cannot build the test's library"
+  TMA_CUDA_MODULE=$TMP_ROOT/other.so expect_fail 1 "other.so is not tma's CUDA module" -- \
+    "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --device cuda
+fi
+[ ! -e "$TMP_ROOT/nomod" ] || fail "a run without the CUDA module left its folder behind"
+
 if ! ls /dev/nvidia[0-9]* > /dev/null 2>&1; then
   expect_fail 1 'no usable GPU: cudaGetDeviceCount failed' -- \
     "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --device cuda --steps 5 -o "$TMP_ROOT/nogpu"

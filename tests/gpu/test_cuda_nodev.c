@@ -7,6 +7,7 @@
  *     TMA_ERR_NO_DEVICE, and the logged reason says "no usable GPU";
  *   - a CUDA build with a GPU starts "cuda" and "cuda:0", and refuses an
  *     index the machine does not have with TMA_ERR_NO_DEVICE;
+ *   - tma_gnn_cuda_device_count (which loads the CUDA module) agrees;
  *   - malformed names are TMA_ERR_INVALID, and "cpu" works regardless;
  *   - a trainer and an evaluator configured for a missing device fail with
  *     the same status, and a CPU trainer still steps.
@@ -55,6 +56,12 @@ int main(void)
         tma_status_t st = try_create(bad[i]);
         CHECK_MSG(st == TMA_ERR_INVALID, "\"%s\": %s, expected an invalid device", bad[i], tma_status_str(st));
     }
+
+    /* The probe: the GPUs the CUDA runtime sees, 0 for anything wrong. */
+    const int count = tma_gnn_cuda_device_count();
+    fprintf(stderr, "tma_gnn_cuda_device_count: %d\n", count);
+    CHECK_MSG(built && visible ? count > 0 : count == 0, "%d GPUs counted (built %d, visible %d)", count, built,
+              visible);
 
     tma_status_t st = try_create("cuda");
     if (!built) {
