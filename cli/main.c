@@ -62,14 +62,25 @@ static void print_version(void)
  * passive waiting avoids it.  So unless the user chose a policy, tma runs
  * itself again with OMP_WAIT_POLICY=PASSIVE (docs/model.md, "Threads").
  */
+/*
+ * The same re-run sets OPENBLAS_NUM_THREADS=1 (whatever it was): every product of
+ * the CPU backend runs on single-threaded OpenBLAS (tma parallelises over
+ * the outputs itself), but a threaded OpenBLAS starts its thread pool when
+ * it is loaded, each thread reserving a 128 MiB buffer.  Under a data limit
+ * (`ulimit -d`, prlimit --data) that reservation can fail, and the pool's
+ * thread then retries forever, so that the process hangs in exit().
+ */
 static void ensure_passive_openmp(char **argv)
 {
-    if (getenv("OMP_WAIT_POLICY"))
-        return;
-    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
-        return;
-    execv("/proc/self/exe", argv);
-    /* If that failed, carry on with the policy libgomp already has. */
+    int again = 0;
+    if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0)
+        again = 1;
+    const char *ob = getenv("OPENBLAS_NUM_THREADS");
+    if ((!ob || strcmp(ob, "1") != 0) && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0)
+        again = 1;
+    if (again)
+        execv("/proc/self/exe", argv);
+    /* If that failed, carry on as loaded. */
 }
 
 int main(int argc, char **argv)

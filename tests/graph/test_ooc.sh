@@ -11,9 +11,9 @@
 need prlimit util-linux
 
 d=$TMP_ROOT
-cap=$((512 << 20))
-# About 610 MB: 65,536 nodes of 2,304 features, beyond the cap.
-gen=(gen rmat --scale 16 --edges 400000 --feat-dim 2304 --negatives 100 --seed 3 --json)
+cap=$((192 << 20))
+# About 280 MB: 65,536 nodes of 1,024 features, beyond the cap.
+gen=(gen rmat --scale 16 --edges 400000 --feat-dim 1024 --negatives 100 --seed 3 --json)
 
 prlimit --data=$cap "$TMA_BIN" "${gen[@]}" -o "$d/cap.tmag" >"$d/cap.json" || fail "capped gen failed"
 size=$(stat -c %s "$d/cap.tmag")
@@ -34,6 +34,17 @@ rm -rf "$d/cap.tmag" "$d/pcap"
 [ "$(cd "$d/pfree" && sha256sum shard-*.tmag)" = "$shards_cap" ] || fail "capped and uncapped partitions differ"
 rm -rf "$d/free.tmag" "$d/pfree"
 echo "ok: R-MAT of $size bytes generated and partitioned under a $cap-byte cap, identical to the uncapped run"
+
+# A tight cap never hangs a process: a threaded OpenBLAS (asked for here)
+# used to start a pool whose 128 MiB buffers the cap refused, and its thread
+# retried forever, so that exit() hung; tma runs OpenBLAS single-threaded.
+rc=0
+OPENBLAS_NUM_THREADS=2 timeout -s KILL 120 prlimit --data=$((100 << 20)) "$TMA_BIN" gen rmat --scale 16 \
+  --edges 2000000 -o "$d/tight.tmag" >"$d/tight.out" 2>&1 || rc=$?
+[ $rc -ne 137 ] || fail "tma gen under a 100 MiB cap hung (killed after 120 s)"
+[ $rc -eq 0 ] || fail "tma gen under a 100 MiB cap: exit $rc: $(tail -3 "$d/tight.out")"
+rm -f "$d/tight.tmag"
+echo "ok: a 100 MiB cap with OPENBLAS_NUM_THREADS=2 set: done, no hang"
 
 # The SBM (labels, class-centroid features, homophily) forced out of core.
 sbm=(gen sbm --nodes 60000 --avg-degree 24 --classes 5 --feat-dim 16 --seed 9 --json)
