@@ -411,6 +411,15 @@ static tma_status_t merge_runs(ooc_t *b)
     while (nh > 0) {
         reader_t *r = heap[0];
         int64_t key = r->buf[r->pos++];
+        /* Sorted runs merge in order, within the node range: anything else
+         * is a damaged file, caught before it is acted on (a wild node id
+         * would close billions of rows), not only at its run's checksum. */
+        if (key < last || (key >> 32) >= b->n || (key & 0xffffffff) >= b->n) {
+            tma_log_error(COMP, "a temporary file in %s is torn: sorted run %d holds an entry out of order or "
+                          "outside the %" PRId64 " nodes", b->runs_file.dir, r->run, b->n);
+            st = TMA_ERR_CHECKSUM;
+            goto done;
+        }
         if (key != last && (st = emit(b, key, &row)) != TMA_OK)
             goto done;
         last = key;

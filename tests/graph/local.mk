@@ -1,9 +1,9 @@
 check_PROGRAMS += tests/graph/test_tmag
 TESTS += tests/graph/test_tmag
 check_PROGRAMS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition tests/graph/test_typed \
-	tests/graph/test_npy
+	tests/graph/test_npy tests/graph/test_ooc_unit
 TESTS += tests/graph/test_import tests/graph/test_gen tests/graph/test_partition tests/graph/test_typed \
-	tests/graph/test_npy
+	tests/graph/test_npy tests/graph/test_ooc_unit
 # The sampler, on the planted-partition graphs of tests/gnn/gnn_testutil.c.
 check_PROGRAMS += tests/graph/test_sampler
 tests_graph_test_sampler_LDADD = tests/gnn/libgnn_testutil.a $(TMA_TEST_LDADD)
