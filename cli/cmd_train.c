@@ -8,6 +8,13 @@
  * run folder's one format (job/run.c), so `tma report` reads it like a
  * distributed run.  Ctrl-C (SIGINT) or SIGTERM ends training early, still
  * writes the results, and exits 128 + the signal.
+ *
+ * Every validation also saves the run's state, RUN/last.opt (the weights,
+ * the optimizer state, the step and time spent, the best so far: one file,
+ * renamed into place, written before the files it vouches for) and
+ * RUN/last.tmaw (the latest weights), so `--resume RUN` continues a run that
+ * was stopped or killed from its last validation; in step mode it ends with
+ * the weights of a run that never stopped, bit for bit.
  */
 #include "cli_int.h"
 #include "tma_gnn.h"
@@ -18,13 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t g_stop;
 
 /* The flags. */
 typedef struct train_flags {
-    const char *graph, *config, *out, *encoder, *device, *init;
+    const char *graph, *config, *out, *encoder, *device, *init, *resume;
     double seconds, eval_every, lr;
     int64_t steps, threads, seed, batch;
     int seen_seconds, seen_steps, seen_eval, seen_lr, seen_seed, quiet, json, force;
@@ -38,7 +46,10 @@ typedef struct train_run {
     tma_gnn_trainer_t *tr;
     tma_gnn_evaluator_t *ev;
     float *params;
-    char *metrics_path, *best_path;
+    tma_gnn_opt_state_t opt; /* the trainer's optimizer state, saved with last.opt */
+    char *graph_abs;          /* the graph's absolute path, for result.json and --resume */
+    int tensorboard;
+    char *metrics_path, *best_path, *last_path, *opt_path;
     tma_tfevents_t *tb; /* RUN/events.out.tfevents.* */
     double started; /* wall clock */
     /* progress */
@@ -50,9 +61,66 @@ typedef struct train_run {
     int64_t best_step, best_round, last_eval_step;
     int evals;
     int tty;
+    cJSON *resumed; /* --resume: the progress object of RUN/last.opt */
+    char *resume_config; /* --resume: RUN/config.json */
 } train_run_t;
 
-/* One validation pass, one round: metrics line, best weights. */
+/* A number that reads back the same double (cJSON prints 15 digits when
+ * they come within its tolerance); null when not finite. */
+static void add_exact(cJSON *o, const char *key, double v)
+{
+    char text[40];
+    snprintf(text, sizeof text, "%.17g", v);
+    cJSON_AddRawToObject(o, key, isfinite(v) ? text : "null");
+}
+
+/* The state after the validation in progress, `line` its metrics line,
+ * into RUN/last.opt: what --resume needs beyond config.json. */
+static tma_status_t save_state(train_run_t *r, const cJSON *line)
+{
+    const train_flags_t *f = r->f;
+    tma_status_t st = tma_gnn_trainer_get_opt(r->tr, &r->opt);
+    if (st != TMA_OK)
+        return st;
+    char gid[24];
+    snprintf(gid, sizeof gid, "%016llx", (unsigned long long)r->g->graph_id);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *budget = o ? cJSON_AddObjectToObject(o, "budget") : NULL;
+    cJSON *l = line ? cJSON_Duplicate(line, 1) : NULL;
+    if (!budget || !l) {
+        cJSON_Delete(o);
+        cJSON_Delete(l);
+        return TMA_ERR_NOMEM;
+    }
+    if (f->seen_steps)
+        cJSON_AddNumberToObject(budget, "steps", (double)f->steps);
+    else
+        add_exact(budget, "seconds", f->seconds);
+    cJSON_AddStringToObject(o, "graph", r->graph_abs);
+    cJSON_AddStringToObject(o, "graph_id", gid);
+    add_exact(o, "eval_every_seconds", f->eval_every);
+    cJSON_AddBoolToObject(o, "tensorboard", r->tensorboard);
+    add_exact(o, "started", r->started);
+    add_exact(o, "train_seconds", r->train_s);
+    cJSON_AddNumberToObject(o, "steps", (double)r->steps);
+    cJSON_AddNumberToObject(o, "rounds", r->evals);
+    add_exact(o, "last_val_mrr", r->last_val);
+    add_exact(o, "best_val_mrr", r->best_val);
+    add_exact(o, "best_at_seconds", r->best_at);
+    cJSON_AddNumberToObject(o, "best_step", (double)r->best_step);
+    cJSON_AddNumberToObject(o, "best_round", (double)r->best_round);
+    cJSON_AddItemToObject(o, "line", l);
+    st = tma_gnn_opt_write(r->opt_path, &r->cfg, r->params, &r->opt, o);
+    cJSON_Delete(o);
+    return st;
+}
+
+/*
+ * One validation pass, one round.  The state goes first (last.opt), then
+ * best.tmaw, last.tmaw and the metrics line: a process killed in between
+ * leaves a state that --resume completes them from (it holds this round's
+ * weights and line), never files ahead of the state.
+ */
 static tma_status_t evaluate(train_run_t *r)
 {
     tma_status_t st = tma_gnn_trainer_get_params(r->tr, r->params);
@@ -67,14 +135,12 @@ static tma_status_t evaluate(train_run_t *r)
     r->evals++;
     r->last_val = mrr;
     r->last_eval_step = r->steps;
-    if (r->evals == 1 || mrr > r->best_val) {
+    const int better = r->evals == 1 || mrr > r->best_val;
+    if (better) {
         r->best_val = mrr;
         r->best_at = r->train_s;
         r->best_step = r->steps;
         r->best_round = r->evals;
-        st = tma_gnn_weights_write(r->best_path, &r->cfg, r->params, (uint64_t)r->evals);
-        if (st != TMA_OK)
-            return st;
     }
     double loss = r->loss_n ? r->loss_sum / (double)r->loss_n : NAN;
     cJSON *o = cJSON_CreateObject();
@@ -86,17 +152,25 @@ static tma_status_t evaluate(train_run_t *r)
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
     cJSON_AddNumberToObject(o, "loss", isfinite(loss) ? loss : -1.0);
     cJSON_AddNumberToObject(o, "val_mrr", mrr);
-    cJSON_AddNumberToObject(o, "best_val_mrr", r->best_val);
+    add_exact(o, "best_val_mrr", r->best_val);
     cJSON_AddNumberToObject(o, "edges_per_second",
                             r->train_s > 0 ? (double)r->steps * r->cfg.batch_size / r->train_s : 0);
     cJSON_AddNumberToObject(o, "eval_seconds", infer_s + score_s);
     tma_gnn_metrics_json(&m, "val_", o);
-    st = tma_job_run_append_line(r->metrics_path, o);
+    r->loss_sum = 0;
+    r->loss_n = 0;
+    st = save_state(r, o);
+    if (st == TMA_OK && better)
+        st = tma_gnn_weights_write(r->best_path, &r->cfg, r->params, (uint64_t)r->evals);
+    /* last.tmaw's round is the step, so two runs that reach one step write
+     * the same bytes. */
+    if (st == TMA_OK)
+        st = tma_gnn_weights_write(r->last_path, &r->cfg, r->params, (uint64_t)r->steps);
+    if (st == TMA_OK)
+        st = tma_job_run_append_line(r->metrics_path, o);
     if (st == TMA_OK)
         st = tma_job_run_tb_line(r->tb, o);
     cJSON_Delete(o);
-    r->loss_sum = 0;
-    r->loss_n = 0;
     return st;
 }
 
@@ -136,6 +210,10 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         {"force", 0, CLI_FLAG, &f->force, NULL, "replace the run in an -o folder that holds one", NULL},
         {"init", 0, CLI_STR, &f->init, "WEIGHTS",
          "start from these weights (a .tmaw of the same model) instead of fresh ones: fine-tuning", NULL},
+        {"resume", 0, CLI_STR, &f->resume, "RUN",
+         "continue the run in RUN from its last validation (RUN/last.opt), into RUN; G.tmag may be left out. "
+         "--steps or --seconds set a new total budget",
+         NULL},
         {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage, mlp or rgcn", NULL},
         {"threads", 0, CLI_INT, &f->threads, "N", "override train.threads (0: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &f->device, "DEV",
@@ -148,20 +226,40 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {
-        "train", "G.tmag [--config model.json] [--seconds T | --steps N] [--eval-every-seconds E] [--device DEV] -o RUN",
+        "train",
+        "G.tmag [--config model.json] [--seconds T | --steps N] [--eval-every-seconds E] [--device DEV] -o RUN | "
+        "[G.tmag] --resume RUN",
         "Trains one link-prediction model on the whole training graph of G.tmag (the centralized baseline), "
         "validating every E seconds. RUN receives config.json, metrics.jsonl (one line per validation, a round), "
         "best.tmaw (the best validated weights), mrr.svg and result.json (the schema of every run folder: "
         "test_mrr, best_val_mrr, convergence_seconds, train_seconds, ...). Training time excludes validation "
-        "pauses. Ctrl-C or SIGTERM stops training early: the results are still written, and tma exits 130 or 143.",
-        opts, 1, 1};
+        "pauses. Every validation also saves last.tmaw (the latest weights) and last.opt (the optimizer state and "
+        "the run's progress), from which --resume RUN continues a stopped or killed run. Ctrl-C or SIGTERM stops "
+        "training early: the results are still written, and tma exits 130 or 143.",
+        opts, 0, 1};
     cli_args_t args;
     if (!cli_args_parse(&spec, argc, argv, &args))
         return args.exit;
     if (f->threads != INT64_MIN && cli_check_threads("train", "--threads", f->threads) != CLI_EXIT_OK)
         return CLI_EXIT_USAGE;
-    f->graph = args.pos[0];
-    if (!f->out)
+    f->graph = args.npos ? args.pos[0] : NULL;
+    if (f->resume) {
+        /* The run's own config, seed and folder: only what does not change
+         * the steps taken may be given again. */
+        const struct {
+            int given;
+            const char *flag;
+        } fixed[] = {{!!f->config, "--config"}, {!!f->encoder, "--encoder"}, {f->seen_seed, "--seed"},
+                     {f->batch != 0, "--batch-size"}, {f->seen_lr, "--lr"}, {!!f->init, "--init"},
+                     {!!f->out, "-o"}, {f->force, "--force"}};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(fixed); i++)
+            if (fixed[i].given)
+                return cli_usage_error("train", "--resume continues the run in %s with its own config and folder: "
+                                                "drop %s", f->resume, fixed[i].flag);
+    } else if (!f->graph) {
+        return cli_usage_error("train", "expected the graph G.tmag (or --resume RUN)");
+    }
+    if (!f->out && !f->resume)
         return cli_usage_error("train", "-o RUN is required (the run folder to create)");
     if (f->seen_seconds && f->seen_steps)
         return cli_usage_error("train", "--seconds and --steps exclude each other");
@@ -175,9 +273,9 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
         return cli_usage_error("train", "--seed: expected a non-negative integer");
     if (f->device && !tma_gnn_device_valid(f->device))
         return cli_usage_error("train", "--device: expected cpu, cuda or cuda:N, got '%s'", f->device);
-    if (!f->seen_seconds && !f->seen_steps)
+    if (!f->seen_seconds && !f->seen_steps && !f->resume)
         f->seconds = 60;
-    if (!f->seen_eval)
+    if (!f->seen_eval && !f->resume)
         f->eval_every = f->seen_steps ? 30 : f->seconds / 10;
     return CLI_GO_ON;
 }
@@ -223,6 +321,137 @@ static int train_config(const train_flags_t *f, tma_gnn_config_t *cfg)
     return tma_gnn_config_validate(cfg, "tma train") == TMA_OK ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 }
 
+/* A number of the progress object of last.opt; *ok cleared when it lacks it. */
+static double progress_num(const cJSON *o, const char *key, int *ok)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v))
+        *ok = 0;
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/*
+ * --resume RUN, before the graph is opened: the config (RUN/config.json),
+ * the state (RUN/last.opt: weights into r->params, the optimizer state into
+ * r->opt) and the progress it records: the graph, the budget (unless the
+ * flags give a new one), the cadence, the steps, time and best so far.  An
+ * exit code (2 for a folder that holds no resumable run, naming the file;
+ * 1 for a damaged state), or CLI_GO_ON.
+ */
+static int train_resume_state(train_flags_t *f, train_run_t *r)
+{
+    char *opt_path = tma_path_join(f->resume, "last.opt");
+    r->resume_config = tma_path_join(f->resume, "config.json");
+    if (!opt_path || !r->resume_config) {
+        free(opt_path);
+        return CLI_EXIT_RUNTIME;
+    }
+    int rc = CLI_EXIT_USAGE;
+    struct stat sb;
+    if (stat(f->resume, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "tma train: --resume %s: no such run folder\n", f->resume);
+        goto out;
+    }
+    if (!tma_file_exists(opt_path) || !tma_file_exists(r->resume_config)) {
+        fprintf(stderr, "tma train: %s: missing: %s holds no run of tma train that can be resumed\n",
+                tma_file_exists(r->resume_config) ? opt_path : r->resume_config, f->resume);
+        goto out;
+    }
+    f->config = r->resume_config;
+    if ((rc = train_config(f, &r->cfg)) != CLI_EXIT_OK)
+        goto out;
+    tma_status_t st = tma_gnn_opt_read(opt_path, &r->cfg, &r->params, &r->opt, &r->resumed);
+    if (st != TMA_OK) {
+        fprintf(stderr, "tma train: %s: cannot resume from it (%s)\n", opt_path, tma_status_str(st));
+        rc = st == TMA_ERR_MISMATCH || st == TMA_ERR_NOT_FOUND ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
+        goto out;
+    }
+    const cJSON *o = r->resumed, *budget = cJSON_GetObjectItemCaseSensitive(o, "budget");
+    const cJSON *graph = cJSON_GetObjectItemCaseSensitive(o, "graph");
+    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(o, "tensorboard");
+    int ok = cJSON_IsObject(budget) && cJSON_IsString(graph) && cJSON_IsBool(tb) &&
+             cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "line"));
+    const int step_budget = cJSON_HasObjectItem(budget, "steps");
+    const double budget_n = progress_num(budget, step_budget ? "steps" : "seconds", &ok);
+    const double eval_every = progress_num(o, "eval_every_seconds", &ok);
+    r->started = progress_num(o, "started", &ok);
+    r->train_s = progress_num(o, "train_seconds", &ok);
+    r->steps = (int64_t)progress_num(o, "steps", &ok);
+    r->evals = (int)progress_num(o, "rounds", &ok);
+    r->last_val = progress_num(o, "last_val_mrr", &ok);
+    r->best_val = progress_num(o, "best_val_mrr", &ok);
+    r->best_at = progress_num(o, "best_at_seconds", &ok);
+    r->best_step = (int64_t)progress_num(o, "best_step", &ok);
+    r->best_round = (int64_t)progress_num(o, "best_round", &ok);
+    if (!ok || r->steps != r->opt.steps || r->evals < 1 || r->best_round < 1 || r->best_round > r->evals) {
+        fprintf(stderr, "tma train: %s: the run's progress is incomplete or inconsistent; it cannot be resumed\n",
+                opt_path);
+        rc = CLI_EXIT_RUNTIME;
+        goto out;
+    }
+    r->last_eval_step = r->steps;
+    r->tensorboard = cJSON_IsTrue(tb);
+    if (!f->graph)
+        f->graph = graph->valuestring;
+    if (!f->seen_steps && !f->seen_seconds) {
+        f->seen_steps = step_budget;
+        f->steps = (int64_t)budget_n;
+        f->seconds = budget_n;
+    }
+    if (!f->seen_eval)
+        f->eval_every = eval_every;
+    /* A run that spent its budget and wrote its result is finished; one
+     * stopped by a signal, or killed before its result, is not. */
+    const int spent = f->seen_steps ? r->steps >= f->steps : r->train_s >= f->seconds;
+    char *res_path = tma_path_join(f->resume, "result.json");
+    cJSON *res = NULL;
+    const char *stopped = "";
+    if (spent && res_path && tma_file_exists(res_path) && tma_json_load_file(res_path, &res) == TMA_OK &&
+        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "stopped")))
+        stopped = cJSON_GetObjectItemCaseSensitive(res, "stopped")->valuestring;
+    const int finished = spent && *stopped && strcmp(stopped, "interrupted") != 0;
+    if (finished)
+        fprintf(stderr, "tma train: %s finished (%s: %lld steps, %.1f s of training); give a larger --steps or "
+                        "--seconds to continue it\n",
+                f->resume, stopped, (long long)r->steps, r->train_s);
+    cJSON_Delete(res);
+    free(res_path);
+    rc = finished ? CLI_EXIT_USAGE : CLI_GO_ON;
+out:
+    free(opt_path);
+    return rc;
+}
+
+/* --resume, once the run folder is open: completes what a process killed
+ * after saving its state left undone (the round's metrics line, best.tmaw
+ * when that round was the best, last.tmaw) and drops what it wrote after
+ * the state (later metrics lines). */
+static tma_status_t train_resume_files(train_run_t *r)
+{
+    const cJSON *line = cJSON_GetObjectItemCaseSensitive(r->resumed, "line");
+    tma_status_t st = tma_job_run_trim_metrics(r->metrics_path, r->evals, line);
+    if (st != TMA_OK)
+        return st;
+    uint64_t round = 0;
+    float *w = NULL;
+    if (tma_file_exists(r->best_path))
+        st = tma_gnn_weights_read(r->best_path, &r->cfg, NULL, &w, NULL, &round);
+    free(w);
+    if (st != TMA_OK)
+        return st;
+    if (round != (uint64_t)r->best_round) {
+        if (r->best_round != r->evals) {
+            fprintf(stderr, "tma train: %s holds round %llu, the state of %s says the best is round %lld; the run "
+                            "cannot be resumed\n", r->best_path, (unsigned long long)round, r->run_dir,
+                    (long long)r->best_round);
+            return TMA_ERR_FORMAT;
+        }
+        if ((st = tma_gnn_weights_write(r->best_path, &r->cfg, r->params, (uint64_t)r->evals)) != TMA_OK)
+            return st;
+    }
+    return tma_gnn_weights_write(r->last_path, &r->cfg, r->params, (uint64_t)r->steps);
+}
+
 /* The graph, the trainer and evaluator, then the run folder (so a device
  * that is not there fails before it exists) with config.json.  TMA_ERR_CONFIG
  * when the config does not fit the graph or the folder holds a run. */
@@ -237,15 +466,32 @@ static tma_status_t train_open(train_run_t *r)
                 f->graph);
         return TMA_ERR_CONFIG;
     }
+    const uint64_t hash = tma_gnn_config_hash(&r->cfg);
+    if (r->resumed) {
+        char gid[24];
+        snprintf(gid, sizeof gid, "%016llx", (unsigned long long)r->g->graph_id);
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(r->resumed, "graph_id");
+        if (!cJSON_IsString(want) || strcmp(want->valuestring, gid) != 0) {
+            fprintf(stderr, "tma train: %s (graph id %s) is not the graph the run in %s trained on (%s)\n", f->graph,
+                    gid, f->resume, cJSON_IsString(want) ? want->valuestring : "?");
+            return TMA_ERR_CONFIG;
+        }
+    }
     if ((st = tma_gnn_config_resolve(&r->cfg, r->g)) != TMA_OK)
         return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG;
-    if (!f->force && tma_job_run_holds_run(f->out)) {
-        fprintf(stderr, "tma train: %s already holds a run (result.json, metrics.jsonl or best.tmaw); "
-                        "choose another -o, or --force to replace it\n", f->out);
+    if (r->resumed && tma_gnn_config_hash(&r->cfg) != hash) {
+        fprintf(stderr, "tma train: %s/config.json does not resolve to the model of its last.opt on %s\n", f->resume,
+                f->graph);
+        return TMA_ERR_CONFIG;
+    }
+    if (!r->resumed && !f->force && tma_job_run_holds_run(f->out)) {
+        fprintf(stderr, "tma train: %s already holds a run (result.json, metrics.jsonl, best.tmaw or last.opt); "
+                        "choose another -o, --force to replace it, or --resume it\n", f->out);
         return TMA_ERR_CONFIG;
     }
     if ((st = tma_gnn_trainer_create(&r->cfg, &r->g, 1, &r->tr)) != TMA_OK)
         return st;
+    const int64_t np = tma_gnn_trainer_param_count(r->tr);
     if (f->init) {
         /* Warm start, before the run folder exists: the weights must be
          * this model's (the error names the first field that differs). */
@@ -260,28 +506,50 @@ static tma_status_t train_open(train_run_t *r)
         if (!f->quiet)
             fprintf(stderr, "[train] starting from %s (round %llu)\n", f->init, (unsigned long long)round);
     }
+    if (r->resumed) {
+        /* The weights and optimizer state of the last validation. */
+        if ((st = tma_gnn_trainer_set_params(r->tr, r->params)) != TMA_OK ||
+            (st = tma_gnn_trainer_set_opt(r->tr, &r->opt)) != TMA_OK)
+            return st;
+    } else {
+        r->params = malloc((size_t)np * sizeof *r->params);
+        r->opt.adam_m = malloc((size_t)np * sizeof *r->opt.adam_m);
+        r->opt.adam_v = malloc((size_t)np * sizeof *r->opt.adam_v);
+        r->tensorboard = train_tensorboard(f) > 0;
+        if (!r->params || !r->opt.adam_m || !r->opt.adam_v)
+            return TMA_ERR_NOMEM;
+    }
     if ((st = tma_gnn_evaluator_create(&r->cfg, r->g, &r->ev)) != TMA_OK ||
-        (st = tma_job_run_make_dir(f->out, &r->run_dir)) != TMA_OK ||
+        (st = tma_job_run_make_dir(r->resumed ? f->resume : f->out, &r->run_dir)) != TMA_OK ||
         (f->force && (st = tma_job_run_clear_results(r->run_dir)) != TMA_OK))
         return st;
-    /* The resolved config alone, so `--config RUN/config.json` repeats the run. */
-    cJSON *cj = tma_gnn_config_to_json(&r->cfg);
-    char *path = tma_job_run_path(r->run_dir, "config.json");
-    st = cj && path ? tma_json_write_file(path, cj) : TMA_ERR_NOMEM;
-    cJSON_Delete(cj);
-    free(path);
+    r->graph_abs = realpath(f->graph, NULL);
     r->best_path = tma_job_run_path(r->run_dir, "best.tmaw");
+    r->last_path = tma_job_run_path(r->run_dir, "last.tmaw");
+    r->opt_path = tma_job_run_path(r->run_dir, "last.opt");
     r->metrics_path = tma_job_run_path(r->run_dir, "metrics.jsonl");
-    r->params = malloc((size_t)tma_gnn_trainer_param_count(r->tr) * sizeof *r->params);
-    if (st == TMA_OK && (!r->best_path || !r->metrics_path || !r->params))
-        st = TMA_ERR_NOMEM;
-    if (st == TMA_OK && train_tensorboard(f) > 0)
+    if (!r->graph_abs || !r->best_path || !r->last_path || !r->opt_path || !r->metrics_path)
+        return TMA_ERR_NOMEM;
+    if (r->resumed) {
+        st = train_resume_files(r);
+    } else {
+        /* The resolved config alone, so `--config RUN/config.json` repeats the run. */
+        cJSON *cj = tma_gnn_config_to_json(&r->cfg);
+        char *path = tma_job_run_path(r->run_dir, "config.json");
+        st = cj && path ? tma_json_write_file(path, cj) : TMA_ERR_NOMEM;
+        cJSON_Delete(cj);
+        free(path);
+    }
+    if (st == TMA_OK && r->tensorboard)
         st = tma_tfevents_open(r->run_dir, &r->tb);
+    if (st == TMA_OK && !f->quiet && r->resumed)
+        fprintf(stderr, "[train] resuming %s at step %lld, %.1f s of training, round %d (best validation MRR %.4f)\n",
+                r->run_dir, (long long)r->steps, r->train_s, r->evals, r->best_val);
     if (st == TMA_OK && !f->quiet)
         fprintf(stderr, "[train] %s on %s: %lld nodes, %lld training edges, %lld parameters, batch %d, %d thread(s), "
                         "device %s; MRR ties %s\n",
                 tma_gnn_encoder_name(r->cfg.encoder), f->graph, (long long)r->g->num_nodes,
-                (long long)r->g->num_train_edges, (long long)tma_gnn_trainer_param_count(r->tr), r->cfg.batch_size,
+                (long long)r->g->num_train_edges, (long long)np, r->cfg.batch_size,
                 tma_gnn_backend_threads(tma_gnn_trainer_backend(r->tr)), r->cfg.device,
                 tma_gnn_ties_name(r->cfg.eval_ties));
     return st;
@@ -293,9 +561,10 @@ static tma_status_t train_open(train_run_t *r)
 static tma_status_t train_loop(train_run_t *r)
 {
     const train_flags_t *f = r->f;
-    r->started = tma_clock_wall();
+    if (!r->resumed)
+        r->started = tma_clock_wall();
     r->last_loss = NAN;
-    double next_eval = f->eval_every, next_print = 0;
+    double next_eval = r->train_s + f->eval_every, next_print = 0;
     tma_status_t st = TMA_OK;
     while (!g_stop && (f->seen_steps ? r->steps < f->steps : r->train_s < f->seconds)) {
         double t0 = tma_clock_now();
@@ -345,8 +614,7 @@ static tma_status_t train_finish(train_run_t *r)
         return st;
     const double test_mrr = test.mrr;
     /* The graph's absolute path, so `tma export RUN` finds it from anywhere. */
-    char *graph = realpath(f->graph, NULL);
-    tma_job_run_result_t res = {"centralized", NULL, graph ? graph : f->graph, r->g->graph_id, r->started, 1, 1.0,
+    tma_job_run_result_t res = {"centralized", NULL, r->graph_abs, r->g->graph_id, r->started, 1, 1.0,
                                 test_mrr, r->best_round, r->best_val, r->best_at, r->train_s, r->evals,
                                 g_stop ? "interrupted" : f->seen_steps ? "steps" : "time", r->best_path};
     tma_gnn_timing_t tm;
@@ -356,7 +624,6 @@ static tma_status_t train_finish(train_run_t *r)
     cJSON *t = x ? cJSON_AddObjectToObject(x, "step_seconds") : NULL;
     if (!t) {
         cJSON_Delete(x);
-        free(graph);
         return TMA_ERR_NOMEM;
     }
     cJSON_AddNumberToObject(x, "best_step", (double)r->best_step);
@@ -370,7 +637,6 @@ static tma_status_t train_finish(train_run_t *r)
     cJSON_AddNumberToObject(t, "optimizer", tm.optimizer / b);
     tma_gnn_metrics_json(&test, "test_", x);
     st = tma_job_run_write_result(r->run_dir, &res, x, NULL);
-    free(graph);
     if (st != TMA_OK)
         return st;
     if (!f->quiet)
@@ -403,8 +669,12 @@ int cli_cmd_train(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.f = &f;
     r.tty = isatty(2) && !f.quiet;
-    if ((rc = train_config(&f, &r.cfg)) != CLI_EXIT_OK)
-        return rc;
+    if (f.resume)
+        rc = train_resume_state(&f, &r);
+    else
+        rc = train_config(&f, &r.cfg);
+    if (rc != CLI_EXIT_OK && rc != CLI_GO_ON)
+        goto out;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = train_open(&r);
     if (st == TMA_OK)
@@ -414,8 +684,16 @@ int cli_cmd_train(int argc, char **argv)
     if (st != TMA_OK)
         fprintf(stderr, "tma train: failed: %s\n", tma_status_str(st));
     rc = cli_exit_code(st, &g_stop);
+out:
     free(r.params);
+    free(r.opt.adam_m);
+    free(r.opt.adam_v);
+    cJSON_Delete(r.resumed);
+    free(r.resume_config);
+    free(r.graph_abs);
     free(r.best_path);
+    free(r.last_path);
+    free(r.opt_path);
     free(r.metrics_path);
     tma_tfevents_close(r.tb);
     free(r.run_dir);

@@ -629,10 +629,32 @@ uint64_t tma_gnn_config_hash(const tma_gnn_config_t *cfg)
 
 void tma_gnn_config_model_diff(const tma_gnn_config_t *have, const tma_gnn_config_t *want, char *buf, size_t cap)
 {
+    /* The fields a user sets, by name, in the order a config lists them. */
+    const char *na = tma_gnn_encoder_name(have->encoder), *nb = tma_gnn_encoder_name(want->encoder);
+    const char *da = tma_gnn_decoder_name(have->decoder), *db = tma_gnn_decoder_name(want->decoder);
+    if (strcmp(na, nb) != 0 || strcmp(da, db) != 0) {
+        const int enc = strcmp(na, nb) != 0;
+        snprintf(buf, cap, "%s is %s there, %s here", enc ? "encoder" : "decoder", enc ? na : da, enc ? nb : db);
+        return;
+    }
+    const struct {
+        const char *key;
+        long long a, b;
+    } nums[] = {{"layers", have->layers, want->layers},
+                {"hidden", have->hidden, want->hidden},
+                {"decoder_layers", have->decoder_layers, want->decoder_layers},
+                {"decoder_hidden", have->decoder_hidden, want->decoder_hidden},
+                {"feature_dim", (long long)have->feature_dim, (long long)want->feature_dim}};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(nums); i++)
+        if (nums[i].a != nums[i].b) {
+            snprintf(buf, cap, "%s is %lld there, %lld here", nums[i].key, nums[i].a, nums[i].b);
+            return;
+        }
     char a[640], b[640];
     model_text(have, a, sizeof a);
     model_text(want, b, sizeof b);
-    /* The first word that differs, by key; a key only one side has counts. */
+    /* The rest (relational keys, type widths): the first word that differs,
+     * by key; a key only one side has counts. */
     char *sa = NULL, *sb = NULL;
     for (char *wa = strtok_r(a, " ", &sa), *wb = strtok_r(b, " ", &sb); wa || wb;
          wa = strtok_r(NULL, " ", &sa), wb = strtok_r(NULL, " ", &sb)) {

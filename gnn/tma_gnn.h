@@ -377,6 +377,24 @@ tma_status_t tma_gnn_trainer_get_grads(const tma_gnn_trainer_t *tr, float *grads
 tma_status_t tma_gnn_trainer_set_grads(tma_gnn_trainer_t *tr, const float *grads);
 /* Adam steps applied so far. */
 int64_t tma_gnn_trainer_steps(const tma_gnn_trainer_t *tr);
+
+/*
+ * What a trainer holds beyond its weights, so that a run stopped and
+ * continued takes the same steps as one that never stopped: Adam's moments,
+ * its step count (which also drives the learning-rate schedule and the
+ * dropout masks) and the batch RNG.  The moments are host arrays of
+ * tma_gnn_trainer_param_count floats each, owned by the caller.
+ */
+typedef struct tma_gnn_opt_state {
+    int64_t steps; /* Adam steps applied */
+    tma_rng_t rng; /* the batch RNG */
+    float *adam_m, *adam_v;
+} tma_gnn_opt_state_t;
+/* Copies the trainer's state into *s (its two arrays must be allocated). */
+tma_status_t tma_gnn_trainer_get_opt(const tma_gnn_trainer_t *tr, tma_gnn_opt_state_t *s);
+/* Replaces the trainer's state by *s (the weights are set apart, with
+ * tma_gnn_trainer_set_params). */
+tma_status_t tma_gnn_trainer_set_opt(tma_gnn_trainer_t *tr, const tma_gnn_opt_state_t *s);
 /* The resolved config the trainer runs. */
 const tma_gnn_config_t *tma_gnn_trainer_config(const tma_gnn_trainer_t *tr);
 
@@ -498,6 +516,29 @@ tma_status_t tma_gnn_weights_write(const char *path, const tma_gnn_config_t *cfg
  */
 tma_status_t tma_gnn_weights_read(const char *path, const tma_gnn_config_t *expect, tma_gnn_config_t *cfg_p,
                                   float **params_p, int64_t *count_p, uint64_t *round_p);
+
+/*
+ * Optimizer state files (`last.opt` of a `tma train` run folder; layout in
+ * docs/formats.md): the weights, Adam's moments, the step count and the
+ * batch RNG of one trainer, with a caller's JSON object (`progress`: what
+ * else the run needs to continue) in one checksummed file written
+ * atomically, so that a process killed at any moment leaves the previous
+ * state or the new one.  The file names its model by config hash only.
+ */
+#define TMA_GNN_OPT_VERSION 1
+tma_status_t tma_gnn_opt_write(const char *path, const tma_gnn_config_t *cfg, const float *params,
+                               const tma_gnn_opt_state_t *s, const cJSON *progress);
+/*
+ * Reads an optimizer state file of the model `expect` (a file of another
+ * model, by config hash, is TMA_ERR_MISMATCH).  *params_p, s_p->adam_m and
+ * s_p->adam_v are malloc'd (tma_gnn_param_count(expect) floats each; the
+ * caller frees them), *progress_p is the caller's object (cJSON_Delete).  A
+ * bad magic, version, size or checksum is refused (TMA_ERR_FORMAT,
+ * TMA_ERR_CHECKSUM) with an error naming the file.  Outputs are set only on
+ * success.
+ */
+tma_status_t tma_gnn_opt_read(const char *path, const tma_gnn_config_t *expect, float **params_p,
+                              tma_gnn_opt_state_t *s_p, cJSON **progress_p);
 
 #ifdef __cplusplus
 }

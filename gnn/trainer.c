@@ -957,6 +957,30 @@ tma_status_t tma_gnn_trainer_set_grads(tma_gnn_trainer_t *tr, const float *grads
 
 int64_t tma_gnn_trainer_steps(const tma_gnn_trainer_t *tr) { return tr->step; }
 
+tma_status_t tma_gnn_trainer_get_opt(const tma_gnn_trainer_t *tr, tma_gnn_opt_state_t *s)
+{
+    tma_status_t st = tma_gnn_tensor_download(&tr->adam_m, s->adam_m);
+    if (st == TMA_OK)
+        st = tma_gnn_tensor_download(&tr->adam_v, s->adam_v);
+    s->steps = tr->step;
+    s->rng = tr->rng;
+    return st;
+}
+
+tma_status_t tma_gnn_trainer_set_opt(tma_gnn_trainer_t *tr, const tma_gnn_opt_state_t *s)
+{
+    if (s->steps < 0)
+        return TMA_ERR_INVALID;
+    tma_status_t st = tma_gnn_tensor_upload(&tr->adam_m, s->adam_m);
+    if (st == TMA_OK)
+        st = tma_gnn_tensor_upload(&tr->adam_v, s->adam_v);
+    if (st == TMA_OK) {
+        tr->step = s->steps;
+        tr->rng = s->rng;
+    }
+    return st;
+}
+
 const tma_gnn_config_t *tma_gnn_trainer_config(const tma_gnn_trainer_t *tr) { return &tr->cfg; }
 
 void tma_gnn_trainer_timing(const tma_gnn_trainer_t *tr, tma_gnn_timing_t *t_p) { *t_p = tr->timing; }

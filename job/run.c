@@ -72,7 +72,8 @@ tma_status_t tma_job_run_make_dir(const char *dir, char **abs_p)
 }
 
 /* The files whose presence means a run was written here. */
-static const char *const run_results[] = {"result.json", "metrics.jsonl", "best.tmaw", NULL};
+static const char *const run_results[] = {"result.json", "metrics.jsonl", "best.tmaw", "last.tmaw", "last.opt",
+                                           NULL};
 
 int tma_job_run_holds_run(const char *dir)
 {
@@ -142,6 +143,57 @@ tma_status_t tma_job_run_append_line(const char *path, const cJSON *obj)
         close(fd);
     }
     cJSON_free(text);
+    return st;
+}
+
+tma_status_t tma_job_run_trim_metrics(const char *path, int64_t last_round, const cJSON *line)
+{
+    char *text = NULL;
+    size_t len = 0;
+    tma_status_t st = tma_file_exists(path) ? tma_file_read_all(path, &text, &len) : TMA_OK;
+    if (st != TMA_OK)
+        return st;
+    /* The kept lines go back in place of the old ones: never longer than
+     * the file plus the one line added. */
+    char *add = line ? cJSON_PrintUnformatted(line) : NULL;
+    char *out = malloc(len + (add ? strlen(add) : 0) + 2);
+    size_t n = 0;
+    int64_t last_kept = 0;
+    int lineno = 0;
+    if (!out || (line && !add))
+        st = TMA_ERR_NOMEM;
+    for (char *p = text; st == TMA_OK && p && p < text + len;) {
+        char *nl = memchr(p, '\n', (size_t)(text + len - p));
+        size_t ll = nl ? (size_t)(nl - p) : (size_t)(text + len - p);
+        lineno++;
+        cJSON *o = cJSON_ParseWithLength(p, ll);
+        const cJSON *r = o ? cJSON_GetObjectItemCaseSensitive(o, "round") : NULL;
+        if (!cJSON_IsNumber(r) && !nl) {
+            /* A line cut short by a kill: it never counted. */
+            tma_log_warn(COMP, "%s:%d: dropping a torn last line", path, lineno);
+        } else if (!cJSON_IsNumber(r)) {
+            tma_log_error(COMP, "%s:%d: not a metrics line (needs \"round\")", path, lineno);
+            st = TMA_ERR_FORMAT;
+        } else if ((int64_t)r->valuedouble <= last_round) {
+            memcpy(out + n, p, ll);
+            n += ll;
+            out[n++] = '\n';
+            last_kept = (int64_t)r->valuedouble;
+        }
+        cJSON_Delete(o);
+        p = nl ? nl + 1 : NULL;
+    }
+    if (st == TMA_OK && add && last_kept < last_round) {
+        size_t al = strlen(add);
+        memcpy(out + n, add, al);
+        n += al;
+        out[n++] = '\n';
+    }
+    if (st == TMA_OK && (text || n))
+        st = tma_file_write_atomic(path, out, n);
+    cJSON_free(add);
+    free(out);
+    free(text);
     return st;
 }
 

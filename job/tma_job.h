@@ -496,6 +496,15 @@ int tma_job_run_holds_run(const char *dir);
 tma_status_t tma_job_run_clear_results(const char *dir);
 /* Appends one JSON line (with newline) to a file, flushed and fsynced. */
 tma_status_t tma_job_run_append_line(const char *path, const cJSON *obj);
+/* Makes metrics.jsonl the record of rounds 1..last_round, for a run that
+ * continues from its state after that round (`tma train --resume`): lines
+ * of later rounds (written after the state, by a process that was then
+ * killed) and a torn last line are dropped; when the last kept line is of
+ * an earlier round, `line` (that round's, kept with the state; may be NULL)
+ * is appended.  Rewritten atomically; a missing file with nothing to add
+ * stays missing.  TMA_ERR_FORMAT (logged, naming the line) for another
+ * line without "round". */
+tma_status_t tma_job_run_trim_metrics(const char *path, int64_t last_round, const cJSON *line);
 /* Reads metrics.jsonl: the rounds' validation MRR and times, in file order.
  * *n_p rounds; arrays malloc'd (caller frees); val is NaN where none.
  * TMA_ERR_FORMAT (logged, naming the line) for a line without "round" and

@@ -147,6 +147,60 @@ int main(void)
 
     free(good);
     free(buf);
+
+    /* The optimizer state file: weights, moments, steps and RNG back as
+     * written, the progress object too; the same checks refuse damage. */
+    char *opt = tma_path_join(dir, "last.opt");
+    tma_gnn_opt_state_t s = {.steps = 1234};
+    tma_rng_seed(&s.rng, 5, 6);
+    s.adam_m = malloc((size_t)n * 4);
+    s.adam_v = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) {
+        s.adam_m[i] = (float)i * 0.25f;
+        s.adam_v[i] = (float)(n - i) * 1e-3f;
+    }
+    cJSON *prog = cJSON_CreateObject();
+    cJSON_AddRawToObject(prog, "train_seconds", "0.30000000000000004");
+    CHECK_OK(tma_gnn_opt_write(opt, &cfg, w, &s, prog));
+    float *ow = NULL;
+    tma_gnn_opt_state_t os;
+    memset(&os, 0, sizeof os);
+    cJSON *oprog = NULL;
+    CHECK_OK(tma_gnn_opt_read(opt, &cfg, &ow, &os, &oprog));
+    ASSERT_EQ(os.steps, 1234);
+    ASSERT_EQ(memcmp(&os.rng, &s.rng, sizeof s.rng), 0);
+    ASSERT_EQ(memcmp(ow, w, (size_t)n * 4), 0);
+    ASSERT_EQ(memcmp(os.adam_m, s.adam_m, (size_t)n * 4), 0);
+    ASSERT_EQ(memcmp(os.adam_v, s.adam_v, (size_t)n * 4), 0);
+    ASSERT_EQ(cJSON_GetObjectItem(oprog, "train_seconds")->valuedouble, 0.1 + 0.2); /* as the text says */
+    free(ow);
+    free(os.adam_m);
+    free(os.adam_v);
+    cJSON_Delete(oprog);
+    other = cfg;
+    other.hidden = 21;
+    ASSERT_EQ(tma_gnn_opt_read(opt, &other, &ow, &os, &oprog), TMA_ERR_MISMATCH);
+    good = slurp(opt, &len);
+    buf = malloc(len + 16);
+    size_t oflips[] = {len - 3, len - 4 * (size_t)n - 3, 60, 130};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(oflips); i++) {
+        memcpy(buf, good, len);
+        buf[oflips[i]] ^= 0x10;
+        spit(bad, buf, len);
+        ASSERT_EQ(tma_gnn_opt_read(bad, &cfg, &ow, &os, &oprog), TMA_ERR_CHECKSUM);
+    }
+    spit(bad, good, len - 4);
+    ASSERT_EQ(tma_gnn_opt_read(bad, &cfg, &ow, &os, &oprog), TMA_ERR_FORMAT);
+    /* A weight file is not a state file, nor the other way round. */
+    ASSERT_EQ(tma_gnn_opt_read(path, &cfg, &ow, &os, &oprog), TMA_ERR_FORMAT);
+    CHECK_STATUS(read_it(opt, &cfg), TMA_ERR_FORMAT);
+    cJSON_Delete(prog);
+    free(s.adam_m);
+    free(s.adam_v);
+    free(opt);
+
+    free(good);
+    free(buf);
     free(w);
     free(path);
     free(bad);
