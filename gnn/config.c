@@ -89,7 +89,7 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
     if (!gnn_encoder_of(cfg))
         BAD("%s: model.encoder must be gcn, sage, mlp or rgcn", ctx);
     if (!gnn_decoder_of(cfg))
-        BAD("%s: model.decoder must be mlp or distmult", ctx);
+        BAD("%s: model.decoder must be mlp, distmult or dot", ctx);
     const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
     const tma_gnn_lr_schedule_t *q = &cfg->lr_schedule;
     if (!(cfg->dropout >= 0 && cfg->dropout <= 0.95))
@@ -370,7 +370,7 @@ static tma_status_t parse_kind(const cJSON *obj, const char *key, const char *de
     if (decoder ? tma_gnn_decoder_parse(v, &cfg->decoder) == TMA_OK : tma_gnn_encoder_parse(v, &cfg->encoder) == TMA_OK)
         return TMA_OK;
     tma_log_error(COMP, "%s.%s: \"%s\" is not %s (%s)", ctx, key, v, decoder ? "a decoder" : "an encoder",
-                  decoder ? "mlp or distmult" : "gcn, sage, mlp or rgcn");
+                  decoder ? "mlp, distmult or dot" : "gcn, sage, mlp or rgcn");
     return TMA_ERR_CONFIG;
 }
 
@@ -482,6 +482,8 @@ cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(m, "feature_dim", (double)cfg->feature_dim);
     /* Only relational models name the new keys, so the model section (and
      * the weight files that record it) of every other model is unchanged. */
+    if (gnn_decoder_named(cfg) && !tma_gnn_config_relational(cfg))
+        cJSON_AddStringToObject(m, "decoder", tma_gnn_decoder_name(cfg->decoder));
     if (tma_gnn_config_relational(cfg)) {
         cJSON_AddStringToObject(m, "decoder", tma_gnn_decoder_name(cfg->decoder));
         if (gnn_encoder_of(cfg)->relational)
@@ -604,11 +606,13 @@ static int model_text(const tma_gnn_config_t *cfg, char *s, size_t cap)
                      "decoder_hidden=%d feature_dim=%lld norm=layernorm act=prelu",
                      tma_gnn_encoder_name(cfg->encoder), cfg->layers, cfg->hidden, cfg->decoder_layers,
                      cfg->decoder_hidden, (long long)cfg->feature_dim);
-    /* Relational models extend the text; the others keep their hash. */
+    /* Relational models and other decoders extend the text; the others keep their hash. */
     if (tma_gnn_config_relational(cfg))
         n += snprintf(s + n, cap - (size_t)n, " decoder=%s bases=%d relations=%d",
                       tma_gnn_decoder_name(cfg->decoder), gnn_encoder_of(cfg)->relational ? cfg->bases : 0,
                       cfg->num_rel_ids);
+    else if (gnn_decoder_named(cfg))
+        n += snprintf(s + n, cap - (size_t)n, " decoder=%s", tma_gnn_decoder_name(cfg->decoder));
     for (int t = 0; t < cfg->num_node_types; t++)
         n += snprintf(s + n, cap - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
     return TMA_MIN(n, (int)cap - 1);

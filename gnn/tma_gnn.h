@@ -141,6 +141,7 @@ typedef enum {
 typedef enum {
     TMA_GNN_DECODER_MLP = 0,      /* r_u ⊙ r_v through decoder_layers Linear layers */
     TMA_GNN_DECODER_DISTMULT = 1, /* sum_k r_u[k] w_rel[k] r_v[k], one diagonal per relation id */
+    TMA_GNN_DECODER_DOT = 2,      /* sum_k r_u[k] r_v[k]: no parameters */
 } tma_gnn_decoder_t;
 
 #define TMA_GNN_DEFAULT_BASES 4 /* RGCN bases (the paper's) */

@@ -45,6 +45,7 @@ struct tma_gnn_trainer {
     int L, K, B, mlp;
     const gnn_encoder_desc_t *enc; /* the encoder kind */
     int rgcn, distmult; /* the encoder and decoder read relation ids (RGCN, DistMult) */
+    int single;         /* the decoder is one logit op (DistMult, dot): no hidden layers */
     int proj;           /* the per-type input projection (cfg.num_node_types > 0) */
 
     tensor_t params, grads, adam_m, adam_v;
@@ -291,9 +292,11 @@ static tma_status_t alloc_fixed_buffers(tma_gnn_trainer_t *tr)
         (st = alloc_t(tr, TMA_GNN_F32, P, &tr->labels)) || (st = alloc_t(tr, TMA_GNN_F32, P, &tr->dlogits)))
         return st;
     int64_t widest = tr->cfg.hidden;
-    if (tr->distmult && ((st = alloc_t(tr, TMA_GNN_I32, P, &tr->prel)) || (st = alloc_t(tr, TMA_GNN_F32, P, &tr->D[0]))))
+    if (tr->distmult && (st = alloc_t(tr, TMA_GNN_I32, P, &tr->prel)))
         return st;
-    for (int k = 0; k < tr->K && !tr->distmult; k++) {
+    if (tr->single && (st = alloc_t(tr, TMA_GNN_F32, P, &tr->D[0])))
+        return st;
+    for (int k = 0; k < tr->K && !tr->single; k++) {
         const tensor_t *W = &tr->P.dec[k].W;
         widest = TMA_MAX(widest, W->cols);
         if ((st = alloc_t(tr, TMA_GNN_F32, P * W->rows, &tr->E[k])) ||
@@ -501,6 +504,7 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
     tr->mlp = !tr->enc->neighbours;
     tr->rgcn = tr->enc->relational;
     tr->distmult = gnn_decoder_of(&tr->cfg)->relational;
+    tr->single = gnn_decoder_of(&tr->cfg)->single;
     tr->proj = tr->cfg.num_node_types > 0;
     tma_rng_seed(&tr->rng, tr->cfg.seed, 0x747261696e6572ull);
     if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK)
@@ -781,11 +785,11 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
     tensor_t R = tma_gnn_tensor_shape(&tr->lb[tr->L - 1].Z, tr->sample.num_seeds, H);
     tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1), rel;
     tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
-    if (tr->distmult) {
+    if (tr->distmult)
         rel = tma_gnn_tensor_shape(&tr->prel, P, 1);
+    if (tr->single)
         D[0] = tma_gnn_tensor_shape(&tr->D[0], P, 1);
-    }
-    for (int k = 0; k < tr->K && !tr->distmult; k++) {
+    for (int k = 0; k < tr->K && !tr->single; k++) {
         E[k] = tma_gnn_tensor_shape(&tr->E[k], P, tr->P.dec[k].W.rows);
         D[k] = tma_gnn_tensor_shape(&tr->D[k], P, tr->P.dec[k].W.cols);
     }

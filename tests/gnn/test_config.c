@@ -137,6 +137,36 @@ static void check_hetero(void)
 /* train.weight_decay and train.lr_schedule: the learning rate of each step
  * (warmup, then constant, cosine or step), their round trip through the
  * config JSON, and each bad key refused by name. */
+/* The dot decoder: named in the model section and the hash (an untyped
+ * model's section and hash name no decoder otherwise), no parameters. */
+static void check_dot(void)
+{
+    tma_gnn_config_t c, mlp;
+    CHECK_OK(parse("{\"model\": {\"decoder\": \"dot\", \"feature_dim\": 5, \"hidden\": 8}}", &c));
+    ASSERT_EQ(c.decoder, TMA_GNN_DECODER_DOT);
+    CHECK(!tma_gnn_config_relational(&c));
+    CHECK_OK(parse("{\"model\": {\"feature_dim\": 5, \"hidden\": 8}}", &mlp));
+    ASSERT_NE(tma_gnn_config_hash(&c), tma_gnn_config_hash(&mlp));
+    cJSON *m = tma_gnn_config_model_json(&c);
+    ASSERT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(m, "decoder")), "dot");
+    tma_gnn_config_t back;
+    CHECK_OK(tma_gnn_config_from_sections(m, NULL, NULL, "model section", &back));
+    ASSERT_EQ(back.decoder, TMA_GNN_DECODER_DOT);
+    ASSERT_EQ(tma_gnn_config_hash(&back), tma_gnn_config_hash(&c));
+    cJSON_Delete(m);
+    char diff[256];
+    tma_gnn_config_model_diff(&mlp, &c, diff, sizeof diff);
+    CHECK_MSG(strstr(diff, "decoder=dot"), "the model difference does not name the decoder: %s", diff);
+    /* The encoder's blocks only: the same layout as the MLP decoder's without "dec.". */
+    tma_gnn_layout_t lay, lm;
+    CHECK_OK(tma_gnn_layout_build(&c, &lay));
+    CHECK_OK(tma_gnn_layout_build(&mlp, &lm));
+    for (int i = 0; i < lay.count; i++)
+        CHECK_MSG(strncmp(lay.params[i].name, "dec", 3) != 0, "dot decoder has a parameter %s", lay.params[i].name);
+    ASSERT_LT(lay.total, lm.total);
+    refused("{\"model\": {\"decoder\": \"dott\"}}", "dot");
+}
+
 static void check_schedules(void)
 {
     tma_gnn_config_t c;
@@ -402,5 +432,6 @@ int main(void)
     free(p3);
     check_hetero();
     check_schedules();
+    check_dot();
     return tma_test_done();
 }

@@ -351,7 +351,8 @@ static double dm_loss(void *c)
     for (int64_t p = 0; p < m->np; p++) {
         double sc = 0;
         for (int64_t j = 0; j < m->d; j++)
-            sc += m->H->d[m->hi[p] * m->d + j] * m->Wr->d[m->rel[p] * m->d + j] * m->H->d[m->ti[p] * m->d + j];
+            sc += m->H->d[m->hi[p] * m->d + j] * (m->Wr ? m->Wr->d[m->rel[p] * m->d + j] : 1.0) *
+                  m->H->d[m->ti[p] * m->d + j];
         s += m->R->d[p] * sc;
     }
     return s;
@@ -385,6 +386,33 @@ static void check_distmult(void)
     free_tensor(&thi);
     free_tensor(&tti);
     free_tensor(&trl);
+}
+
+/* The dot decoder's op: DistMult with rel and Wr NULL (every diagonal ones). */
+static void check_dot(void)
+{
+    const int64_t n = 9, d = 6, np = 14;
+    int32_t hi[14], ti[14];
+    for (int64_t p = 0; p < np; p++) {
+        hi[p] = (int32_t)tma_rng_below(&rng, n);
+        ti[p] = p % 4 == 0 ? hi[p] : (int32_t)tma_rng_below(&rng, n);
+    }
+    tensor_t thi = upload_i32(hi, np), tti = upload_i32(ti, np);
+    var_t H = var_new(n, d, -1, 1, 0), R = var_new(np, 1, -1, 1, 0), S = var_out(np, 1), dH = var_out(n, d);
+    dm_ctx_t c = {&H, NULL, &R, hi, ti, NULL, np, d};
+    CHECK_OK(tma_gnn_op_distmult(&H.t, &thi, &tti, NULL, NULL, &S.t));
+    var_get(&S);
+    double ls = 0;
+    for (int64_t p = 0; p < np; p++)
+        ls += R.d[p] * S.f[p];
+    CHECK_NEAR(ls, dm_loss(&c), 1e-5 * fabs(ls) + 1e-6);
+    CHECK_OK(tma_gnn_op_distmult_bwd(&R.t, &H.t, &thi, &tti, NULL, NULL, &dH.t, NULL));
+    fd_check("dot dH", H.d, H.n, var_get(&dH), dm_loss, &c);
+    var_t *all[] = {&H, &R, &S, &dH};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+        var_free(all[i]);
+    free_tensor(&thi);
+    free_tensor(&tti);
 }
 
 /* ------------------------------------------------------------------ per-type input projection */
@@ -869,6 +897,7 @@ int main(void)
     check_bce();
     check_rgcn();
     check_distmult();
+    check_dot();
     check_type_projection();
     tma_gnn_backend_destroy(B);
     for (int enc = 0; enc < 3; enc++)

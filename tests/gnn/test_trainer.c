@@ -561,7 +561,13 @@ int main(void)
         check_determinism(gs, small_config((tma_gnn_encoder_t)e));
         check_backends(g, small_config((tma_gnn_encoder_t)e));
         check_backends(gs, small_config((tma_gnn_encoder_t)e));
+        /* The dot decoder: CPU against the reference, dense and sparse. */
+        tma_gnn_config_t dot = small_config((tma_gnn_encoder_t)e);
+        dot.decoder = TMA_GNN_DECODER_DOT;
+        check_backends(g, dot);
+        check_backends(gs, dot);
     }
+    check_determinism(g, hetero_config(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_DOT));
     double t1 = tma_clock_now();
     check_dropout(g);
     check_decay_and_schedule(g);
@@ -583,6 +589,7 @@ int main(void)
     /* The features carry the community weakly, so the graph-agnostic MLP gets less far. */
     for (int e = 0; e < 3; e++)
         check_learning(gl, small_config((tma_gnn_encoder_t)e), 150, e == TMA_GNN_ENCODER_MLP ? 0.15 : 0.4, 2.0, 0.0);
+    check_learning(gl, hetero_config(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_DOT), 150, 0.4, 2.0, 0.0);
     tma_graph_destroy(gl);
     double t3 = tma_clock_now();
     check_hetero();

@@ -173,6 +173,7 @@ int main(void)
     check_step(gt, step_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT), "typed");
     check_step(gt, step_config(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT), "typed");
     check_step(gt, step_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP), "typed");
+    check_step(gt, step_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DOT), "typed");
     tma_graph_destroy(gt);
     tma_graph_destroy(g);
     tma_graph_destroy(gs);
