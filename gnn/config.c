@@ -57,6 +57,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->bases = TMA_GNN_DEFAULT_BASES;
     cfg->num_rel_ids = 0;
     cfg->batch_size = 1024;
+    cfg->negatives = 1;
     default_fanouts(cfg);
     cfg->lr = 0.001;
     cfg->clip = 1.0;
@@ -136,6 +137,12 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: model.feature_dim = %lld is out of range [0, %d]", ctx, (long long)cfg->feature_dim, 1 << 24);
     if (cfg->batch_size < 1 || cfg->batch_size > (1 << 24))
         BAD("%s: train.batch_size = %d is out of range [1, %d]", ctx, cfg->batch_size, 1 << 24);
+    if (cfg->negatives < 1 || cfg->negatives > TMA_GNN_MAX_NEGATIVES)
+        BAD("%s: train.negatives = %d is out of range [1, %d]", ctx, cfg->negatives, TMA_GNN_MAX_NEGATIVES);
+    if ((2 + (int64_t)cfg->negatives) * cfg->batch_size > TMA_GNN_MAX_BATCH_SEEDS)
+        BAD("%s: train.negatives = %d with train.batch_size = %d: (2 + negatives) x batch_size = %lld seeds a step, "
+            "more than %d (use fewer negatives or a smaller batch)", ctx, cfg->negatives, cfg->batch_size,
+            (2 + (long long)cfg->negatives) * cfg->batch_size, TMA_GNN_MAX_BATCH_SEEDS);
     for (int l = 0; l < cfg->layers; l++)
         if (cfg->fanouts[l] == 0 || cfg->fanouts[l] < -1)
             BAD("%s: train.fanouts[%d] = %d: a fanout is a positive count or -1 (every neighbour)", ctx, l,
@@ -381,7 +388,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              "feature_dim", "decoder", "bases",  "relations",      "type_dims",
                                              "dropout",     NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed", "beta1",
-                                             "beta2", "eps", "device", "weight_decay", "lr_schedule", NULL};
+                                             "beta2", "eps", "device", "weight_decay", "lr_schedule", "negatives",
+                                             NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
                                             "node_order", "block_cache_mb", NULL};
     char mctx[256], tctx[256], ectx[256];
@@ -411,6 +419,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_get_double(model, "dropout", 0, 0, 0.95, mctx, &cfg.dropout)))
         return st;
     if ((st = get_intv(train, "batch_size", cfg.batch_size, 1, 1 << 24, tctx, &cfg.batch_size)) ||
+        (st = get_intv(train, "negatives", cfg.negatives, 1, TMA_GNN_MAX_NEGATIVES, tctx, &cfg.negatives)) ||
         (st = tma_json_get_double(train, "lr", cfg.lr, 1e-12, 10, tctx, &cfg.lr)) ||
         (st = tma_json_get_double(train, "clip", cfg.clip, 0, 1e30, tctx, &cfg.clip)) ||
         (st = tma_json_get_double(train, "beta1", cfg.beta1, 0, 0.999999999, tctx, &cfg.beta1)) ||
@@ -514,6 +523,10 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
         cJSON_AddNumberToObject(m, "dropout", cfg->dropout);
     cJSON_AddItemToObject(root, "model", m);
     cJSON_AddNumberToObject(t, "batch_size", cfg->batch_size);
+    /* Named only when not the default, so the resolved config of every
+     * earlier run reads the same. */
+    if (cfg->negatives != 1)
+        cJSON_AddNumberToObject(t, "negatives", cfg->negatives);
     cJSON_AddItemToObject(t, "fanouts", fa);
     cJSON_AddNumberToObject(t, "lr", cfg->lr);
     cJSON_AddNumberToObject(t, "clip", cfg->clip);

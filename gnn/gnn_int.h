@@ -286,14 +286,15 @@ tma_status_t gnn_type_feats_order(const gnn_type_feats_t *tf, const int64_t *nod
 /* ------------------------------------------------------------------ trainer hooks (tests) */
 
 /* The last batch a trainer sampled (host view, valid until the next step):
- * which graph, the sample, and the decoder pairs (2B of them: B positives
- * then B negatives, as local ids of the sample's seeds). */
+ * which graph, the sample, and the decoder pairs ((1 + NK)B of them: B
+ * positives, then negative j of edge i at B + jB + i, as local ids of the
+ * sample's seeds), NK = train.negatives. */
 typedef struct gnn_batch_view {
     int graph_index;
     const tma_graph_sample_t *sample;
     int64_t num_pairs;
     const int32_t *head, *tail;
-    const int64_t *seeds; /* the 3B seeds asked for: u..., v..., negative tails... */
+    const int64_t *seeds; /* the (2 + NK)B seeds asked for: u..., v..., negative tails (j-major)... */
 } gnn_batch_view_t;
 
 void gnn_trainer_last_batch(const tma_gnn_trainer_t *tr, gnn_batch_view_t *view_p);

@@ -149,6 +149,8 @@ typedef enum {
 #define TMA_GNN_MAX_LAYERS 8
 #define TMA_GNN_MAX_HIDDEN 4096
 #define TMA_GNN_MAX_HITS 8 /* entries of eval.hits */
+#define TMA_GNN_MAX_NEGATIVES 1024 /* train.negatives */
+#define TMA_GNN_MAX_BATCH_SEEDS (1 << 26) /* (2 + negatives) x batch_size: the seeds a step samples around */
 #define TMA_GNN_MAX_BASES 64
 #define TMA_GNN_MAX_TYPES 16 /* node types of the per-type input projection */
 
@@ -226,6 +228,7 @@ typedef struct tma_gnn_config {
     int type_dims[TMA_GNN_MAX_TYPES];
     /* training */
     int batch_size;                   /* positive edges per step */
+    int negatives;                    /* train.negatives: uniform negative tails per positive, 1..TMA_GNN_MAX_NEGATIVES */
     int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
     double lr, clip, beta1, beta2, eps;
     double weight_decay; /* train.weight_decay: decoupled (AdamW), every parameter; 0: none */

@@ -296,7 +296,15 @@ int main(void)
     tma_gnn_config_t back;
     CHECK_OK(tma_gnn_config_from_json(j, "round trip", &back));
     ASSERT_EQ(memcmp(&back, &c, sizeof c), 0);
+    /* train.negatives is written only when not 1: earlier configs read the same. */
+    CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(j, "train"), "negatives"));
     cJSON_Delete(j);
+    c.negatives = 5;
+    j = tma_gnn_config_to_json(&c);
+    CHECK_OK(tma_gnn_config_from_json(j, "round trip", &back));
+    ASSERT_EQ(back.negatives, 5);
+    cJSON_Delete(j);
+    c.negatives = 1;
 
     /* Three layers without fanouts: 25 then 10s. */
     CHECK_OK(parse("{\"model\": {\"layers\": 3}}", &c));
@@ -316,6 +324,15 @@ int main(void)
     refused("{\"model\": {\"hidden\": 2.5}}", "hidden");
     refused("{\"model\": {\"decoder_layers\": 0}}", "decoder_layers");
     refused("{\"train\": {\"batch_size\": 0}}", "batch_size");
+    /* train.negatives: [1, 1024], and (2 + negatives) x batch_size seeds a step at most 2^26. */
+    ASSERT_EQ(d.negatives, 1);
+    CHECK_OK(parse("{\"train\": {\"negatives\": 16}}", &c));
+    ASSERT_EQ(c.negatives, 16);
+    refused("{\"train\": {\"negatives\": 0}}", "\"negatives\" = 0 is out of range [1, 1024]");
+    refused("{\"train\": {\"negatives\": -2}}", "\"negatives\" = -2 is out of range [1, 1024]");
+    refused("{\"train\": {\"negatives\": 1025}}", "\"negatives\" = 1025 is out of range [1, 1024]");
+    refused("{\"train\": {\"negatives\": 1.5}}", "negatives");
+    refused("{\"train\": {\"negatives\": 1024, \"batch_size\": 100000}}", "train.negatives = 1024 with train.batch_size");
     refused("{\"train\": {\"fanouts\": [25]}}", "fanouts");
     refused("{\"train\": {\"fanouts\": [25, 0]}}", "fanouts");
     refused("{\"train\": {\"fanouts\": \"25,10\"}}", "fanouts");

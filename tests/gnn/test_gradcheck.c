@@ -788,12 +788,14 @@ static void check_bce(void)
 /* ------------------------------------------------------------------ whole model */
 
 /* The whole model's loss against its gradient on graph g (label names it). */
-static void check_model_on(tma_graph_t *g, tma_gnn_encoder_t enc, tma_gnn_decoder_t dec, const char *label)
+static void check_model_on(tma_graph_t *g, tma_gnn_encoder_t enc, tma_gnn_decoder_t dec, int negatives,
+                           const char *label)
 {
     tma_gnn_config_t cfg;
     tma_gnn_config_default(&cfg);
     cfg.encoder = enc;
     cfg.decoder = dec;
+    cfg.negatives = negatives;
     cfg.bases = 2;
     cfg.hidden = 6;
     cfg.decoder_hidden = 5;
@@ -867,7 +869,10 @@ static void check_model(tma_gnn_encoder_t enc, int sparse)
     go.val = go.test = 5;
     go.negatives = 5;
     tma_graph_t *g = gnn_test_graph(&go);
-    check_model_on(g, enc, TMA_GNN_DECODER_MLP, sparse ? "sparse features" : "dense features");
+    check_model_on(g, enc, TMA_GNN_DECODER_MLP, 1, sparse ? "sparse features" : "dense features");
+    check_model_on(g, enc, TMA_GNN_DECODER_DOT, 1, sparse ? "sparse features" : "dense features");
+    /* train.negatives: the loss's two halves (positives, negatives) and their gradient. */
+    check_model_on(g, enc, TMA_GNN_DECODER_MLP, 3, sparse ? "sparse, 3 negatives" : "dense, 3 negatives");
     tma_graph_destroy(g);
 }
 
@@ -875,9 +880,11 @@ static void check_model(tma_gnn_encoder_t enc, int sparse)
 static void check_hetero_models(void)
 {
     tma_graph_t *g = gnn_test_typed_graph(80, 4, 1.0, 2, 3, 8, 5, 5, 3);
-    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT, "typed graph");
-    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP, "typed graph");
-    check_model_on(g, TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DOT, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT, 2, "typed graph, 2 negatives");
     tma_graph_destroy(g);
 }
 
