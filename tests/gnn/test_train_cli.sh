@@ -69,6 +69,7 @@ PY
 cmp -s "$TMP_ROOT/j.out" "$TMP_ROOT/j/result.json" || fail "tma train --json did not print result.json"
 grep -q "^test_mrr " "$TMP_ROOT/train.out" || fail "tma train did not print test_mrr"
 grep -q "test MRR" "$TMP_ROOT/train.err" || fail "tma train printed no progress"
+grep -q "test MRR .*hits@100 [0-9.]*, auc 0\.[0-9]*;" "$TMP_ROOT/train.err" || fail "tma train printed no test AUC"
 
 # tma eval agrees with the run: test MRR of the best weights, and their validation MRR.
 want=$(json "$RUN/result.json" "'%.6f' % d['test_mrr']")
