@@ -644,6 +644,8 @@ static tma_status_t train_finish(train_run_t *r)
         fprintf(stderr, "[train] test MRR %.4f (ties %s", test_mrr, tma_gnn_ties_name(test.ties));
         for (int k = 0; k < test.num_hits; k++)
             fprintf(stderr, ", hits@%d %.4f", test.hits_k[k], test.hits[k]);
+        if (isfinite(test.auc))
+            fprintf(stderr, ", auc %.4f", test.auc);
         fprintf(stderr, "; best validation MRR %.4f at %.1fs, step %lld); results in %s\n", r->best_val, r->best_at,
                 (long long)r->best_step, r->run_dir);
     }

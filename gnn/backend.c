@@ -579,18 +579,21 @@ tma_status_t tma_gnn_op_rgcn_aggregate_bwd(const tma_gnn_block_t *blk, const ten
           dT->backend->ops->rgcn_aggregate_bwd(dT->backend, blk, rel, t_rel, dY, T, coef, dT, dcoef));
 }
 
-static int pairs_ok(const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, int64_t np)
+/* The pairs, and either both rel and Wr (DistMult) or neither (the dot product). */
+static int pairs_ok(const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr,
+                    const tensor_t *H, int64_t np)
 {
-    return IS(hi, TMA_GNN_I32) && IS(ti, TMA_GNN_I32) && IS(rel, TMA_GNN_I32) && tma_gnn_tensor_numel(hi) == np &&
-           tma_gnn_tensor_numel(ti) == np && tma_gnn_tensor_numel(rel) == np;
+    if (!IS(hi, TMA_GNN_I32) || !IS(ti, TMA_GNN_I32) || tma_gnn_tensor_numel(hi) != np ||
+        tma_gnn_tensor_numel(ti) != np || !IS(H, TMA_GNN_F32) || !rel != !Wr)
+        return 0;
+    return !rel || (IS(rel, TMA_GNN_I32) && tma_gnn_tensor_numel(rel) == np && IS(Wr, TMA_GNN_F32) &&
+                    Wr->cols == H->cols && Wr->rows >= 1);
 }
 
 tma_status_t tma_gnn_op_distmult(const tensor_t *H, const tensor_t *hi, const tensor_t *ti, const tensor_t *rel,
                                  const tensor_t *Wr, tensor_t *score)
 {
-    REQUIRE("distmult", pairs_ok(hi, ti, rel, score->rows) && score->cols == 1);
-    REQUIRE("distmult", IS(H, TMA_GNN_F32) && IS(Wr, TMA_GNN_F32) && IS(score, TMA_GNN_F32) && Wr->cols == H->cols &&
-                            Wr->rows >= 1);
+    REQUIRE("distmult", pairs_ok(hi, ti, rel, Wr, H, score->rows) && score->cols == 1 && IS(score, TMA_GNN_F32));
     if (!score->backend->ops->distmult)
         return TMA_ERR_UNSUPPORTED;
     TIMED_IO(score->backend, GNN_OP_DISTMULT, 3.0 * (double)score->rows * (double)H->cols,
@@ -602,11 +605,9 @@ tma_status_t tma_gnn_op_distmult_bwd(const tensor_t *dscore, const tensor_t *H, 
                                      const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr, tensor_t *dH,
                                      tensor_t *dWr)
 {
-    REQUIRE("distmult_bwd", pairs_ok(hi, ti, rel, dscore->rows) && dscore->cols == 1);
-    REQUIRE("distmult_bwd", IS(H, TMA_GNN_F32) && IS(Wr, TMA_GNN_F32) && IS(dH, TMA_GNN_F32) &&
-                                IS(dWr, TMA_GNN_F32) && Wr->cols == H->cols && Wr->rows >= 1);
-    REQUIRE("distmult_bwd", dH->rows == H->rows && dH->cols == H->cols && dWr->rows == Wr->rows &&
-                                dWr->cols == Wr->cols);
+    REQUIRE("distmult_bwd", pairs_ok(hi, ti, rel, Wr, H, dscore->rows) && dscore->cols == 1 && !Wr == !dWr);
+    REQUIRE("distmult_bwd", IS(dH, TMA_GNN_F32) && dH->rows == H->rows && dH->cols == H->cols);
+    REQUIRE("distmult_bwd", !dWr || (IS(dWr, TMA_GNN_F32) && dWr->rows == Wr->rows && dWr->cols == Wr->cols));
     if (!dH->backend->ops->distmult_bwd)
         return TMA_ERR_UNSUPPORTED;
     TIMED_IO(dH->backend, GNN_OP_DISTMULT_BWD, 6.0 * (double)dscore->rows * (double)H->cols,

@@ -57,6 +57,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->bases = TMA_GNN_DEFAULT_BASES;
     cfg->num_rel_ids = 0;
     cfg->batch_size = 1024;
+    cfg->negatives = 1;
     default_fanouts(cfg);
     cfg->lr = 0.001;
     cfg->clip = 1.0;
@@ -89,7 +90,7 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
     if (!gnn_encoder_of(cfg))
         BAD("%s: model.encoder must be gcn, sage, mlp or rgcn", ctx);
     if (!gnn_decoder_of(cfg))
-        BAD("%s: model.decoder must be mlp or distmult", ctx);
+        BAD("%s: model.decoder must be mlp, distmult or dot", ctx);
     const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
     const tma_gnn_lr_schedule_t *q = &cfg->lr_schedule;
     if (!(cfg->dropout >= 0 && cfg->dropout <= 0.95))
@@ -136,6 +137,12 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: model.feature_dim = %lld is out of range [0, %d]", ctx, (long long)cfg->feature_dim, 1 << 24);
     if (cfg->batch_size < 1 || cfg->batch_size > (1 << 24))
         BAD("%s: train.batch_size = %d is out of range [1, %d]", ctx, cfg->batch_size, 1 << 24);
+    if (cfg->negatives < 1 || cfg->negatives > TMA_GNN_MAX_NEGATIVES)
+        BAD("%s: train.negatives = %d is out of range [1, %d]", ctx, cfg->negatives, TMA_GNN_MAX_NEGATIVES);
+    if ((2 + (int64_t)cfg->negatives) * cfg->batch_size > TMA_GNN_MAX_BATCH_SEEDS)
+        BAD("%s: train.negatives = %d with train.batch_size = %d: (2 + negatives) x batch_size = %lld seeds a step, "
+            "more than %d (use fewer negatives or a smaller batch)", ctx, cfg->negatives, cfg->batch_size,
+            (2 + (long long)cfg->negatives) * cfg->batch_size, TMA_GNN_MAX_BATCH_SEEDS);
     for (int l = 0; l < cfg->layers; l++)
         if (cfg->fanouts[l] == 0 || cfg->fanouts[l] < -1)
             BAD("%s: train.fanouts[%d] = %d: a fanout is a positive count or -1 (every neighbour)", ctx, l,
@@ -370,7 +377,7 @@ static tma_status_t parse_kind(const cJSON *obj, const char *key, const char *de
     if (decoder ? tma_gnn_decoder_parse(v, &cfg->decoder) == TMA_OK : tma_gnn_encoder_parse(v, &cfg->encoder) == TMA_OK)
         return TMA_OK;
     tma_log_error(COMP, "%s.%s: \"%s\" is not %s (%s)", ctx, key, v, decoder ? "a decoder" : "an encoder",
-                  decoder ? "mlp or distmult" : "gcn, sage, mlp or rgcn");
+                  decoder ? "mlp, distmult or dot" : "gcn, sage, mlp or rgcn");
     return TMA_ERR_CONFIG;
 }
 
@@ -381,7 +388,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              "feature_dim", "decoder", "bases",  "relations",      "type_dims",
                                              "dropout",     NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed", "beta1",
-                                             "beta2", "eps", "device", "weight_decay", "lr_schedule", NULL};
+                                             "beta2", "eps", "device", "weight_decay", "lr_schedule", "negatives",
+                                             NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
                                             "node_order", "block_cache_mb", NULL};
     char mctx[256], tctx[256], ectx[256];
@@ -411,6 +419,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_get_double(model, "dropout", 0, 0, 0.95, mctx, &cfg.dropout)))
         return st;
     if ((st = get_intv(train, "batch_size", cfg.batch_size, 1, 1 << 24, tctx, &cfg.batch_size)) ||
+        (st = get_intv(train, "negatives", cfg.negatives, 1, TMA_GNN_MAX_NEGATIVES, tctx, &cfg.negatives)) ||
         (st = tma_json_get_double(train, "lr", cfg.lr, 1e-12, 10, tctx, &cfg.lr)) ||
         (st = tma_json_get_double(train, "clip", cfg.clip, 0, 1e30, tctx, &cfg.clip)) ||
         (st = tma_json_get_double(train, "beta1", cfg.beta1, 0, 0.999999999, tctx, &cfg.beta1)) ||
@@ -482,6 +491,8 @@ cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(m, "feature_dim", (double)cfg->feature_dim);
     /* Only relational models name the new keys, so the model section (and
      * the weight files that record it) of every other model is unchanged. */
+    if (gnn_decoder_named(cfg) && !tma_gnn_config_relational(cfg))
+        cJSON_AddStringToObject(m, "decoder", tma_gnn_decoder_name(cfg->decoder));
     if (tma_gnn_config_relational(cfg)) {
         cJSON_AddStringToObject(m, "decoder", tma_gnn_decoder_name(cfg->decoder));
         if (gnn_encoder_of(cfg)->relational)
@@ -512,6 +523,10 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
         cJSON_AddNumberToObject(m, "dropout", cfg->dropout);
     cJSON_AddItemToObject(root, "model", m);
     cJSON_AddNumberToObject(t, "batch_size", cfg->batch_size);
+    /* Named only when not the default, so the resolved config of every
+     * earlier run reads the same. */
+    if (cfg->negatives != 1)
+        cJSON_AddNumberToObject(t, "negatives", cfg->negatives);
     cJSON_AddItemToObject(t, "fanouts", fa);
     cJSON_AddNumberToObject(t, "lr", cfg->lr);
     cJSON_AddNumberToObject(t, "clip", cfg->clip);
@@ -604,11 +619,13 @@ static int model_text(const tma_gnn_config_t *cfg, char *s, size_t cap)
                      "decoder_hidden=%d feature_dim=%lld norm=layernorm act=prelu",
                      tma_gnn_encoder_name(cfg->encoder), cfg->layers, cfg->hidden, cfg->decoder_layers,
                      cfg->decoder_hidden, (long long)cfg->feature_dim);
-    /* Relational models extend the text; the others keep their hash. */
+    /* Relational models and other decoders extend the text; the others keep their hash. */
     if (tma_gnn_config_relational(cfg))
         n += snprintf(s + n, cap - (size_t)n, " decoder=%s bases=%d relations=%d",
                       tma_gnn_decoder_name(cfg->decoder), gnn_encoder_of(cfg)->relational ? cfg->bases : 0,
                       cfg->num_rel_ids);
+    else if (gnn_decoder_named(cfg))
+        n += snprintf(s + n, cap - (size_t)n, " decoder=%s", tma_gnn_decoder_name(cfg->decoder));
     for (int t = 0; t < cfg->num_node_types; t++)
         n += snprintf(s + n, cap - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
     return TMA_MIN(n, (int)cap - 1);

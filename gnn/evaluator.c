@@ -584,7 +584,7 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
     const int64_t *edges = split == TMA_GNN_SPLIT_TEST ? g->test_edges : g->val_edges;
     const int64_t *negs = split == TMA_GNN_SPLIT_TEST ? g->test_neg : g->val_neg;
     const int32_t *erel = split == TMA_GNN_SPLIT_TEST ? g->test_rel : g->val_rel;
-    const int distmult = gnn_decoder_of(&ev->cfg)->relational;
+    const int distmult = gnn_decoder_of(&ev->cfg)->relational, single = gnn_decoder_of(&ev->cfg)->single;
     const char *name = split == TMA_GNN_SPLIT_TEST ? "test" : "validation";
     if (n <= 0 || !edges) {
         tma_log_error(COMP, "the graph has no %s edges to evaluate", name);
@@ -634,14 +634,14 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
         /* Two buffers in turn: E[k] in one, D[k] (then PReLU in place: E[k+1]) in the other. */
         tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
         const int depth = gnn_decoder_depth(&ev->cfg);
-        if (distmult)
+        if (single)
             D[0] = tma_gnn_tensor_shape(&ev->dec[1], P, 1);
-        for (int k = 0; k < depth && !distmult; k++) {
+        for (int k = 0; k < depth && !single; k++) {
             E[k] = tma_gnn_tensor_shape(&ev->dec[k & 1], P, ev->P.dec[k].W.rows);
             D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
         }
         tensor_t *logits = &D[depth - 1];
-        if (!distmult && ev->b->ops->score_mlp) {
+        if (!single && ev->b->ops->score_mlp) {
             /* The fused decoder: the same numbers in cache-sized blocks. */
             const tensor_t *W[GNN_MAX_DECODER_LAYERS], *bias[GNN_MAX_DECODER_LAYERS], *a[GNN_MAX_DECODER_LAYERS];
             for (int k = 0; k < depth; k++) {

@@ -251,7 +251,9 @@ typedef struct tma_gnn_ops {
                                        const tensor_t *t_rel, const tensor_t *dY, const tensor_t *T,
                                        const tensor_t *coef, tensor_t *dT, tensor_t *dcoef);
     /* DistMult: score[p] = sum_k H[hi[p], k] Wr[rel[p], k] H[ti[p], k]
-     * (score: np x 1; Wr: R x d, one diagonal per relation). */
+     * (score: np x 1; Wr: R x d, one diagonal per relation).  rel and Wr
+     * NULL: every diagonal is ones, the plain dot product of the dot
+     * decoder (then distmult_bwd's dWr is NULL too). */
     tma_status_t (*distmult)(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
                              const tensor_t *rel, const tensor_t *Wr, tensor_t *score);
     /* Its backward: dH (H's shape) and dWr (Wr's shape), both overwritten. */

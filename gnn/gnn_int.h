@@ -154,7 +154,7 @@ typedef struct gnn_encoder_desc {
 typedef struct gnn_decoder_desc {
     const char *name;
     int relational; /* scores a pair by its relation id: needs model.relations */
-    int single;     /* one logit op on the pair, no hidden layers (the buffers see depth 1) */
+    int single;     /* one logit op on the pair, no hidden layers (the buffers see depth 1); else the MLP */
     tma_status_t (*params)(gnn_walk_t *w, const tma_gnn_config_t *cfg, int64_t in, gnn_params_t *p);
     tma_status_t (*forward)(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
                             const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E, tensor_t *D);
@@ -167,7 +167,10 @@ typedef struct gnn_decoder_desc {
 } gnn_decoder_desc_t;
 
 extern const gnn_encoder_desc_t gnn_encoder_gcn, gnn_encoder_sage, gnn_encoder_mlp, gnn_encoder_rgcn;
-extern const gnn_decoder_desc_t gnn_decoder_mlp, gnn_decoder_distmult;
+extern const gnn_decoder_desc_t gnn_decoder_mlp, gnn_decoder_distmult, gnn_decoder_dot;
+/* 1 when cfg's decoder is not the default (mlp): the model section and the
+ * hash name it then, as they do for every relational model. */
+int gnn_decoder_named(const tma_gnn_config_t *cfg);
 /* The descriptors of cfg's kinds (a validated config: never NULL). */
 const gnn_encoder_desc_t *gnn_encoder_of(const tma_gnn_config_t *cfg);
 const gnn_decoder_desc_t *gnn_decoder_of(const tma_gnn_config_t *cfg);
@@ -182,7 +185,7 @@ static inline tensor_t *gnn_enc_agg_grad(const gnn_encoder_desc_t *d, gnn_enc_pa
     return (tensor_t *)(void *)((char *)g + d->agg_weight);
 }
 
-/* The decoder's layer count as the buffers see it: 1 for DistMult. */
+/* The decoder's layer count as the buffers see it: 1 for DistMult and dot. */
 static inline int gnn_decoder_depth(const tma_gnn_config_t *cfg)
 {
     return gnn_decoder_of(cfg)->single ? 1 : cfg->decoder_layers;
@@ -283,14 +286,15 @@ tma_status_t gnn_type_feats_order(const gnn_type_feats_t *tf, const int64_t *nod
 /* ------------------------------------------------------------------ trainer hooks (tests) */
 
 /* The last batch a trainer sampled (host view, valid until the next step):
- * which graph, the sample, and the decoder pairs (2B of them: B positives
- * then B negatives, as local ids of the sample's seeds). */
+ * which graph, the sample, and the decoder pairs ((1 + NK)B of them: B
+ * positives, then negative j of edge i at B + jB + i, as local ids of the
+ * sample's seeds), NK = train.negatives. */
 typedef struct gnn_batch_view {
     int graph_index;
     const tma_graph_sample_t *sample;
     int64_t num_pairs;
     const int32_t *head, *tail;
-    const int64_t *seeds; /* the 3B seeds asked for: u..., v..., negative tails... */
+    const int64_t *seeds; /* the (2 + NK)B seeds asked for: u..., v..., negative tails (j-major)... */
 } gnn_batch_view_t;
 
 void gnn_trainer_last_batch(const tma_gnn_trainer_t *tr, gnn_batch_view_t *view_p);

@@ -18,6 +18,7 @@ static const gnn_encoder_desc_t *const encoders[] = {
 static const gnn_decoder_desc_t *const decoders[] = {
     [TMA_GNN_DECODER_MLP] = &gnn_decoder_mlp,
     [TMA_GNN_DECODER_DISTMULT] = &gnn_decoder_distmult,
+    [TMA_GNN_DECODER_DOT] = &gnn_decoder_dot,
 };
 
 const gnn_encoder_desc_t *gnn_encoder_of(const tma_gnn_config_t *cfg)
@@ -61,6 +62,8 @@ tma_status_t tma_gnn_decoder_parse(const char *name, tma_gnn_decoder_t *d_p)
     }
     return TMA_ERR_CONFIG;
 }
+
+int gnn_decoder_named(const tma_gnn_config_t *cfg) { return cfg->decoder != TMA_GNN_DECODER_MLP; }
 
 void tma_gnn_config_default_kinds(tma_gnn_config_t *cfg)
 {

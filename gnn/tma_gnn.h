@@ -141,6 +141,7 @@ typedef enum {
 typedef enum {
     TMA_GNN_DECODER_MLP = 0,      /* r_u ⊙ r_v through decoder_layers Linear layers */
     TMA_GNN_DECODER_DISTMULT = 1, /* sum_k r_u[k] w_rel[k] r_v[k], one diagonal per relation id */
+    TMA_GNN_DECODER_DOT = 2,      /* sum_k r_u[k] r_v[k]: no parameters */
 } tma_gnn_decoder_t;
 
 #define TMA_GNN_DEFAULT_BASES 4 /* RGCN bases (the paper's) */
@@ -148,6 +149,8 @@ typedef enum {
 #define TMA_GNN_MAX_LAYERS 8
 #define TMA_GNN_MAX_HIDDEN 4096
 #define TMA_GNN_MAX_HITS 8 /* entries of eval.hits */
+#define TMA_GNN_MAX_NEGATIVES 1024 /* train.negatives */
+#define TMA_GNN_MAX_BATCH_SEEDS (1 << 26) /* (2 + negatives) x batch_size: the seeds a step samples around */
 #define TMA_GNN_MAX_BASES 64
 #define TMA_GNN_MAX_TYPES 16 /* node types of the per-type input projection */
 
@@ -225,6 +228,7 @@ typedef struct tma_gnn_config {
     int type_dims[TMA_GNN_MAX_TYPES];
     /* training */
     int batch_size;                   /* positive edges per step */
+    int negatives;                    /* train.negatives: uniform negative tails per positive, 1..TMA_GNN_MAX_NEGATIVES */
     int fanouts[TMA_GNN_MAX_LAYERS]; /* per hop from the seeds; -1 = all */
     double lr, clip, beta1, beta2, eps;
     double weight_decay; /* train.weight_decay: decoupled (AdamW), every parameter; 0: none */

@@ -1,11 +1,13 @@
 /*
  * trainer.c: mini-batch training for link prediction.  A step draws B
  * positive edges (uniformly from the directed CSR entries of one graph, so
- * each undirected edge in either direction) and one uniform negative tail
- * per edge, samples the message-flow blocks around the 3B seeds with the
- * batch's edges removed, runs the encoder and decoder forward, BCE on the
- * 2B logits, and backward into the gradient block; then clips by global
- * norm and takes an Adam step.
+ * each undirected edge in either direction) and NK = train.negatives
+ * uniform negative tails per edge, samples the message-flow blocks around
+ * the (2 + NK)B seeds with the batch's edges removed, runs the encoder and
+ * decoder forward, BCE on the (1 + NK)B logits (the positives' mean and the
+ * negatives' mean weighted one half each: with NK = 1 the plain mean), and
+ * backward into the gradient block; then clips by global norm and takes an
+ * Adam step.
  *
  * Every buffer is sized at creation (or when the graphs change) for the
  * worst-case batch from the sampler's bounds; a step never allocates.  On a
@@ -43,8 +45,10 @@ struct tma_gnn_trainer {
     tma_gnn_layout_t layout;
     tma_gnn_backend_t *b;
     int L, K, B, mlp;
+    int NK; /* negatives per positive (train.negatives) */
     const gnn_encoder_desc_t *enc; /* the encoder kind */
     int rgcn, distmult; /* the encoder and decoder read relation ids (RGCN, DistMult) */
+    int single;         /* the decoder is one logit op (DistMult, dot): no hidden layers */
     int proj;           /* the per-type input projection (cfg.num_node_types > 0) */
 
     tensor_t params, grads, adam_m, adam_v;
@@ -63,11 +67,11 @@ struct tma_gnn_trainer {
     int any_sparse, any_dense;
 
     /* the batch on the host */
-    int64_t *seeds; /* [3B] */
+    int64_t *seeds; /* [(2 + NK)B]: u..., v..., then negative j of edge i at 2B + jB + i */
     int64_t *excl;  /* [2B] */
     tma_graph_sample_t sample;
-    int32_t *h_head, *h_tail; /* [2B] */
-    int32_t *h_rel;           /* [2B]: each pair's relation id (DistMult) */
+    int32_t *h_head, *h_tail; /* [(1 + NK)B]: the positives, then negative j of edge i at B + jB + i */
+    int32_t *h_rel;           /* [(1 + NK)B]: each pair's relation id (DistMult) */
     int32_t *norm_count;      /* gnn_rgcn_norm's scratch: one int a relation id */
     int32_t *h_order;         /* the projection: the sample's positions sorted by node type */
     int64_t *h_ids;           /* ... and each one's row in its type's feature table */
@@ -91,6 +95,10 @@ struct tma_gnn_trainer {
 
     tma_gnn_timing_t timing;
 };
+
+/* The pairs a step scores (B positives, NK B negatives) and the seeds it samples around. */
+static int64_t num_pairs(const tma_gnn_trainer_t *tr) { return (1 + (int64_t)tr->NK) * tr->B; }
+static int64_t num_seeds(const tma_gnn_trainer_t *tr) { return (2 + (int64_t)tr->NK) * tr->B; }
 
 /* ------------------------------------------------------------------ buffers */
 
@@ -251,7 +259,7 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
     /* Host views of the sample. */
     memset(&tr->sample, 0, sizeof tr->sample);
     tr->sample.nodes = host_array(tr, &tr->nodes);
-    tr->sample.seed_local = tma_gnn_backend_host_alloc(tr->b, (size_t)(3 * tr->B) * sizeof(int32_t));
+    tr->sample.seed_local = tma_gnn_backend_host_alloc(tr->b, (size_t)num_seeds(tr) * sizeof(int32_t));
     if (tr->sample.seed_local)
         tr->staging[tr->nstaging++] = tr->sample.seed_local;
     if (!tr->sample.nodes || !tr->sample.seed_local)
@@ -285,15 +293,17 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
 /* Buffers whose size depends only on the config (decoder, pairs). */
 static tma_status_t alloc_fixed_buffers(tma_gnn_trainer_t *tr)
 {
-    const int64_t P = 2 * (int64_t)tr->B;
+    const int64_t P = num_pairs(tr);
     tma_status_t st;
     if ((st = alloc_t(tr, TMA_GNN_I32, P, &tr->hi)) || (st = alloc_t(tr, TMA_GNN_I32, P, &tr->ti)) ||
         (st = alloc_t(tr, TMA_GNN_F32, P, &tr->labels)) || (st = alloc_t(tr, TMA_GNN_F32, P, &tr->dlogits)))
         return st;
     int64_t widest = tr->cfg.hidden;
-    if (tr->distmult && ((st = alloc_t(tr, TMA_GNN_I32, P, &tr->prel)) || (st = alloc_t(tr, TMA_GNN_F32, P, &tr->D[0]))))
+    if (tr->distmult && (st = alloc_t(tr, TMA_GNN_I32, P, &tr->prel)))
         return st;
-    for (int k = 0; k < tr->K && !tr->distmult; k++) {
+    if (tr->single && (st = alloc_t(tr, TMA_GNN_F32, P, &tr->D[0])))
+        return st;
+    for (int k = 0; k < tr->K && !tr->single; k++) {
         const tensor_t *W = &tr->P.dec[k].W;
         widest = TMA_MAX(widest, W->cols);
         if ((st = alloc_t(tr, TMA_GNN_F32, P * W->rows, &tr->E[k])) ||
@@ -313,7 +323,7 @@ static tma_status_t alloc_fixed_buffers(tma_gnn_trainer_t *tr)
     free(lab);
     tr->h_head = tma_gnn_backend_host_alloc(tr->b, (size_t)P * sizeof(int32_t));
     tr->h_tail = tma_gnn_backend_host_alloc(tr->b, (size_t)P * sizeof(int32_t));
-    tr->seeds = malloc((size_t)(3 * tr->B) * sizeof(int64_t));
+    tr->seeds = malloc((size_t)num_seeds(tr) * sizeof(int64_t));
     tr->excl = malloc((size_t)(2 * tr->B) * sizeof(int64_t));
     if (!tr->h_head || !tr->h_tail || !tr->seeds || !tr->excl)
         return TMA_ERR_NOMEM;
@@ -383,7 +393,7 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
      * and the backward scatters. */
     so.transpose = !tr->rgcn;
     so.threads = tma_gnn_backend_threads(tr->b);
-    so.max_seeds = 3 * (int64_t)tr->B;
+    so.max_seeds = num_seeds(tr);
     so.max_excluded = tr->B;
     for (int i = 0; i < n; i++) {
         gnn_slot_t *s = &tr->slots[i];
@@ -497,10 +507,12 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
     tr->L = tr->cfg.layers;
     tr->K = gnn_decoder_depth(&tr->cfg);
     tr->B = tr->cfg.batch_size;
+    tr->NK = tr->cfg.negatives;
     tr->enc = gnn_encoder_of(&tr->cfg);
     tr->mlp = !tr->enc->neighbours;
     tr->rgcn = tr->enc->relational;
     tr->distmult = gnn_decoder_of(&tr->cfg)->relational;
+    tr->single = gnn_decoder_of(&tr->cfg)->single;
     tr->proj = tr->cfg.num_node_types > 0;
     tma_rng_seed(&tr->rng, tr->cfg.seed, 0x747261696e6572ull);
     if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK)
@@ -599,37 +611,40 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
     for (int i = 0; i < B; i++) {
         int64_t e = (int64_t)tma_rng_below(&tr->rng, entries);
         int64_t u = row_of_entry(g, e), v = g->indices[e];
-        int64_t t;
-        if (s->type_nodes) {
-            /* Typed graph: the negative tail is of the positive tail's type. */
-            const int32_t ty = g->node_type[v];
-            const int64_t o = s->type_off[ty], cnt = s->type_off[ty + 1] - o;
-            t = s->type_nodes[o + (int64_t)tma_rng_below(&tr->rng, (uint64_t)cnt)];
-            for (int tries = 0; (t == u || t == v) && tries < 64 && cnt > 2; tries++)
+        /* NK tails drawn right after the edge: with NK = 1 the draws of before. */
+        for (int j = 0; j < tr->NK; j++) {
+            int64_t t;
+            if (s->type_nodes) {
+                /* Typed graph: the negative tail is of the positive tail's type. */
+                const int32_t ty = g->node_type[v];
+                const int64_t o = s->type_off[ty], cnt = s->type_off[ty + 1] - o;
                 t = s->type_nodes[o + (int64_t)tma_rng_below(&tr->rng, (uint64_t)cnt)];
-        } else {
-            t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
-            for (int tries = 0; (t == u || t == v) && tries < 64; tries++)
+                for (int tries = 0; (t == u || t == v) && tries < 64 && cnt > 2; tries++)
+                    t = s->type_nodes[o + (int64_t)tma_rng_below(&tr->rng, (uint64_t)cnt)];
+            } else {
                 t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
+                for (int tries = 0; (t == u || t == v) && tries < 64; tries++)
+                    t = (int64_t)tma_rng_below(&tr->rng, (uint64_t)g->num_nodes);
+            }
+            tr->seeds[(int64_t)(2 + j) * B + i] = t;
         }
         if (tr->distmult) {
-            /* Positive and negative are scored with the relation of u -> v. */
+            /* The positive and its negatives are scored with the relation of u -> v. */
             const int32_t r = g->edge_rel ? g->edge_rel[e] : 0;
-            tr->h_rel[i] = r;
-            tr->h_rel[B + i] = r;
+            for (int j = 0; j <= tr->NK; j++)
+                tr->h_rel[(int64_t)j * B + i] = r;
         }
         tr->seeds[i] = u;
         tr->seeds[B + i] = v;
-        tr->seeds[2 * B + i] = t;
         tr->excl[2 * i] = u;
         tr->excl[2 * i + 1] = v;
     }
-    tma_status_t st = tma_graph_sampler_sample(s->sampler, tr->seeds, 3 * (int64_t)B, tr->excl, B,
+    tma_status_t st = tma_graph_sampler_sample(s->sampler, tr->seeds, num_seeds(tr), tr->excl, B,
                                                tma_rng_next(&tr->rng), &tr->sample);
     if (st != TMA_OK)
         return st;
-    /* Pairs: (u_i, v_i) for the positives, (u_i, t_i) for the negatives. */
-    for (int64_t p = 0; p < 2 * (int64_t)B; p++) {
+    /* Pairs: (u_i, v_i) for the positives, (u_i, t_ij) for the negatives. */
+    for (int64_t p = 0; p < num_pairs(tr); p++) {
         tr->h_head[p] = tr->sample.seed_local[p % B];
         tr->h_tail[p] = tr->sample.seed_local[B + p];
     }
@@ -643,10 +658,10 @@ static tma_status_t sample_batch(tma_gnn_trainer_t *tr)
             return st;
     }
     st = upload_prefix(&tr->nodes, sm->nodes, sm->num_nodes);
-    st = st ? st : upload_prefix(&tr->hi, tr->h_head, 2 * (int64_t)B);
-    st = st ? st : upload_prefix(&tr->ti, tr->h_tail, 2 * (int64_t)B);
+    st = st ? st : upload_prefix(&tr->hi, tr->h_head, num_pairs(tr));
+    st = st ? st : upload_prefix(&tr->ti, tr->h_tail, num_pairs(tr));
     if (tr->distmult)
-        st = st ? st : upload_prefix(&tr->prel, tr->h_rel, 2 * (int64_t)B);
+        st = st ? st : upload_prefix(&tr->prel, tr->h_rel, num_pairs(tr));
     for (int l = 0; l < tr->L && !tr->mlp && st == TMA_OK; l++) {
         const tma_graph_block_t *hb = &sm->blocks[l];
         tma_gnn_block_t *b = &tr->blk[l];
@@ -718,11 +733,32 @@ static uint64_t dropout_key(const tma_gnn_trainer_t *tr, int l)
     return tma_hash64(tr->cfg.seed * 0x9E3779B97F4A7C15ull ^ tma_hash64((uint64_t)tr->step * 64 + (uint64_t)l));
 }
 
+/* BCE on the logits: the positives' mean and the negatives' mean, one half
+ * each.  With one negative a positive that is the mean over all 2B logits,
+ * computed as one op as it always was (the same bytes). */
+static tma_status_t batch_loss(tma_gnn_trainer_t *tr, const tensor_t *logits, double *loss_p)
+{
+    const int64_t B = tr->B, P = num_pairs(tr);
+    tensor_t labels = tma_gnn_tensor_shape(&tr->labels, P, 1), dl = tma_gnn_tensor_shape(&tr->dlogits, P, 1);
+    if (tr->NK == 1)
+        return tma_gnn_op_bce_logits(logits, &labels, loss_p, &dl);
+    tensor_t lp = tma_gnn_tensor_view(logits, 0, B, 1), ln = tma_gnn_tensor_view(logits, B, P - B, 1);
+    tensor_t yp = tma_gnn_tensor_view(&labels, 0, B, 1), yn = tma_gnn_tensor_view(&labels, B, P - B, 1);
+    tensor_t dp = tma_gnn_tensor_view(&dl, 0, B, 1), dn = tma_gnn_tensor_view(&dl, B, P - B, 1);
+    double pos = 0, neg = 0;
+    tma_status_t st = tma_gnn_op_bce_logits(&lp, &yp, &pos, &dp);
+    st = st ? st : tma_gnn_op_bce_logits(&ln, &yn, &neg, &dn);
+    st = st ? st : tma_gnn_op_scale(&dl, 0.5f);
+    if (st == TMA_OK)
+        *loss_p = 0.5 * (pos + neg);
+    return st;
+}
+
 static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
 {
     const gnn_slot_t *s = &tr->slots[tr->last_slot];
     const tma_gnn_config_t *cfg = &tr->cfg;
-    const int64_t H = cfg->hidden, Fd = cfg->feature_dim, P = 2 * (int64_t)tr->B;
+    const int64_t H = cfg->hidden, Fd = cfg->feature_dim, P = num_pairs(tr);
     tensor_t ids = tma_gnn_tensor_shape(&tr->nodes, tr->sample.num_nodes, 1);
     tensor_t Hprev;
     tma_status_t st = TMA_OK;
@@ -781,19 +817,17 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
     tensor_t R = tma_gnn_tensor_shape(&tr->lb[tr->L - 1].Z, tr->sample.num_seeds, H);
     tensor_t hi = tma_gnn_tensor_shape(&tr->hi, P, 1), ti = tma_gnn_tensor_shape(&tr->ti, P, 1), rel;
     tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
-    if (tr->distmult) {
+    if (tr->distmult)
         rel = tma_gnn_tensor_shape(&tr->prel, P, 1);
+    if (tr->single)
         D[0] = tma_gnn_tensor_shape(&tr->D[0], P, 1);
-    }
-    for (int k = 0; k < tr->K && !tr->distmult; k++) {
+    for (int k = 0; k < tr->K && !tr->single; k++) {
         E[k] = tma_gnn_tensor_shape(&tr->E[k], P, tr->P.dec[k].W.rows);
         D[k] = tma_gnn_tensor_shape(&tr->D[k], P, tr->P.dec[k].W.cols);
     }
     st = gnn_decoder_forward(cfg, &tr->P, &R, &hi, &ti, tr->distmult ? &rel : NULL, E, D);
-    if (st == TMA_OK) {
-        tensor_t labels = tma_gnn_tensor_shape(&tr->labels, P, 1), dl = tma_gnn_tensor_shape(&tr->dlogits, P, 1);
-        st = tma_gnn_op_bce_logits(&D[tr->K - 1], &labels, loss_p, &dl);
-    }
+    if (st == TMA_OK)
+        st = batch_loss(tr, &D[tr->K - 1], loss_p);
     return st;
 }
 
@@ -801,7 +835,7 @@ static tma_status_t backward(tma_gnn_trainer_t *tr)
 {
     const gnn_slot_t *s = &tr->slots[tr->last_slot];
     const tma_gnn_config_t *cfg = &tr->cfg;
-    const int64_t H = cfg->hidden, Fd = cfg->feature_dim, P = 2 * (int64_t)tr->B;
+    const int64_t H = cfg->hidden, Fd = cfg->feature_dim, P = num_pairs(tr);
 
     /* The decoder, into the embeddings of the seeds. */
     const int64_t n_seeds = tr->sample.num_seeds;
@@ -994,7 +1028,7 @@ void gnn_trainer_last_batch(const tma_gnn_trainer_t *tr, gnn_batch_view_t *view_
         return;
     view_p->graph_index = tr->last_slot;
     view_p->sample = &tr->sample;
-    view_p->num_pairs = 2 * (int64_t)tr->B;
+    view_p->num_pairs = num_pairs(tr);
     view_p->head = tr->h_head;
     view_p->tail = tr->h_tail;
     view_p->seeds = tr->seeds;

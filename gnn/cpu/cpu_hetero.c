@@ -107,16 +107,24 @@ tma_status_t cpu_distmult(tma_gnn_backend_t *b, const tensor_t *H, const tensor_
                                  const tensor_t *rel, const tensor_t *Wr, tensor_t *score)
 {
     const int64_t d = H->cols, np = score->rows;
-    const float *h = CF(H), *wr = CF(Wr);
-    const int32_t *u = CI32(hi), *v = CI32(ti), *r = CI32(rel);
+    const float *h = CF(H), *wr = Wr ? CF(Wr) : NULL;
+    const int32_t *u = CI32(hi), *v = CI32(ti), *r = rel ? CI32(rel) : NULL;
     float *sc = F(score);
 #pragma omp parallel for num_threads(NT(b)) schedule(static) if (np * d > PAR_MIN)
     for (int64_t p = 0; p < np; p++) {
-        const float *hu = h + (int64_t)u[p] * d, *hv = h + (int64_t)v[p] * d, *w = wr + (int64_t)r[p] * d;
+        const float *hu = h + (int64_t)u[p] * d, *hv = h + (int64_t)v[p] * d;
         float s = 0;
+        if (wr) {
+            const float *w = wr + (int64_t)r[p] * d;
 #pragma omp simd reduction(+ : s)
-        for (int64_t j = 0; j < d; j++)
-            s += hu[j] * w[j] * hv[j];
+            for (int64_t j = 0; j < d; j++)
+                s += hu[j] * w[j] * hv[j];
+        } else {
+            /* The dot decoder: every diagonal is ones. */
+#pragma omp simd reduction(+ : s)
+            for (int64_t j = 0; j < d; j++)
+                s += hu[j] * hv[j];
+        }
         sc[p] = s;
     }
     return TMA_OK;
@@ -128,10 +136,10 @@ tma_status_t cpu_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dscore, cons
                                      const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr,
                                      tensor_t *dH, tensor_t *dWr)
 {
-    const int64_t d = H->cols, np = dscore->rows, nh = dH->rows, nr = dWr->rows;
-    const float *h = CF(H), *wr = CF(Wr), *ds = CF(dscore);
-    const int32_t *u = CI32(hi), *v = CI32(ti), *r = CI32(rel);
-    float *dh = F(dH), *dw = F(dWr);
+    const int64_t d = H->cols, np = dscore->rows, nh = dH->rows, nr = dWr ? dWr->rows : 0;
+    const float *h = CF(H), *wr = Wr ? CF(Wr) : NULL, *ds = CF(dscore);
+    const int32_t *u = CI32(hi), *v = CI32(ti), *r = rel ? CI32(rel) : NULL;
+    float *dh = F(dH), *dw = dWr ? F(dWr) : NULL;
     int64_t cw;
     int nch = col_chunks(d, NT(b), &cw);
 #pragma omp parallel num_threads(NT(b)) if (np * d > PAR_MIN)
@@ -148,10 +156,18 @@ tma_status_t cpu_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dscore, cons
             for (int64_t p = 0; p < np; p++) {
                 const float g = ds[p];
                 const float *hu = h + (int64_t)u[p] * d + j0, *hv = h + (int64_t)v[p] * d + j0;
-                const float *w = wr + (int64_t)r[p] * d + j0;
                 float *du = dh + (int64_t)u[p] * d + j0, *dv = dh + (int64_t)v[p] * d + j0;
-                float *dwr = dw + (int64_t)r[p] * d + j0;
                 /* u == v is possible: separate loops stay correct. */
+                if (!wr) {
+                    /* The dot decoder: every diagonal is ones, no dWr. */
+                    for (int64_t j = 0; j < len; j++)
+                        du[j] += g * hv[j];
+                    for (int64_t j = 0; j < len; j++)
+                        dv[j] += g * hu[j];
+                    continue;
+                }
+                const float *w = wr + (int64_t)r[p] * d + j0;
+                float *dwr = dw + (int64_t)r[p] * d + j0;
                 for (int64_t j = 0; j < len; j++)
                     du[j] += g * w[j] * hv[j];
                 for (int64_t j = 0; j < len; j++)

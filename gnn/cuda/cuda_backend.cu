@@ -571,7 +571,9 @@ static tma_status_t cuda_distmult(tma_gnn_backend_t *b, const tensor_t *H, const
                                   const tensor_t *rel, const tensor_t *Wr, tensor_t *score)
 {
     ENTER(b);
-    CU(cuk_distmult(S(b)->stream, CF(H), CI32(hi), CI32(ti), CI32(rel), CF(Wr), score->rows, H->cols, F(score)));
+    /* rel and Wr NULL: the dot decoder (the kernel reads neither). */
+    CU(cuk_distmult(S(b)->stream, CF(H), CI32(hi), CI32(ti), rel ? CI32(rel) : nullptr, Wr ? CF(Wr) : nullptr,
+                    score->rows, H->cols, F(score)));
     return TMA_OK;
 }
 
@@ -580,8 +582,9 @@ static tma_status_t cuda_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dsco
                                       tensor_t *dH, tensor_t *dWr)
 {
     ENTER(b);
-    CU(cuk_distmult_bwd(S(b)->stream, CF(dscore), CF(H), CI32(hi), CI32(ti), CI32(rel), CF(Wr), dscore->rows,
-                        H->cols, F(dH), dH->rows, F(dWr), dWr->rows));
+    CU(cuk_distmult_bwd(S(b)->stream, CF(dscore), CF(H), CI32(hi), CI32(ti), rel ? CI32(rel) : nullptr,
+                        Wr ? CF(Wr) : nullptr, dscore->rows, H->cols, F(dH), dH->rows, dWr ? F(dWr) : nullptr,
+                        dWr ? dWr->rows : 0));
     return TMA_OK;
 }
 

@@ -978,10 +978,12 @@ __global__ void k_distmult(const float *H, const int32_t *hi, const int32_t *ti,
 {
     WARP_ROWS(p, np)
     {
-        const float *hu = H + (int64_t)hi[p] * d, *hv = H + (int64_t)ti[p] * d, *wr = Wr + (int64_t)rel[p] * d;
+        /* Wr NULL (and rel): the dot decoder, every diagonal ones. */
+        const float *hu = H + (int64_t)hi[p] * d, *hv = H + (int64_t)ti[p] * d;
+        const float *wr = Wr ? Wr + (int64_t)rel[p] * d : nullptr;
         float acc = 0.0f;
         for (int64_t j = lane; j < d; j += 32)
-            acc += hu[j] * wr[j] * hv[j];
+            acc += hu[j] * (wr ? wr[j] : 1.0f) * hv[j];
         acc = warp_sum(acc);
         if (lane == 0)
             score[p] = acc;
@@ -1002,13 +1004,15 @@ __global__ void k_distmult_bwd(const float *ds, const float *H, const int32_t *h
 {
     WARP_ROWS(p, np)
     {
-        const int64_t u = hi[p], v = ti[p], r = rel[p];
+        const int64_t u = hi[p], v = ti[p], r = Wr ? rel[p] : 0;
         const float g = ds[p];
-        const float *hu = H + u * d, *hv = H + v * d, *wr = Wr + r * d;
+        const float *hu = H + u * d, *hv = H + v * d, *wr = Wr ? Wr + r * d : nullptr;
         for (int64_t j = lane; j < d; j += 32) {
-            atomicAdd(dH + u * d + j, g * wr[j] * hv[j]);
-            atomicAdd(dH + v * d + j, g * wr[j] * hu[j]);
-            atomicAdd(dWr + r * d + j, g * hu[j] * hv[j]);
+            const float w = wr ? wr[j] : 1.0f;
+            atomicAdd(dH + u * d + j, g * w * hv[j]);
+            atomicAdd(dH + v * d + j, g * w * hu[j]);
+            if (dWr)
+                atomicAdd(dWr + r * d + j, g * hu[j] * hv[j]);
         }
     }
 }
@@ -1018,7 +1022,7 @@ cudaError_t cuk_distmult_bwd(cudaStream_t s, const float *ds, const float *H, co
                              float *dWr, int64_t n_r)
 {
     cudaError_t e = cudaMemsetAsync(dH, 0, (size_t)(n_h * d) * sizeof(float), s);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && dWr)
         e = cudaMemsetAsync(dWr, 0, (size_t)(n_r * d) * sizeof(float), s);
     if (e != cudaSuccess || np <= 0 || d <= 0)
         return e;

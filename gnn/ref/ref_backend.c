@@ -484,10 +484,10 @@ static tma_status_t ref_distmult(tma_gnn_backend_t *b, const tensor_t *H, const 
     int64_t d = H->cols;
     for (int64_t p = 0; p < score->rows; p++) {
         const float *hu = CF(H) + (int64_t)CI32(hi)[p] * d, *hv = CF(H) + (int64_t)CI32(ti)[p] * d;
-        const float *wr = CF(Wr) + (int64_t)CI32(rel)[p] * d;
+        const float *wr = Wr ? CF(Wr) + (int64_t)CI32(rel)[p] * d : NULL;
         double s = 0;
         for (int64_t j = 0; j < d; j++)
-            s += (double)hu[j] * wr[j] * hv[j];
+            s += (double)hu[j] * (wr ? wr[j] : 1.0f) * hv[j];
         F(score)[p] = (float)s;
     }
     return TMA_OK;
@@ -497,21 +497,22 @@ static tma_status_t ref_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dscor
                                      const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr,
                                      tensor_t *dH, tensor_t *dWr)
 {
-    int64_t d = H->cols, nh = tma_gnn_tensor_numel(dH), nw = tma_gnn_tensor_numel(dWr);
-    double *ah = calloc((size_t)(nh ? nh : 1), sizeof *ah), *aw = calloc((size_t)nw, sizeof *aw);
+    int64_t d = H->cols, nh = tma_gnn_tensor_numel(dH), nw = dWr ? tma_gnn_tensor_numel(dWr) : 0;
+    double *ah = calloc((size_t)(nh ? nh : 1), sizeof *ah), *aw = calloc((size_t)(nw ? nw : 1), sizeof *aw);
     if (!ah || !aw) {
         free(ah);
         free(aw);
         return TMA_ERR_NOMEM;
     }
     for (int64_t p = 0; p < dscore->rows; p++) {
-        int64_t u = CI32(hi)[p], v = CI32(ti)[p], r = CI32(rel)[p];
+        int64_t u = CI32(hi)[p], v = CI32(ti)[p], r = Wr ? CI32(rel)[p] : 0;
         double g = CF(dscore)[p];
         for (int64_t j = 0; j < d; j++) {
-            double hu = CF(H)[u * d + j], hv = CF(H)[v * d + j], wr = CF(Wr)[r * d + j];
+            double hu = CF(H)[u * d + j], hv = CF(H)[v * d + j], wr = Wr ? CF(Wr)[r * d + j] : 1.0;
             ah[u * d + j] += g * wr * hv;
             ah[v * d + j] += g * wr * hu;
-            aw[r * d + j] += g * hu * hv;
+            if (Wr)
+                aw[r * d + j] += g * hu * hv;
         }
     }
     for (int64_t q = 0; q < nh; q++)

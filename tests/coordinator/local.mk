@@ -6,6 +6,7 @@ TESTS += tests/coordinator/test_job_bad_config.sh
 TESTS += tests/coordinator/test_job_netns.sh
 TESTS += tests/coordinator/test_job_variants.sh
 TESTS += tests/coordinator/test_launch.sh tests/coordinator/test_launch_hetero.sh
+TESTS += tests/coordinator/test_launch_negatives.sh
 TESTS += tests/coordinator/test_threads_devices.sh
 TESTS += tests/coordinator/test_launch_security.sh tests/coordinator/test_launch_secure_etcd.sh
 TESTS += tests/coordinator/test_job_node_local.sh
@@ -14,7 +15,7 @@ EXTRA_DIST += tests/coordinator/test_job_cora.sh tests/coordinator/test_job_dete
 	tests/coordinator/test_job_variants.sh tests/coordinator/test_launch.sh tests/coordinator/test_launch_hetero.sh \
 	tests/coordinator/test_threads_devices.sh \
 	tests/coordinator/test_launch_security.sh tests/coordinator/test_launch_secure_etcd.sh \
-	tests/coordinator/test_job_node_local.sh
+	tests/coordinator/test_job_node_local.sh tests/coordinator/test_launch_negatives.sh
 
 # The average, a pure function, on its own.
 check_PROGRAMS += tests/coordinator/test_average

@@ -23,6 +23,9 @@ TESTS += tests/gnn/test_gradcheck
 check_PROGRAMS += tests/gnn/test_config
 TESTS += tests/gnn/test_config
 
+check_PROGRAMS += tests/gnn/test_metrics
+TESTS += tests/gnn/test_metrics
+
 check_PROGRAMS += tests/gnn/test_weights
 TESTS += tests/gnn/test_weights
 
@@ -45,6 +48,6 @@ tests_gnn_test_noalloc_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc -Wl,--wrap=call
 TESTS += tests/gnn/test_noalloc
 
 check_PROGRAMS += tests/gnn/ogb_rank
-dist_check_SCRIPTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh
+dist_check_SCRIPTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh tests/gnn/test_auc.sh
 EXTRA_DIST += tests/gnn/ogb_eval.py tests/gnn/tfevents_check.py
-TESTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh
+TESTS += tests/gnn/test_ogb_eval.sh tests/gnn/test_tfevents.sh tests/gnn/test_auc.sh

@@ -137,6 +137,36 @@ static void check_hetero(void)
 /* train.weight_decay and train.lr_schedule: the learning rate of each step
  * (warmup, then constant, cosine or step), their round trip through the
  * config JSON, and each bad key refused by name. */
+/* The dot decoder: named in the model section and the hash (an untyped
+ * model's section and hash name no decoder otherwise), no parameters. */
+static void check_dot(void)
+{
+    tma_gnn_config_t c, mlp;
+    CHECK_OK(parse("{\"model\": {\"decoder\": \"dot\", \"feature_dim\": 5, \"hidden\": 8}}", &c));
+    ASSERT_EQ(c.decoder, TMA_GNN_DECODER_DOT);
+    CHECK(!tma_gnn_config_relational(&c));
+    CHECK_OK(parse("{\"model\": {\"feature_dim\": 5, \"hidden\": 8}}", &mlp));
+    ASSERT_NE(tma_gnn_config_hash(&c), tma_gnn_config_hash(&mlp));
+    cJSON *m = tma_gnn_config_model_json(&c);
+    ASSERT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(m, "decoder")), "dot");
+    tma_gnn_config_t back;
+    CHECK_OK(tma_gnn_config_from_sections(m, NULL, NULL, "model section", &back));
+    ASSERT_EQ(back.decoder, TMA_GNN_DECODER_DOT);
+    ASSERT_EQ(tma_gnn_config_hash(&back), tma_gnn_config_hash(&c));
+    cJSON_Delete(m);
+    char diff[256];
+    tma_gnn_config_model_diff(&mlp, &c, diff, sizeof diff);
+    CHECK_MSG(strstr(diff, "decoder=dot"), "the model difference does not name the decoder: %s", diff);
+    /* The encoder's blocks only: the same layout as the MLP decoder's without "dec.". */
+    tma_gnn_layout_t lay, lm;
+    CHECK_OK(tma_gnn_layout_build(&c, &lay));
+    CHECK_OK(tma_gnn_layout_build(&mlp, &lm));
+    for (int i = 0; i < lay.count; i++)
+        CHECK_MSG(strncmp(lay.params[i].name, "dec", 3) != 0, "dot decoder has a parameter %s", lay.params[i].name);
+    ASSERT_LT(lay.total, lm.total);
+    refused("{\"model\": {\"decoder\": \"dott\"}}", "dot");
+}
+
 static void check_schedules(void)
 {
     tma_gnn_config_t c;
@@ -266,7 +296,15 @@ int main(void)
     tma_gnn_config_t back;
     CHECK_OK(tma_gnn_config_from_json(j, "round trip", &back));
     ASSERT_EQ(memcmp(&back, &c, sizeof c), 0);
+    /* train.negatives is written only when not 1: earlier configs read the same. */
+    CHECK(!cJSON_GetObjectItem(cJSON_GetObjectItem(j, "train"), "negatives"));
     cJSON_Delete(j);
+    c.negatives = 5;
+    j = tma_gnn_config_to_json(&c);
+    CHECK_OK(tma_gnn_config_from_json(j, "round trip", &back));
+    ASSERT_EQ(back.negatives, 5);
+    cJSON_Delete(j);
+    c.negatives = 1;
 
     /* Three layers without fanouts: 25 then 10s. */
     CHECK_OK(parse("{\"model\": {\"layers\": 3}}", &c));
@@ -286,6 +324,15 @@ int main(void)
     refused("{\"model\": {\"hidden\": 2.5}}", "hidden");
     refused("{\"model\": {\"decoder_layers\": 0}}", "decoder_layers");
     refused("{\"train\": {\"batch_size\": 0}}", "batch_size");
+    /* train.negatives: [1, 1024], and (2 + negatives) x batch_size seeds a step at most 2^26. */
+    ASSERT_EQ(d.negatives, 1);
+    CHECK_OK(parse("{\"train\": {\"negatives\": 16}}", &c));
+    ASSERT_EQ(c.negatives, 16);
+    refused("{\"train\": {\"negatives\": 0}}", "\"negatives\" = 0 is out of range [1, 1024]");
+    refused("{\"train\": {\"negatives\": -2}}", "\"negatives\" = -2 is out of range [1, 1024]");
+    refused("{\"train\": {\"negatives\": 1025}}", "\"negatives\" = 1025 is out of range [1, 1024]");
+    refused("{\"train\": {\"negatives\": 1.5}}", "negatives");
+    refused("{\"train\": {\"negatives\": 1024, \"batch_size\": 100000}}", "train.negatives = 1024 with train.batch_size");
     refused("{\"train\": {\"fanouts\": [25]}}", "fanouts");
     refused("{\"train\": {\"fanouts\": [25, 0]}}", "fanouts");
     refused("{\"train\": {\"fanouts\": \"25,10\"}}", "fanouts");
@@ -402,5 +449,6 @@ int main(void)
     free(p3);
     check_hetero();
     check_schedules();
+    check_dot();
     return tma_test_done();
 }

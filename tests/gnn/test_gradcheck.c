@@ -351,7 +351,8 @@ static double dm_loss(void *c)
     for (int64_t p = 0; p < m->np; p++) {
         double sc = 0;
         for (int64_t j = 0; j < m->d; j++)
-            sc += m->H->d[m->hi[p] * m->d + j] * m->Wr->d[m->rel[p] * m->d + j] * m->H->d[m->ti[p] * m->d + j];
+            sc += m->H->d[m->hi[p] * m->d + j] * (m->Wr ? m->Wr->d[m->rel[p] * m->d + j] : 1.0) *
+                  m->H->d[m->ti[p] * m->d + j];
         s += m->R->d[p] * sc;
     }
     return s;
@@ -385,6 +386,33 @@ static void check_distmult(void)
     free_tensor(&thi);
     free_tensor(&tti);
     free_tensor(&trl);
+}
+
+/* The dot decoder's op: DistMult with rel and Wr NULL (every diagonal ones). */
+static void check_dot(void)
+{
+    const int64_t n = 9, d = 6, np = 14;
+    int32_t hi[14], ti[14];
+    for (int64_t p = 0; p < np; p++) {
+        hi[p] = (int32_t)tma_rng_below(&rng, n);
+        ti[p] = p % 4 == 0 ? hi[p] : (int32_t)tma_rng_below(&rng, n);
+    }
+    tensor_t thi = upload_i32(hi, np), tti = upload_i32(ti, np);
+    var_t H = var_new(n, d, -1, 1, 0), R = var_new(np, 1, -1, 1, 0), S = var_out(np, 1), dH = var_out(n, d);
+    dm_ctx_t c = {&H, NULL, &R, hi, ti, NULL, np, d};
+    CHECK_OK(tma_gnn_op_distmult(&H.t, &thi, &tti, NULL, NULL, &S.t));
+    var_get(&S);
+    double ls = 0;
+    for (int64_t p = 0; p < np; p++)
+        ls += R.d[p] * S.f[p];
+    CHECK_NEAR(ls, dm_loss(&c), 1e-5 * fabs(ls) + 1e-6);
+    CHECK_OK(tma_gnn_op_distmult_bwd(&R.t, &H.t, &thi, &tti, NULL, NULL, &dH.t, NULL));
+    fd_check("dot dH", H.d, H.n, var_get(&dH), dm_loss, &c);
+    var_t *all[] = {&H, &R, &S, &dH};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
+        var_free(all[i]);
+    free_tensor(&thi);
+    free_tensor(&tti);
 }
 
 /* ------------------------------------------------------------------ per-type input projection */
@@ -760,12 +788,14 @@ static void check_bce(void)
 /* ------------------------------------------------------------------ whole model */
 
 /* The whole model's loss against its gradient on graph g (label names it). */
-static void check_model_on(tma_graph_t *g, tma_gnn_encoder_t enc, tma_gnn_decoder_t dec, const char *label)
+static void check_model_on(tma_graph_t *g, tma_gnn_encoder_t enc, tma_gnn_decoder_t dec, int negatives,
+                           const char *label)
 {
     tma_gnn_config_t cfg;
     tma_gnn_config_default(&cfg);
     cfg.encoder = enc;
     cfg.decoder = dec;
+    cfg.negatives = negatives;
     cfg.bases = 2;
     cfg.hidden = 6;
     cfg.decoder_hidden = 5;
@@ -839,7 +869,10 @@ static void check_model(tma_gnn_encoder_t enc, int sparse)
     go.val = go.test = 5;
     go.negatives = 5;
     tma_graph_t *g = gnn_test_graph(&go);
-    check_model_on(g, enc, TMA_GNN_DECODER_MLP, sparse ? "sparse features" : "dense features");
+    check_model_on(g, enc, TMA_GNN_DECODER_MLP, 1, sparse ? "sparse features" : "dense features");
+    check_model_on(g, enc, TMA_GNN_DECODER_DOT, 1, sparse ? "sparse features" : "dense features");
+    /* train.negatives: the loss's two halves (positives, negatives) and their gradient. */
+    check_model_on(g, enc, TMA_GNN_DECODER_MLP, 3, sparse ? "sparse, 3 negatives" : "dense, 3 negatives");
     tma_graph_destroy(g);
 }
 
@@ -847,9 +880,11 @@ static void check_model(tma_gnn_encoder_t enc, int sparse)
 static void check_hetero_models(void)
 {
     tma_graph_t *g = gnn_test_typed_graph(80, 4, 1.0, 2, 3, 8, 5, 5, 3);
-    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT, "typed graph");
-    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP, "typed graph");
-    check_model_on(g, TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DOT, 1, "typed graph");
+    check_model_on(g, TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT, 2, "typed graph, 2 negatives");
     tma_graph_destroy(g);
 }
 
@@ -869,6 +904,7 @@ int main(void)
     check_bce();
     check_rgcn();
     check_distmult();
+    check_dot();
     check_type_projection();
     tma_gnn_backend_destroy(B);
     for (int enc = 0; enc < 3; enc++)

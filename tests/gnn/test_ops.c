@@ -511,6 +511,32 @@ static void test_hetero(void)
         CHECK_OK(tma_gnn_op_distmult_bwd(&ds.r, &H.r, &HI.r, &TI.r, &PR.r, &Wr.r, &dH.r, &dWr.r));
         agree("dH", &dH);
         agree("dWr", &dWr);
+        /* rel and Wr NULL: the dot decoder's plain dot product, checked
+         * against the values themselves as well as the reference. */
+        cur_op = "distmult (dot)";
+        pair_t sd = mk(TMA_GNN_F32, np, 1, NULL), dHd = mk(TMA_GNN_F32, ns, d, NULL);
+        CHECK_OK(tma_gnn_op_distmult(&H.b, &HI.b, &TI.b, NULL, NULL, &sd.b));
+        CHECK_OK(tma_gnn_op_distmult(&H.r, &HI.r, &TI.r, NULL, NULL, &sd.r));
+        agree("score", &sd);
+        float *hh = malloc((size_t)(ns * d) * 4), *hs = malloc((size_t)np * 4);
+        CHECK_OK(tma_gnn_tensor_download(&H.r, hh));
+        CHECK_OK(tma_gnn_tensor_download(&sd.b, hs));
+        for (int64_t p = 0; p < np; p++) {
+            double want = 0;
+            for (int64_t j = 0; j < d; j++)
+                want += (double)hh[(int64_t)hi[p] * d + j] * hh[(int64_t)ti[p] * d + j];
+            CHECK_NEAR(hs[p], want, 1e-5 * (1 + fabs(want)));
+        }
+        free(hh);
+        free(hs);
+        cur_op = "distmult_bwd (dot)";
+        CHECK_OK(tma_gnn_op_distmult_bwd(&ds.b, &H.b, &HI.b, &TI.b, NULL, NULL, &dHd.b, NULL));
+        CHECK_OK(tma_gnn_op_distmult_bwd(&ds.r, &H.r, &HI.r, &TI.r, NULL, NULL, &dHd.r, NULL));
+        agree("dH", &dHd);
+        /* Half a pair (rel without Wr) is a caller's bug, refused. */
+        CHECK_STATUS(tma_gnn_op_distmult(&H.b, &HI.b, &TI.b, &PR.b, NULL, &sd.b), TMA_ERR_INTERNAL);
+        pfree(&sd);
+        pfree(&dHd);
 
         cur_op = "rows_gather/rows_scatter";
         int64_t *perm = malloc((size_t)ns * 8);

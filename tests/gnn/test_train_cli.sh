@@ -69,6 +69,7 @@ PY
 cmp -s "$TMP_ROOT/j.out" "$TMP_ROOT/j/result.json" || fail "tma train --json did not print result.json"
 grep -q "^test_mrr " "$TMP_ROOT/train.out" || fail "tma train did not print test_mrr"
 grep -q "test MRR" "$TMP_ROOT/train.err" || fail "tma train printed no progress"
+grep -q "test MRR .*hits@100 [0-9.]*, auc 0\.[0-9]*;" "$TMP_ROOT/train.err" || fail "tma train printed no test AUC"
 
 # tma eval agrees with the run: test MRR of the best weights, and their validation MRR.
 want=$(json "$RUN/result.json" "'%.6f' % d['test_mrr']")
@@ -87,16 +88,37 @@ cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/b/best.tmaw" || fail "two runs with on
 cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/a2/best.tmaw" || fail "config.json did not repeat the run"
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --seed 4 --eval-every-seconds 1000 -o "$TMP_ROOT/c" -q > /dev/null || fail "run c"
 cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/c/best.tmaw" && fail "--seed made no difference"
+# same_twice CONFIG NAME WHAT: two runs of CONFIG in step mode (into NAME1,
+# NAME2) write the same weights, and not run a's (WHAT changes the run).
+same_twice() {
+  local r
+  for r in "${2}1" "${2}2"; do
+    "$TMA_BIN" train "$G" --config "$1" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/$r" -q > /dev/null ||
+      fail "run $r"
+  done
+  cmp -s "$TMP_ROOT/${2}1/best.tmaw" "$TMP_ROOT/${2}2/best.tmaw" ||
+    fail "two runs with $3 and one seed wrote different weights"
+  cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/${2}1/best.tmaw" && fail "$3 made no difference"
+}
 # model.dropout: its masks follow the seed and the step, so a run with it is
 # the same run again; and it changes the run.
 sed 's/"hidden": 16,/"hidden": 16, "dropout": 0.5,/' "$TMP_ROOT/small.json" > "$TMP_ROOT/drop.json"
-for r in d1 d2; do
-  "$TMA_BIN" train "$G" --config "$TMP_ROOT/drop.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/$r" -q \
-    > /dev/null || fail "run $r"
-done
-cmp -s "$TMP_ROOT/d1/best.tmaw" "$TMP_ROOT/d2/best.tmaw" || fail "two runs with dropout and one seed wrote different weights"
-cmp -s "$TMP_ROOT/a/best.tmaw" "$TMP_ROOT/d1/best.tmaw" && fail "model.dropout made no difference"
+same_twice "$TMP_ROOT/drop.json" d model.dropout
 [ "$(json "$TMP_ROOT/d1/config.json" 'd["model"]["dropout"]')" = 0.5 ] || fail "config.json does not record the dropout"
+
+# train.negatives: K tails a positive; step mode stays deterministic, K = 4
+# changes the run, config.json records it, and the default (1) is not
+# written (run a's config.json has no "negatives": the runs before it read
+# the same).  0, a negative count and too many are refused by name.
+sed 's/"seed": 3}/"seed": 3, "negatives": 4}/' "$TMP_ROOT/small.json" > "$TMP_ROOT/neg.json"
+same_twice "$TMP_ROOT/neg.json" k "4 negatives"
+[ "$(json "$TMP_ROOT/k1/config.json" 'd["train"]["negatives"]')" = 4 ] || fail "config.json does not record the negatives"
+[ "$(json "$TMP_ROOT/a/config.json" '"negatives" in d["train"]')" = False ] || fail "config.json names the default negatives"
+for k in 0 -3 1025; do
+  sed "s/\"seed\": 3}/\"seed\": 3, \"negatives\": $k}/" "$TMP_ROOT/small.json" > "$TMP_ROOT/badneg.json"
+  expect_fail 2 "\"negatives\" = $k is out of range \[1, 1024\]" -- \
+    "$TMA_BIN" train "$G" --config "$TMP_ROOT/badneg.json" --steps 5 -o "$TMP_ROOT/badneg$k" -q
+done
 
 # Ctrl-C (SIGINT) or SIGTERM ends training early, still writes the results,
 # and exits 128 + the signal: a stopped run is not a success.

@@ -94,8 +94,8 @@ static void check_determinism(tma_graph_t *g, tma_gnn_config_t c)
         gnn_batch_view_t v;
         gnn_trainer_last_batch(a, &v);
         int wrong = 0;
-        for (int i = 0; i < c.batch_size; i++)
-            wrong += g->node_type[v.seeds[2 * c.batch_size + i]] != g->node_type[v.seeds[c.batch_size + i]];
+        for (int64_t k = 2 * (int64_t)c.batch_size; k < (2 + (int64_t)c.negatives) * c.batch_size; k++)
+            wrong += g->node_type[v.seeds[k]] != g->node_type[v.seeds[c.batch_size + k % c.batch_size]];
         CHECK_MSG(wrong == 0, "%s: %d negatives not of their tail's type", name, wrong);
     }
     /* Another seed draws other batches. */
@@ -150,15 +150,11 @@ static void check_backends(tma_graph_t *g, tma_gnn_config_t c)
     tma_gnn_trainer_destroy(ref);
 }
 
-/* model.dropout: training with it still learns (the loss of its last steps
- * is below that of its first); that the masks follow the seed, so a run is
- * the same run again, is checked through tma train (test_train_cli.sh). */
-static void check_dropout(tma_graph_t *g)
+/* 40 steps of c: the mean loss of the last 5 is below that of the first 5. */
+static void check_loss_falls(tma_graph_t *g, const tma_gnn_config_t *c, const char *what)
 {
-    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_SAGE);
-    c.dropout = 0.5;
     tma_gnn_trainer_t *t;
-    CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &t));
+    CHECK_OK(tma_gnn_trainer_create(c, &g, 1, &t));
     double first = 0, last = 0;
     for (int s = 0; s < 40; s++) {
         float loss;
@@ -169,8 +165,75 @@ static void check_dropout(tma_graph_t *g)
         if (s >= 35)
             last += loss / 5;
     }
-    ASSERT_LT(last, first);
+    CHECK_MSG(last < first, "%s: loss %.3f -> %.3f", what, first, last);
     tma_gnn_trainer_destroy(t);
+}
+
+/* train.negatives: K tails a positive edge, each scored with the edge's
+ * head; the loss is the positives' mean and the negatives' mean, one half
+ * each, whatever K; deterministic and the same on both backends. */
+static void check_negatives(tma_graph_t *g)
+{
+    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_SAGE);
+    c.negatives = 4;
+    check_determinism(g, c);
+    check_backends(g, c);
+    for (int k = 1; k <= 4; k += 3) {
+        c.negatives = k;
+        tma_gnn_trainer_t *tr;
+        CHECK_OK(tma_gnn_trainer_create(&c, &g, 1, &tr));
+        float l;
+        CHECK_OK(tma_gnn_trainer_compute_grads(tr, &l));
+        gnn_batch_view_t v;
+        gnn_trainer_last_batch(tr, &v);
+        const int64_t B = c.batch_size;
+        ASSERT_EQ(v.num_pairs, (1 + k) * B);
+        int64_t self = 0, repeated = 0;
+        for (int64_t p = 0; p < v.num_pairs; p++) {
+            /* Pair p's head is edge p mod B's head; its tail is seed B + p. */
+            ASSERT_EQ(v.sample->nodes[v.head[p]], v.seeds[p % B]);
+            ASSERT_EQ(v.sample->nodes[v.tail[p]], v.seeds[B + p]);
+            if (p >= B) {
+                const int64_t t = v.seeds[B + p];
+                self += t == v.seeds[p % B] || t == v.seeds[B + p % B];
+                repeated += p >= 2 * B && t == v.seeds[p]; /* the same tail as the edge's previous negative */
+            }
+        }
+        CHECK_MSG(self == 0, "%lld negatives are the edge's own head or tail", (long long)self);
+        CHECK_MSG(repeated < B / 4 + 1, "K = %d: %lld of the negatives repeat the one before", k, (long long)repeated);
+        /* Every weight zero but the last decoder bias b: every logit is b,
+         * so the loss is (softplus(-b) + softplus(b)) / 2 under the halves
+         * (the mean over all (1 + K)B logits would weigh softplus(b) K times). */
+        tma_gnn_layout_t lay;
+        CHECK_OK(tma_gnn_layout_build(tma_gnn_trainer_config(tr), &lay));
+        float *p = calloc((size_t)lay.total, 4);
+        int found = 0;
+        for (int i = 0; i < lay.count; i++)
+            if (strcmp(lay.params[i].name, "dec.1.bias") == 0) {
+                p[lay.params[i].offset] = 2.0f;
+                found = 1;
+            }
+        CHECK(found);
+        CHECK_OK(tma_gnn_trainer_set_params(tr, p));
+        double loss;
+        CHECK_OK(gnn_trainer_recompute(tr, &loss));
+        CHECK_NEAR(loss, 0.5 * (log1p(exp(-2.0)) + log1p(exp(2.0))), 1e-5);
+        free(p);
+        tma_gnn_trainer_destroy(tr);
+    }
+    /* And it learns. */
+    c.negatives = 4;
+    check_loss_falls(g, &c, "4 negatives");
+}
+
+/* model.dropout: training with it still learns (the loss of its last steps
+ * is below that of its first); that the masks follow the seed, so a run is
+ * the same run again, is checked through tma train (test_train_cli.sh). */
+static void check_dropout(tma_graph_t *g)
+{
+    tma_gnn_config_t c = small_config(TMA_GNN_ENCODER_SAGE);
+    c.dropout = 0.5;
+    check_loss_falls(g, &c, "dropout 0.5");
 }
 
 /* The optimizer takes the schedule's rate and decoupled weight decay: with
@@ -538,6 +601,13 @@ static void check_hetero(void)
         check_determinism(g, models[i]);
         check_backends(g, models[i]);
     }
+    /* Several negatives on a typed graph: each of its tail's type, each with the edge's relation. */
+    tma_gnn_config_t kn = hetero_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT);
+    kn.negatives = 3;
+    check_determinism(g, kn);
+    check_backends(g, kn);
+    /* The dot decoder on a typed graph: no relation ids on the pairs. */
+    check_backends(g, hetero_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DOT));
     check_relation_used(g);
     /* Clearly above the untrained model (whose features already rank some
      * edges: GCN's propagation of noisy centroids). */
@@ -561,9 +631,16 @@ int main(void)
         check_determinism(gs, small_config((tma_gnn_encoder_t)e));
         check_backends(g, small_config((tma_gnn_encoder_t)e));
         check_backends(gs, small_config((tma_gnn_encoder_t)e));
+        /* The dot decoder: CPU against the reference, dense and sparse. */
+        tma_gnn_config_t dot = small_config((tma_gnn_encoder_t)e);
+        dot.decoder = TMA_GNN_DECODER_DOT;
+        check_backends(g, dot);
+        check_backends(gs, dot);
     }
+    check_determinism(g, hetero_config(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_DOT));
     double t1 = tma_clock_now();
     check_dropout(g);
+    check_negatives(g);
     check_decay_and_schedule(g);
     check_blocks(g);
     for (int e = 0; e < 2; e++) { /* GCN and SAGE: the encoders that aggregate */
@@ -583,6 +660,7 @@ int main(void)
     /* The features carry the community weakly, so the graph-agnostic MLP gets less far. */
     for (int e = 0; e < 3; e++)
         check_learning(gl, small_config((tma_gnn_encoder_t)e), 150, e == TMA_GNN_ENCODER_MLP ? 0.15 : 0.4, 2.0, 0.0);
+    check_learning(gl, hetero_config(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_DOT), 150, 0.4, 2.0, 0.0);
     tma_graph_destroy(gl);
     double t3 = tma_clock_now();
     check_hetero();

@@ -168,11 +168,17 @@ int main(void)
     tma_gnn_config_t c = step_config(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_MLP);
     c.eval_locality = 0;
     check_step(g, c, "dense");
+    /* The dot decoder (the DistMult op without relations), and several negatives a positive. */
+    check_step(g, step_config(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DOT), "dense");
+    c = step_config(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_MLP);
+    c.negatives = 4;
+    check_step(g, c, "dense, 4 negatives");
     /* Typed graphs: RGCN with bases and the per-type projection, DistMult. */
     tma_graph_t *gt = gnn_test_typed_graph(1500, 4, 0.5, 2, 3, 32, 150, 20, 29);
     check_step(gt, step_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT), "typed");
     check_step(gt, step_config(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT), "typed");
     check_step(gt, step_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP), "typed");
+    check_step(gt, step_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DOT), "typed");
     tma_graph_destroy(gt);
     tma_graph_destroy(g);
     tma_graph_destroy(gs);

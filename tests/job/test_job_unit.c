@@ -267,8 +267,22 @@ static void test_jobs(void)
     tma_job_destroy(again);
     tma_job_destroy(job);
 
+    /* train.negatives and the dot decoder reach the workers: in the
+     * config as etcd holds it, parsed as a worker parses it. */
+    CHECK_OK(parse_text("{\"graph\": \"g\", \"model\": {\"decoder\": \"dot\"}, \"train\": {\"negatives\": 4}}", &job));
+    ASSERT_EQ(job->model.negatives, 4);
+    ASSERT_EQ(job->model.decoder, TMA_GNN_DECODER_DOT);
+    back = tma_job_to_etcd_json(job);
+    CHECK_OK(tma_job_parse(back, "again", "/", &again));
+    ASSERT_EQ(again->model.negatives, 4);
+    ASSERT_EQ(again->model.decoder, TMA_GNN_DECODER_DOT);
+    cJSON_Delete(back);
+    tma_job_destroy(again);
+    tma_job_destroy(job);
+
     const char *bad[] = {
         "{}",                                                                  /* no graph */
+        "{\"graph\": \"g\", \"train\": {\"negatives\": 0}}",                  /* at least one negative */
         "{\"graph\": \"g\", \"dataset\": \"d\"}",                              /* two sources */
         "{\"graph\": \"g\", \"variant\": \"fedavg\"}",                         /* unknown variant */
         "{\"graph\": \"g\", \"aggregation\": {\"interval_seconds\": -1}}",     /* negative interval */
