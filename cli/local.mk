@@ -21,16 +21,19 @@ $(man1_MANS): man/.stamp
 # two-line wrapper; its NAME line is the command's summary in `tma --help`.
 man/.stamp: tma$(EXEEXT) $(top_srcdir)/cli/local.mk
 	$(AM_V_GEN)$(MKDIR_P) man && \
-	$(HELP2MAN) --no-info --version-string=$(VERSION) --output=man/tma.1 \
+	printf '[SEE ALSO]\nThe documents named docs/NAME.md in this page are installed as $(docdir)/NAME.md, with README.md.\n' \
+	  > man/see-also.h2m && \
+	$(HELP2MAN) --no-info --include=man/see-also.h2m --version-string=$(VERSION) --output=man/tma.1 \
 	  --name="GNN link prediction on large graphs, with time-based model aggregation" ./tma$(EXEEXT) && \
 	for c in $(TMA_MAN_CMDS); do \
 	  printf '#!/bin/sh\nexec "%s" %s "$$@"\n' "$(abs_builddir)/tma$(EXEEXT)" "$$c" > man/tma-$$c && \
 	  chmod +x man/tma-$$c && \
 	  name=`./tma$(EXEEXT) --help | sed -n "s/^  $$c  *//p"` && \
-	  $(HELP2MAN) --no-info --version-string=$(VERSION) --name="$$name" --output=man/tma-$$c.1 \
+	  $(HELP2MAN) --no-info --include=man/see-also.h2m --version-string=$(VERSION) --name="$$name" \
+	    --output=man/tma-$$c.1 \
 	    man/tma-$$c || exit 1; \
 	done && touch $@
-CLEANFILES += $(man1_MANS) man/.stamp man/tma-info man/tma-import man/tma-gen man/tma-partition \
+CLEANFILES += $(man1_MANS) man/.stamp man/see-also.h2m man/tma-info man/tma-import man/tma-gen man/tma-partition \
 	man/tma-train man/tma-eval man/tma-export man/tma-launch man/tma-coordinator man/tma-worker man/tma-status \
 	man/tma-report
 endif

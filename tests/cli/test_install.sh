@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_install.sh: `make install DESTDIR=...` installs the tma program (and its
-# CUDA module, in a CUDA build), a man
+# CUDA module, in a CUDA build), the documents in share/doc/tma, a man
 # page for tma and each command (made from the --help texts by help2man, when
 # configure found it), and a bash completion that completes the commands and
 # each command's options from the installed tma.
@@ -39,6 +39,20 @@ if [ -n "$TMA_HELP2MAN" ]; then
 else
   echo "help2man was not found by configure: the man pages are not checked (apt-get install help2man)"
   find "$D" -name '*.1' | grep -q . && fail "man pages installed without help2man"
+fi
+
+# The documents the man pages and --help texts point to (docs/X.md), in
+# share/doc/tma: every one of the source's docs/*.md and the README.
+docdir=$(dirname "$(find "$D" -path '*/share/doc/tma/README.md')") || fail "no share/doc/tma/README.md under $D"
+[ -n "$docdir" ] && [ "$docdir" != . ] || fail "no share/doc/tma/README.md under $D"
+for f in "$TMA_SRCDIR"/docs/*.md; do
+  cmp -s "$f" "$docdir/$(basename "$f")" || fail "docs/$(basename "$f") is not installed in $docdir"
+done
+for ref in $("$bin" train --help | grep -o 'docs/[a-z_]*\.md' | sort -u); do
+  [ -s "$docdir/${ref#docs/}" ] || fail "tma train --help names $ref, not installed"
+done
+if [ -n "$TMA_HELP2MAN" ]; then
+  grep -q "share/doc/tma/NAME.md" "$mandir/tma-export.1" || fail "tma-export.1 does not say where docs/ is installed"
 fi
 
 # Bash completion: commands, options (gen's per model), and files for arguments.
