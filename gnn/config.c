@@ -71,6 +71,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->eval_threads = 0;
     cfg->eval_locality = 1;
     cfg->eval_block_cache_mb = 256;
+    cfg->eval_feature_copy_mb = 1024;
     cfg->eval_ties = TMA_GNN_TIES_PESSIMISTIC;
     cfg->eval_num_hits = 3;
     cfg->eval_hits[0] = 10;
@@ -164,6 +165,9 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
     if (cfg->eval_block_cache_mb < 0 || cfg->eval_block_cache_mb > (1 << 20))
         BAD("%s: eval.block_cache_mb = %d is out of range [0, 1048576] (0: build the blocks at every inference)", ctx,
             cfg->eval_block_cache_mb);
+    if (cfg->eval_feature_copy_mb < 0 || cfg->eval_feature_copy_mb > (1 << 20))
+        BAD("%s: eval.feature_copy_mb = %d is out of range [0, 1048576] (0: never copy the features)", ctx,
+            cfg->eval_feature_copy_mb);
     if ((unsigned)cfg->eval_ties >= TMA_ARRAY_LEN(ties_names))
         BAD("%s: eval.ties must be \"pessimistic\" or \"mean\"", ctx);
     if (cfg->eval_num_hits < 0 || cfg->eval_num_hits > TMA_GNN_MAX_HITS)
@@ -391,7 +395,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              "beta2", "eps", "device", "weight_decay", "lr_schedule", "negatives",
                                              NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
-                                            "node_order", "block_cache_mb", NULL};
+                                            "node_order", "block_cache_mb", "feature_copy_mb", NULL};
     char mctx[256], tctx[256], ectx[256];
     snprintf(mctx, sizeof mctx, "%s: model", ctx);
     snprintf(tctx, sizeof tctx, "%s: train", ctx);
@@ -438,6 +442,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
         (st = get_intv(eval, "threads", 0, 0, 1024, ectx, &cfg.eval_threads)) ||
         (st = get_intv(eval, "block_cache_mb", cfg.eval_block_cache_mb, 0, 1 << 20, ectx, &cfg.eval_block_cache_mb)) ||
+        (st = get_intv(eval, "feature_copy_mb", cfg.eval_feature_copy_mb, 0, 1 << 20, ectx,
+                       &cfg.eval_feature_copy_mb)) ||
         (st = parse_ranking(eval, ectx, &cfg)) || (st = parse_node_order(eval, ectx, &cfg)))
         return st;
     const char *dev;
@@ -558,6 +564,7 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddStringToObject(e, "ties", tma_gnn_ties_name(cfg->eval_ties));
     cJSON_AddStringToObject(e, "node_order", cfg->eval_locality ? "locality" : "id");
     cJSON_AddNumberToObject(e, "block_cache_mb", cfg->eval_block_cache_mb);
+    cJSON_AddNumberToObject(e, "feature_copy_mb", cfg->eval_feature_copy_mb);
     cJSON_AddItemToObject(e, "hits", cJSON_CreateIntArray(cfg->eval_hits, cfg->eval_num_hits));
     cJSON_AddItemToObject(root, "eval", e);
     return root;

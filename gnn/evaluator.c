@@ -158,10 +158,14 @@ static tma_status_t order_setup(tma_gnn_evaluator_t *ev, int64_t row_floats)
     tma_status_t st = tma_graph_locality_order(ev->g, cap, ev->node, ev->pos);
     if (st != TMA_OK)
         return st;
-    if (!ev->fi.sparse) {
+    const int64_t Fd = cfg->feature_dim;
+    const double copy_bytes = (double)N * (double)Fd * sizeof(float);
+    if (!ev->fi.sparse && copy_bytes > (double)cfg->eval_feature_copy_mb * (1 << 20))
+        tma_log_info(COMP, "the features (%.0f MiB) are read in place, not copied into the locality order "
+                     "(eval.feature_copy_mb = %d)", copy_bytes / (1 << 20), cfg->eval_feature_copy_mb);
+    else if (!ev->fi.sparse) {
         /* Dense features in the same order, so that a group's rows (and a
          * chunk's own rows) are contiguous: a copy the size of the features. */
-        const int64_t Fd = cfg->feature_dim;
         if (!(ev->pfeat = tma_alloc_aligned((size_t)N * (size_t)Fd * sizeof(float))))
             return TMA_ERR_NOMEM;
         tma_advise_huge(ev->pfeat, (size_t)N * (size_t)Fd * sizeof(float)); /* neighbours' rows: at random */

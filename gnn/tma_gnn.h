@@ -242,6 +242,7 @@ typedef struct tma_gnn_config {
     int eval_threads;      /* <= 0: as threads */
     int eval_locality;     /* eval.node_order: 1 "locality" (inference walks groups of neighbours), 0 "id" */
     int eval_block_cache_mb; /* eval.block_cache_mb: MiB the whole graph's inference blocks may take to be built once; 0: per inference */
+    int eval_feature_copy_mb; /* eval.feature_copy_mb: MiB the dense features' copy in the locality order may take; larger: read in place */
     tma_gnn_ties_t eval_ties;
     int eval_num_hits;                  /* entries of eval_hits */
     int eval_hits[TMA_GNN_MAX_HITS];    /* the K of each Hits@K */

@@ -548,12 +548,16 @@ static void check_node_order(tma_graph_t *g, tma_gnn_config_t c)
     CHECK_MSG(moved > N / 2, "the locality order moves only %lld of %lld nodes", (long long)moved, (long long)N);
     free(node);
     free(pos);
-    /* Id order, the locality order, and the locality order with its blocks
-     * built at every inference instead of once (eval.block_cache_mb = 0). */
-    tma_gnn_evaluator_t *ev[3];
-    for (int i = 0; i < 3; i++) {
+    /* Id order, the locality order, the locality order with its blocks
+     * built at every inference instead of once (eval.block_cache_mb = 0),
+     * and with the dense features read in place instead of copied into the
+     * locality order (eval.feature_copy_mb = 0). */
+    enum { NEV = 4 };
+    tma_gnn_evaluator_t *ev[NEV];
+    for (int i = 0; i < NEV; i++) {
         c.eval_locality = i > 0;
         c.eval_block_cache_mb = i == 2 ? 0 : 256;
+        c.eval_feature_copy_mb = i == 3 ? 0 : 1024;
         CHECK_OK(tma_gnn_evaluator_create(&c, g, &ev[i]));
         gnn_evaluator_set_chunk_rows(ev[i], 37);
     }
@@ -563,9 +567,9 @@ static void check_node_order(tma_graph_t *g, tma_gnn_config_t c)
     float *p = malloc((size_t)lay.total * 4);
     CHECK_OK(tma_gnn_params_init(&c, 5, p));
     const int64_t ne = tma_gnn_evaluator_edges(ev[0], TMA_GNN_SPLIT_VAL), per = 1 + g->num_negatives;
-    float *s[3], *emb[3];
-    double mrr[3];
-    for (int i = 0; i < 3; i++) {
+    float *s[NEV], *emb[NEV];
+    double mrr[NEV];
+    for (int i = 0; i < NEV; i++) {
         s[i] = malloc((size_t)(ne * per) * 4);
         emb[i] = malloc((size_t)(N * c.hidden) * 4);
         CHECK_OK(tma_gnn_evaluator_scores(ev[i], p, TMA_GNN_SPLIT_VAL, s[i], &mrr[i]));
@@ -579,7 +583,10 @@ static void check_node_order(tma_graph_t *g, tma_gnn_config_t c)
     /* The same blocks, built once or at every inference: the same numbers. */
     CHECK_MSG(memcmp(s[2], s[1], (size_t)(ne * per) * 4) == 0 && memcmp(emb[2], emb[1], (size_t)(N * c.hidden) * 4) == 0,
               "%s: blocks built once and at every inference give different numbers", name);
-    for (int i = 0; i < 3; i++) {
+    /* The features copied or read in place: the same numbers. */
+    CHECK_MSG(memcmp(s[3], s[1], (size_t)(ne * per) * 4) == 0 && memcmp(emb[3], emb[1], (size_t)(N * c.hidden) * 4) == 0,
+              "%s: features read in place and copied give different numbers", name);
+    for (int i = 0; i < NEV; i++) {
         free(s[i]);
         free(emb[i]);
         tma_gnn_evaluator_destroy(ev[i]);
