@@ -12,7 +12,8 @@
 # Environment: SCALE (23: 2^23 nodes), EDGES (100000000), FEAT_DIM (16),
 #   HIDDEN (64: encoder and decoder width), STEPS (50 local steps a round),
 #   ROUNDS (4), THREADS (1 per process), KEEP=1 keeps the graph and shards,
-#   REUSE=1 trains on the graph and shards a KEEP=1 run left in WORKDIR.
+#   REUSE=1 trains on the graph and shards a KEEP=1 run left in WORKDIR,
+#   EVAL_COPY_MB (eval.feature_copy_mb; default: the config's, 1024).
 set -euo pipefail
 BUILD=$(pwd)
 T=${TMA_BIN:-$BUILD/tma}
@@ -49,12 +50,14 @@ fi
 ls -l "$G" | awk '{printf "  graph file %.2f GB\n", $5 / 1e9}'
 du -sb "$P" | awk '{printf "  shards %.2f GB\n", $1 / 1e9}'
 
+EVAL_JSON=
+[ -z "${EVAL_COPY_MB:-}" ] || EVAL_JSON=", \"eval\": {\"feature_copy_mb\": $EVAL_COPY_MB}"
 cat > "$W/job.json" <<JSON
 {"job": "scale-rmat", "variant": "randomtma", "workers": 3, "graph": "$G",
  "partition": {"dir": "$P"},
  "aggregation": {"interval_steps": $STEPS}, "duration": {"rounds": $ROUNDS, "train_seconds": 7200},
  "model": {"encoder": "gcn", "hidden": $HIDDEN, "decoder_hidden": $HIDDEN},
- "train": {"batch_size": 512, "seed": 1}, "fault": {"start_timeout": 600}}
+ "train": {"batch_size": 512, "seed": 1}, "fault": {"start_timeout": 600}$EVAL_JSON}
 JSON
 # The job, with a sampler of every tma process's peak RSS (VmHWM) by role.
 : > "$W/hwm.txt"
@@ -62,8 +65,8 @@ JSON
   while :; do
     for p in $(pgrep -f "$T (coordinator|worker)" || true); do
       role=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | awk '{print $2}') || continue
-      hwm=$(awk '/VmHWM/ {print $2}' "/proc/$p/status" 2>/dev/null) || continue
-      [ -n "$hwm" ] && echo "$p $role $hwm" >> "$W/hwm.txt"
+      read -r hwm anon < <(awk '/VmHWM/ {h = $2} /RssAnon/ {a = $2} END {print h, a}' "/proc/$p/status" 2>/dev/null) || continue
+      [ -n "$hwm" ] && echo "$p $role $hwm $anon" >> "$W/hwm.txt"
     done
     sleep 1
   done
@@ -72,9 +75,9 @@ sampler=$!
 trap 'kill $sampler 2>/dev/null || true' EXIT
 phase train "$T" launch "$W/job.json" -o "$RUN" --threads "$THREADS" -q
 kill $sampler 2>/dev/null || true
-awk '{last[$1] = $3; role[$1] = $2}
-  END {for (p in last) {r = role[p]; if (last[p] > peak[r]) peak[r] = last[p]; n[r]++}
-       for (r in peak) printf "  %-12s %d process(es), the largest peaked at %.2f GiB\n", r, n[r], peak[r] / 1048576}' "$W/hwm.txt"
+awk '{last[$1] = $3; role[$1] = $2; if ($4 > anon[$1]) anon[$1] = $4}
+  END {for (p in last) {r = role[p]; if (last[p] > peak[r]) peak[r] = last[p]; if (anon[p] > pa[r]) pa[r] = anon[p]; n[r]++}
+       for (r in peak) printf "  %-12s %d process(es), the largest peaked at %.2f GiB (VmHWM), %.2f GiB anonymous\n", r, n[r], peak[r] / 1048576, pa[r] / 1048576}' "$W/hwm.txt"
 python3 - "$RUN/result.json" "$RUN/metrics.jsonl" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
