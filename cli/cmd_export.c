@@ -1,11 +1,14 @@
 /*
  * cmd_export.c: `tma export RUN_OR_WEIGHTS [--graph G.tmag] [-o DIR]`: a
- * model for other tools.  DIR/model.npz holds the weights under PyTorch
- * state_dict names and shapes (Linear weights [out, in]; the decoder as an
- * nn.Sequential of Linear and PReLU), DIR/embeddings.npy every node's
- * embedding from full-neighbourhood inference (num_nodes x hidden, float32),
- * and DIR/model.json the model config.  docs/model.md shows the few lines of
- * PyTorch that load them and score an edge.
+ * model for other tools, every encoder and decoder.  DIR/model.npz holds
+ * the weights under PyTorch state_dict names and shapes (Linear weights
+ * [out, in]; RGCN layers as PyTorch Geometric's RGCNConv; the decoder as an
+ * nn.Sequential of Linear and PReLU, or DistMult's diagonals),
+ * DIR/embeddings.npy every node's embedding from full-neighbourhood
+ * inference (num_nodes x hidden, float32), and DIR/model.json the model
+ * config with what a reader needs beside it (node types, relation ids and
+ * their inverses).  docs/model.md shows the few lines of PyTorch that load
+ * them and score an edge; python/tma/_torch.py rebuilds the whole model.
  */
 #include "cli_int.h"
 #include "tma_gnn.h"
@@ -14,59 +17,112 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A tma parameter name as its PyTorch state_dict name; 1 when the tensor is
- * a Linear weight (stored [in x out], exported [out, in]). */
-static int torch_name(const char *tma, char *out, size_t cap)
+/* How a tensor of the layout is stored in model.npz. */
+typedef enum {
+    EXPORT_AS_IS,  /* as tma holds it, [rows, cols] (a vector [n]) */
+    EXPORT_LINEAR, /* a Linear weight: tma's [in x out] as PyTorch's [out, in] */
+    EXPORT_BASES,  /* RGCN bases: tma's [in x bases*out] as [bases, in, out] */
+} export_shape_t;
+
+/* A tma parameter name as its model.npz name, and how it is stored.  GCN,
+ * SAGE and MLP layers and the per-type input projection are nn.Linear
+ * modules; an RGCN layer has the names and shapes of PyTorch Geometric's
+ * RGCNConv (weight [bases, in, out], comp [relations, bases], root [in,
+ * out]); the MLP decoder is an nn.Sequential of Linear and PReLU; DistMult's
+ * diagonals are an nn.Embedding weight [relations, hidden]. */
+static export_shape_t torch_name(const tma_gnn_config_t *cfg, const char *tma, char *out, size_t cap)
 {
     int i;
     char what[16];
     if (sscanf(tma, "enc.%d.%15s", &i, what) == 2) {
-        static const char *const map[][2] = {
-            {"weight", "lin.weight"},     {"weight_self", "lin_self.weight"}, {"weight_neigh", "lin_neigh.weight"},
-            {"bias", "bias"},             {"ln_weight", "norm.weight"},       {"ln_bias", "norm.bias"},
-            {"prelu", "act.weight"},
+        static const struct {
+            const char *tma, *torch;
+            int rgcn; /* 1: only in RGCN layers, 0: only in the others, -1: both */
+            export_shape_t shape;
+        } map[] = {
+            {"weight", "lin.weight", 0, EXPORT_LINEAR},
+            {"weight_self", "lin_self.weight", 0, EXPORT_LINEAR},
+            {"weight_neigh", "lin_neigh.weight", 0, EXPORT_LINEAR},
+            {"bases", "weight", 1, EXPORT_BASES},
+            {"coef", "comp", 1, EXPORT_AS_IS},
+            {"weight_self", "root", 1, EXPORT_AS_IS},
+            {"bias", "bias", -1, EXPORT_AS_IS},
+            {"ln_weight", "norm.weight", -1, EXPORT_AS_IS},
+            {"ln_bias", "norm.bias", -1, EXPORT_AS_IS},
+            {"prelu", "act.weight", -1, EXPORT_AS_IS},
         };
+        const int rgcn = cfg->encoder == TMA_GNN_ENCODER_RGCN;
         for (size_t k = 0; k < TMA_ARRAY_LEN(map); k++)
-            if (strcmp(what, map[k][0]) == 0) {
-                snprintf(out, cap, "encoder.%d.%s", i, map[k][1]);
-                return strncmp(what, "weight", 6) == 0;
+            if (strcmp(what, map[k].tma) == 0 && (map[k].rgcn < 0 || map[k].rgcn == rgcn)) {
+                snprintf(out, cap, "encoder.%d.%s", i, map[k].torch);
+                return map[k].shape;
             }
+    } else if (sscanf(tma, "in.%d.%15s", &i, what) == 2) {
+        snprintf(out, cap, "input.%d.%s", i, what);
+        return strcmp(what, "weight") == 0 ? EXPORT_LINEAR : EXPORT_AS_IS;
+    } else if (strcmp(tma, "dec.relation") == 0) {
+        snprintf(out, cap, "decoder.relation.weight");
+        return EXPORT_AS_IS;
     } else if (sscanf(tma, "dec.%d.%15s", &i, what) == 2) {
         /* nn.Sequential(Linear, PReLU, Linear, ..., Linear): Linear k is
          * module 2k, its PReLU 2k + 1. */
         int prelu = strcmp(what, "prelu") == 0;
         snprintf(out, cap, "decoder.%d.%s", 2 * i + prelu, prelu ? "weight" : what);
-        return strcmp(what, "weight") == 0;
+        return strcmp(what, "weight") == 0 ? EXPORT_LINEAR : EXPORT_AS_IS;
     }
     snprintf(out, cap, "%s", tma);
-    return 0;
+    return EXPORT_AS_IS;
 }
 
-/* model.npz: every tensor of the layout, Linear weights transposed. */
-static tma_status_t write_model(const char *path, const cli_model_t *m)
+/* model.npz: every tensor of the layout (the alignment gaps between them
+ * left out), reshaped as torch_name says.  *floats_p: the floats written. */
+static tma_status_t write_model(const char *path, const cli_model_t *m, const tma_gnn_layout_t *lay, int64_t *floats_p)
 {
-    tma_gnn_layout_t lay;
-    tma_status_t st = tma_gnn_layout_build(&m->cfg, &lay);
-    if (st != TMA_OK)
-        return st;
     tma_npy_array_t a[TMA_GNN_MAX_PARAMS];
     char names[TMA_GNN_MAX_PARAMS][48];
-    float *buf = malloc((size_t)lay.total * sizeof *buf);
+    float *buf = malloc((size_t)lay->total * sizeof *buf);
     if (!buf)
         return TMA_ERR_NOMEM;
-    for (int i = 0; i < lay.count; i++) {
-        const tma_gnn_param_info_t *p = &lay.params[i];
+    int64_t floats = 0;
+    for (int i = 0; i < lay->count; i++) {
+        const tma_gnn_param_info_t *p = &lay->params[i];
         const float *src = m->params + p->offset;
         float *dst = buf + p->offset;
-        int linear = torch_name(p->name, names[i], sizeof names[i]);
-        a[i] = (tma_npy_array_t){names[i], TMA_NPY_F32, linear ? 2 : 1, {linear ? p->cols : p->rows * p->cols,
-                                                                         linear ? p->rows : 0}, dst};
-        for (int64_t r = 0; r < p->rows; r++)
-            for (int64_t c = 0; c < p->cols; c++)
-                dst[linear ? c * p->rows + r : r * p->cols + c] = src[r * p->cols + c];
+        const int64_t R = p->rows, C = p->cols, B = m->cfg.bases;
+        a[i] = (tma_npy_array_t){names[i], TMA_NPY_F32, 1, {R * C}, dst};
+        switch (torch_name(&m->cfg, p->name, names[i], sizeof names[i])) {
+        case EXPORT_LINEAR:
+            a[i].ndim = 2;
+            a[i].shape[0] = C;
+            a[i].shape[1] = R;
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++)
+                    dst[c * R + r] = src[r * C + c];
+            break;
+        case EXPORT_BASES: /* column b*out + j of row r is [b, r, j] */
+            a[i].ndim = 3;
+            a[i].shape[0] = B;
+            a[i].shape[1] = R;
+            a[i].shape[2] = C / B;
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++)
+                    dst[(c / (C / B)) * R * (C / B) + r * (C / B) + c % (C / B)] = src[r * C + c];
+            break;
+        case EXPORT_AS_IS:
+            if (R > 1) {
+                a[i].ndim = 2;
+                a[i].shape[0] = R;
+                a[i].shape[1] = C;
+            }
+            memcpy(dst, src, (size_t)(R * C) * sizeof *dst);
+            break;
+        }
+        floats += R * C;
     }
-    st = tma_npz_write(path, a, lay.count);
+    tma_status_t st = tma_npz_write(path, a, lay->count);
     free(buf);
+    if (st == TMA_OK)
+        *floats_p = floats;
     return st;
 }
 
@@ -105,18 +161,66 @@ static int resolve_inputs(const char *arg, const char *graph_flag, const char *o
     return CLI_EXIT_OK;
 }
 
+/* model.json: the model section, and under "export" what a reader needs
+ * beyond it: the floats written against the weight file's block (which
+ * holds them at 16-float boundaries: the gaps are its zero padding), the
+ * graph's node types with their real feature widths, and the relation ids
+ * with each one's inverse (docs/model.md, "tma export"). */
+static cJSON *model_json(const cli_model_t *m, const tma_gnn_layout_t *lay, int64_t floats)
+{
+    const tma_graph_t *g = m->g;
+    cJSON *model = tma_gnn_config_model_json(&m->cfg), *ex = cJSON_CreateObject();
+    if (!model || !ex || !cJSON_AddItemToObject(model, "export", ex)) {
+        cJSON_Delete(ex);
+        cJSON_Delete(model);
+        return NULL;
+    }
+    char name[256], base[200];
+    cJSON_AddNumberToObject(ex, "format", 1);
+    cJSON_AddNumberToObject(ex, "tensors", lay->count);
+    cJSON_AddNumberToObject(ex, "floats", (double)floats);
+    cJSON_AddNumberToObject(ex, "block_floats", (double)lay->total);
+    cJSON_AddNumberToObject(ex, "feature_dim", (double)m->cfg.feature_dim);
+    if (tma_graph_is_typed(g)) {
+        cJSON *types = cJSON_AddArrayToObject(ex, "node_types"), *dims = cJSON_AddArrayToObject(ex, "type_feat_dims");
+        for (int32_t t = 0; t < g->num_node_types && types && dims; t++) {
+            cJSON_AddItemToArray(types, cJSON_CreateString(tma_graph_node_type_name(g, t, name, sizeof name)));
+            cJSON_AddItemToArray(dims, cJSON_CreateNumber(g->type_feat_dim[t]));
+        }
+    }
+    const int32_t ids = tma_graph_num_rel_ids(g);
+    cJSON_AddNumberToObject(ex, "relation_ids", ids);
+    cJSON *rels = cJSON_AddArrayToObject(ex, "relation_names"), *inv = cJSON_AddArrayToObject(ex, "inverse");
+    for (int32_t r = 0; r < ids && rels && inv; r++) {
+        /* Id r < R is relation r in its stored direction, r + R its inverse. */
+        if (!tma_graph_is_typed(g))
+            snprintf(name, sizeof name, "edge");
+        else if (r < g->num_relations)
+            tma_graph_relation_name(g, r, name, sizeof name);
+        else
+            snprintf(name, sizeof name, "%s^-1", tma_graph_relation_name(g, r - g->num_relations, base, sizeof base));
+        cJSON_AddItemToArray(rels, cJSON_CreateString(name));
+        cJSON_AddItemToArray(inv, cJSON_CreateNumber(tma_graph_is_typed(g) ? tma_graph_rel_inverse(g, r) : r));
+    }
+    return model;
+}
+
 /* The files of DIR, and the embeddings. */
-static tma_status_t export_files(const char *dir, const cli_model_t *m, int64_t *nodes_p, int64_t *dim_p)
+static tma_status_t export_files(const char *dir, const cli_model_t *m, int64_t *nodes_p, int64_t *dim_p,
+                                 int64_t *floats_p)
 {
     tma_status_t st = tma_mkdir_p(dir);
     char *mpath = tma_path_join(dir, "model.npz"), *epath = tma_path_join(dir, "embeddings.npy");
     char *cpath = tma_path_join(dir, "model.json");
     const int64_t N = m->g->num_nodes, H = m->cfg.hidden;
     float *emb = malloc((size_t)TMA_MAX(N * H, 1) * sizeof *emb);
+    tma_gnn_layout_t lay;
     if (st == TMA_OK && (!mpath || !epath || !cpath || !emb))
         st = TMA_ERR_NOMEM;
     if (st == TMA_OK)
-        st = write_model(mpath, m);
+        st = tma_gnn_layout_build(&m->cfg, &lay);
+    if (st == TMA_OK)
+        st = write_model(mpath, m, &lay, floats_p);
     if (st == TMA_OK)
         st = tma_gnn_evaluator_embeddings(m->ev, m->params, emb);
     if (st == TMA_OK) {
@@ -124,7 +228,7 @@ static tma_status_t export_files(const char *dir, const cli_model_t *m, int64_t 
         st = tma_npy_write(epath, &a);
     }
     if (st == TMA_OK) {
-        cJSON *model = tma_gnn_config_model_json(&m->cfg);
+        cJSON *model = model_json(m, &lay, *floats_p);
         st = model ? tma_json_write_file(cpath, model) : TMA_ERR_NOMEM;
         cJSON_Delete(model);
     }
@@ -155,7 +259,8 @@ int cli_cmd_export(int argc, char **argv)
         "export", "RUN_OR_WEIGHTS [--graph G.tmag] [-o DIR]",
         "Exports a model for other tools: DIR/model.npz (the weights under PyTorch state_dict names and shapes), "
         "DIR/embeddings.npy (every node's embedding from full-neighbourhood inference, num_nodes x hidden "
-        "float32) and DIR/model.json (the model config). RUN_OR_WEIGHTS is a run folder (its best.tmaw, on the "
+        "float32) and DIR/model.json (the model config, with the graph's node types and relation ids). "
+        "RUN_OR_WEIGHTS is a run folder (its best.tmaw, on the "
         "graph its result.json names) or a weight file (with --graph and -o). docs/model.md shows how PyTorch "
         "loads them and scores an edge.",
         opts, 1, 1};
@@ -174,16 +279,9 @@ int cli_cmd_export(int argc, char **argv)
         rc = CLI_EXIT_RUNTIME;
     if (rc == CLI_EXIT_OK)
         rc = cli_model_open("export", graph, weights, threads, device, 0, NULL, &m);
-    if (rc == CLI_EXIT_OK && tma_gnn_config_relational(&m.cfg)) {
-        /* Their tensors (RGCN bases and coefficients, DistMult's relation
-         * diagonals) have no PyTorch names here yet. */
-        fprintf(stderr, "tma export: %s: export does not support rgcn/distmult yet (a %s encoder with a %s decoder)\n",
-                weights, tma_gnn_encoder_name(m.cfg.encoder), tma_gnn_decoder_name(m.cfg.decoder));
-        rc = CLI_EXIT_USAGE;
-    }
-    int64_t nodes = 0, dim = 0;
+    int64_t nodes = 0, dim = 0, floats = 0;
     tma_status_t st = TMA_OK;
-    if (rc == CLI_EXIT_OK && (st = export_files(out, &m, &nodes, &dim)) != TMA_OK) {
+    if (rc == CLI_EXIT_OK && (st = export_files(out, &m, &nodes, &dim, &floats)) != TMA_OK) {
         fprintf(stderr, "tma export: writing %s failed: %s\n", out, tma_status_str(st));
         rc = CLI_EXIT_RUNTIME;
     }
@@ -196,6 +294,7 @@ int cli_cmd_export(int argc, char **argv)
             cJSON_AddStringToObject(o, "dir", out);
             cJSON_AddNumberToObject(o, "nodes", (double)nodes);
             cJSON_AddNumberToObject(o, "dim", (double)dim);
+            cJSON_AddNumberToObject(o, "floats", (double)floats);
         }
         rc = o ? cli_print_json(o) : CLI_EXIT_RUNTIME;
         cJSON_Delete(o);

@@ -42,14 +42,15 @@ static int64_t elem_count(const tma_npy_array_t *a)
 /* The .npy header (format 1.0): magic, version, length, dict, padding. */
 static size_t npy_header(const tma_npy_array_t *a, char *buf, size_t cap)
 {
+    char shape[80] = "";
+    int k = 0;
+    for (int d = 0; d < a->ndim; d++)
+        k += snprintf(shape + k, sizeof shape - (size_t)k, d ? " %lld," : "%lld,", (long long)a->shape[d]);
+    if (a->ndim > 1)
+        shape[k - 1] = '\0'; /* (n,) for one dimension, (n, m) for more, as numpy writes them */
     char dict[160];
-    int n;
-    if (a->ndim == 1)
-        n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld,), }",
-                     a->dtype == TMA_NPY_I64 ? "<i8" : "<f4", (long long)a->shape[0]);
-    else
-        n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld, %lld), }",
-                     a->dtype == TMA_NPY_I64 ? "<i8" : "<f4", (long long)a->shape[0], (long long)a->shape[1]);
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+                     a->dtype == TMA_NPY_I64 ? "<i8" : "<f4", shape);
     size_t total = 10 + (size_t)n + 1;
     total = (total + 63) / 64 * 64;
     if (total > cap)
@@ -66,7 +67,10 @@ static size_t npy_header(const tma_npy_array_t *a, char *buf, size_t cap)
 
 static tma_status_t check_array(const char *path, const tma_npy_array_t *a)
 {
-    if (a->ndim < 1 || a->ndim > 2 || a->shape[0] < 0 || (a->ndim == 2 && a->shape[1] < 0) ||
+    int bad_dim = 0;
+    for (int d = 0; d < a->ndim && a->ndim <= TMA_NPY_MAX_DIMS; d++)
+        bad_dim |= a->shape[d] < 0;
+    if (a->ndim < 1 || a->ndim > TMA_NPY_MAX_DIMS || bad_dim ||
         (elem_count(a) > 0 && !a->data) || !a->name || strlen(a->name) > 200) {
         tma_log_error(COMP, "%s: array %s: bad shape, name or data (a bug)", path, a->name ? a->name : "?");
         return TMA_ERR_INVALID;

@@ -273,13 +273,14 @@ char *tma_strdup_printf(const char *fmt, ...) TMA_PRINTF(1, 2);
 /* ------------------------------------------------------------------ numpy files (npy.c) */
 
 /* numpy's .npy and .npz, written for other tools (`tma export`): float32 or
- * int64, little-endian, row-major, 1 or 2 dimensions. */
+ * int64, little-endian, row-major, 1 to TMA_NPY_MAX_DIMS dimensions. */
+#define TMA_NPY_MAX_DIMS 3
 typedef enum { TMA_NPY_F32, TMA_NPY_I64 } tma_npy_dtype_t;
 typedef struct tma_npy_array {
     const char *name; /* the member name in an .npz (NAME.npy); at most 200 bytes */
     tma_npy_dtype_t dtype;
-    int ndim;         /* 1 or 2 */
-    int64_t shape[2];
+    int ndim;         /* 1 to TMA_NPY_MAX_DIMS */
+    int64_t shape[TMA_NPY_MAX_DIMS];
     const void *data;
 } tma_npy_array_t;
 /* Writes one array as a .npy file, atomically. */

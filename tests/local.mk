@@ -39,6 +39,7 @@ check-unit:
 .PHONY: check-unit
 
 # The Python package in python/ (docs/python.md).
-TESTS += tests/python/test_python.sh tests/python/test_python_pyg.sh
-EXTRA_DIST += tests/python/test_python.sh tests/python/test_python_pyg.sh tests/python/test_tma_py.py python/pyproject.toml python/README.md \
-	python/tma/__init__.py python/tma/_format.py python/tma/_graph.py python/tma/_run.py docs/python.md
+TESTS += tests/python/test_python.sh tests/python/test_python_pyg.sh tests/python/test_torch_model.sh
+EXTRA_DIST += tests/python/test_python.sh tests/python/test_python_pyg.sh tests/python/test_torch_model.sh \
+	tests/python/test_tma_py.py python/pyproject.toml python/README.md python/tma/__init__.py python/tma/_format.py \
+	python/tma/_graph.py python/tma/_run.py python/tma/_torch.py docs/python.md

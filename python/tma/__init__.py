@@ -10,7 +10,8 @@ everything that computes.
 from ._format import TmaError, crc32c
 from ._graph import Graph, open_graph, save_graph
 from ._run import Run, Weights, launch, read_weights, train
+from ._torch import torch_model
 
 __all__ = ["Graph", "Run", "TmaError", "Weights", "crc32c", "launch", "open_graph", "read_weights",
-           "save_graph", "train"]
+           "save_graph", "torch_model", "train"]
 __version__ = "0.1.0"

@@ -54,6 +54,23 @@ print("scores agree: max difference %.2e over %d edges, MRR %.4f" % (diff, head.
 PY
 "$PY" load.py || fail "the exported model does not give tma's scores"
 
+# Every parameter is exported: the weight file's block holds the same
+# floats, each tensor from a 16-float boundary, so it is longer by the zero
+# gaps (45 floats for the default GCN: after its three 1-float tensors).
+"$TMA_BIN" train g.tmag --steps 2 --eval-every-seconds 1000 -o defrun -q > /dev/null || fail "tma train (defaults)"
+"$TMA_BIN" export defrun --json > defexport.json || fail "tma export (defaults)"
+"$PY" - <<'PY' || fail "the export and the weight file count different parameters"
+import json, struct, numpy as np
+w = np.load("defrun/export/model.npz")
+sizes = [v.size for v in w.values()]
+block = struct.unpack_from("<Q", open("defrun/best.tmaw", "rb").read(32), 24)[0]
+ex = json.load(open("defrun/export/model.json"))["export"]
+assert len(w.files) == ex["tensors"] == 12 and sum(sizes) == ex["floats"] == json.load(open("defexport.json"))["floats"]
+assert sum((s + 15) // 16 * 16 for s in sizes) == block == ex["block_floats"], (sum(sizes), block)
+assert block - sum(sizes) == 45 and sum(s == 1 for s in sizes) == 3, sizes
+assert {"encoder.0.norm.weight", "encoder.0.norm.bias", "encoder.0.act.weight", "decoder.1.weight"} <= set(w.files)
+PY
+
 # The dot decoder: no decoder tensors, model.json names it, and the logit of
 # (u, v) is r[u] . r[v], as docs/model.md says: equal to tma's scores.
 cat > dot.json <<'JSON'

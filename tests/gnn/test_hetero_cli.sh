@@ -4,8 +4,7 @@
 # MovieLens fixture and on a typed SBM (result.json valid, the resolved
 # relations recorded, same seed same result), `tma eval` of their weights
 # agrees with the run, a graph with other relations is refused, an untyped
-# graph gives distmult one relation, `tma export` says it does not support
-# them yet, and bad model keys are refused by name.
+# graph gives distmult one relation, `tma export` writes them, and bad model keys are refused by name.
 . "$TMA_SRCDIR/tests/lib.sh"
 D=$TMA_FIXTURES
 T=$TMA_BIN
@@ -67,8 +66,20 @@ expect_fail 2 'trained with 6 relation ids but r2.tmag has 4' -- "$T" eval r2.tm
 [ "$(json gcn-run/config.json '[k for k in ("decoder", "bases", "relations") if k in d["model"]]')" = "[]" ] ||
   fail "an untyped gcn model's config names decoder, bases or relations"
 
-# Export refuses them clearly.
-expect_fail 2 'export does not support rgcn/distmult yet' -- "$T" export ts-rgcn-distmult-a -o exp
+# Export writes them: RGCN layers as PyG's RGCNConv, the per-type input
+# projection, DistMult's diagonals, and the relation ids in model.json.
+"$T" export ts-rgcn-distmult-a -o exp > /dev/null || fail "tma export of rgcn + distmult"
+python3 - <<'PY' || fail "tma export of rgcn + distmult: bad model.npz or model.json"
+import json, zipfile
+names = sorted(n[:-4] for n in zipfile.ZipFile("exp/model.npz").namelist())
+want = sorted(["input.0.weight", "input.0.bias", "input.1.weight", "input.1.bias", "decoder.relation.weight"] +
+              ["encoder.%d.%s" % (l, k) for l in (0, 1) for k in ("weight", "comp", "root", "bias")] +
+              ["encoder.0.norm.weight", "encoder.0.norm.bias", "encoder.0.act.weight"])
+assert names == want, names
+ex = json.load(open("exp/model.json"))["export"]
+assert ex["relation_ids"] == 6 and ex["inverse"] == [3, 4, 5, 0, 1, 2], ex
+assert len(ex["node_types"]) == 2 and len(ex["type_feat_dims"]) == 2 and len(ex["relation_names"]) == 6, ex
+PY
 # Bad keys are named.
 echo '{"model": {"decoder": "transe"}}' > bad1.json
 expect_fail 2 'model.decoder' -- "$T" train ts.tmag --config bad1.json --steps 1 -o bad1
