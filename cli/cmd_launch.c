@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@ typedef struct launch {
     int keep, quiet, json, force;
     int64_t workers, backups, threads;
     double seconds;
+    const char *metrics_listen; /* --metrics-listen ADDR:PORT (metrics.listen) */
     /* the job and the run folder */
     tma_job_t *job;
     char *exe, *run_dir, *logs, *job_path;
@@ -196,6 +198,8 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         {"workers", 0, CLI_INT, &L->workers, "M", "override the config's number of workers", NULL},
         {"backups", 0, CLI_INT, &L->backups, "B", "also start B backup workers (tma worker --backup)", NULL},
         {"seconds", 0, CLI_DOUBLE, &L->seconds, "T", "override the training time (duration.train_seconds)", NULL},
+        {"metrics-listen", 0, CLI_STR, &L->metrics_listen, "ADDR:PORT",
+         "serve Prometheus metrics at http://ADDR:PORT/metrics from the coordinator (metrics.listen)", NULL},
         {"threads", 0, CLI_INT, &L->threads, "N", "compute threads per process (default: the cores shared out)", NULL},
         {"quiet", 'q', CLI_FLAG, &L->quiet, NULL, "no progress lines", NULL},
         {"json", 0, CLI_FLAG, &L->json, NULL, "print result.json on stdout (the progress lines go to stderr)", NULL},
@@ -219,6 +223,12 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (L->seconds < 0)
         return cli_usage_error("launch", "--seconds: expected a positive number");
+    struct sockaddr_storage sa;
+    unsigned salen;
+    if (L->metrics_listen && (strlen(L->metrics_listen) >= sizeof L->job->metrics_listen ||
+                              tma_job_listen_parse(L->metrics_listen, &sa, &salen) != TMA_OK))
+        return cli_usage_error("launch", "--metrics-listen: expected ADDR:PORT with a numeric address and a port "
+                                         "1..65535, such as 127.0.0.1:9464");
     int rc = cli_etcd_check_external("launch", &L->ef);
     if (rc != CLI_EXIT_OK)
         return rc;
@@ -247,6 +257,8 @@ static int launch_parse(launch_t *L, int argc, char **argv)
     }
     if (L->seconds > 0)
         job->train_s = L->seconds;
+    if (L->metrics_listen)
+        snprintf(job->metrics_listen, sizeof job->metrics_listen, "%s", L->metrics_listen);
     return CLI_EXIT_OK;
 }
 

@@ -287,7 +287,7 @@ static int train_tensorboard(const train_flags_t *f)
     int on = 1;
     cJSON *root = NULL;
     if (f->config && tma_json_load_file(f->config, &root) == TMA_OK &&
-        tma_job_run_metrics_section(root, f->config, &on) != TMA_OK)
+        tma_job_run_metrics_section(root, f->config, &on, NULL, 0) != TMA_OK)
         on = -1;
     cJSON_Delete(root);
     return on;

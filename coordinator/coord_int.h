@@ -9,8 +9,9 @@
  * publish.c (the records, the global weights, checkpoints), end.c (stop,
  * test, result) and coordinator.c (the sequence of phases); below them all,
  * coord.c (state queries: stopping, training time), guard.c (etcd writes
- * guarded by the epoch), io_retry.c (writes retried while the disk is full)
- * and evaluator.c (the evaluator thread; a weights file's metrics).
+ * guarded by the epoch), io_retry.c (writes retried while the disk is full),
+ * evaluator.c (the evaluator thread; a weights file's metrics) and prom.c
+ * (the /metrics endpoint).
  */
 #ifndef TMA_COORD_INT_H
 #define TMA_COORD_INT_H
@@ -31,6 +32,30 @@
  */
 typedef struct coord_eval coord_eval_t;
 
+/* ------------------------------------------------------------------ Prometheus endpoint (prom.c) */
+
+/*
+ * GET /metrics on metrics.listen, served by libmicrohttpd's own thread from
+ * a snapshot that the coordinator's and the evaluator's threads update
+ * (every function below takes the snapshot's mutex for a few stores and
+ * never waits on a client).  Every function accepts NULL (no endpoint).
+ */
+typedef struct coord_prom coord_prom_t;
+
+/* Starts serving when job->metrics_listen is set (*p_p NULL otherwise).
+ * An address that cannot be bound is a warning and *p_p NULL: the job runs
+ * without the endpoint.  kv (may be NULL) gives the etcd request errors and
+ * must outlive the endpoint. */
+tma_status_t coord_prom_create(const tma_job_t *job, tma_kv_t *kv, coord_prom_t **p_p);
+/* Stops the server (waiting for its thread) and frees it. */
+void coord_prom_destroy(coord_prom_t *p);
+void coord_prom_phase(coord_prom_t *p, const char *phase, uint64_t epoch);
+/* A committed round's record: round, wall, time, agg_seconds, the workers'
+ * steps_per_s, and its lost members and moves added to the counters. */
+void coord_prom_round(coord_prom_t *p, const cJSON *record);
+void coord_prom_members(coord_prom_t *p, int workers, int backups);
+void coord_prom_eval(coord_prom_t *p, int64_t round, double mrr, double best, double seconds);
+
 typedef struct coord_eval_cfg {
     const tma_gnn_config_t *cfg; /* resolved; copied */
     const tma_graph_t *graph;    /* the full graph; must outlive the evaluator */
@@ -45,6 +70,7 @@ typedef struct coord_eval_cfg {
     tma_job_run_budget_t budget;     /* for the progress line logged with each metrics line */
     const tma_inject_t *inj;     /* may be NULL; the point "eval"; must outlive the evaluator */
     int tensorboard;             /* metrics.tensorboard: write RUN/events.out.tfevents.* */
+    coord_prom_t *prom;          /* may be NULL; told each evaluation; must outlive the evaluator */
 } coord_eval_cfg_t;
 
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p);
@@ -137,6 +163,7 @@ typedef struct coord {
     char *checkpoint_path; /* the checkpoint `state` names (round c->round's; before round 0: its name) */
     char *checkpoint_prev; /* the one it named before: kept until the next commit */
     coord_eval_t *ev;
+    coord_prom_t *prom;        /* the /metrics endpoint, or NULL */
     tma_gnn_trainer_t *server; /* the full-graph trainer of a variant's after_average hook */
 
     int resume;             /* taking over a job that was training */

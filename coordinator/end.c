@@ -33,6 +33,7 @@ static void publish_stop(coord_t *c, const char *reason, double train_s)
     free(vals[1]);
     if (st != TMA_OK)
         tma_log_warn(COMP, "could not set stop in etcd: %s", tma_status_str(st));
+    coord_prom_phase(c->prom, "stopping", c->epoch);
 }
 
 /* The test metrics of best.tmaw (mrr NaN when there is none or testing failed). */
@@ -127,5 +128,6 @@ tma_status_t coord_finish(coord_t *c, const char *reason)
     char *sv = coord_state_encode(c, wst == TMA_OK ? "done" : "failed", c->round, train_s, best_round, best_val);
     (void)coord_put_key(c, TMA_KEY_STATE, sv, 0);
     free(sv);
+    coord_prom_phase(c->prom, wst == TMA_OK ? "done" : "failed", c->epoch);
     return wst;
 }

@@ -38,6 +38,7 @@ struct coord_eval {
     volatile sig_atomic_t *stop_flag;
     tma_gnn_evaluator_t *ev;
     const tma_inject_t *inj;
+    coord_prom_t *prom;
     int64_t P;
 
     pthread_mutex_t lock;
@@ -241,6 +242,11 @@ static void *eval_main(void *arg)
                 set_error(e, ws);
             }
         }
+        pthread_mutex_lock(&e->lock);
+        double best_val = e->best_val;
+        pthread_mutex_unlock(&e->lock);
+        if (ok)
+            coord_prom_eval(e->prom, round, val, best_val, secs);
         if (fenced(e)) {
             for (pending_t *p = list; p;) {
                 pending_t *n = p->next;
@@ -340,6 +346,7 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->best_time = c->best_time;
     e->budget = c->budget;
     e->inj = c->inj;
+    e->prom = c->prom;
     e->progress_best = c->best_round >= 0 ? c->best_val : NAN;
     e->metrics_path = tma_job_run_path(c->run_dir, "metrics.jsonl");
     e->best_path = tma_job_run_path(c->run_dir, "best.tmaw");

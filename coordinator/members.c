@@ -356,6 +356,17 @@ tma_status_t coord_service_view(coord_t *c, int training)
             coord_slot_release(c, &c->slots[i]);
     if (training && st == TMA_OK)
         push_ready(c, &s);
+    if (c->prom) {
+        int workers = 0, backups = 0;
+        for (int i = 0; i < s.n_members; i++) {
+            int owns = c->map_ready && tma_shard_map_count(&c->map, s.members[i].rec.id, NULL) > 0;
+            if (c->vd->uses_shards ? owns : !s.members[i].rec.backup)
+                workers++;
+            else if (s.members[i].rec.backup)
+                backups++;
+        }
+        coord_prom_members(c->prom, workers, backups);
+    }
     free(live);
     free(mv);
     tma_job_view_snap_free(&s);

@@ -220,6 +220,8 @@ tma_status_t coord_commit_round(coord_t *c, int64_t t, double time, int64_t best
         cJSON_Delete(record);
         return st;
     }
+    coord_prom_phase(c->prom, "training", c->epoch);
+    coord_prom_round(c->prom, record);
     coord_eval_submit(c->ev, t, time, c->global, record);
     return TMA_OK;
 }

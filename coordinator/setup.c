@@ -445,11 +445,14 @@ tma_status_t coord_open_run(coord_t *c)
         goto fail;
     if ((st = open_run_dir(c)) != TMA_OK)
         goto fail;
+    if ((st = coord_prom_create(c->job, c->kv, &c->prom)) != TMA_OK)
+        goto fail;
     if (!c->resume && (st = publish_job(c)) != TMA_OK)
         goto fail;
+    coord_prom_phase(c->prom, c->resume ? c->prev.phase : "starting", c->epoch);
     coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, &c->fenced, c->stop_flag,
                            -1, 0, 0, {c->job->train_s, c->job->rounds, c->job->workers}, &c->inj,
-                           c->job->tensorboard};
+                           c->job->tensorboard, c->prom};
     if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
         goto fail;
     if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)
@@ -464,6 +467,8 @@ void coord_close_run(coord_t *c)
 {
     coord_eval_destroy(c->ev);
     c->ev = NULL;
+    coord_prom_destroy(c->prom);
+    c->prom = NULL;
     free(c->result_path);
     free(c->metrics_path);
     free(c->checkpoint_path);

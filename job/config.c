@@ -440,7 +440,7 @@ static tma_status_t parse_model(tma_job_t *job, const cJSON *root, const char *c
 static tma_status_t parse_metrics(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
 {
     (void)base_dir;
-    return tma_job_run_metrics_section(root, ctx, &job->tensorboard);
+    return tma_job_run_metrics_section(root, ctx, &job->tensorboard, job->metrics_listen, sizeof job->metrics_listen);
 }
 
 typedef tma_status_t (*section_fn)(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir);
@@ -653,6 +653,10 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     cJSON *wl = cJSON_AddArrayToObject(dv, "workers");
     for (int i = 0; i < job->n_worker_devices; i++)
         cJSON_AddItemToArray(wl, cJSON_CreateString(job->worker_devices[i]));
+    cJSON *mt = cJSON_AddObjectToObject(o, "metrics");
+    cJSON_AddBoolToObject(mt, "tensorboard", job->tensorboard);
+    if (job->metrics_listen[0])
+        cJSON_AddStringToObject(mt, "listen", job->metrics_listen);
     cJSON *m = tma_gnn_config_to_json(&job->model);
     if (m) {
         /* model, train and eval sections side by side with the rest. */

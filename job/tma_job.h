@@ -161,6 +161,7 @@ typedef struct tma_job {
     tma_gnn_config_t model; /* model, train and eval sections (feature_dim resolved later) */
 
     int tensorboard; /* metrics.tensorboard: the coordinator writes RUN/events.out.tfevents.* */
+    char metrics_listen[64]; /* metrics.listen: "ADDR:PORT" of the coordinator's /metrics, "" = off */
 } tma_job_t;
 
 /*
@@ -528,9 +529,19 @@ tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseri
  * nothing (event files off).  Flushed. */
 tma_status_t tma_job_run_tb_line(tma_tfevents_t *w, const cJSON *rec);
 /* The "metrics" section of a job or `tma train` config: "tensorboard"
- * (default true: write the event file).  TMA_ERR_CONFIG, logged naming the
- * key, for anything else. */
-tma_status_t tma_job_run_metrics_section(const cJSON *root, const char *ctx, int *tensorboard_p);
+ * (default true: write the event file) and, when listen is not NULL (a
+ * distributed job), "listen" (the coordinator's Prometheus endpoint,
+ * "ADDR:PORT", checked by tma_job_listen_parse; "" when absent) into
+ * listen[cap].  TMA_ERR_CONFIG, logged naming the key, for anything else
+ * (also "listen" when listen is NULL: `tma train` has no endpoint). */
+tma_status_t tma_job_run_metrics_section(const cJSON *root, const char *ctx, int *tensorboard_p, char *listen,
+                                         size_t cap);
+/* Parses a listen address "A.B.C.D:PORT" or "[IPv6]:PORT" (a numeric
+ * address, so what binds is what the config says; PORT 1..65535) into
+ * *sa_p and *len_p.  TMA_ERR_CONFIG (not logged: the caller names the key)
+ * when it is not one.  Thread-safe. */
+struct sockaddr_storage;
+tma_status_t tma_job_listen_parse(const char *s, struct sockaddr_storage *sa_p, unsigned *len_p);
 
 /* What a progress line is measured against. */
 typedef struct tma_job_run_budget {

@@ -463,7 +463,7 @@ static void sleep_until_at_most(double seconds, double deadline)
     tma_sleep(TMA_MIN(seconds, left));
 }
 
-tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flags, double deadline)
+static tma_status_t call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flags, double deadline)
 {
     size_t n = kv->n_endpoints;
     size_t ep = kv_endpoint_current(kv);
@@ -588,6 +588,23 @@ tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flag
             refused = 0;
         }
     }
+}
+
+/* Counts the calls that failed as requests: no answer, or an error answer.
+ * A missing key, a failed compare, an expired lease or a compacted
+ * revision are answers the callers expect, not errors. */
+tma_status_t kv_call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned flags, double deadline)
+{
+    tma_status_t st = call(kv, c, path, flags, deadline);
+    if (st != TMA_OK && st != TMA_ERR_NOT_FOUND && st != TMA_ERR_COMPARE_FAILED && st != TMA_ERR_LEASE_EXPIRED &&
+        st != TMA_ERR_COMPACTED)
+        __atomic_add_fetch(&kv->request_errors, 1, __ATOMIC_RELAXED);
+    return st;
+}
+
+uint64_t tma_kv_request_errors(tma_kv_t *kv)
+{
+    return __atomic_load_n(&kv->request_errors, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ authentication */

@@ -156,6 +156,8 @@ struct tma_kv {
     pthread_mutex_t watch_mu;
     pthread_cond_t watch_cv;
     struct tma_kv_watch *watches;
+
+    uint64_t request_errors; /* atomic: calls that failed (tma_kv_request_errors) */
 };
 
 enum {

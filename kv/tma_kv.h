@@ -93,6 +93,13 @@ tma_status_t tma_kv_create(const tma_kv_config_t *cfg, tma_kv_t **kv_p);
  * other call on this client may be running or start.  Accepts NULL. */
 void tma_kv_destroy(tma_kv_t *kv);
 
+/* How many requests of this client have failed so far: calls that ended
+ * without an answer (unavailable, timed out) or with an error answer
+ * (permission, malformed, invalid); a missing key, a failed compare, an
+ * expired lease or a compacted revision do not count.  Watches' reconnects
+ * do not count either.  Any thread; never blocks. */
+uint64_t tma_kv_request_errors(tma_kv_t *kv);
+
 /* ------------------------------------------------------------------ results */
 
 typedef struct tma_kv_pair {

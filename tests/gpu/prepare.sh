@@ -18,7 +18,7 @@ DEBS="libucx-dev libucx0 ibverbs-providers libibverbs1 librdmacm1 libnl-3-200 li
   libgnutls30 libgssapi-krb5-2 libhogweed6 libidn2-0 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0
   libldap-2.5-0 libnettle8 libnghttp2-14 libp11-kit0 libpsl5 librtmp1 libsasl2-2 libsasl2-modules-db
   libssh2-1 libtasn1-6 libunistring2 libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread
-  libgfortran5 libquadmath0 libgomp1 zlib1g-dev libssl-dev libssl3 pkg-config libpkgconf3 pkgconf pkgconf-bin
+  libgfortran5 libquadmath0 libgomp1 zlib1g-dev libssl-dev libssl3 libmicrohttpd-dev libmicrohttpd12 pkg-config libpkgconf3 pkgconf pkgconf-bin
   etcd-server etcd-client"
 mkdir -p "$DIR/debs" "$DIR/datasets"
 (cd "$DIR/debs" && apt-get download $DEBS)

@@ -84,7 +84,7 @@ say "GPU: $GPU_NAME; CUDA toolkit: $CUDA_HOME ($("$CUDA_HOME/bin/nvcc" --version
 
 # --- 1. the build's libraries ---------------------------------------------------------------------
 have_deps() {
-  for p in libcurl libcjson ucx openblas zlib libcrypto; do pkg-config --exists "$p" 2>/dev/null || return 1; done
+  for p in libcurl libcjson ucx openblas zlib libcrypto libmicrohttpd; do pkg-config --exists "$p" 2>/dev/null || return 1; done
   echo '#include <metis.h>' | cc -E -x c - > /dev/null 2>&1
 }
 CONF_ENV=()
@@ -113,7 +113,7 @@ unpack_carry() { # the carried Debian packages, unpacked into a private prefix (
 rm -rf "$P"
 if [ -n "${TMA_GPU_FORCE_CARRY:-}" ] || ! have_deps; then
   PKGS="build-essential autoconf automake pkg-config libucx-dev libmetis-dev libcjson-dev libcurl4-openssl-dev
-        libopenblas-dev zlib1g-dev libssl-dev python3 etcd-server etcd-client"
+        libopenblas-dev zlib1g-dev libssl-dev libmicrohttpd-dev python3 etcd-server etcd-client"
   if [ -z "${TMA_GPU_FORCE_CARRY:-}" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get > /dev/null &&
      DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y --no-install-recommends $PKGS >> "$LOG" 2>&1 &&
      have_deps; then
