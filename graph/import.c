@@ -2,16 +2,15 @@
  * import.c: `tma import`'s library side: detects a dataset's layout, reads
  * it (edges.txt + features.txt or features.npy + labels.txt; OGB raw/ gzip
  * CSVs; .npz in gnn-benchmark's, scipy's and PyG's array names:
- * import_npz.c), checks every id against the node count, turns the features
- * into dense float32 rows (stored, projected, or the default for graphs
- * without features; a float32 C-order features.npy is used in place, mapped)
- * and hands the edges to the builder.  The files of the dataset folder that
- * no reader used are named in the report.  An OGB dataset's official
- * split (split/<name>/{train,valid,test}.pt, PyTorch pickles) is converted
- * by the tma-ogb-split program, run here, and kept as given.
+ * import_npz.c), checks every id against the node count, has the features
+ * and labels made (import_feat.c) and hands the edges to the builder, or
+ * streams an edge list into the out-of-core builder (tma_graph_import_file).
+ * The files of the dataset folder that no reader used are named in the
+ * report.  An OGB dataset's official split is kept as given (import_ogb.c).
  *
- * Every reading error is logged once, here, naming the file and line (or the
- * npz array).  Nothing is written: the caller writes the graph atomically.
+ * Every reading error is logged once, naming the file and line (or the npz
+ * array).  tma_graph_import writes nothing: the caller writes the graph
+ * atomically; tma_graph_import_file writes it as it is built.
  */
 #include "graph_int.h"
 #include "import_int.h"
@@ -20,15 +19,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define COMP "import"
 
@@ -715,407 +710,6 @@ static tma_status_t read_source(src_data_t *s, const char *src, const char **lay
     return TMA_ERR_NOT_FOUND;
 }
 
-/* ------------------------------------------------------------------ an OGB split (split/<name>/) */
-
-/* The split folder of an OGB dataset: split/<name> under root (the only
- * one, or the one named), in *dir_p; NULL when root has no split/. */
-static tma_status_t find_split(const char *root, const char *name, char **dir_p)
-{
-    *dir_p = NULL;
-    char *base = tma_path_join(root, "split");
-    if (!base)
-        return TMA_ERR_NOMEM;
-    if (!tma_dir_exists(base)) {
-        free(base);
-        return TMA_OK;
-    }
-    tma_status_t st = TMA_OK;
-    if (name) {
-        char *d = tma_path_join(base, name);
-        if (d && tma_dir_exists(d)) {
-            *dir_p = d;
-        } else {
-            tma_log_error(COMP, "%s: no split named '%s' in it", base, name);
-            free(d);
-            st = TMA_ERR_NOT_FOUND;
-        }
-        free(base);
-        return st;
-    }
-    DIR *dh = opendir(base);
-    struct dirent *e;
-    int found = 0;
-    char first[256] = "";
-    while (dh && (e = readdir(dh)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *d = tma_path_join(base, e->d_name);
-        if (d && tma_dir_exists(d)) {
-            if (found++ == 0) {
-                snprintf(first, sizeof first, "%s", e->d_name);
-                *dir_p = d;
-                d = NULL;
-            } else {
-                tma_log_error(COMP, "%s holds several splits (%s, %s, ...): choose one with --split NAME", base,
-                              first, e->d_name);
-                st = TMA_ERR_INVALID;
-            }
-        }
-        free(d);
-        if (st != TMA_OK)
-            break;
-    }
-    if (dh)
-        closedir(dh);
-    if (st == TMA_OK && !found) {
-        tma_log_error(COMP, "%s holds no split folder (an OGB split is split/<name>/{train,valid,test}.pt); "
-                      "remove it or import with --resplit",
-                      base);
-        st = TMA_ERR_FORMAT;
-    }
-    if (st != TMA_OK) {
-        free(*dir_p);
-        *dir_p = NULL;
-    }
-    free(base);
-    return st;
-}
-
-/* Runs the converter: tool DIR OUT --num-nodes N.  Its own message names
- * what is wrong with the .pt files; this one says which step failed. */
-static tma_status_t convert_split(const char *tool, const char *python, const char *dir, int64_t nodes,
-                                  const char *out)
-{
-    if (!tool || access(tool, X_OK) != 0) {
-        char where[600] = "was not found";
-        if (tool)
-            snprintf(where, sizeof where, "is not an executable file at %s", tool);
-        tma_log_error(COMP,
-                      "%s is an official OGB split, read by the converter tma-ogb-split, which %s: it is "
-                      "installed beside tma (make install), or set TMA_OGB_SPLIT to its path; --resplit draws "
-                      "tma's own split instead",
-                      dir, where);
-        return TMA_ERR_NOT_FOUND;
-    }
-    char nbuf[32];
-    snprintf(nbuf, sizeof nbuf, "%" PRId64, nodes);
-    char *argv[] = {(char *)python, (char *)tool, (char *)dir, (char *)out, "--num-nodes", nbuf, NULL};
-    char **args = python ? argv : argv + 1;
-    pid_t pid;
-    int e = posix_spawnp(&pid, args[0], NULL, NULL, args, environ);
-    if (e != 0) {
-        tma_log_error(COMP, "%s: cannot run the OGB split converter %s: %s", dir, args[0], strerror(e));
-        return TMA_ERR_IO;
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            tma_log_error(COMP, "%s: waiting for %s: %s", dir, tool, strerror(errno));
-            return TMA_ERR_IO;
-        }
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return TMA_OK;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        tma_log_error(COMP, "%s: %s could not start (exit 127): it runs under python3, which must be on the PATH "
-                      "(or set TMA_PYTHON)", dir, tool);
-    else if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
-        tma_log_error(COMP, "%s: reading the split needs PyTorch (the converter said which package to install; "
-                      "TMA_PYTHON picks the python3 that runs it)", dir);
-    else if (WIFEXITED(status))
-        tma_log_error(COMP, "%s: the OGB split converter %s refused it (exit %d; its message is above)", dir, tool,
-                      WEXITSTATUS(status));
-    else
-        tma_log_error(COMP, "%s: the OGB split converter %s was killed by signal %d", dir, tool, WTERMSIG(status));
-    return WIFEXITED(status) && WEXITSTATUS(status) == 3 ? TMA_ERR_NOT_FOUND : TMA_ERR_FORMAT;
-}
-
-/* The converter's output (python/tma_ogb_split.py): magic, five u64 counts,
- * then each evaluation split's sources, targets and negatives (i64).  The
- * file is checked as untrusted: counts, exact size, every id in range. */
-typedef struct ogb_split {
-    tma_graph_given_split_t sp;
-    int64_t train_edges;
-    int64_t *pairs; /* [2 * (num_val + num_test)] interleaved (head, tail) */
-    tma_mmap_t map;
-} ogb_split_t;
-
-#define OGB_SPLIT_MAGIC "TMAOGBS1"
-
-static tma_status_t ids_in_range(const char *dir, const char *file, const char *key, const int64_t *a, int64_t n,
-                                 int64_t nodes)
-{
-    for (int64_t i = 0; i < n; i++) {
-        if (a[i] < 0 || a[i] >= nodes) {
-            tma_log_error(COMP, "%s/%s: %s[%" PRId64 "] = %" PRId64 " is outside the graph's node ids [0, %" PRId64 ")",
-                          dir, file, key, i, a[i], nodes);
-            return TMA_ERR_RANGE;
-        }
-    }
-    return TMA_OK;
-}
-
-static tma_status_t read_split(const char *path, const char *dir, int64_t nodes, ogb_split_t *o)
-{
-    tma_status_t st = tma_mmap_open(path, &o->map);
-    if (st != TMA_OK)
-        return st;
-    const unsigned char *p = o->map.data;
-    uint64_t h[5];
-    if (o->map.size < 8 + sizeof h || memcmp(p, OGB_SPLIT_MAGIC, 8) != 0) {
-        tma_log_error(COMP, "%s: the split converter's output %s is not in its format", dir, path);
-        return TMA_ERR_FORMAT;
-    }
-    memcpy(h, p + 8, sizeof h);
-    const uint64_t lim = (uint64_t)1 << 40;
-    if (h[0] >= lim || h[1] >= lim || h[3] >= lim || h[2] > (1u << 20) || h[4] > (1u << 20) ||
-        h[1] * h[2] >= lim || h[3] * h[4] >= lim) {
-        tma_log_error(COMP, "%s: the split's counts are out of range", dir);
-        return TMA_ERR_FORMAT;
-    }
-    if (h[2] != h[4]) {
-        tma_log_error(COMP, "%s: valid.pt has %" PRIu64 " negatives per edge and test.pt %" PRIu64
-                            "; a .tmag holds one count for both",
-                      dir, h[2], h[4]);
-        return TMA_ERR_FORMAT;
-    }
-    const int64_t nv = (int64_t)h[1], nt = (int64_t)h[3], K = (int64_t)h[2];
-    const uint64_t want = 8 + sizeof h + 8 * (uint64_t)(nv * (2 + K) + nt * (2 + K));
-    if (o->map.size != want) {
-        tma_log_error(COMP, "%s: the split converter's output %s has %zu bytes, its counts need %" PRIu64, dir, path,
-                      o->map.size, want);
-        return TMA_ERR_FORMAT;
-    }
-    const int64_t *a = (const int64_t *)(p + 8 + sizeof h);
-    const int64_t *vs = a, *vt = vs + nv, *vn = vt + nv, *ts = vn + nv * K, *tt = ts + nt, *tn = tt + nt;
-    if ((st = ids_in_range(dir, "valid.pt", "source_node", vs, nv, nodes)) != TMA_OK ||
-        (st = ids_in_range(dir, "valid.pt", "target_node", vt, nv, nodes)) != TMA_OK ||
-        (st = ids_in_range(dir, "valid.pt", "target_node_neg (flattened)", vn, nv * K, nodes)) != TMA_OK ||
-        (st = ids_in_range(dir, "test.pt", "source_node", ts, nt, nodes)) != TMA_OK ||
-        (st = ids_in_range(dir, "test.pt", "target_node", tt, nt, nodes)) != TMA_OK ||
-        (st = ids_in_range(dir, "test.pt", "target_node_neg (flattened)", tn, nt * K, nodes)) != TMA_OK)
-        return st;
-    o->pairs = malloc((size_t)(nv + nt > 0 ? nv + nt : 1) * 2 * sizeof(int64_t));
-    if (!o->pairs) {
-        tma_log_error(COMP, "%s: out of memory reading the split", dir);
-        return TMA_ERR_NOMEM;
-    }
-    for (int64_t i = 0; i < nv; i++) {
-        o->pairs[2 * i] = vs[i];
-        o->pairs[2 * i + 1] = vt[i];
-    }
-    for (int64_t i = 0; i < nt; i++) {
-        o->pairs[2 * (nv + i)] = ts[i];
-        o->pairs[2 * (nv + i) + 1] = tt[i];
-    }
-    o->train_edges = (int64_t)h[0];
-    o->sp = (tma_graph_given_split_t){nv, nt, o->pairs, o->pairs + 2 * nv, (int32_t)K, vn, tn};
-    return TMA_OK;
-}
-
-/* Converts DIR's .pt files in a private temporary folder and builds g from
- * the training edges in s and the split as given. */
-static tma_status_t build_with_split(src_data_t *s, tma_graph_t *g, const char *dir, const tma_graph_import_opts_t *o,
-                                     tma_graph_import_report_t *rep)
-{
-    const char *tmp = getenv("TMPDIR");
-    char *tdir = tma_strdup_printf("%s/tma-ogb-split-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!tdir)
-        return TMA_ERR_NOMEM;
-    if (!mkdtemp(tdir)) {
-        tma_log_error(COMP, "cannot create a temporary folder %s: %s", tdir, strerror(errno));
-        free(tdir);
-        return TMA_ERR_IO;
-    }
-    char *out = tma_path_join(tdir, "split.bin");
-    ogb_split_t sp;
-    memset(&sp, 0, sizeof sp);
-    tma_status_t st = out ? convert_split(o->ogb_split_tool, o->ogb_split_python, dir, g->num_nodes, out) : TMA_ERR_NOMEM;
-    if (st == TMA_OK)
-        st = read_split(out, dir, g->num_nodes, &sp);
-    if (st == TMA_OK) {
-        st = tma_graph_build_given(g, &s->edges, &sp.sp, o->build.seed, dir, &rep->build);
-        rep->split_train_edges = sp.train_edges;
-        snprintf(rep->split_from, sizeof rep->split_from, "%s", dir);
-        if (st == TMA_OK && sp.train_edges != rep->build.input_edges)
-            tma_log_warn(COMP, "%s/train.pt lists %" PRId64 " training edges but the raw graph has %" PRId64
-                               "; tma trains on the raw graph (what OGB's loaders pass messages over)",
-                         dir, sp.train_edges, rep->build.input_edges);
-    }
-    tma_edge_list_free(&s->edges);
-    tma_mmap_close(&sp.map);
-    free(sp.pairs);
-    tma_remove_tree(tdir);
-    free(out);
-    free(tdir);
-    return st;
-}
-
-/* ------------------------------------------------------------------ features and labels into the graph */
-
-/* Input feature (v, j) of dense features: the text rows, or features.npy
- * (float32 or float16, C or Fortran order) read in place. */
-static inline float dense_at(const src_data_t *s, int64_t v, int32_t j)
-{
-    const graph_npy_t *a = &s->npy;
-    if (!a->data)
-        return s->dense[v * s->fdim + j];
-    return graph_npy_float(a, a->fortran ? (int64_t)j * a->shape[0] + v : v * a->shape[1] + j);
-}
-
-/* How the feature rows are made from what the reader collected. */
-typedef struct feat_plan {
-    const src_data_t *s;
-    int32_t dim;
-    tma_feat_source_t src;
-    uint64_t pseed;
-    /* Sparse features grouped by node (file order within a node, so each
-     * row sums its entries in the same order as file order does), and the
-     * next one to use: rows are asked for in increasing blocks.  NULL: all
-     * rows at once, in file order. */
-    int64_t *order;
-    int64_t cursor;
-} feat_plan_t;
-
-static void plan_features(const src_data_t *s, int32_t want, uint64_t seed, feat_plan_t *p)
-{
-    const int has = s->fcount > 0 || s->dense_rows > 0;
-    memset(p, 0, sizeof *p);
-    p->s = s;
-    p->dim = want > 0 ? want : (has ? s->fdim : TMA_GRAPH_DEFAULT_FEAT_DIM);
-    p->src = !has ? TMA_FEAT_DEFAULT : p->dim == s->fdim ? TMA_FEAT_STORED : TMA_FEAT_PROJECTED;
-    p->pseed = graph_feat_seed(seed);
-}
-
-/* Rows [first, first + count) into out[0 .. count * dim). */
-static void feature_rows(feat_plan_t *p, int64_t first, int64_t count, float *out)
-{
-    const src_data_t *s = p->s;
-    const int32_t dim = p->dim;
-    const graph_npy_t *a = &s->npy;
-    if (p->src == TMA_FEAT_DEFAULT) {
-        graph_feat_random_rows(out, first, count, dim, p->pseed);
-    } else if (s->dense_rows > 0) {
-        const int32_t din = s->fdim;
-        /* Row by row: a float16 or Fortran-order features.npy is widened or
-         * gathered here, from the map. */
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < count; i++) {
-            const int64_t v = first + i;
-            float *row = out + i * dim;
-            if (p->src == TMA_FEAT_STORED && !a->data) {
-                memcpy(row, s->dense + v * din, (size_t)dim * sizeof(float));
-            } else if (p->src == TMA_FEAT_STORED) {
-                for (int32_t j = 0; j < din; j++)
-                    row[j] = dense_at(s, v, j);
-            } else {
-                memset(row, 0, (size_t)dim * sizeof(float));
-                for (int32_t j = 0; j < din; j++) {
-                    float x = dense_at(s, v, j);
-                    if (x != 0.0f)
-                        graph_feat_project_add(row, dim, j, x, p->pseed);
-                }
-            }
-        }
-    } else {
-        memset(out, 0, (size_t)count * (size_t)dim * sizeof(float));
-        /* Repeated (node, feature) entries add up, in both cases. */
-        int64_t i = p->order ? p->cursor : 0;
-        for (; i < s->fcount; i++) {
-            int64_t e = p->order ? p->order[i] : i;
-            if (p->order && s->fnode[e] >= first + count)
-                break;
-            float *row = out + (s->fnode[e] - first) * dim;
-            if (p->src == TMA_FEAT_STORED)
-                row[s->fcol[e]] += s->fval[e];
-            else
-                graph_feat_project_add(row, dim, s->fcol[e], s->fval[e], p->pseed);
-        }
-        p->cursor = i;
-    }
-}
-
-static tma_status_t check_dense_rows(const src_data_t *s, int64_t n)
-{
-    if (s->dense_rows > 0 && s->dense_rows != n) {
-        tma_log_error(COMP, "%" PRId64 " feature rows for %" PRId64 " nodes: every node needs a row", s->dense_rows, n);
-        return TMA_ERR_FORMAT;
-    }
-    return TMA_OK;
-}
-
-static tma_status_t fill_features(src_data_t *s, tma_graph_t *g, int32_t want, uint64_t seed,
-                                  tma_graph_import_report_t *rep)
-{
-    const int64_t n = g->num_nodes;
-    feat_plan_t p;
-    plan_features(s, want, seed, &p);
-    const int32_t dim = p.dim;
-    const graph_npy_t *a = &s->npy;
-    if (p.src == TMA_FEAT_STORED && a->data && !a->fortran && a->itemsize == 4 && (uintptr_t)a->data % 4 == 0 &&
-        a->shape[0] == n) {
-        /* float32 rows in C order are the .tmag's layout: no copy. */
-        g->features = a->data;
-        g->feature_dim = dim;
-        rep->features = p.src;
-        rep->features_mapped = 1;
-        return graph_keep_map(g, &s->npy_map);
-    }
-    size_t bytes;
-    if (tma_mul_overflow((size_t)n, (size_t)dim * sizeof(float), &bytes)) {
-        tma_log_error(COMP, "%" PRId64 " x %d features overflow", n, dim);
-        return TMA_ERR_NOMEM;
-    }
-    double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (ram > 0 && (double)bytes > 0.75 * ram) {
-        tma_log_error(COMP, "%" PRId64 " nodes x %d features need %.1f GiB, more than this machine can hold; "
-                      "reduce them with --feat-dim D",
-                      n, dim, (double)bytes / (1 << 30));
-        return TMA_ERR_NOMEM;
-    }
-    tma_status_t st = check_dense_rows(s, n);
-    if (st != TMA_OK)
-        return st;
-    float *f = tma_graph_alloc(g, bytes ? bytes : 1);
-    if (!f)
-        return TMA_ERR_NOMEM;
-    feature_rows(&p, 0, n, f);
-    g->features = f;
-    g->feature_dim = dim;
-    rep->features = p.src;
-    return TMA_OK;
-}
-
-/* Every one of the n nodes has a label, when any has. */
-static tma_status_t check_labels(const src_data_t *s, int64_t n)
-{
-    for (int64_t v = 0; s->labels && v < n; v++) {
-        if (v >= s->labels_cap || s->labels[v] < 0) {
-            tma_log_error(COMP, "%s: node %" PRId64 " has no label (every one of the %" PRId64 " nodes needs one)",
-                          s->labels_from, v, n);
-            return TMA_ERR_FORMAT;
-        }
-    }
-    return TMA_OK;
-}
-
-static tma_status_t fill_labels(src_data_t *s, tma_graph_t *g)
-{
-    if (!s->labels)
-        return TMA_OK;
-    const int64_t n = g->num_nodes;
-    tma_status_t st = check_labels(s, n);
-    if (st != TMA_OK)
-        return st;
-    int32_t *l = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
-    if (!l)
-        return TMA_ERR_NOMEM;
-    memcpy(l, s->labels, (size_t)n * sizeof(int32_t));
-    g->labels = l;
-    g->num_classes = s->classes;
-    return TMA_OK;
-}
-
 /* ------------------------------------------------------------------ the files left out */
 
 typedef struct name_list {
@@ -1248,7 +842,7 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
     if (st != TMA_OK)
         goto fail;
     if (s.ogb_root && !o->resplit) {
-        if ((st = find_split(s.ogb_root, o->split_name, &split_dir)) != TMA_OK)
+        if ((st = graph_import_find_split(s.ogb_root, o->split_name, &split_dir)) != TMA_OK)
             goto fail;
         char *base = split_dir ? tma_path_join(s.ogb_root, "split") : NULL;
         st = split_dir && (!base || src_use(&s, base) != TMA_OK) ? TMA_ERR_NOMEM : TMA_OK;
@@ -1271,14 +865,14 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
     if ((st = tma_graph_create(&g)) != TMA_OK)
         goto fail;
     g->num_nodes = s.nodes >= 0 ? s.nodes : s.max_id + 1;
-    if ((st = fill_features(&s, g, o->feat_dim, o->build.seed, &rep)) != TMA_OK ||
-        (st = fill_labels(&s, g)) != TMA_OK)
+    if ((st = graph_import_fill_features(&s, g, o->feat_dim, o->build.seed, &rep)) != TMA_OK ||
+        (st = graph_import_fill_labels(&s, g)) != TMA_OK)
         goto fail;
     rep.input_feature_dim = rep.features == TMA_FEAT_DEFAULT ? 0 : s.fdim;
     free(s.dense);
     s.dense = NULL;
     if (split_dir)
-        st = build_with_split(&s, g, split_dir, o, &rep);
+        st = graph_import_build_with_split(&s, g, split_dir, o, &rep);
     else
         st = tma_graph_build(g, &s.edges, &o->build, &rep.build);
     if (st != TMA_OK)
@@ -1354,7 +948,7 @@ static int64_t stream_nodes(void *ctx)
     import_stream_t *x = ctx;
     const src_data_t *s = x->s;
     x->nodes = s->nodes >= 0 ? s->nodes : s->max_id + 1;
-    if (check_dense_rows(s, x->nodes) != TMA_OK || check_labels(s, x->nodes) != TMA_OK)
+    if (graph_import_check_dense_rows(s, x->nodes) != TMA_OK || graph_import_check_labels(s, x->nodes) != TMA_OK)
         return -1;
     return x->nodes;
 }
@@ -1362,7 +956,7 @@ static int64_t stream_nodes(void *ctx)
 static void stream_features(void *ctx, int64_t first, int64_t count, float *rows)
 {
     import_stream_t *x = ctx;
-    feature_rows(&x->plan, first, count, rows);
+    graph_import_feature_rows(&x->plan, first, count, rows);
 }
 
 /* Sparse features grouped by node, in file order within a node. */
@@ -1425,7 +1019,7 @@ tma_status_t tma_graph_import_file(const char *src, const tma_graph_import_opts_
         st = edge_list_side_files(&s, &f);
     if (st == TMA_OK && (st = src_use(&s, f.edges)) == TMA_OK && (st = graph_text_open(&x.tr, f.edges)) == TMA_OK)
         open = 1;
-    plan_features(&s, o->feat_dim, o->build.seed, &x.plan);
+    graph_import_plan_features(&s, o->feat_dim, o->build.seed, &x.plan);
     if (st == TMA_OK)
         st = group_sparse(&s, &x.plan.order);
     if (st != TMA_OK)

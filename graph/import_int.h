@@ -67,4 +67,41 @@ tma_status_t graph_import_movielens(const char *dir, const tma_graph_import_opts
 tma_status_t graph_import_typed_text(const char *dir, const tma_graph_import_opts_t *o, tma_graph_t *g,
                                    tma_graph_import_report_t *rep);
 
+/* ------------------------------------------------------------------ features and labels (import_feat.c) */
+
+/* How the feature rows are made from what the reader collected. */
+typedef struct feat_plan {
+    const src_data_t *s;
+    int32_t dim;
+    tma_feat_source_t src;
+    uint64_t pseed;
+    /* Sparse features grouped by node (file order within a node, so each
+     * row sums its entries in the same order as file order does), and the
+     * next one to use: rows are asked for in increasing blocks.  NULL: all
+     * rows at once, in file order. */
+    int64_t *order;
+    int64_t cursor;
+} feat_plan_t;
+
+void graph_import_plan_features(const src_data_t *s, int32_t want, uint64_t seed, feat_plan_t *p);
+/* Rows [first, first + count) into out[0 .. count * dim). */
+void graph_import_feature_rows(feat_plan_t *p, int64_t first, int64_t count, float *out);
+/* A row for each of the n nodes (dense features), every node labelled (when any is). */
+tma_status_t graph_import_check_dense_rows(const src_data_t *s, int64_t n);
+tma_status_t graph_import_check_labels(const src_data_t *s, int64_t n);
+/* The features and labels into g (its num_nodes set). */
+tma_status_t graph_import_fill_features(src_data_t *s, tma_graph_t *g, int32_t want, uint64_t seed,
+                                        tma_graph_import_report_t *rep);
+tma_status_t graph_import_fill_labels(src_data_t *s, tma_graph_t *g);
+
+/* ------------------------------------------------------------------ an OGB split (import_ogb.c) */
+
+/* The split folder of an OGB dataset: split/<name> under root (the only
+ * one, or the one named), in *dir_p; NULL when root has no split/. */
+tma_status_t graph_import_find_split(const char *root, const char *name, char **dir_p);
+/* Converts DIR's .pt files in a private temporary folder and builds g from
+ * the training edges in s and the split as given. */
+tma_status_t graph_import_build_with_split(src_data_t *s, tma_graph_t *g, const char *dir,
+                                           const tma_graph_import_opts_t *o, tma_graph_import_report_t *rep);
+
 #endif
