@@ -214,7 +214,7 @@ static int train_parse(train_flags_t *f, int argc, char **argv)
          "continue the run in RUN from its last validation (RUN/last.opt), into RUN; G.tmag may be left out. "
          "--steps or --seconds set a new total budget",
          NULL},
-        {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage, mlp or rgcn", NULL},
+        {"encoder", 0, CLI_STR, &f->encoder, "NAME", "override model.encoder: gcn, sage, mlp, rgcn or gat", NULL},
         {"threads", 0, CLI_INT, &f->threads, "N", "override train.threads (0: $OMP_NUM_THREADS, else one per CPU this process may use)", NULL},
         {"device", 0, CLI_STR, &f->device, "DEV",
          "cpu, cuda or cuda:N: override train.device and eval.device (sampling stays on the CPU)", NULL},
@@ -304,7 +304,7 @@ static int train_config(const train_flags_t *f, tma_gnn_config_t *cfg)
     }
     if (f->encoder) {
         if (tma_gnn_encoder_parse(f->encoder, &cfg->encoder) != TMA_OK)
-            return cli_usage_error("train", "--encoder: expected gcn, sage, mlp or rgcn, got '%s'", f->encoder);
+            return cli_usage_error("train", "--encoder: expected gcn, sage, mlp, rgcn or gat, got '%s'", f->encoder);
     }
     if (f->threads != INT64_MIN)
         cfg->threads = (int)f->threads; /* checked in train_parse */

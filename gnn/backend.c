@@ -633,6 +633,68 @@ tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, ten
     TIMED_IO(Y->backend, GNN_OP_ROWS_SCATTER, 0, 4.0 * (double)X->rows * (double)X->cols, Y->backend->ops->rows_scatter(Y->backend, X, idx, Y));
 }
 
+/* ------------------------------------------------------------------ GAT */
+
+/* K heads of width C from the attention vectors; T must be n x K*C. */
+static int gat_shapes_ok(const tensor_t *T, const tensor_t *a_src, const tensor_t *a_dst)
+{
+    return IS(T, TMA_GNN_F32) && IS(a_src, TMA_GNN_F32) && IS(a_dst, TMA_GNN_F32) && a_src->rows >= 1 &&
+           a_src->cols >= 1 && a_dst->rows == a_src->rows && a_dst->cols == a_src->cols &&
+           T->cols == a_src->rows * a_src->cols;
+}
+
+tma_status_t tma_gnn_op_gat_scores(const tensor_t *T, const tensor_t *a_src, const tensor_t *a_dst, tensor_t *S)
+{
+    REQUIRE("gat_scores", gat_shapes_ok(T, a_src, a_dst));
+    REQUIRE("gat_scores", IS(S, TMA_GNN_F32) && S->rows == T->rows && S->cols == 2 * a_src->rows);
+    if (!S->backend->ops->gat_scores)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED(S->backend, GNN_OP_GAT_SCORES, 4.0 * (double)T->rows * (double)T->cols,
+          S->backend->ops->gat_scores(S->backend, T, a_src, a_dst, S));
+}
+
+tma_status_t tma_gnn_op_gat_aggregate(const tma_gnn_block_t *blk, const tensor_t *T, const tensor_t *S, int64_t self0,
+                                      tensor_t *alpha, tensor_t *Y)
+{
+    const int64_t K = S->cols / 2;
+    REQUIRE("gat_aggregate", block_ok(blk) && IS(T, TMA_GNN_F32) && IS(S, TMA_GNN_F32) && IS(alpha, TMA_GNN_F32) &&
+                                 IS(Y, TMA_GNN_F32));
+    REQUIRE("gat_aggregate", K >= 1 && S->cols == 2 * K && S->rows == T->rows && T->rows >= blk->num_src &&
+                                 T->cols % K == 0 && self0 >= 0 && self0 + blk->num_dst <= T->rows);
+    REQUIRE("gat_aggregate", alpha->rows == blk->num_edges && alpha->cols == K && Y->rows == blk->num_dst &&
+                                 (Y->cols == T->cols || Y->cols * K == T->cols));
+    if (!Y->backend->ops->gat_aggregate)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED_IO(Y->backend, GNN_OP_GAT_AGG, 2.0 * (double)blk->num_edges * (double)T->cols,
+             4.0 * (double)blk->num_edges * (double)T->cols,
+             Y->backend->ops->gat_aggregate(Y->backend, blk, T, S, self0, alpha, Y));
+}
+
+tma_status_t tma_gnn_op_gat_aggregate_bwd(const tma_gnn_block_t *blk, const tensor_t *T, const tensor_t *S,
+                                          const tensor_t *alpha, const tensor_t *a_src, const tensor_t *a_dst,
+                                          const tensor_t *dY, tensor_t *dE, tensor_t *dS, tensor_t *dT,
+                                          tensor_t *da_src, tensor_t *da_dst)
+{
+    const int64_t K = a_src->rows;
+    REQUIRE("gat_aggregate_bwd", block_ok(blk) && gat_shapes_ok(T, a_src, a_dst) && IS(S, TMA_GNN_F32) &&
+                                     IS(alpha, TMA_GNN_F32) && IS(dY, TMA_GNN_F32) && IS(dE, TMA_GNN_F32) &&
+                                     IS(dS, TMA_GNN_F32) && IS(dT, TMA_GNN_F32));
+    REQUIRE("gat_aggregate_bwd", S->rows == T->rows && S->cols == 2 * K && T->rows >= blk->num_src &&
+                                     blk->num_dst <= T->rows && alpha->rows == blk->num_edges && alpha->cols == K);
+    REQUIRE("gat_aggregate_bwd", dY->rows == blk->num_dst && (dY->cols == T->cols || dY->cols * K == T->cols));
+    REQUIRE("gat_aggregate_bwd", dE->rows == blk->num_edges && dE->cols == K && dS->rows == S->rows &&
+                                     dS->cols == S->cols && dT->rows == T->rows && dT->cols == T->cols);
+    REQUIRE("gat_aggregate_bwd", IS(da_src, TMA_GNN_F32) && IS(da_dst, TMA_GNN_F32) &&
+                                     da_src->rows == K && da_src->cols == a_src->cols && da_dst->rows == K &&
+                                     da_dst->cols == a_src->cols);
+    if (!dT->backend->ops->gat_aggregate_bwd)
+        return TMA_ERR_UNSUPPORTED;
+    TIMED_IO(dT->backend, GNN_OP_GAT_AGG_BWD, 6.0 * (double)blk->num_edges * (double)T->cols,
+             8.0 * (double)blk->num_edges * (double)T->cols,
+             dT->backend->ops->gat_aggregate_bwd(dT->backend, blk, T, S, alpha, a_src, a_dst, dY, dE, dS, dT, da_src,
+                                                 da_dst));
+}
+
 /* ------------------------------------------------------------------ features */
 
 tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,

@@ -55,6 +55,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->decoder_hidden = 256;
     cfg->feature_dim = 0;
     cfg->bases = TMA_GNN_DEFAULT_BASES;
+    cfg->heads = 1;
     cfg->num_rel_ids = 0;
     cfg->batch_size = 1024;
     cfg->negatives = 1;
@@ -89,7 +90,7 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         return TMA_ERR_CONFIG;                                                                     \
     } while (0)
     if (!gnn_encoder_of(cfg))
-        BAD("%s: model.encoder must be gcn, sage, mlp or rgcn", ctx);
+        BAD("%s: model.encoder must be gcn, sage, mlp, rgcn or gat", ctx);
     if (!gnn_decoder_of(cfg))
         BAD("%s: model.decoder must be mlp, distmult or dot", ctx);
     const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
@@ -129,6 +130,14 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
         BAD("%s: model.layers = %d is out of range [1, %d]", ctx, cfg->layers, TMA_GNN_MAX_LAYERS);
     if (cfg->hidden < 1 || cfg->hidden > TMA_GNN_MAX_HIDDEN)
         BAD("%s: model.hidden = %d is out of range [1, %d]", ctx, cfg->hidden, TMA_GNN_MAX_HIDDEN);
+    if (cfg->heads != 1 && !enc->attention)
+        BAD("%s: model.heads = %d is for the gat encoder (%s has no attention heads)", ctx, cfg->heads, enc->name);
+    if (cfg->heads < 1 || cfg->heads > TMA_MIN(cfg->hidden, TMA_GNN_MAX_HEADS))
+        BAD("%s: model.heads = %d is out of range [1, %d] (at most model.hidden = %d and %d)", ctx, cfg->heads,
+            TMA_MIN(cfg->hidden, TMA_GNN_MAX_HEADS), cfg->hidden, TMA_GNN_MAX_HEADS);
+    if (enc->attention && cfg->layers > 1 && cfg->hidden % cfg->heads != 0)
+        BAD("%s: model.heads = %d must divide model.hidden = %d: the hidden layers concatenate heads of "
+            "hidden / heads", ctx, cfg->heads, cfg->hidden);
     if (cfg->decoder_layers < 1 || cfg->decoder_layers > MAX_DECODER_LAYERS)
         BAD("%s: model.decoder_layers = %d is out of range [1, %d]", ctx, cfg->decoder_layers,
             MAX_DECODER_LAYERS);
@@ -381,7 +390,7 @@ static tma_status_t parse_kind(const cJSON *obj, const char *key, const char *de
     if (decoder ? tma_gnn_decoder_parse(v, &cfg->decoder) == TMA_OK : tma_gnn_encoder_parse(v, &cfg->encoder) == TMA_OK)
         return TMA_OK;
     tma_log_error(COMP, "%s.%s: \"%s\" is not %s (%s)", ctx, key, v, decoder ? "a decoder" : "an encoder",
-                  decoder ? "mlp, distmult or dot" : "gcn, sage, mlp or rgcn");
+                  decoder ? "mlp, distmult or dot" : "gcn, sage, mlp, rgcn or gat");
     return TMA_ERR_CONFIG;
 }
 
@@ -390,7 +399,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
 {
     static const char *const model_keys[] = {"encoder",     "layers",  "hidden", "decoder_layers", "decoder_hidden",
                                              "feature_dim", "decoder", "bases",  "relations",      "type_dims",
-                                             "dropout",     NULL};
+                                             "dropout",     "heads",   NULL};
     static const char *const train_keys[] = {"batch_size", "fanouts", "lr", "clip", "threads", "seed", "beta1",
                                              "beta2", "eps", "device", "weight_decay", "lr_schedule", "negatives",
                                              NULL};
@@ -419,6 +428,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = get_intv(model, "decoder_hidden", cfg.decoder_hidden, 1, 65536, mctx, &cfg.decoder_hidden)) ||
         (st = tma_json_get_int(model, "feature_dim", 0, 0, 1 << 24, mctx, &cfg.feature_dim)) ||
         (st = get_intv(model, "bases", cfg.bases, 1, TMA_GNN_MAX_BASES, mctx, &cfg.bases)) ||
+        (st = get_intv(model, "heads", cfg.heads, 1, TMA_GNN_MAX_HEADS, mctx, &cfg.heads)) ||
         (st = get_intv(model, "relations", 0, 0, 2 * TMA_GRAPH_MAX_RELATIONS, mctx, &cfg.num_rel_ids)) ||
         (st = tma_json_get_double(model, "dropout", 0, 0, 0.95, mctx, &cfg.dropout)))
         return st;
@@ -495,6 +505,8 @@ cJSON *tma_gnn_config_model_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(m, "decoder_layers", cfg->decoder_layers);
     cJSON_AddNumberToObject(m, "decoder_hidden", cfg->decoder_hidden);
     cJSON_AddNumberToObject(m, "feature_dim", (double)cfg->feature_dim);
+    if (gnn_encoder_of(cfg)->attention)
+        cJSON_AddNumberToObject(m, "heads", cfg->heads);
     /* Only relational models name the new keys, so the model section (and
      * the weight files that record it) of every other model is unchanged. */
     if (gnn_decoder_named(cfg) && !tma_gnn_config_relational(cfg))
@@ -635,6 +647,8 @@ static int model_text(const tma_gnn_config_t *cfg, char *s, size_t cap)
         n += snprintf(s + n, cap - (size_t)n, " decoder=%s", tma_gnn_decoder_name(cfg->decoder));
     for (int t = 0; t < cfg->num_node_types; t++)
         n += snprintf(s + n, cap - (size_t)n, " type_dim%d=%d", t, cfg->type_dims[t]);
+    if (gnn_encoder_of(cfg)->attention)
+        n += snprintf(s + n, cap - (size_t)n, " heads=%d", cfg->heads);
     return TMA_MIN(n, (int)cap - 1);
 }
 
@@ -762,8 +776,9 @@ tma_status_t tma_gnn_params_init(const tma_gnn_config_t *cfg, uint64_t seed, flo
         } else if (ends_with(p->name, ".ln_weight")) {
             for (int64_t j = 0; j < n; j++)
                 dst[j] = 1.0f;
-        } else if (strstr(p->name, ".weight")) {
-            /* Glorot (Xavier) uniform, one RNG stream a tensor. */
+        } else if (strstr(p->name, ".weight") || ends_with(p->name, ".att_src") || ends_with(p->name, ".att_dst")) {
+            /* Glorot (Xavier) uniform, one RNG stream a tensor (GAT's attention
+             * vectors too, over heads x width as GATConv's glorot). */
             tma_rng_t rng;
             tma_rng_seed(&rng, seed, 0x676e6e00u + (uint64_t)i);
             double bound = sqrt(6.0 / (double)(p->rows + p->cols));

@@ -16,6 +16,12 @@ static tma_status_t rgcn_params(gnn_walk_t *w, const tma_gnn_config_t *cfg, int 
     return st ? st : gnn_walk_param(w, &e->W_self, in, out, "enc", l, "weight_self");
 }
 
+static int64_t rgcn_proj_cols(const tma_gnn_config_t *cfg, int l)
+{
+    (void)l;
+    return (int64_t)cfg->bases * cfg->hidden;
+}
+
 static tma_status_t rgcn_combine(const gnn_enc_params_t *e, const tma_gnn_block_t *blk, const gnn_src_t *src,
                                  int64_t self0, const tensor_t *T, const tensor_t *rel, tensor_t *A, tensor_t *Z)
 {
@@ -49,4 +55,5 @@ const gnn_encoder_desc_t gnn_encoder_rgcn = {
     .name = "rgcn", .neighbours = 1, .relational = 1, .node_types = 1, .always_project = 1,
     .norm = TMA_GRAPH_NORM_MEAN, .params = rgcn_params, .combine = rgcn_combine,
     .backward = rgcn_backward, .agg_weight = offsetof(gnn_enc_params_t, V), .self_term = 1,
+    .proj_cols = rgcn_proj_cols,
 };

@@ -263,7 +263,7 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     if ((st = tma_gnn_config_resolve(&ev->cfg, g)) || (st = tma_gnn_layout_build(&ev->cfg, &ev->layout)))
         goto fail;
     int threads = ev->cfg.eval_threads > 0 ? ev->cfg.eval_threads : ev->cfg.threads;
-    if ((st = tma_gnn_backend_create(device, threads, &ev->b)))
+    if ((st = tma_gnn_backend_create(device, threads, &ev->b)) || (st = gnn_encoder_check_backend(&ev->cfg, ev->b)))
         goto fail;
     tma_gnn_backend_t *b = ev->b;
     const int64_t N = g->num_nodes, H = ev->cfg.hidden, Fd = ev->cfg.feature_dim;
@@ -303,7 +303,8 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     if ((st = alloc_t(b, TMA_GNN_I32, ev->chunk_rows + 1, &ev->c_indptr)) ||
         (st = alloc_t(b, TMA_GNN_I32, ev->chunk_edges, &ev->c_indices)) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->chunk_edges, &ev->c_weights)) ||
-        (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows * widest_in, &ev->A)) ||
+        (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(ev->chunk_rows * widest_in, ev->chunk_edges * gnn_layer_edge_cols(&ev->cfg)),
+                      &ev->A)) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows * H, &ev->Z)) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows, &ev->mean)) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows, &ev->rstd)))
@@ -325,9 +326,15 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     ev->hb.indices = host_array(ev, &ev->c_indices, 1);
     ev->hb.weights = host_array(ev, &ev->c_weights, 2);
     if (gnn_encoder_of(&ev->cfg)->always_project) {
-        /* The projection of every node onto the bases, once a layer; the chunks aggregate from it. */
-        if ((st = alloc_t(b, TMA_GNN_I32, ev->chunk_edges, &ev->c_rel)) ||
-            (st = alloc_t(b, TMA_GNN_F32, N * ev->cfg.bases * H, &ev->T)))
+        /* The projection of every node (onto the bases, or for every head), once a layer; the chunks aggregate from it. */
+        int64_t tf = 0;
+        for (int l = 0; l < ev->cfg.layers; l++)
+            tf = TMA_MAX(tf, gnn_layer_proj_floats(&ev->cfg, l, N));
+        if ((st = alloc_t(b, TMA_GNN_F32, tf, &ev->T)))
+            goto fail;
+    }
+    if (gnn_encoder_of(&ev->cfg)->relational) {
+        if ((st = alloc_t(b, TMA_GNN_I32, ev->chunk_edges, &ev->c_rel)))
             goto fail;
         ev->hb.rel = host_array(ev, &ev->c_rel, 3);
         ev->norm_count = calloc((size_t)ev->cfg.num_rel_ids, sizeof *ev->norm_count);
@@ -428,8 +435,8 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         }
         const int pf = gnn_layer_project_first(cfg, l, &ev->fi);
         tensor_t T;
-        if (rgcn) {
-            T = tma_gnn_tensor_shape(&ev->T, N, (int64_t)cfg->bases * H);
+        if (enc->always_project) {
+            T = tma_gnn_tensor_shape(&ev->T, N, gnn_layer_proj_cols(cfg, l));
             st = st ? st : gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
         } else if (pf) {
             /* Layer 0 only, so the other table is free to hold the projection. */
@@ -480,7 +487,10 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
                 }
             }
             tensor_t A;
-            if (!pf && !mlp)
+            const int64_t ec = gnn_layer_edge_cols(cfg);
+            if (ec > 0) /* what the layer keeps an edge: scratch here */
+                A = tma_gnn_tensor_shape(&ev->A, blk.num_edges, ec);
+            else if (!pf && !mlp)
                 A = tma_gnn_tensor_shape(&ev->A, n, l == 0 ? Fd : H);
             tensor_t Yout = tma_gnn_tensor_view(&out, r0 * H, n, H);
             int last = l == cfg->layers - 1;
@@ -500,7 +510,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             tensor_t Z = last ? Yout : tma_gnn_tensor_shape(&ev->Z, n, H);
             st = st ? st
                     : gnn_layer_combine(cfg, &ev->P, l, mlp ? NULL : &blk, &src, r0, pf ? &T : NULL,
-                                        rgcn ? &rel : NULL, pf || mlp ? NULL : &A, &Z);
+                                        rgcn ? &rel : NULL, (pf && !ec) || mlp ? NULL : &A, &Z);
             if (st == TMA_OK && !last) {
                 tensor_t mean = tma_gnn_tensor_shape(&ev->mean, n, 1), rstd = tma_gnn_tensor_shape(&ev->rstd, n, 1);
                 st = gnn_layer_activate(&ev->P, l, &Z, &mean, &rstd, &Yout);

@@ -260,6 +260,30 @@ typedef struct tma_gnn_ops {
     tma_status_t (*distmult_bwd)(tma_gnn_backend_t *b, const tensor_t *dscore, const tensor_t *H, const tensor_t *hi,
                                  const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr, tensor_t *dH,
                                  tensor_t *dWr);
+    /* GAT (docs/model.md, "GAT"): K heads of width C; T (n x K*C) is the
+     * projection of the source rows, head k in columns [k*C, (k+1)*C); a_src
+     * and a_dst (K x C) the attention vectors.  Optional: NULL where a
+     * backend has no GAT (the trainer and the evaluator refuse the encoder).
+     * The scores of every row of T (S: T->rows x 2K, overwritten):
+     *   S[u, k] = T[u, head k] . a_src[k],  S[u, K + k] = T[u, head k] . a_dst[k] */
+    tma_status_t (*gat_scores)(tma_gnn_backend_t *b, const tensor_t *T, const tensor_t *a_src, const tensor_t *a_dst,
+                               tensor_t *S);
+    /* Attention over each destination row's edges (destination i's own row
+     * of T and S is self0 + i; the block's weights are not read):
+     *   alpha[e, k] = softmax over the edges of row i of LeakyReLU_0.2(S[src(e), k] + S[self0 + i, K + k])
+     *   Y[i, k*C + c] = sum_e alpha[e, k] T[src(e), k*C + c]   (Y: num_dst x K*C: heads side by side)
+     * or, when Y is num_dst x C (and K > 1), the mean of the K heads.
+     * alpha (num_edges x K) and Y are overwritten; a row without edges is 0. */
+    tma_status_t (*gat_aggregate)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                                  const tensor_t *S, int64_t self0, tensor_t *alpha, tensor_t *Y);
+    /* Its backward with self0 = 0 (training: the destinations are the first
+     * source rows), through the softmax, the LeakyReLU and the scores: dT
+     * (T's shape), da_src and da_dst (K x C) overwritten; dE (num_edges x K)
+     * and dS (T->rows x 2K) are scratch (dS ends as the scores' gradient). */
+    tma_status_t (*gat_aggregate_bwd)(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                                      const tensor_t *S, const tensor_t *alpha, const tensor_t *a_src,
+                                      const tensor_t *a_dst, const tensor_t *dY, tensor_t *dE, tensor_t *dS,
+                                      tensor_t *dT, tensor_t *da_src, tensor_t *da_dst);
     /* Y[i, :] = X[idx[i], :] (idx: i32, Y->rows of them) */
     tma_status_t (*rows_gather)(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y);
     /* Y[idx[i], :] = X[i, :] (idx: i32, X->rows of them, distinct); the
@@ -301,7 +325,10 @@ typedef struct tma_gnn_ops {
     X(DISTMULT, "distmult")                                                                        \
     X(DISTMULT_BWD, "distmult_bwd")                                                                \
     X(ROWS_GATHER, "rows_gather")                                                                  \
-    X(ROWS_SCATTER, "rows_scatter")
+    X(ROWS_SCATTER, "rows_scatter")                                                                \
+    X(GAT_SCORES, "gat_scores")                                                                    \
+    X(GAT_AGG, "gat_aggregate")                                                                    \
+    X(GAT_AGG_BWD, "gat_aggregate_bwd")
 
 typedef enum {
 #define GNN_OP_ENUM_(id, name) GNN_OP_##id,
@@ -441,6 +468,15 @@ tma_status_t tma_gnn_op_distmult(const tensor_t *H, const tensor_t *hi, const te
 tma_status_t tma_gnn_op_distmult_bwd(const tensor_t *dscore, const tensor_t *H, const tensor_t *hi,
                                      const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr, tensor_t *dH,
                                      tensor_t *dWr);
+/* GAT (see the ops table); TMA_ERR_UNSUPPORTED where the backend has none. */
+#define TMA_GNN_GAT_SLOPE 0.2f /* LeakyReLU's negative slope on the attention logits (GATConv's) */
+tma_status_t tma_gnn_op_gat_scores(const tensor_t *T, const tensor_t *a_src, const tensor_t *a_dst, tensor_t *S);
+tma_status_t tma_gnn_op_gat_aggregate(const tma_gnn_block_t *blk, const tensor_t *T, const tensor_t *S, int64_t self0,
+                                      tensor_t *alpha, tensor_t *Y);
+tma_status_t tma_gnn_op_gat_aggregate_bwd(const tma_gnn_block_t *blk, const tensor_t *T, const tensor_t *S,
+                                          const tensor_t *alpha, const tensor_t *a_src, const tensor_t *a_dst,
+                                          const tensor_t *dY, tensor_t *dE, tensor_t *dS, tensor_t *dT,
+                                          tensor_t *da_src, tensor_t *da_dst);
 tma_status_t tma_gnn_op_rows_gather(const tensor_t *X, const tensor_t *idx, tensor_t *Y);
 tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, tensor_t *Y);
 

@@ -17,6 +17,7 @@
 typedef struct gnn_enc_params {
     tensor_t W, W_self, W_neigh, b, ln_w, ln_b, prelu;
     tensor_t V, coef; /* RGCN: the bases side by side and their coefficients (W_self: the self-connection) */
+    tensor_t att_src, att_dst; /* GAT: heads x width, the attention vectors (W: the heads' projection) */
 } gnn_enc_params_t;
 
 typedef struct gnn_dec_params {
@@ -63,7 +64,18 @@ typedef struct gnn_src {
  * GCN/SAGE on sparse features, and every RGCN layer, whose projection is
  * onto all bases: T is n x bases*hidden); otherwise it aggregates first. */
 int gnn_layer_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_feat_info_t *fi);
-/* T = src[0:n] W (W_neigh for SAGE, V for RGCN): the projection of project-first layers. */
+/* The projection's width at layer l (hidden, bases x hidden for RGCN, heads
+ * x width for GAT), and the floats a buffer holding the projection of n rows
+ * needs (with what the encoder derives from it after its rows). */
+int64_t gnn_layer_proj_cols(const tma_gnn_config_t *cfg, int l);
+int64_t gnn_layer_proj_floats(const tma_gnn_config_t *cfg, int l, int64_t n);
+/* Floats an edge the layer keeps in A (0: A is the aggregate, if any). */
+int64_t gnn_layer_edge_cols(const tma_gnn_config_t *cfg);
+/* TMA_OK when backend b has every op cfg's encoder runs; else logs what to
+ * do, naming model.encoder and the device, and returns TMA_ERR_CONFIG. */
+tma_status_t gnn_encoder_check_backend(const tma_gnn_config_t *cfg, const tma_gnn_backend_t *b);
+/* T = src[0:n] W (W_neigh for SAGE, V for RGCN): the projection of project-first layers
+ * (then the encoder's `project` on it: T's buffer must hold gnn_layer_proj_floats). */
 tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, const gnn_src_t *src,
                                int64_t n, tensor_t *T);
 /*
@@ -132,6 +144,7 @@ typedef struct gnn_encoder_desc {
     int concat_self;         /* its self and neighbour products may be one product over [X_dst | A] */
     int always_project;      /* projects before aggregating at every layer (onto all bases: bases*hidden wide) */
     int self_loops;          /* sampling adds self loops */
+    int attention;           /* GAT: takes model.heads and needs the backend's gat ops */
     tma_graph_norm_t norm;   /* the sampled blocks' edge weights */
     /* Walks layer l's blocks (in x out), binding them into e. */
     tma_status_t (*params)(gnn_walk_t *w, const tma_gnn_config_t *cfg, int l, int64_t in, int64_t out,
@@ -144,6 +157,16 @@ typedef struct gnn_encoder_desc {
      * X_dst W_self beside it. */
     size_t agg_weight;
     int self_term;
+    /* always_project: the projection's width at layer l (NULL: hidden). */
+    int64_t (*proj_cols)(const tma_gnn_config_t *cfg, int l);
+    /* Optional: floats a row that `project` derives from the projection T
+     * (n x proj_cols) once for all rows and stores after T's n rows in T's
+     * buffer (GAT: each head's two attention scores). */
+    int64_t (*proj_tail)(const tma_gnn_config_t *cfg);
+    tma_status_t (*project)(const gnn_enc_params_t *e, tensor_t *T);
+    /* Optional: floats an edge the forward keeps in A for backward (GAT:
+     * the attention of each head); A is then num_edges x edge_cols. */
+    int64_t (*edge_cols)(const tma_gnn_config_t *cfg);
     /* From dZ, the gradient of the layer's pre-activation output (the bias's
      * gradient is the caller's): the weights' gradients into g, and b->dH. */
     tma_status_t (*backward)(const gnn_enc_params_t *e, gnn_enc_params_t *g, const gnn_layer_bwd_t *b,
@@ -166,7 +189,7 @@ typedef struct gnn_decoder_desc {
                              const tensor_t *E, const tensor_t *D, tensor_t *gd, tensor_t *dlogits, tensor_t *dZ);
 } gnn_decoder_desc_t;
 
-extern const gnn_encoder_desc_t gnn_encoder_gcn, gnn_encoder_sage, gnn_encoder_mlp, gnn_encoder_rgcn;
+extern const gnn_encoder_desc_t gnn_encoder_gcn, gnn_encoder_sage, gnn_encoder_mlp, gnn_encoder_rgcn, gnn_encoder_gat;
 extern const gnn_decoder_desc_t gnn_decoder_mlp, gnn_decoder_distmult, gnn_decoder_dot;
 /* 1 when cfg's decoder is not the default (mlp): the model section and the
  * hash name it then, as they do for every relational model. */

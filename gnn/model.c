@@ -124,12 +124,43 @@ tma_status_t gnn_src_matmul_grad(const gnn_src_t *src, int64_t r0, const tensor_
     return tma_gnn_op_matmul(&h, 1, dY, 0, 1.0f, 0.0f, G);
 }
 
+int64_t gnn_layer_proj_cols(const tma_gnn_config_t *cfg, int l)
+{
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    return enc->proj_cols ? enc->proj_cols(cfg, l) : cfg->hidden;
+}
+
+int64_t gnn_layer_proj_floats(const tma_gnn_config_t *cfg, int l, int64_t n)
+{
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    return n * (gnn_layer_proj_cols(cfg, l) + (enc->proj_tail ? enc->proj_tail(cfg) : 0));
+}
+
+int64_t gnn_layer_edge_cols(const tma_gnn_config_t *cfg)
+{
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    return enc->edge_cols ? enc->edge_cols(cfg) : 0;
+}
+
+tma_status_t gnn_encoder_check_backend(const tma_gnn_config_t *cfg, const tma_gnn_backend_t *b)
+{
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    if (enc->attention && !(b->ops->gat_scores && b->ops->gat_aggregate && b->ops->gat_aggregate_bwd)) {
+        tma_log_error(COMP, "model.encoder \"%s\" has no ops on the %s backend (device %s): train and evaluate it "
+                      "on a cpu device", enc->name, b->ops->name, b->device);
+        return TMA_ERR_CONFIG;
+    }
+    return TMA_OK;
+}
+
 tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, const gnn_src_t *src,
                                int64_t n, tensor_t *T)
 {
-    const tensor_t *W = gnn_enc_agg_weight(gnn_encoder_of(cfg), &P->enc[l]);
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    const tensor_t *W = gnn_enc_agg_weight(enc, &P->enc[l]);
     tensor_t t = tma_gnn_tensor_shape(T, n, W->cols);
-    return gnn_src_matmul(src, 0, W, 0.0f, &t);
+    tma_status_t st = gnn_src_matmul(src, 0, W, 0.0f, &t);
+    return st || !enc->project ? st : enc->project(&P->enc[l], &t);
 }
 
 tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,

@@ -13,6 +13,7 @@ static const gnn_encoder_desc_t *const encoders[] = {
     [TMA_GNN_ENCODER_SAGE] = &gnn_encoder_sage,
     [TMA_GNN_ENCODER_MLP] = &gnn_encoder_mlp,
     [TMA_GNN_ENCODER_RGCN] = &gnn_encoder_rgcn,
+    [TMA_GNN_ENCODER_GAT] = &gnn_encoder_gat,
 };
 
 static const gnn_decoder_desc_t *const decoders[] = {

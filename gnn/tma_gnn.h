@@ -136,6 +136,7 @@ typedef enum {
     TMA_GNN_ENCODER_SAGE = 1,
     TMA_GNN_ENCODER_MLP = 2,
     TMA_GNN_ENCODER_RGCN = 3, /* relational GCN with basis decomposition (typed graphs) */
+    TMA_GNN_ENCODER_GAT = 4,  /* graph attention (GATConv): model.heads heads, self loops added */
 } tma_gnn_encoder_t;
 
 typedef enum {
@@ -152,6 +153,7 @@ typedef enum {
 #define TMA_GNN_MAX_NEGATIVES 1024 /* train.negatives */
 #define TMA_GNN_MAX_BATCH_SEEDS (1 << 26) /* (2 + negatives) x batch_size: the seeds a step samples around */
 #define TMA_GNN_MAX_BASES 64
+#define TMA_GNN_MAX_HEADS 64 /* GAT attention heads (model.heads) */
 #define TMA_GNN_MAX_TYPES 16 /* node types of the per-type input projection */
 
 /* How the MRR and Hits@K rank a positive that ties with negatives.  With g
@@ -167,7 +169,7 @@ typedef enum {
 
 /*
  * The model and training configuration.  JSON:
- *   {"model": {"encoder": "gcn"|"sage"|"mlp"|"rgcn", "layers": 2, "hidden": 256,
+ *   {"model": {"encoder": "gcn"|"sage"|"mlp"|"rgcn"|"gat", "layers": 2, "hidden": 256,
  *              "decoder": "mlp"|"distmult", "decoder_layers": 2,
  *              "decoder_hidden": 256, "feature_dim": D, "bases": 4,
  *              "relations": 2R, "type_dims": [d_0, ...]},
@@ -186,6 +188,10 @@ typedef enum {
  * number of relation ids, 2R on a typed graph, 1 on an untyped one) for a
  * model that uses relations (rgcn or distmult; tma_gnn_config_relational).
  * bases (default 4) is an RGCN key; relations x bases is at most 4096.
+ * heads (default 1) is a GAT key, 1..min(hidden, TMA_GNN_MAX_HEADS), and a
+ * divisor of hidden when the model has more than one layer (the hidden
+ * layers concatenate heads of hidden / heads; the last averages heads of
+ * hidden).
  * type_dims (rgcn on a graph with 2..TMA_GNN_MAX_TYPES node types) is also
  * filled in from the graph: each node type's feature width.
  */
@@ -219,6 +225,7 @@ typedef struct tma_gnn_config {
     int64_t feature_dim; /* input width; 0 = take it from the graph */
     tma_gnn_decoder_t decoder;
     int bases;           /* RGCN bases (encoder rgcn), 1..TMA_GNN_MAX_BASES */
+    int heads;           /* GAT attention heads (encoder gat), 1..TMA_GNN_MAX_HEADS */
     int num_rel_ids;     /* model.relations: relation ids (rgcn, distmult); 0 = from the graph */
     /* model.type_dims: an rgcn model on a graph with several node types
      * projects type t's features (its first type_dims[t] columns) to

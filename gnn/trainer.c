@@ -198,7 +198,6 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
     if ((st = alloc_t(tr, TMA_GNN_I64, tr->cap_nodes, &tr->nodes)))
         return st;
     int64_t max_src_h = 0, max_dst = 0, max_a = 0, max_t = 0;
-    const int64_t BH = (int64_t)tr->cfg.bases * H;
     for (int l = 0; l < L; l++) {
         int64_t n_dst = tr->cap_dst[l], n_src = l == 0 ? tr->cap_nodes : tr->cap_dst[l - 1];
         int64_t d_in = l == 0 ? Fd : H;
@@ -212,14 +211,21 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
                 (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l], &tr->t_weights[l])))
                 return st;
             int pf = l == 0 && tr->any_sparse, af = l > 0 || tr->any_dense;
-            if (tr->rgcn) {
-                /* Every RGCN layer projects its sources onto all bases first. */
+            if (tr->enc->always_project) {
+                /* Every layer projects its sources first (RGCN onto all bases, GAT for every head). */
+                const int64_t ec = gnn_layer_edge_cols(&tr->cfg);
                 pf = 0;
                 af = 0;
-                max_t = TMA_MAX(max_t, n_src * BH);
-                if ((st = alloc_t(tr, TMA_GNN_F32, n_src * BH, &lb->T)) ||
-                    (st = alloc_t(tr, TMA_GNN_I32, tr->cap_edges[l], &tr->rel[l])))
+                max_t = TMA_MAX(max_t, n_src * gnn_layer_proj_cols(&tr->cfg, l));
+                if ((st = alloc_t(tr, TMA_GNN_F32, gnn_layer_proj_floats(&tr->cfg, l, n_src), &lb->T)))
                     return st;
+                if (tr->rgcn && (st = alloc_t(tr, TMA_GNN_I32, tr->cap_edges[l], &tr->rel[l])))
+                    return st;
+                /* What the layer keeps an edge, and its backward's scratch (an edge's and a row's gradients). */
+                if (ec > 0 && (st = alloc_t(tr, TMA_GNN_F32, tr->cap_edges[l] * ec, &lb->A)))
+                    return st;
+                if (ec > 0)
+                    max_a = TMA_MAX(max_a, tr->cap_edges[l] * ec + n_src * 2 * ec);
             }
             if (pf && (st = alloc_t(tr, TMA_GNN_F32, n_src * H, &lb->T)))
                 return st;
@@ -247,7 +253,7 @@ static tma_status_t alloc_batch_buffers(tma_gnn_trainer_t *tr)
     if ((st = alloc_t(tr, TMA_GNN_F32, max_src_h, &tr->g_src)) ||
         (st = alloc_t(tr, TMA_GNN_F32, max_dst, &tr->g_dst)) || (st = alloc_t(tr, TMA_GNN_F32, max_a, &tr->g_a)))
         return st;
-    if (tr->rgcn && (st = alloc_t(tr, TMA_GNN_F32, max_t, &tr->g_T)))
+    if (tr->enc->always_project && (st = alloc_t(tr, TMA_GNN_F32, max_t, &tr->g_T)))
         return st;
     if (tr->proj && ((st = alloc_t(tr, TMA_GNN_I32, tr->cap_nodes, &tr->order)) ||
                      (st = alloc_t(tr, TMA_GNN_I64, tr->cap_nodes, &tr->tids)) ||
@@ -515,7 +521,8 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
     tr->single = gnn_decoder_of(&tr->cfg)->single;
     tr->proj = tr->cfg.num_node_types > 0;
     tma_rng_seed(&tr->rng, tr->cfg.seed, 0x747261696e6572ull);
-    if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK)
+    if ((st = tma_gnn_backend_create(device, tr->cfg.threads, &tr->b)) != TMA_OK ||
+        (st = gnn_encoder_check_backend(&tr->cfg, tr->b)) != TMA_OK)
         goto fail;
 
     const int64_t np = tr->layout.total;
@@ -790,8 +797,10 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
         if (tr->rgcn)
             rel = tma_gnn_tensor_shape(&tr->rel[l], tr->blk[l].num_edges, 1);
         if (pf) {
-            T = tma_gnn_tensor_shape(&lb->T, n_src, tr->rgcn ? (int64_t)cfg->bases * H : H);
+            T = tma_gnn_tensor_shape(&lb->T, n_src, gnn_layer_proj_cols(cfg, l));
             st = st ? st : gnn_layer_project(cfg, &tr->P, l, &src, n_src, &T);
+            if (gnn_layer_edge_cols(cfg) > 0) /* what the layer keeps an edge */
+                A = tma_gnn_tensor_shape(&lb->A, tr->blk[l].num_edges, gnn_layer_edge_cols(cfg));
         } else if (!tr->mlp) {
             A = tma_gnn_tensor_shape(&lb->A, n_dst, l == 0 ? Fd : H);
         }
@@ -804,7 +813,8 @@ static tma_status_t forward(tma_gnn_trainer_t *tr, double *loss_p)
         } else {
             st = st ? st
                     : gnn_layer_combine(cfg, &tr->P, l, tr->mlp ? NULL : &tr->blk[l], &src, 0, pf ? &T : NULL,
-                                        tr->rgcn ? &rel : NULL, pf || tr->mlp ? NULL : &A, &Z);
+                                        tr->rgcn ? &rel : NULL,
+                                        (pf && !gnn_layer_edge_cols(cfg)) || tr->mlp ? NULL : &A, &Z);
         }
         if (st == TMA_OK && l < tr->L - 1) {
             tensor_t mean = tma_gnn_tensor_shape(&lb->mean, n_dst, 1), rstd = tma_gnn_tensor_shape(&lb->rstd, n_dst, 1);

@@ -423,6 +423,126 @@ static tma_status_t ref_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
 
 /* ------------------------------------------------------------------ heterogeneous ops */
 
+/* ------------------------------------------------------------------ GAT */
+
+static tma_status_t ref_gat_scores(tma_gnn_backend_t *b, const tensor_t *T, const tensor_t *a_src,
+                                   const tensor_t *a_dst, tensor_t *S)
+{
+    (void)b;
+    const int64_t K = a_src->rows, C = a_src->cols;
+    for (int64_t u = 0; u < T->rows; u++)
+        for (int64_t k = 0; k < K; k++) {
+            double s = 0, d = 0;
+            for (int64_t c = 0; c < C; c++) {
+                double t = CF(T)[u * K * C + k * C + c];
+                s += t * CF(a_src)[k * C + c];
+                d += t * CF(a_dst)[k * C + c];
+            }
+            F(S)[u * 2 * K + k] = (float)s;
+            F(S)[u * 2 * K + K + k] = (float)d;
+        }
+    return TMA_OK;
+}
+
+static double ref_gat_logit(const tensor_t *S, int64_t K, int64_t u, int64_t v, int64_t k)
+{
+    double x = (double)CF(S)[u * 2 * K + k] + (double)CF(S)[v * 2 * K + K + k];
+    return x > 0 ? x : (double)TMA_GNN_GAT_SLOPE * x;
+}
+
+static tma_status_t ref_gat_aggregate(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                                      const tensor_t *S, int64_t self0, tensor_t *alpha, tensor_t *Y)
+{
+    (void)b;
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const int64_t K = S->cols / 2, KC = T->cols, C = KC / K, mean = Y->cols != KC;
+    for (int64_t i = 0; i < blk->num_dst; i++) {
+        for (int64_t k = 0; k < K; k++) {
+            double m = -INFINITY, z = 0;
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++)
+                m = fmax(m, ref_gat_logit(S, K, ix[e], self0 + i, k));
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++)
+                z += exp(ref_gat_logit(S, K, ix[e], self0 + i, k) - m);
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++)
+                F(alpha)[(int64_t)e * K + k] = (float)(exp(ref_gat_logit(S, K, ix[e], self0 + i, k) - m) / z);
+        }
+        for (int64_t j = 0; j < Y->cols; j++) {
+            double y = 0;
+            for (int64_t k = mean ? 0 : j / C; k < (mean ? K : j / C + 1); k++)
+                for (int32_t e = ip[i]; e < ip[i + 1]; e++)
+                    y += (double)CF(alpha)[(int64_t)e * K + k] * CF(T)[(int64_t)ix[e] * KC + k * C + j % C];
+            F(Y)[i * Y->cols + j] = (float)(mean ? y / (double)K : y);
+        }
+    }
+    return TMA_OK;
+}
+
+/* Sums in double; dE is not needed here (the sums are kept whole). */
+static tma_status_t ref_gat_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                                          const tensor_t *S, const tensor_t *alpha, const tensor_t *a_src,
+                                          const tensor_t *a_dst, const tensor_t *dY, tensor_t *dE, tensor_t *dS,
+                                          tensor_t *dT, tensor_t *da_src, tensor_t *da_dst)
+{
+    (void)b;
+    const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
+    const int64_t K = a_src->rows, C = a_src->cols, KC = T->cols, n = T->rows, mean = dY->cols != KC;
+    double *gT = calloc((size_t)(n * KC > 0 ? n * KC : 1), sizeof *gT), *gS = calloc((size_t)(n ? 2 * n * K : 1), sizeof *gS);
+    if (!gT || !gS) {
+        free(gT);
+        free(gS);
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < blk->num_dst; i++)
+        for (int64_t k = 0; k < K; k++) {
+            /* the output's gradient for head k of row i */
+            double s = 0;
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+                const int64_t u = ix[e];
+                const double a = CF(alpha)[(int64_t)e * K + k];
+                double da = 0;
+                for (int64_t c = 0; c < C; c++) {
+                    double g = mean ? CF(dY)[i * C + c] / (double)K : CF(dY)[i * KC + k * C + c];
+                    gT[u * KC + k * C + c] += a * g;
+                    da += g * CF(T)[u * KC + k * C + c];
+                }
+                s += a * da;
+            }
+            for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+                const int64_t u = ix[e];
+                const double a = CF(alpha)[(int64_t)e * K + k];
+                const double x = (double)CF(S)[u * 2 * K + k] + (double)CF(S)[i * 2 * K + K + k];
+                /* through the softmax, then the LeakyReLU; recomputing dalpha in double */
+                double da = 0;
+                for (int64_t c = 0; c < C; c++)
+                    da += (mean ? CF(dY)[i * C + c] / (double)K : CF(dY)[i * KC + k * C + c]) *
+                          CF(T)[u * KC + k * C + c];
+                double g = a * (da - s) * (x > 0 ? 1.0 : (double)TMA_GNN_GAT_SLOPE);
+                F(dE)[(int64_t)e * K + k] = (float)g;
+                gS[u * 2 * K + k] += g;
+                gS[i * 2 * K + K + k] += g;
+            }
+        }
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t c = 0; c < C; c++) {
+            double ss = 0, sd = 0;
+            for (int64_t u = 0; u < n; u++) {
+                const double t = CF(T)[u * KC + k * C + c];
+                gT[u * KC + k * C + c] += gS[u * 2 * K + k] * CF(a_src)[k * C + c] + gS[u * 2 * K + K + k] * CF(a_dst)[k * C + c];
+                ss += gS[u * 2 * K + k] * t;
+                sd += gS[u * 2 * K + K + k] * t;
+            }
+            F(da_src)[k * C + c] = (float)ss;
+            F(da_dst)[k * C + c] = (float)sd;
+        }
+    for (int64_t q = 0; q < n * KC; q++)
+        F(dT)[q] = (float)gT[q];
+    for (int64_t q = 0; q < 2 * n * K; q++)
+        F(dS)[q] = (float)gS[q];
+    free(gT);
+    free(gS);
+    return TMA_OK;
+}
+
 static tma_status_t ref_rgcn_aggregate(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *rel,
                                        const tensor_t *T, const tensor_t *coef, tensor_t *Y)
 {
@@ -575,6 +695,9 @@ const tma_gnn_ops_t tma_gnn_ref_ops = {
     .rgcn_aggregate_bwd = ref_rgcn_aggregate_bwd,
     .distmult = ref_distmult,
     .distmult_bwd = ref_distmult_bwd,
+    .gat_scores = ref_gat_scores,
+    .gat_aggregate = ref_gat_aggregate,
+    .gat_aggregate_bwd = ref_gat_aggregate_bwd,
     .rows_gather = ref_rows_gather,
     .rows_scatter = ref_rows_scatter,
 };

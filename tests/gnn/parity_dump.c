@@ -8,7 +8,9 @@
  * evaluator (forced into several chunks).  Used by
  * test_parity.sh with parity_torch.py.
  *
- *   parity_dump OUTDIR ENCODER SPARSE LAYERS DECODER_LAYERS CLIP STEPS
+ *   parity_dump OUTDIR ENCODER SPARSE LAYERS DECODER_LAYERS CLIP STEPS [HEADS]
+ *
+ * $TMA_TEST_BACKEND picks the device of the trainer and the evaluator (cpu).
  */
 #include "tma_test.h"
 #include "gnn_int.h"
@@ -22,8 +24,8 @@ static void dump(const char *name, const void *data, size_t bytes) { gnn_test_du
 
 int main(int argc, char **argv)
 {
-    if (argc != 8) {
-        fprintf(stderr, "usage: parity_dump OUTDIR ENCODER SPARSE LAYERS DECODER_LAYERS CLIP STEPS\n");
+    if (argc != 8 && argc != 9) {
+        fprintf(stderr, "usage: parity_dump OUTDIR ENCODER SPARSE LAYERS DECODER_LAYERS CLIP STEPS [HEADS]\n");
         return 2;
     }
     outdir = argv[1];
@@ -42,14 +44,17 @@ int main(int argc, char **argv)
 
     tma_gnn_config_t cfg;
     tma_gnn_config_default(&cfg);
-    const char *enc = argv[2];
-    cfg.encoder = strcmp(enc, "gcn") == 0 ? TMA_GNN_ENCODER_GCN
-                  : strcmp(enc, "sage") == 0 ? TMA_GNN_ENCODER_SAGE : TMA_GNN_ENCODER_MLP;
+    CHECK_OK(tma_gnn_encoder_parse(argv[2], &cfg.encoder));
+    cfg.heads = argc == 9 ? atoi(argv[8]) : 1;
+    const char *dev = getenv("TMA_TEST_BACKEND");
+    if (!dev || !*dev)
+        dev = "cpu";
     cfg.layers = atoi(argv[4]);
     cfg.decoder_layers = atoi(argv[5]);
     cfg.clip = atof(argv[6]);
     const int steps = atoi(argv[7]);
-    cfg.hidden = 19; /* not a multiple of 16: padding and odd widths are exercised */
+    /* not a multiple of 16: padding and odd widths are exercised (GAT: 3 heads of 7) */
+    cfg.hidden = cfg.heads > 1 ? 7 * cfg.heads : 19;
     cfg.decoder_hidden = 13;
     cfg.batch_size = 12;
     cfg.fanouts[0] = 4;
@@ -60,7 +65,7 @@ int main(int argc, char **argv)
     cfg.seed = 3;
 
     tma_gnn_trainer_t *tr;
-    CHECK_OK(tma_gnn_trainer_create(&cfg, &g, 1, &tr));
+    CHECK_OK(gnn_trainer_create_on(dev, &cfg, &g, 1, &tr));
     const tma_gnn_config_t *rc = tma_gnn_trainer_config(tr);
     tma_gnn_layout_t lay;
     CHECK_OK(tma_gnn_layout_build(rc, &lay));
@@ -134,7 +139,7 @@ int main(int argc, char **argv)
     /* Full-neighbourhood inference with the final parameters, in several
      * chunks, and the validation MRR. */
     tma_gnn_evaluator_t *ev;
-    CHECK_OK(tma_gnn_evaluator_create(rc, g, &ev));
+    CHECK_OK(gnn_evaluator_create_on(dev, rc, g, &ev));
     gnn_evaluator_set_chunk_rows(ev, 37);
     CHECK_OK(tma_gnn_trainer_get_params(tr, buf));
     float *emb = malloc((size_t)(g->num_nodes * rc->hidden) * 4);

@@ -24,6 +24,7 @@ The message-passing blocks are applied as sparse matrices
 (projecting sparse features before aggregating), which this checks too.
 """
 import json
+import warnings
 import os
 import sys
 
@@ -32,6 +33,8 @@ import torch
 import torch.nn.functional as F
 
 TOL = 1e-4
+TOL_GAT = 1e-5  # the GAT encoder's cases (issue 32) are held to 1e-5
+warnings.filterwarnings("ignore", message="scatter_reduce")  # torch 1.x calls it beta
 
 
 def load(d, name, dtype, shape=None):
@@ -46,6 +49,32 @@ def block_matrix(d, s, l, blk):
     rows = np.repeat(np.arange(blk["num_dst"]), np.diff(indptr))
     idx = torch.tensor(np.stack([rows, indices]))
     return torch.sparse_coo_tensor(idx, torch.tensor(weights), (blk["num_dst"], blk["num_src"])).coalesce()
+
+
+def block_edges(d, s, l, blk):
+    """The block's edges as (destination rows, source rows), the self loops included."""
+    indptr = load(d, f"s{s}_b{l}_indptr.i32", np.int32).astype(np.int64)
+    indices = load(d, f"s{s}_b{l}_indices.i32", np.int32).astype(np.int64)
+    return torch.tensor(np.repeat(np.arange(blk["num_dst"]), np.diff(indptr))), torch.tensor(indices)
+
+
+def gat_layer(p, H, n_dst, rows, cols, heads, last):
+    """GATConv (add_self_loops: the self loops are among the edges): LeakyReLU(0.2)
+    scores, a softmax over each destination's edges, heads concatenated or
+    (the last layer) averaged, then the bias."""
+    K = heads
+    T = (H @ p("weight")).reshape(H.shape[0], K, -1)
+    s_src = (T * p("att_src")).sum(-1)
+    s_dst = (T[:n_dst] * p("att_dst")).sum(-1)
+    logit = F.leaky_relu(s_src[cols] + s_dst[rows], 0.2)
+    m = torch.full((n_dst, K), -float("inf"), dtype=logit.dtype).scatter_reduce(
+        0, rows[:, None].expand(-1, K), logit, reduce="amax", include_self=True)
+    w = torch.exp(logit - m[rows])
+    z = torch.zeros((n_dst, K), dtype=w.dtype).index_add(0, rows, w)
+    alpha = w / z[rows]
+    out = torch.zeros((n_dst, K, T.shape[2]), dtype=T.dtype).index_add(0, rows, alpha[:, :, None] * T[cols])
+    out = out.mean(1) if last else out.reshape(n_dst, -1)
+    return out + p("bias")
 
 
 def forward(params, cfg, X, d, s, step):
@@ -68,6 +97,10 @@ def forward(params, cfg, X, d, s, step):
             blk = step["blocks"][l]
             A = block_matrix(d, s, l, blk)
             Z = H[: blk["num_dst"]] @ p("weight_self") + torch.sparse.mm(A, H) @ p("weight_neigh") + p("bias")
+        elif enc == "gat":
+            blk = step["blocks"][l]
+            rows, cols = block_edges(d, s, l, blk)
+            Z = gat_layer(p, H, blk["num_dst"], rows, cols, model["heads"], l == L - 1)
         else:
             Z = H @ p("weight") + p("bias")
         if l < L - 1:
@@ -101,13 +134,23 @@ def full_operator(d, n, enc):
     return torch.sparse_coo_tensor(torch.tensor(np.stack([r, c])), torch.tensor(w), (n, n)).coalesce()
 
 
-def encode_full(params, cfg, X, Afull):
+def full_edges(d, n):
+    """Every node's neighbours and itself (GAT's self loop first, as tma's blocks)."""
+    indptr = load(d, "train_indptr.i64", np.int64)
+    indices = load(d, "train_indices.i64", np.int64)
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    return torch.tensor(np.concatenate([np.arange(n), rows])), torch.tensor(np.concatenate([np.arange(n), indices]))
+
+
+def encode_full(params, cfg, X, Afull, edges=None):
     model = cfg["model"]
     enc, L = model["encoder"], model["layers"]
     H = X
     for l in range(L):
         p = lambda k: params[f"enc.{l}.{k}"]
-        if enc == "gcn":
+        if enc == "gat":
+            Z = gat_layer(p, H, H.shape[0], edges[0], edges[1], model["heads"], l == L - 1)
+        elif enc == "gcn":
             Z = torch.sparse.mm(Afull, H) @ p("weight") + p("bias")
         elif enc == "sage":
             Z = H @ p("weight_self") + torch.sparse.mm(Afull, H) @ p("weight_neigh") + p("bias")
@@ -136,7 +179,11 @@ def check_inference(d, meta, cfg, X, layout):
         t = block[e["offset"] : e["offset"] + e["rows"] * e["cols"]].reshape(e["rows"], e["cols"])
         params[e["name"]] = torch.tensor(t.copy())
     with torch.no_grad():
-        R = encode_full(params, cfg, X, full_operator(d, n, cfg["model"]["encoder"]))
+        enc = cfg["model"]["encoder"]
+        if enc == "gat":
+            R = encode_full(params, cfg, X, None, full_edges(d, n))
+        else:
+            R = encode_full(params, cfg, X, full_operator(d, n, enc))
         ours = load(d, "eval_emb.f32", np.float32, (n, -1))
         emb_err = rel_err(ours, R.numpy())
         nv, K = meta["num_val"], meta["num_negatives"]
@@ -173,6 +220,7 @@ def check_case(d):
     tr = cfg["train"]
     opt = torch.optim.Adam(plist, lr=tr["lr"], betas=(tr["beta1"], tr["beta2"]), eps=tr["eps"])
     failures = []
+    tol = TOL_GAT if cfg["model"]["encoder"] == "gat" else TOL
     worst = {"loss": 0.0, "grad": 0.0, "param": 0.0}
     clipped = 0
     for s, step in enumerate(meta["steps"]):
@@ -181,7 +229,7 @@ def check_case(d):
         loss.backward()
         e = abs(loss.item() - step["loss"]) / abs(loss.item())
         worst["loss"] = max(worst["loss"], e)
-        if not e <= TOL:
+        if not e <= tol:
             failures.append(f"step {s}: loss {step['loss']!r} vs torch {loss.item()!r} (rel {e:.3g})")
         grads = load(d, f"s{s}_grads.f32", np.float32)
         for ent in layout:
@@ -189,7 +237,7 @@ def check_case(d):
             ref = params[ent["name"]].grad.detach().numpy().reshape(-1)
             e = rel_err(ours, ref)
             worst["grad"] = max(worst["grad"], e)
-            if not e <= TOL:
+            if not e <= tol:
                 failures.append(f"step {s}: gradient of {ent['name']}: rel error {e:.3g}")
         if tr["clip"] > 0:
             norm = torch.nn.utils.clip_grad_norm_(plist, tr["clip"])
@@ -199,7 +247,7 @@ def check_case(d):
             ours = grads[ent["offset"] : ent["offset"] + ent["rows"] * ent["cols"]]
             e = rel_err(ours, params[ent["name"]].grad.detach().numpy().reshape(-1))
             worst["grad"] = max(worst["grad"], e)
-            if not e <= TOL:
+            if not e <= tol:
                 failures.append(f"step {s}: clipped gradient of {ent['name']}: rel error {e:.3g}")
         opt.step()
         after = load(d, f"s{s}_params.f32", np.float32)
@@ -208,16 +256,16 @@ def check_case(d):
             ref = params[ent["name"]].detach().numpy().reshape(-1)
             e = rel_err(ours, ref)
             worst["param"] = max(worst["param"], e)
-            if not e <= TOL:
+            if not e <= tol:
                 failures.append(f"step {s}: parameter {ent['name']} after Adam: rel error {e:.3g}")
     emb_err, mrr = check_inference(d, meta, cfg, X, layout)
-    if not emb_err <= TOL:
+    if not emb_err <= tol:
         failures.append(f"full-neighbourhood embeddings: rel error {emb_err:.3g}")
     if abs(mrr - meta["val_mrr"]) > 1e-9:
         failures.append(f"validation MRR {meta['val_mrr']!r} vs torch {mrr!r}")
     model = cfg["model"]
     print(
-        f"{model['encoder']} layers={model['layers']} decoder_layers={model['decoder_layers']} "
+        f"{model['encoder']}{' heads=%d' % model['heads'] if 'heads' in model else ''} layers={model['layers']} decoder_layers={model['decoder_layers']} "
         f"clip={tr['clip']} ({clipped}/{len(meta['steps'])} steps clipped): worst relative error "
         f"loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, parameters {worst['param']:.2e}; "
         f"inference {emb_err:.2e}, val MRR {meta['val_mrr']:.6f} (torch {mrr:.6f})"

@@ -132,6 +132,31 @@ static void check_hetero(void)
     refused("{\"model\": {\"bases\": 1.5}}", "bases");
     refused("{\"model\": {\"relations\": -1}}", "relations");
     refused("{\"model\": {\"encoder\": \"rgcn\", \"relations\": 2000, \"bases\": 4}}", "bases");
+
+    /* GAT: heads in range, dividing hidden when a hidden layer concatenates them; named in the section and hash */
+    tma_gnn_config_t ga, gb;
+    CHECK_OK(parse("{\"model\": {\"encoder\": \"gat\", \"heads\": 4, \"hidden\": 8, \"feature_dim\": 5}}", &ga));
+    ASSERT_EQ(ga.heads, 4);
+    CHECK_OK(parse("{\"model\": {\"encoder\": \"gat\", \"heads\": 2, \"hidden\": 8, \"feature_dim\": 5}}", &gb));
+    ASSERT_NE(tma_gnn_config_hash(&ga), tma_gnn_config_hash(&gb));
+    m = tma_gnn_config_model_json(&ga);
+    CHECK(cJSON_GetObjectItem(m, "heads") && cJSON_GetObjectItem(m, "heads")->valueint == 4);
+    cJSON_Delete(m);
+    CHECK_OK(tma_gnn_layout_build(&ga, &lay));
+    ASSERT_STR_EQ(lay.params[0].name, "enc.0.weight");
+    ASSERT_EQ(lay.params[0].cols, 8); /* 4 heads of 2, concatenated */
+    ASSERT_STR_EQ(lay.params[1].name, "enc.0.att_src");
+    ASSERT_EQ(lay.params[1].rows, 4);
+    ASSERT_EQ(lay.params[1].cols, 2);
+    ASSERT_STR_EQ(lay.params[2].name, "enc.0.att_dst");
+    ASSERT_STR_EQ(lay.params[7].name, "enc.1.weight");
+    ASSERT_EQ(lay.params[7].cols, 32); /* the last layer: 4 heads of 8, averaged */
+    CHECK_OK(parse("{\"model\": {\"encoder\": \"gat\", \"heads\": 3, \"hidden\": 8, \"layers\": 1}}", &ga));
+    refused("{\"model\": {\"encoder\": \"gat\", \"heads\": 0}}", "heads");
+    refused("{\"model\": {\"encoder\": \"gat\", \"heads\": 65}}", "heads");
+    refused("{\"model\": {\"encoder\": \"gat\", \"heads\": 9, \"hidden\": 8}}", "heads");
+    refused("{\"model\": {\"encoder\": \"gat\", \"heads\": 3, \"hidden\": 8}}", "heads");
+    refused("{\"model\": {\"encoder\": \"gcn\", \"heads\": 2}}", "heads");
 }
 
 /* train.weight_decay and train.lr_schedule: the learning rate of each step
@@ -316,7 +341,7 @@ int main(void)
     refused("{\"model\": {\"hiden\": 3}}", "hiden");
     refused("{\"train\": {\"learning_rate\": 3}}", "learning_rate");
     refused("{\"eval\": {\"batch\": 3}}", "batch");
-    refused("{\"model\": {\"encoder\": \"gat\"}}", "encoder");
+    refused("{\"model\": {\"encoder\": \"gin\"}}", "encoder");
     refused("{\"model\": {\"encoder\": 3}}", "encoder");
     refused("{\"model\": {\"layers\": 0}}", "layers");
     refused("{\"model\": {\"layers\": 99}}", "layers");

@@ -143,7 +143,7 @@ expect_fail 2 "already holds a run" -- "$TMA_BIN" train "$G" --config "$TMP_ROOT
 expect_fail 2 "-o RUN is required" -- "$TMA_BIN" train "$G" --steps 5
 expect_fail 2 "steps" -- "$TMA_BIN" train "$G" --steps 0 -o "$TMP_ROOT/x"
 expect_fail 2 "seconds" -- "$TMA_BIN" train "$G" --seconds -3 -o "$TMP_ROOT/x"
-expect_fail 2 "gat" -- "$TMA_BIN" train "$G" --encoder gat --steps 5 -o "$TMP_ROOT/x"
+expect_fail 2 "gin" -- "$TMA_BIN" train "$G" --encoder gin --steps 5 -o "$TMP_ROOT/x"
 expect_fail 2 "unknown option '--bogus'" -- "$TMA_BIN" train "$G" --bogus -o "$TMP_ROOT/x"
 # --init: warm start from saved weights. With a vanishing learning rate the
 # run's best weights are the ones it started from (the same test MRR).

@@ -295,7 +295,7 @@ static void test_jobs(void)
         "{\"graph\": \"g\", \"fault\": {\"on_failure\": \"retry\"}}",
         "{\"graph\": \"g\", \"fault\": {\"lease_ttl\": 1}}",
         "{\"graph\": \"g\", \"unknown\": 1}",
-        "{\"graph\": \"g\", \"model\": {\"encoder\": \"gat\"}}",
+        "{\"graph\": \"g\", \"model\": {\"encoder\": \"gin\"}}",
         "{\"graph\": \"g\", \"devices\": {\"workers\": [\"tpu\"]}}",
         "{\"graph\": \"g\", \"job\": \"bad name!\"}",
         "{\"graph\": \"g\", \"duration\": {\"train_seconds\": 0}}",
