@@ -13,7 +13,7 @@ gnn_libtma_gnn_a_CFLAGS = $(AM_CFLAGS) -fno-math-errno -fno-trapping-math
 # (AVX2 + FMA, tma_gnn_cpu_avx2_ops) and without (the baseline ISA,
 # tma_gnn_cpu_generic_ops); both builds' objects go into libtma_gnn.a.
 GNN_CPU_SRCS = gnn/cpu/cpu_int.h gnn/cpu/cpu_ops.c gnn/cpu/cpu_dense.c gnn/cpu/cpu_aggregate.c \
-	gnn/cpu/cpu_norm.c gnn/cpu/cpu_score.c gnn/cpu/cpu_hetero.c
+	gnn/cpu/cpu_norm.c gnn/cpu/cpu_score.c gnn/cpu/cpu_hetero.c gnn/cpu/cpu_gat.c
 noinst_LIBRARIES = gnn/libgnn_cpu_avx2.a gnn/libgnn_cpu_generic.a
 gnn_libgnn_cpu_avx2_a_SOURCES = $(GNN_CPU_SRCS)
 gnn_libgnn_cpu_avx2_a_CFLAGS = $(gnn_libtma_gnn_a_CFLAGS) -DCPU_ISA_AVX2

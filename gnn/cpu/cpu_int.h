@@ -220,6 +220,9 @@ static inline void ln_prelu_row(const float *restrict xi, int64_t d, const float
 #define cpu_bce_logits CPU_FN(cpu_bce_logits)
 #define cpu_rgcn_aggregate CPU_FN(cpu_rgcn_aggregate)
 #define cpu_rgcn_aggregate_bwd CPU_FN(cpu_rgcn_aggregate_bwd)
+#define cpu_gat_scores CPU_FN(cpu_gat_scores)
+#define cpu_gat_aggregate CPU_FN(cpu_gat_aggregate)
+#define cpu_gat_aggregate_bwd CPU_FN(cpu_gat_aggregate_bwd)
 #define cpu_distmult CPU_FN(cpu_distmult)
 #define cpu_distmult_bwd CPU_FN(cpu_distmult_bwd)
 #define cpu_rows_gather CPU_FN(cpu_rows_gather)
@@ -278,6 +281,14 @@ tma_status_t cpu_distmult(tma_gnn_backend_t *b, const tensor_t *H, const tensor_
 tma_status_t cpu_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dscore, const tensor_t *H, const tensor_t *hi,
                               const tensor_t *ti, const tensor_t *rel, const tensor_t *Wr, tensor_t *dH,
                               tensor_t *dWr);
+tma_status_t cpu_gat_scores(tma_gnn_backend_t *b, const tensor_t *T, const tensor_t *a_src, const tensor_t *a_dst,
+                            tensor_t *S);
+tma_status_t cpu_gat_aggregate(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                               const tensor_t *S, int64_t self0, tensor_t *alpha, tensor_t *Y);
+tma_status_t cpu_gat_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                                   const tensor_t *S, const tensor_t *alpha, const tensor_t *a_src,
+                                   const tensor_t *a_dst, const tensor_t *dY, tensor_t *dE, tensor_t *dS,
+                                   tensor_t *dT, tensor_t *da_src, tensor_t *da_dst);
 tma_status_t cpu_rows_gather(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y);
 tma_status_t cpu_rows_scatter(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y);
 

@@ -220,6 +220,9 @@ const tma_gnn_ops_t CPU_OPS_NAME = {
     .rgcn_aggregate_bwd = cpu_rgcn_aggregate_bwd,
     .distmult = cpu_distmult,
     .distmult_bwd = cpu_distmult_bwd,
+    .gat_scores = cpu_gat_scores,
+    .gat_aggregate = cpu_gat_aggregate,
+    .gat_aggregate_bwd = cpu_gat_aggregate_bwd,
     .rows_gather = cpu_rows_gather,
     .rows_scatter = cpu_rows_scatter,
 };

@@ -41,6 +41,8 @@ dist_check_SCRIPTS += tests/gnn/test_export.sh
 TESTS += tests/gnn/test_export.sh
 dist_check_SCRIPTS += tests/gnn/test_hetero_cli.sh
 TESTS += tests/gnn/test_hetero_cli.sh
+dist_check_SCRIPTS += tests/gnn/test_gat_cli.sh
+TESTS += tests/gnn/test_gat_cli.sh
 
 check_PROGRAMS += tests/gnn/test_noalloc
 tests_gnn_test_noalloc_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc \

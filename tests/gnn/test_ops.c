@@ -574,6 +574,57 @@ static void test_hetero(void)
 
 /* MRR scoring against fixed negatives (an optional op: the evaluator ranks
  * on the host where a backend lacks it), with planted ties. */
+/* GAT: the scores, the attention-weighted aggregation (heads side by side
+ * and averaged, destinations offset into the rows as the evaluator's
+ * chunks are) and its backward, against the reference. */
+static void test_gat(void)
+{
+    /* n_dst, n_src, max degree, heads, head width, mean */
+    const int64_t shapes[][6] = {{1, 1, 1, 1, 1, 0},   {20, 50, 6, 3, 5, 0}, {20, 50, 6, 3, 5, 1},
+                                 {300, 900, 12, 4, 16, 0}, {64, 100, 5, 1, 37, 1}, {7, 30, 20, 8, 3, 1}};
+    for (size_t s = 0; s < TMA_ARRAY_LEN(shapes); s++) {
+        const int64_t nd = shapes[s][0], ns = shapes[s][1], K = shapes[s][3], C = shapes[s][4];
+        const int64_t d = shapes[s][5] ? C : K * C;
+        blk_pair_t bp = mk_block(nd, ns, (int)shapes[s][2]);
+        const int64_t ne = bp.b.num_edges;
+        pair_t T = mkf(ns, K * C, 1), as = mkf(K, C, 1), ad = mkf(K, C, 1), S = mk(TMA_GNN_F32, ns, 2 * K, NULL);
+        cur_op = "gat_scores";
+        CHECK_OK(tma_gnn_op_gat_scores(&T.b, &as.b, &ad.b, &S.b));
+        CHECK_OK(tma_gnn_op_gat_scores(&T.r, &as.r, &ad.r, &S.r));
+        agree("S", &S);
+        pair_t al = mk(TMA_GNN_F32, ne, K, NULL), Y = mk(TMA_GNN_F32, nd, d, NULL);
+        for (int64_t self0 = 0; self0 <= ns - nd; self0 += ns - nd > 0 ? ns - nd : 1) {
+            cur_op = "gat_aggregate";
+            CHECK_OK(tma_gnn_op_gat_aggregate(&bp.b, &T.b, &S.b, self0, &al.b, &Y.b));
+            CHECK_OK(tma_gnn_op_gat_aggregate(&bp.r, &T.r, &S.r, self0, &al.r, &Y.r));
+            agree("alpha", &al);
+            agree("Y", &Y);
+        }
+        CHECK_OK(tma_gnn_op_gat_aggregate(&bp.b, &T.b, &S.b, 0, &al.b, &Y.b));
+        CHECK_OK(tma_gnn_op_gat_aggregate(&bp.r, &T.r, &S.r, 0, &al.r, &Y.r));
+        cur_op = "gat_aggregate_bwd";
+        pair_t dY = mkf(nd, d, 1), dE = mk(TMA_GNN_F32, ne, K, NULL), dS = mk(TMA_GNN_F32, ns, 2 * K, NULL);
+        pair_t dT = mk(TMA_GNN_F32, ns, K * C, NULL), das = mk(TMA_GNN_F32, K, C, NULL), dad = mk(TMA_GNN_F32, K, C, NULL);
+        CHECK_OK(tma_gnn_op_gat_aggregate_bwd(&bp.b, &T.b, &S.b, &al.b, &as.b, &ad.b, &dY.b, &dE.b, &dS.b, &dT.b,
+                                              &das.b, &dad.b));
+        CHECK_OK(tma_gnn_op_gat_aggregate_bwd(&bp.r, &T.r, &S.r, &al.r, &as.r, &ad.r, &dY.r, &dE.r, &dS.r, &dT.r,
+                                              &das.r, &dad.r));
+        agree("dS (the scores' gradient)", &dS);
+        agree("dT", &dT);
+        agree("da_src", &das);
+        agree("da_dst", &dad);
+        /* A Y neither K x C nor C wide is refused. */
+        if (K > 1 && C > 1) {
+            tensor_t bad = tma_gnn_tensor_shape(&Y.b, nd, C - 1);
+            CHECK_STATUS(tma_gnn_op_gat_aggregate(&bp.b, &T.b, &S.b, 0, &al.b, &bad), TMA_ERR_INTERNAL);
+        }
+        pair_t *ps[] = {&T, &as, &ad, &S, &al, &Y, &dY, &dE, &dS, &dT, &das, &dad};
+        for (size_t i = 0; i < TMA_ARRAY_LEN(ps); i++)
+            pfree(ps[i]);
+        free_block(&bp);
+    }
+}
+
 static void test_mrr(void)
 {
     if (!B->ops->mrr_sum)
@@ -973,6 +1024,7 @@ int main(void)
             test_layer_infer();
             test_features();
             test_hetero();
+            test_gat();
             tma_gnn_backend_destroy(B);
         }
     }

@@ -30,7 +30,7 @@ mlp 0 2 2 0.3 5
 mlp 1 2 1 0.3 4
 CASES
 # GAT (encoder, sparse, layers, decoder layers, clip, steps, heads) on each backend with its ops
-for dev in ${TMA_GAT_BACKENDS:-ref}; do
+for dev in ref cpu; do
   while read -r enc sparse layers dlayers clip steps heads; do
     dir="$TMP_ROOT/case$n"; n=$((n + 1))
     mkdir -p "$dir"
