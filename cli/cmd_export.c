@@ -2,7 +2,8 @@
  * cmd_export.c: `tma export RUN_OR_WEIGHTS [--graph G.tmag] [-o DIR]`: a
  * model for other tools, every encoder and decoder.  DIR/model.npz holds
  * the weights under PyTorch state_dict names and shapes (Linear weights
- * [out, in]; RGCN layers as PyTorch Geometric's RGCNConv; the decoder as an
+ * [out, in]; RGCN layers as PyTorch Geometric's RGCNConv; GAT layers as
+ * GATConv's lin.weight [heads*C, in], att_src and att_dst [heads, C]; the decoder as an
  * nn.Sequential of Linear and PReLU, or DistMult's diagonals),
  * DIR/embeddings.npy every node's embedding from full-neighbourhood
  * inference (num_nodes x hidden, float32), and DIR/model.json the model
@@ -46,6 +47,8 @@ static export_shape_t torch_name(const tma_gnn_config_t *cfg, const char *tma, c
             {"bases", "weight", 1, EXPORT_BASES},
             {"coef", "comp", 1, EXPORT_AS_IS},
             {"weight_self", "root", 1, EXPORT_AS_IS},
+            {"att_src", "att_src", -1, EXPORT_AS_IS}, /* GAT: [heads, C] (GATConv's, less its leading 1) */
+            {"att_dst", "att_dst", -1, EXPORT_AS_IS},
             {"bias", "bias", -1, EXPORT_AS_IS},
             {"ln_weight", "norm.weight", -1, EXPORT_AS_IS},
             {"ln_bias", "norm.bias", -1, EXPORT_AS_IS},

@@ -27,6 +27,18 @@ want=$(json "$TMP_ROOT/run/result.json" "'%.6f' % d['test_mrr']")
 got=$("$TMA_BIN" eval "$G" "$TMP_ROOT/run/best.tmaw" | awk '/^test_mrr/ {print $2}')
 [ "$want" = "$got" ] || fail "tma eval of the GAT weights gave $got, the run recorded $want"
 
+# tma export: GATConv's names and shapes, and the embeddings of full-neighbourhood inference
+"$TMA_BIN" export "$TMP_ROOT/run" -o "$TMP_ROOT/exp" > /dev/null 2>&1 || fail "tma export of a GAT run failed"
+need_py "${TMA_TORCH_PYTHON:-}" numpy python3-numpy
+"$TMA_TORCH_PYTHON" - "$TMP_ROOT/exp" <<'PY' || fail "the exported GAT model has the wrong tensors"
+import sys, numpy as np
+m = np.load(sys.argv[1] + "/model.npz")
+assert m["encoder.0.lin.weight"].shape == (16, 32), m["encoder.0.lin.weight"].shape  # 4 heads of 4
+assert m["encoder.0.att_src"].shape == (4, 4) and m["encoder.0.att_dst"].shape == (4, 4)
+assert m["encoder.1.lin.weight"].shape == (64, 16)  # the last layer: 4 heads of 16, averaged
+assert np.load(sys.argv[1] + "/embeddings.npy").shape == (500, 16)
+PY
+
 # step mode: one seed, the same weights
 train --steps 40 -o "$TMP_ROOT/a"
 train --steps 40 -o "$TMP_ROOT/b"
