@@ -175,7 +175,7 @@ static tma_status_t order_setup(tma_gnn_evaluator_t *ev, int64_t row_floats)
             memcpy(ev->pfeat + p * Fd, src + (int64_t)ev->node[p] * Fd, (size_t)Fd * sizeof(float));
         tma_gnn_feat_destroy(ev->b, ev->feat);
         ev->feat = NULL;
-        if ((st = tma_gnn_feat_create(ev->b, ev->pfeat, N, Fd, 0, &ev->feat)) != TMA_OK)
+        if ((st = tma_gnn_feat_create(ev->b, ev->pfeat, TMA_FEAT_F32, N, Fd, 0, &ev->feat)) != TMA_OK)
             return st;
         tma_gnn_feat_get_info(ev->b, ev->feat, &ev->fi);
     }
@@ -269,7 +269,7 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     const int64_t N = g->num_nodes, H = ev->cfg.hidden, Fd = ev->cfg.feature_dim;
     if ((st = alloc_t(b, TMA_GNN_F32, ev->layout.total, &ev->params)) ||
         (st = gnn_params_bind(&ev->cfg, &ev->layout, &ev->params, &ev->P)) ||
-        (st = tma_gnn_feat_create(b, g->features, N, Fd, 0, &ev->feat)))
+        (st = tma_gnn_feat_create(b, g->features, TMA_FEAT_F32, N, Fd, 0, &ev->feat)))
         goto fail;
     tma_gnn_feat_get_info(b, ev->feat, &ev->fi);
     int64_t widest_in = (ev->fi.sparse ? H : TMA_MAX(H, Fd));
