@@ -78,14 +78,17 @@ uint16_t tma_f32_to_bf16(float x)
 void tma_feat_widen(const void *src, tma_feat_dtype_t t, size_t n, float *dst)
 {
     const uint16_t *h = src;
-    if (t == TMA_FEAT_F32)
+    if (t == TMA_FEAT_F32) {
         memmove(dst, src, n * sizeof(float));
-    else if (t == TMA_FEAT_F16)
+    } else if (t == TMA_FEAT_F16) {
+#pragma omp simd
         for (size_t i = 0; i < n; i++)
             dst[i] = tma_f16_to_f32(h[i]);
-    else
+    } else {
+#pragma omp simd
         for (size_t i = 0; i < n; i++)
             dst[i] = tma_bf16_to_f32(h[i]);
+    }
 }
 
 void tma_feat_narrow(const float *src, size_t n, tma_feat_dtype_t t, void *dst)

@@ -290,23 +290,27 @@ static inline size_t tma_feat_dtype_size(tma_feat_dtype_t t)
 const char *tma_feat_dtype_str(tma_feat_dtype_t t);
 /* Parses one of those names; TMA_ERR_INVALID (not logged) otherwise. */
 tma_status_t tma_feat_dtype_parse(const char *s, tma_feat_dtype_t *t_p);
-/* Exact widenings (subnormals, infinities and NaNs included); inline, as
- * training's feature gathers run them on every element. */
+/* Exact widenings (subnormals, infinities and NaNs with their payload
+ * included).  Inline and without branches, so that a loop over a row runs
+ * in SIMD lanes: training widens every feature row it gathers.  float16:
+ * the exponent rebiased (15 -> 127), then selected by masks for infinity
+ * and NaN (all ones) and for zero and subnormals (2^-14 (1 + m/1024) -
+ * 2^-14 = m 2^-24, exact in float). */
 static inline float tma_f16_to_f32(uint16_t h)
 {
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t u;
+    const uint32_t ones = 0x7c00u << 13;
+    uint32_t o = ((uint32_t)h & 0x7fffu) << 13, s;
+    const uint32_t e = o & ones;
+    o += 112u << 23;
+    const uint32_t t = o + (1u << 23);
     float x;
-    if (exp == 0x1f) {
-        u = sign | 0x7f800000u | man << 13; /* inf, nan (payload kept) */
-    } else if (exp != 0) {
-        u = sign | (exp + 112) << 23 | man << 13; /* rebias 15 -> 127 */
-    } else {
-        x = (float)man * 5.9604644775390625e-8f; /* zero or subnormal: man * 2^-24, exact */
-        memcpy(&u, &x, 4);
-        u |= sign;
-    }
-    memcpy(&x, &u, 4);
+    memcpy(&x, &t, 4);
+    x -= 6.103515625e-05f; /* 2^-14 */
+    memcpy(&s, &x, 4);
+    const uint32_t is_ones = 0u - (uint32_t)(e == ones), is_zero = 0u - (uint32_t)(e == 0);
+    const uint32_t r = (o & ~(is_ones | is_zero)) | ((o + (112u << 23)) & is_ones) | (s & is_zero) |
+                       ((uint32_t)h & 0x8000u) << 16;
+    memcpy(&x, &r, 4);
     return x;
 }
 static inline float tma_bf16_to_f32(uint16_t h)

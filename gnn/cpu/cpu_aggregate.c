@@ -107,15 +107,15 @@ tma_status_t cpu_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const 
 /* Features as given (dense, usually a read-only map of the graph file) or as
  * CSR when at most CPU_SPARSE_DENSITY of the entries are non-zero.  Dense
  * 16-bit features (f16, bf16) stay as stored, read through `raw`: each row
- * is widened as it is gathered (into `gather`, or a thread's `wrow` for the
- * neighbour sums), never the whole table. */
+ * is widened as it is read (into `gather` for the products, on the fly in
+ * the neighbour sums), never the whole table. */
 struct tma_gnn_feat {
     int64_t n, dim;
     int sparse;
     const float *dense; /* f32 features; NULL for 16-bit ones */
     const void *raw;
     tma_feat_dtype_t dtype;
-    float *wrow; /* 16-bit dense: a widened row per thread, [threads x dim] */
+    float *wrow; /* 16-bit: a widened row per thread, [threads x dim], for the CSR scan */
     int64_t *rowptr; /* CSR, [n + 1] */
     int32_t *col;
     float *val;
@@ -145,25 +145,39 @@ static inline void feat_row(const tma_gnn_feat_t *f, int64_t r, float *dst)
                    (size_t)f->dim, dst);
 }
 
-/* The weighted sum of feature rows as sum_row, for 16-bit features: each
- * source row widened into tmp (dim floats) first. */
-static void sum_row_feat(float *restrict y, const tma_gnn_feat_t *f, const int64_t *id, int32_t e0, int32_t e1,
-                         const int32_t *ix, const float *w, float *tmp)
+/* y = w x (first) or y += w x, x 16-bit feature row r widened on the fly
+ * (one pass, in SIMD lanes: the widenings have no branches). */
+static inline void feat_axpy(float *restrict y, const tma_gnn_feat_t *f, int64_t r, float w, int first)
 {
     const int64_t d = f->dim;
-    if (e0 == e1) {
-        row_zero(y, d);
-        return;
-    }
-    feat_row(f, id ? id[ix[e0]] : (int64_t)ix[e0], tmp);
-    const float we = w[e0];
+    const uint16_t *restrict x = (const uint16_t *)f->raw + r * d;
+    if (f->dtype == TMA_FEAT_F16 && first) {
 #pragma omp simd
-    for (int64_t j = 0; j < d; j++)
-        y[j] = we * tmp[j];
-    for (int32_t e = e0 + 1; e < e1; e++) {
-        feat_row(f, id ? id[ix[e]] : (int64_t)ix[e], tmp);
-        row_axpy(y, tmp, w[e], d);
+        for (int64_t j = 0; j < d; j++)
+            y[j] = w * tma_f16_to_f32(x[j]);
+    } else if (f->dtype == TMA_FEAT_F16) {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] += w * tma_f16_to_f32(x[j]);
+    } else if (first) {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] = w * tma_bf16_to_f32(x[j]);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] += w * tma_bf16_to_f32(x[j]);
     }
+}
+
+/* The weighted sum of feature rows as sum_row, for 16-bit features. */
+static void sum_row_feat(float *restrict y, const tma_gnn_feat_t *f, const int64_t *id, int32_t e0, int32_t e1,
+                         const int32_t *ix, const float *w)
+{
+    if (e0 == e1)
+        row_zero(y, f->dim);
+    for (int32_t e = e0; e < e1; e++)
+        feat_axpy(y, f, id ? id[ix[e]] : (int64_t)ix[e], w[e], e == e0);
 }
 
 tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype, int64_t n, int64_t dim,
@@ -178,8 +192,7 @@ tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dt
     f->dtype = dtype;
     f->dense = dtype == TMA_FEAT_F32 ? host : NULL;
     int64_t *row_nnz = NULL;
-    /* The rows widened one at a time (a thread's row), for the CSR scan and
-     * the neighbour sums of 16-bit features. */
+    /* The rows widened one at a time (a thread's row) for the CSR scan. */
     if (dtype != TMA_FEAT_F32 && !(f->wrow = tma_alloc_aligned((size_t)(NT(b) * dim) * sizeof(float))))
         goto nomem;
     if (!(flags & TMA_GNN_FEAT_DENSE) && n > 0 && dim >= 16) {
@@ -378,7 +391,7 @@ static void dense_sums(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, const int6
         if (!f->dense) {
             if (self)
                 feat_row(f, id[i], oi);
-            sum_row_feat(oi + width - dim, f, id, ip[i], ip[i + 1], ix, w, f->wrow + omp_get_thread_num() * dim);
+            sum_row_feat(oi + width - dim, f, id, ip[i], ip[i + 1], ix, w);
             continue;
         }
         if (self && i + SELF_AHEAD < blk->num_dst)
@@ -465,8 +478,7 @@ tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_infer_t *
             const int64_t r0 = t * rows, m = TMA_MIN(rows, n - r0);
             for (int64_t i = 0; i < m; i++) {
                 if (hf)
-                    sum_row_feat(A + i * d, hf, id, ip[r0 + i], ip[r0 + i + 1], ix, w,
-                                 hf->wrow + omp_get_thread_num() * d);
+                    sum_row_feat(A + i * d, hf, id, ip[r0 + i], ip[r0 + i + 1], ix, w);
                 else
                     sum_row(A + i * d, x, id, d, ip[r0 + i], ip[r0 + i + 1], ix, w, nnz);
             }

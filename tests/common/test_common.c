@@ -452,6 +452,17 @@ static void test_half(void)
         }
         CHECK_MSG(bad == 0, "%s: %u bit patterns convert wrongly", tma_feat_dtype_str(t), bad);
     }
+    /* Widening: known values, the array form as the scalar one. */
+    uint16_t hs[6] = {0x0001, 0x3c00, 0x7c00, 0xfbff, 0x8000, 0x03ff};
+    float ws[6];
+    tma_feat_widen(hs, TMA_FEAT_F16, 6, ws);
+    ASSERT_EQ(ws[0], 5.9604644775390625e-8f); /* 2^-24, the smallest subnormal */
+    ASSERT_EQ(ws[1], 1.0f);
+    CHECK(isinf(ws[2]) && ws[2] > 0);
+    ASSERT_EQ(ws[3], -65504.0f);
+    CHECK(ws[4] == 0.0f && signbit(ws[4]));
+    ASSERT_EQ(ws[5], 1023 * 5.9604644775390625e-8f);
+    ASSERT_EQ(tma_bf16_to_f32(0x3f80), 1.0f);
     ASSERT_EQ(tma_f32_to_f16(65519.996f), 0x7bff);
     ASSERT_EQ(tma_f32_to_f16(65520.0f), 0x7c00);
     ASSERT_EQ(tma_f32_to_f16(-1e30f), 0xfc00);
