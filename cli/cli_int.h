@@ -241,6 +241,9 @@ int cli_memory_budget(const char *cmd, const char *flag, uint64_t *budget_p, cha
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
 /* --feat-dtype into *t_p; CLI_EXIT_OK or a usage error's exit code. */
 int cli_graph_feat_dtype(const char *cmd, const cli_graph_flags_t *f, tma_feat_dtype_t *t_p);
+/* The feature type as the reports' features line adds it: "" for f32 (the
+ * line as it was before the type existed), else ", f16" or ", bf16". */
+const char *cli_feat_dtype_note(tma_feat_dtype_t t);
 /* The report of a written graph as JSON: "graph", "graph_id", "nodes",
  * then the builder's counts (caller adds the rest and owns it). */
 cJSON *cli_build_report_json(const char *path, uint64_t graph_id, int64_t nodes,

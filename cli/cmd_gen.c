@@ -63,8 +63,8 @@ static int report(const char *cmd, const char *out, uint64_t id, const tma_graph
     printf("generated %s, graph id %016" PRIx64 "\n", out, id);
     printf("  %-22s %" PRId64 "\n", "nodes", r->nodes);
     cli_print_build_report(&r->build);
-    printf("  %-22s %d (%s, %s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
-           tma_feat_dtype_str(r->feat_dtype));
+    printf("  %-22s %d (%s%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
+           cli_feat_dtype_note(r->feat_dtype));
     if (r->num_classes)
         printf("  %-22s %d classes\n", "labels", r->num_classes);
     if (r->homophily >= 0)

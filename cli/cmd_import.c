@@ -45,6 +45,11 @@ int cli_graph_feat_dtype(const char *cmd, const cli_graph_flags_t *f, tma_feat_d
     return CLI_EXIT_OK;
 }
 
+const char *cli_feat_dtype_note(tma_feat_dtype_t t)
+{
+    return t == TMA_FEAT_F16 ? ", f16" : t == TMA_FEAT_BF16 ? ", bf16" : "";
+}
+
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, tma_graph_build_opts_t *b)
 {
     tma_graph_build_opts_init(b);
@@ -168,11 +173,11 @@ static int import_report(const char *src, const char *out, uint64_t id, const tm
     else
         printf("  %-22s drawn (seed %" PRIu64 ")\n", "split", o->build.seed);
     if (r->features == TMA_FEAT_PROJECTED)
-        printf("  %-22s %d (projected from %d, %s)\n", "features", r->feature_dim, r->input_feature_dim,
-               tma_feat_dtype_str(r->feat_dtype));
+        printf("  %-22s %d (projected from %d%s)\n", "features", r->feature_dim, r->input_feature_dim,
+               cli_feat_dtype_note(r->feat_dtype));
     else
-        printf("  %-22s %d (%s, %s%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
-               tma_feat_dtype_str(r->feat_dtype),
+        printf("  %-22s %d (%s%s%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
+               cli_feat_dtype_note(r->feat_dtype),
                r->features_mapped ? ", used in place from the mapped features.npy" : "");
     if (r->num_classes)
         printf("  %-22s %d classes\n", "labels", r->num_classes);
