@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < 2 * m; i += 512)
         sink += (uint64_t)g->indices[i];
     for (int64_t i = 0; i < n * D; i += 1024)
-        sink += (uint64_t)g->features[i];
+        sink += (uint64_t)((const float *)g->features)[i];
 
     tma_partition_result_t *r;
     if (tma_partition_run(g, argv[1], &o, argv[4], &r) != TMA_OK)

@@ -212,6 +212,7 @@ typedef struct cli_graph_flags {
     int val_seen, test_seen;
     int64_t negatives, seed;
     int json;
+    const char *feat_dtype; /* --feat-dtype (NULL: f32) */
 } cli_graph_flags_t;
 #define CLI_GRAPH_SPLIT_OPTS(f)                                                                \
     {"val", 0, CLI_DOUBLE, &(f).val, "X",                                                      \
@@ -223,6 +224,9 @@ typedef struct cli_graph_flags {
          "fixed negative tails per evaluation edge (default 1000)", NULL},                     \
         {"seed", 0, CLI_INT, &(f).seed, "S",                                                   \
          "seed of the split, negatives and features (and of gen's graph); default 0", NULL},          \
+        {"feat-dtype", 0, CLI_STR, &(f).feat_dtype, "T",                                       \
+         "store the features as f32 (default), f16 or bf16 (rounded to nearest even); "        \
+         "training widens them to f32", NULL},                                                 \
         {"json", 0, CLI_FLAG, &(f).json, NULL, "print the report as one JSON object", NULL}
 /* --memory SIZE: a command's working-memory budget (cmd_gen.c). */
 #define CLI_MEMORY_OPT(s)                                                                                  \
@@ -235,6 +239,11 @@ typedef struct cli_graph_flags {
 int cli_memory_budget(const char *cmd, const char *flag, uint64_t *budget_p, char *why, size_t why_size);
 /* Checks the flags into *b; returns CLI_EXIT_OK or a usage error's exit code. */
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, struct tma_graph_build_opts *b);
+/* --feat-dtype into *t_p; CLI_EXIT_OK or a usage error's exit code. */
+int cli_graph_feat_dtype(const char *cmd, const cli_graph_flags_t *f, tma_feat_dtype_t *t_p);
+/* The feature type as the reports' features line adds it: "" for f32 (the
+ * line as it was before the type existed), else ", f16" or ", bf16". */
+const char *cli_feat_dtype_note(tma_feat_dtype_t t);
 /* The report of a written graph as JSON: "graph", "graph_id", "nodes",
  * then the builder's counts (caller adds the rest and owns it). */
 cJSON *cli_build_report_json(const char *path, uint64_t graph_id, int64_t nodes,

@@ -46,6 +46,7 @@ static int report(const char *cmd, const char *out, uint64_t id, const tma_graph
         if (o) {
             cJSON_AddNumberToObject(o, "feature_dim", r->feature_dim);
             cJSON_AddStringToObject(o, "features", tma_feat_source_str(r->features));
+            cJSON_AddStringToObject(o, "feature_type", tma_feat_dtype_str(r->feat_dtype));
             cJSON_AddNumberToObject(o, "classes", r->num_classes);
             if (r->homophily >= 0)
                 cJSON_AddNumberToObject(o, "homophily", r->homophily);
@@ -62,7 +63,8 @@ static int report(const char *cmd, const char *out, uint64_t id, const tma_graph
     printf("generated %s, graph id %016" PRIx64 "\n", out, id);
     printf("  %-22s %" PRId64 "\n", "nodes", r->nodes);
     cli_print_build_report(&r->build);
-    printf("  %-22s %d (%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features));
+    printf("  %-22s %d (%s%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
+           cli_feat_dtype_note(r->feat_dtype));
     if (r->num_classes)
         printf("  %-22s %d classes\n", "labels", r->num_classes);
     if (r->homophily >= 0)
@@ -167,7 +169,10 @@ static int gen_sbm(int argc, char **argv)
     gen_mem_t mem;
     if ((rc = cli_memory_budget(spec.cmd, memory, &mem.budget, mem.why, sizeof mem.why)) != CLI_EXIT_OK)
         return rc;
-    tma_gen_sbm_opts_t o = {nodes, (int32_t)classes, avg_degree, homophily, (int32_t)feat_dim, noise, b.seed};
+    tma_gen_sbm_opts_t o = {nodes, (int32_t)classes, avg_degree, homophily, (int32_t)feat_dim, noise, b.seed,
+                            TMA_FEAT_F32};
+    if ((rc = cli_graph_feat_dtype(spec.cmd, &f, &o.feat_dtype)) != CLI_EXIT_OK)
+        return rc;
     tma_gen_typed_opts_t to = {(int32_t)node_types, (int32_t)relations};
     tma_graph_t *g;
     tma_gen_report_t r;
@@ -244,7 +249,10 @@ static int gen_rmat(int argc, char **argv)
     gen_mem_t mem;
     if ((rc = cli_memory_budget(spec.cmd, memory, &mem.budget, mem.why, sizeof mem.why)) != CLI_EXIT_OK)
         return rc;
-    tma_gen_rmat_opts_t o = {nodes_seen ? nodes : 0, (int32_t)scale, edges, (int32_t)feat_dim, b.seed};
+    tma_gen_rmat_opts_t o = {nodes_seen ? nodes : 0, (int32_t)scale, edges, (int32_t)feat_dim, b.seed,
+                             TMA_FEAT_F32};
+    if ((rc = cli_graph_feat_dtype(spec.cmd, &f, &o.feat_dtype)) != CLI_EXIT_OK)
+        return rc;
     tma_graph_t *g;
     tma_gen_report_t r;
     mem.peak = tma_graph_gen_peak_bytes(n, edges, (int32_t)feat_dim, 0);

@@ -37,6 +37,19 @@ static char *ogb_split_tool(void)
     return p;
 }
 
+int cli_graph_feat_dtype(const char *cmd, const cli_graph_flags_t *f, tma_feat_dtype_t *t_p)
+{
+    *t_p = TMA_FEAT_F32;
+    if (f->feat_dtype && tma_feat_dtype_parse(f->feat_dtype, t_p) != TMA_OK)
+        return cli_usage_error(cmd, "--feat-dtype: expected f32, f16 or bf16, got '%s'", f->feat_dtype);
+    return CLI_EXIT_OK;
+}
+
+const char *cli_feat_dtype_note(tma_feat_dtype_t t)
+{
+    return t == TMA_FEAT_F16 ? ", f16" : t == TMA_FEAT_BF16 ? ", bf16" : "";
+}
+
 int cli_graph_build_flags(const char *cmd, const cli_graph_flags_t *f, tma_graph_build_opts_t *b)
 {
     tma_graph_build_opts_init(b);
@@ -129,6 +142,7 @@ static int import_report(const char *src, const char *out, uint64_t id, const tm
             cJSON_AddStringToObject(j, "layout", r->layout);
             cJSON_AddNumberToObject(j, "feature_dim", r->feature_dim);
             cJSON_AddStringToObject(j, "features", tma_feat_source_str(r->features));
+            cJSON_AddStringToObject(j, "feature_type", tma_feat_dtype_str(r->feat_dtype));
             cJSON_AddNumberToObject(j, "input_feature_dim", r->input_feature_dim);
             cJSON_AddBoolToObject(j, "features_mapped", r->features_mapped);
             cJSON *ign = cJSON_AddArrayToObject(j, "ignored");
@@ -159,9 +173,11 @@ static int import_report(const char *src, const char *out, uint64_t id, const tm
     else
         printf("  %-22s drawn (seed %" PRIu64 ")\n", "split", o->build.seed);
     if (r->features == TMA_FEAT_PROJECTED)
-        printf("  %-22s %d (projected from %d)\n", "features", r->feature_dim, r->input_feature_dim);
+        printf("  %-22s %d (projected from %d%s)\n", "features", r->feature_dim, r->input_feature_dim,
+               cli_feat_dtype_note(r->feat_dtype));
     else
-        printf("  %-22s %d (%s%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
+        printf("  %-22s %d (%s%s%s)\n", "features", r->feature_dim, tma_feat_source_str(r->features),
+               cli_feat_dtype_note(r->feat_dtype),
                r->features_mapped ? ", used in place from the mapped features.npy" : "");
     if (r->num_classes)
         printf("  %-22s %d classes\n", "labels", r->num_classes);
@@ -236,7 +252,7 @@ int cli_cmd_import(int argc, char **argv)
     tma_graph_import_opts_t o;
     tma_graph_import_opts_init(&o);
     int rc = cli_graph_build_flags("import", &f, &o.build);
-    if (rc != CLI_EXIT_OK)
+    if (rc != CLI_EXIT_OK || (rc = cli_graph_feat_dtype("import", &f, &o.feat_dtype)) != CLI_EXIT_OK)
         return rc;
     o.feat_dim = (int32_t)feat_dim;
     o.split_name = split_name;

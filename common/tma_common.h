@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cJSON.h>
 
@@ -269,6 +270,65 @@ int tma_dir_exists(const char *path);
 char *tma_path_join(const char *dir, const char *name);
 /* malloc'd printf; NULL on OOM. */
 char *tma_strdup_printf(const char *fmt, ...) TMA_PRINTF(1, 2);
+
+/* ------------------------------------------------------------------ feature element types (half.c) */
+
+/* How node features are stored (a .tmag's features section): float32, IEEE
+ * float16 or bfloat16.  Every consumer widens rows to float32. */
+typedef enum {
+    TMA_FEAT_F32 = 0,
+    TMA_FEAT_F16 = 1,
+    TMA_FEAT_BF16 = 2,
+} tma_feat_dtype_t;
+
+/* Bytes an element: 4 or 2. */
+static inline size_t tma_feat_dtype_size(tma_feat_dtype_t t)
+{
+    return t == TMA_FEAT_F32 ? 4 : 2;
+}
+/* "f32", "f16", "bf16" ("?" for another value). */
+const char *tma_feat_dtype_str(tma_feat_dtype_t t);
+/* Parses one of those names; TMA_ERR_INVALID (not logged) otherwise. */
+tma_status_t tma_feat_dtype_parse(const char *s, tma_feat_dtype_t *t_p);
+/* Exact widenings (subnormals, infinities and NaNs with their payload
+ * included).  Inline and without branches, so that a loop over a row runs
+ * in SIMD lanes: training widens every feature row it gathers.  float16:
+ * the exponent rebiased (15 -> 127), then selected by masks for infinity
+ * and NaN (all ones) and for zero and subnormals (2^-14 (1 + m/1024) -
+ * 2^-14 = m 2^-24, exact in float). */
+static inline float tma_f16_to_f32(uint16_t h)
+{
+    const uint32_t ones = 0x7c00u << 13;
+    uint32_t o = ((uint32_t)h & 0x7fffu) << 13, s;
+    const uint32_t e = o & ones;
+    o += 112u << 23;
+    const uint32_t t = o + (1u << 23);
+    float x;
+    memcpy(&x, &t, 4);
+    x -= 6.103515625e-05f; /* 2^-14 */
+    memcpy(&s, &x, 4);
+    const uint32_t is_ones = 0u - (uint32_t)(e == ones), is_zero = 0u - (uint32_t)(e == 0);
+    const uint32_t r = (o & ~(is_ones | is_zero)) | ((o + (112u << 23)) & is_ones) | (s & is_zero) |
+                       ((uint32_t)h & 0x8000u) << 16;
+    memcpy(&x, &r, 4);
+    return x;
+}
+static inline float tma_bf16_to_f32(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+/* Narrowings rounded to nearest, ties to even; overflow gives infinity,
+ * NaN stays NaN. */
+uint16_t tma_f32_to_f16(float x);
+uint16_t tma_f32_to_bf16(float x);
+/* n elements of type t at src widened into dst (a copy for float32). */
+void tma_feat_widen(const void *src, tma_feat_dtype_t t, size_t n, float *dst);
+/* n floats narrowed into dst as type t (a copy for float32).  dst may be
+ * src itself (in place: the output is never longer than the input). */
+void tma_feat_narrow(const float *src, size_t n, tma_feat_dtype_t t, void *dst);
 
 /* ------------------------------------------------------------------ numpy files (npy.c) */
 

@@ -697,12 +697,12 @@ tma_status_t tma_gnn_op_gat_aggregate_bwd(const tma_gnn_block_t *blk, const tens
 
 /* ------------------------------------------------------------------ features */
 
-tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
-                                 unsigned flags, tma_gnn_feat_t **f_p)
+tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype, int64_t num_nodes,
+                                 int64_t dim, unsigned flags, tma_gnn_feat_t **f_p)
 {
-    if (num_nodes < 0 || dim < 1 || (!host && num_nodes > 0))
+    if (num_nodes < 0 || dim < 1 || (!host && num_nodes > 0) || dtype > TMA_FEAT_BF16)
         return TMA_ERR_INVALID;
-    return b->ops->feat_create(b, host, num_nodes, dim, flags, f_p);
+    return b->ops->feat_create(b, host, dtype, num_nodes, dim, flags, f_p);
 }
 
 void tma_gnn_feat_destroy(tma_gnn_backend_t *b, tma_gnn_feat_t *f)

@@ -169,13 +169,13 @@ static tma_status_t order_setup(tma_gnn_evaluator_t *ev, int64_t row_floats)
         if (!(ev->pfeat = tma_alloc_aligned((size_t)N * (size_t)Fd * sizeof(float))))
             return TMA_ERR_NOMEM;
         tma_advise_huge(ev->pfeat, (size_t)N * (size_t)Fd * sizeof(float)); /* neighbours' rows: at random */
-        const float *src = ev->g->features;
+        /* Widened to float32 as they are copied (16-bit features too). */
 #pragma omp parallel for num_threads(tma_gnn_backend_threads(ev->b)) schedule(static)
         for (int64_t p = 0; p < N; p++)
-            memcpy(ev->pfeat + p * Fd, src + (int64_t)ev->node[p] * Fd, (size_t)Fd * sizeof(float));
+            tma_graph_feat_rows(ev->g, ev->node[p], 1, ev->pfeat + p * Fd);
         tma_gnn_feat_destroy(ev->b, ev->feat);
         ev->feat = NULL;
-        if ((st = tma_gnn_feat_create(ev->b, ev->pfeat, N, Fd, 0, &ev->feat)) != TMA_OK)
+        if ((st = tma_gnn_feat_create(ev->b, ev->pfeat, TMA_FEAT_F32, N, Fd, 0, &ev->feat)) != TMA_OK)
             return st;
         tma_gnn_feat_get_info(ev->b, ev->feat, &ev->fi);
     }
@@ -269,7 +269,7 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     const int64_t N = g->num_nodes, H = ev->cfg.hidden, Fd = ev->cfg.feature_dim;
     if ((st = alloc_t(b, TMA_GNN_F32, ev->layout.total, &ev->params)) ||
         (st = gnn_params_bind(&ev->cfg, &ev->layout, &ev->params, &ev->P)) ||
-        (st = tma_gnn_feat_create(b, g->features, N, Fd, 0, &ev->feat)))
+        (st = tma_gnn_feat_create(b, g->features, g->feat_dtype, N, Fd, 0, &ev->feat)))
         goto fail;
     tma_gnn_feat_get_info(b, ev->feat, &ev->fi);
     int64_t widest_in = (ev->fi.sparse ? H : TMA_MAX(H, Fd));

@@ -162,9 +162,11 @@ typedef struct tma_gnn_ops {
     tma_status_t (*adam)(tma_gnn_backend_t *b, tensor_t *p, const tensor_t *g, tensor_t *m, tensor_t *v,
                          const tma_gnn_adam_t *h);
 
-    /* features: X is num_nodes x dim; ids (i64, n x 1) pick rows */
-    tma_status_t (*feat_create)(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
-                                unsigned flags, tma_gnn_feat_t **f_p);
+    /* features: X is num_nodes x dim; ids (i64, n x 1) pick rows.  host
+     * holds elements of `dtype` (f32, f16 or bf16); every op reads rows
+     * widened to f32, so its results are those of the widened table. */
+    tma_status_t (*feat_create)(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype, int64_t num_nodes,
+                                int64_t dim, unsigned flags, tma_gnn_feat_t **f_p);
     void (*feat_destroy)(tma_gnn_backend_t *b, tma_gnn_feat_t *f);
     void (*feat_info)(const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p);
     /* out = X[ids] W + beta out */
@@ -481,8 +483,8 @@ tma_status_t tma_gnn_op_rows_gather(const tensor_t *X, const tensor_t *idx, tens
 tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, tensor_t *Y);
 
 /* A backend's features: creation through its ops table. */
-tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
-                                 unsigned flags, tma_gnn_feat_t **f_p);
+tma_status_t tma_gnn_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype, int64_t num_nodes,
+                                 int64_t dim, unsigned flags, tma_gnn_feat_t **f_p);
 void tma_gnn_feat_destroy(tma_gnn_backend_t *b, tma_gnn_feat_t *f);
 void tma_gnn_feat_get_info(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p);
 

@@ -168,8 +168,9 @@ tma_status_t gnn_type_feats_create(tma_gnn_backend_t *b, const tma_gnn_config_t 
         }
         for (int64_t v = 0; v < g->num_nodes; v++)
             if (g->node_type[v] == t)
-                memcpy(tf.host[t] + tf.row[v] * d, g->features + v * (int64_t)g->feature_dim, (size_t)d * 4);
-        st = tma_gnn_feat_create(b, tf.host[t], n, d, 0, &tf.feats[t]);
+                tma_feat_widen((const char *)g->features + (size_t)v * tma_graph_feat_row_bytes(g), g->feat_dtype,
+                               (size_t)d, tf.host[t] + tf.row[v] * d);
+        st = tma_gnn_feat_create(b, tf.host[t], TMA_FEAT_F32, n, d, 0, &tf.feats[t]);
     }
     if (st != TMA_OK) {
         gnn_type_feats_destroy(b, &tf);

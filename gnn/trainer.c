@@ -420,7 +420,8 @@ static tma_status_t make_slots(tma_gnn_trainer_t *tr, tma_graph_t *const *graphs
         s->g = g;
         s->weight = g->num_train_edges;
         tr->total_weight += s->weight;
-        if ((st = tma_gnn_feat_create(tr->b, g->features, g->num_nodes, g->feature_dim, 0, &s->feat)) != TMA_OK)
+        if ((st = tma_gnn_feat_create(tr->b, g->features, g->feat_dtype, g->num_nodes, g->feature_dim, 0,
+                                      &s->feat)) != TMA_OK)
             return st;
         tma_gnn_feat_get_info(tr->b, s->feat, &s->fi);
         /* Layer 0's backward goes through its block's transpose only when it

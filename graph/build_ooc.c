@@ -574,11 +574,13 @@ static tma_status_t write_features(const graph_ooc_source_t *src, tmag_writer_t 
         tma_log_error(COMP, "out of memory for a block of feature rows");
         return TMA_ERR_NOMEM;
     }
-    tma_status_t st = tmag_writer_section_begin(w, SEC_FEATURES, 4);
+    const size_t esz = tma_feat_dtype_size(src->feat_dtype);
+    tma_status_t st = tmag_writer_section_begin(w, SEC_FEATURES, (uint32_t)esz);
     for (int64_t v = 0; v < n && st == TMA_OK; v += rows) {
         int64_t c = n - v < rows ? n - v : rows;
         src->features(src->ctx, v, c, buf);
-        st = tmag_writer_append(w, buf, (size_t)c * (size_t)F * sizeof *buf);
+        tma_feat_narrow(buf, (size_t)c * (size_t)F, src->feat_dtype, buf);
+        st = tmag_writer_append(w, buf, (size_t)c * (size_t)F * esz);
     }
     free(buf);
     if (st == TMA_OK)
@@ -603,6 +605,7 @@ static tma_status_t write_graph(const ooc_t *b, const tma_graph_build_opts_t *o,
     meta.num_val = nv;
     meta.num_test = nt;
     meta.feature_dim = src->feature_dim;
+    meta.feat_dtype = src->feat_dtype;
     meta.num_negatives = (int32_t)K;
     meta.num_classes = src->labels ? src->num_classes : 0;
     meta.split_seed = o->seed;

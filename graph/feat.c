@@ -57,3 +57,34 @@ const char *tma_feat_source_str(tma_feat_source_t s)
     }
     return "?";
 }
+
+void tma_graph_feat_rows(const tma_graph_t *g, int64_t first, int64_t count, float *out)
+{
+    const size_t D = (size_t)g->feature_dim;
+    tma_feat_widen((const char *)g->features + (size_t)first * tma_graph_feat_row_bytes(g), g->feat_dtype,
+                   (size_t)count * D, out);
+}
+
+float tma_graph_feat_at(const tma_graph_t *g, int64_t i)
+{
+    switch (g->feat_dtype) {
+    case TMA_FEAT_F16: return tma_f16_to_f32(((const uint16_t *)g->features)[i]);
+    case TMA_FEAT_BF16: return tma_bf16_to_f32(((const uint16_t *)g->features)[i]);
+    case TMA_FEAT_F32: break;
+    }
+    return ((const float *)g->features)[i];
+}
+
+tma_status_t graph_feat_store_as(tma_graph_t *g, float *f32, tma_feat_dtype_t t)
+{
+    g->feat_dtype = t;
+    if (t == TMA_FEAT_F32)
+        return TMA_OK;
+    const size_t n = (size_t)g->num_nodes * (size_t)g->feature_dim;
+    void *dst = f32;
+    if (!dst && !(dst = tma_graph_alloc(g, n ? n * tma_feat_dtype_size(t) : 1)))
+        return TMA_ERR_NOMEM;
+    tma_feat_narrow(g->features, n, t, dst);
+    g->features = dst;
+    return TMA_OK;
+}

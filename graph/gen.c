@@ -91,6 +91,7 @@ static tma_status_t gen_ooc(gen_stream_t *s, graph_ooc_source_t *src, const tma_
         return st;
     rep->nodes = src->num_nodes;
     rep->feature_dim = src->feature_dim;
+    rep->feat_dtype = src->feat_dtype;
     rep->num_classes = src->labels ? src->num_classes : 0;
     rep->seconds = tma_clock_now() - t0;
     return TMA_OK;
@@ -105,6 +106,7 @@ static tma_status_t finish(tma_graph_t *g, tma_edge_list_t *el, const tma_graph_
         return st;
     rep->nodes = g->num_nodes;
     rep->feature_dim = g->feature_dim;
+    rep->feat_dtype = g->feat_dtype;
     rep->num_classes = g->num_classes;
     rep->homophily = tma_graph_homophily(g);
     rep->seconds = tma_clock_now() - t0;
@@ -315,7 +317,8 @@ tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_
     rep.features = TMA_FEAT_GENERATED;
     if ((st = draw_edges(&el, llround(o->avg_degree * (double)n / 2), o->seed, sbm_edge, &ctx)) != TMA_OK)
         goto done;
-    if (to && (st = sbm_types(o, to, g, feat, &el)) != TMA_OK)
+    if ((to && (st = sbm_types(o, to, g, feat, &el)) != TMA_OK) ||
+        (st = graph_feat_store_as(g, feat, o->feat_dtype)) != TMA_OK)
         goto done;
     st = finish(g, &el, b, t0, &rep);
 done:
@@ -352,7 +355,7 @@ tma_status_t tma_graph_gen_sbm_file(const tma_gen_sbm_opts_t *o, const tma_graph
     if ((st = sbm_prepare(o, label, &ctx)) == TMA_OK) {
         gen_stream_t s = {sbm_edge, &ctx, o->seed, llround(o->avg_degree * (double)n / 2), 0, sbm_rows};
         graph_ooc_source_t src = {.num_nodes = n, .feature_dim = o->feat_dim, .num_classes = o->classes,
-                                  .labels = label};
+                                  .labels = label, .feat_dtype = o->feat_dtype};
         rep.features = TMA_FEAT_GENERATED;
         st = gen_ooc(&s, &src, b, budget > held ? budget - held : 0, out, t0, &rep, graph_id_p);
         sbm_free(&ctx);
@@ -471,7 +474,8 @@ tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_bu
     g->features = feat;
     g->feature_dim = o->feat_dim;
     rep.features = TMA_FEAT_DEFAULT;
-    if ((st = draw_edges(&el, o->edges, o->seed, rmat_edge, &c.rmat)) != TMA_OK)
+    if ((st = graph_feat_store_as(g, feat, o->feat_dtype)) != TMA_OK ||
+        (st = draw_edges(&el, o->edges, o->seed, rmat_edge, &c.rmat)) != TMA_OK)
         goto done;
     st = finish(g, &el, b, t0, &rep);
 done:
@@ -498,7 +502,7 @@ tma_status_t tma_graph_gen_rmat_file(const tma_gen_rmat_opts_t *o, const tma_gra
         return st;
     /* draw reads the R-MAT context, rows the whole of c. */
     gen_stream_t s = {rmat_edge, &c, o->seed, o->edges, 0, rmat_rows};
-    graph_ooc_source_t src = {.num_nodes = c.rmat.n, .feature_dim = o->feat_dim};
+    graph_ooc_source_t src = {.num_nodes = c.rmat.n, .feature_dim = o->feat_dim, .feat_dtype = o->feat_dtype};
     rep.features = TMA_FEAT_DEFAULT;
     st = gen_ooc(&s, &src, b, budget, out, t0, &rep, graph_id_p);
     if (st == TMA_OK && rep_p)

@@ -28,6 +28,11 @@ void graph_feat_random_ids(float *features, int64_t n, int32_t dim, uint64_t see
 void graph_feat_random_rows(float *rows, int64_t first, int64_t count, int32_t dim, uint64_t seed);
 /* The seed the projection uses for a given import/generation seed. */
 uint64_t graph_feat_seed(uint64_t seed);
+/* Stores g's float32 features as type t (nothing for TMA_FEAT_F32): rounded
+ * in place when f32 is the buffer g->features points to and g owns (pass
+ * it), else into a new buffer of g's (f32 NULL: the features are mapped or
+ * not g's to change).  Sets g->feat_dtype.  TMA_ERR_NOMEM (logged). */
+tma_status_t graph_feat_store_as(tma_graph_t *g, float *f32, tma_feat_dtype_t t);
 
 /* ------------------------------------------------------------------ graph storage (tmag.c) */
 
@@ -76,6 +81,7 @@ typedef struct graph_ooc_source {
     void (*features)(void *ctx, int64_t first, int64_t count, float *rows);
     void *ctx;
     int32_t feature_dim;
+    tma_feat_dtype_t feat_dtype; /* rows are narrowed to it as they are written */
     int32_t num_classes;
     const int32_t *labels; /* [num_nodes], or NULL */
 } graph_ooc_source_t;
@@ -171,8 +177,6 @@ tma_status_t graph_npy_parse(const char *where, const unsigned char *p, uint64_t
  * the file).  On success *map_p holds the map, which the caller closes with
  * tma_mmap_close; a_p->data points into it.  Any order is accepted. */
 tma_status_t graph_npy_open(const char *path, tma_mmap_t *map_p, graph_npy_t *a_p);
-/* IEEE half to float, exactly (subnormals, infinities and NaNs included). */
-float graph_f16_to_f32(uint16_t h);
 /* Element i (in storage order) converted; the array must be numeric
  * (checked by the getters below, which log naming the array). */
 tma_status_t graph_npy_check_int(const graph_npz_t *z, const graph_npy_t *a);

@@ -821,6 +821,8 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
         if ((st = tma_graph_create(&g)) != TMA_OK)
             return st;
         st = ml ? graph_import_movielens(src, o, g, &rep) : graph_import_typed_text(src, o, g, &rep);
+        if (st == TMA_OK)
+            st = graph_feat_store_as(g, NULL, o->feat_dtype);
         if (st != TMA_OK) {
             tma_graph_destroy(g);
             return st;
@@ -865,7 +867,7 @@ tma_status_t tma_graph_import(const char *src, const tma_graph_import_opts_t *o,
     if ((st = tma_graph_create(&g)) != TMA_OK)
         goto fail;
     g->num_nodes = s.nodes >= 0 ? s.nodes : s.max_id + 1;
-    if ((st = graph_import_fill_features(&s, g, o->feat_dim, o->build.seed, &rep)) != TMA_OK ||
+    if ((st = graph_import_fill_features(&s, g, o->feat_dim, o->feat_dtype, o->build.seed, &rep)) != TMA_OK ||
         (st = graph_import_fill_labels(&s, g)) != TMA_OK)
         goto fail;
     rep.input_feature_dim = rep.features == TMA_FEAT_DEFAULT ? 0 : s.fdim;
@@ -886,6 +888,7 @@ done:
     rep.num_node_types = g->num_node_types;
     rep.num_relations = g->num_relations;
     rep.feature_dim = g->feature_dim;
+    rep.feat_dtype = g->feat_dtype;
     rep.num_classes = g->num_classes;
     rep.seconds = tma_clock_now() - t0;
     *g_p = g;
@@ -1034,6 +1037,7 @@ tma_status_t tma_graph_import_file(const char *src, const tma_graph_import_opts_
                              .features = stream_features,
                              .ctx = &x,
                              .feature_dim = x.plan.dim,
+                             .feat_dtype = o->feat_dtype,
                              .num_classes = s.classes,
                              .labels = s.labels};
     double homophily;
@@ -1046,6 +1050,7 @@ tma_status_t tma_graph_import_file(const char *src, const tma_graph_import_opts_
     rep.num_node_types = 1;
     rep.num_relations = 1;
     rep.feature_dim = x.plan.dim;
+    rep.feat_dtype = o->feat_dtype;
     rep.features = x.plan.src;
     rep.input_feature_dim = x.plan.src == TMA_FEAT_DEFAULT ? 0 : s.fdim;
     rep.num_classes = s.labels ? s.classes : 0;

@@ -96,18 +96,21 @@ tma_status_t graph_import_check_dense_rows(const src_data_t *s, int64_t n)
     return TMA_OK;
 }
 
-tma_status_t graph_import_fill_features(src_data_t *s, tma_graph_t *g, int32_t want, uint64_t seed,
-                                  tma_graph_import_report_t *rep)
+tma_status_t graph_import_fill_features(src_data_t *s, tma_graph_t *g, int32_t want, tma_feat_dtype_t t,
+                                        uint64_t seed, tma_graph_import_report_t *rep)
 {
     const int64_t n = g->num_nodes;
     feat_plan_t p;
     graph_import_plan_features(s, want, seed, &p);
     const int32_t dim = p.dim;
     const graph_npy_t *a = &s->npy;
-    if (p.src == TMA_FEAT_STORED && a->data && !a->fortran && a->itemsize == 4 && (uintptr_t)a->data % 4 == 0 &&
+    const int npy_is_t = (t == TMA_FEAT_F32 && a->itemsize == 4) || (t == TMA_FEAT_F16 && a->itemsize == 2);
+    if (p.src == TMA_FEAT_STORED && a->data && !a->fortran && npy_is_t && (uintptr_t)a->data % a->itemsize == 0 &&
         a->shape[0] == n) {
-        /* float32 rows in C order are the .tmag's layout: no copy. */
+        /* float32 (or float16 kept as it is) rows in C order are the
+         * .tmag's layout: no copy. */
         g->features = a->data;
+        g->feat_dtype = t;
         g->feature_dim = dim;
         rep->features = p.src;
         rep->features_mapped = 1;
@@ -135,7 +138,9 @@ tma_status_t graph_import_fill_features(src_data_t *s, tma_graph_t *g, int32_t w
     g->features = f;
     g->feature_dim = dim;
     rep->features = p.src;
-    return TMA_OK;
+    /* Narrowed in place: a float16 features.npy in Fortran order, widened
+     * above, comes back to the same values. */
+    return graph_feat_store_as(g, f, t);
 }
 
 /* Every one of the n nodes has a label, when any has. */

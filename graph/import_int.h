@@ -89,9 +89,10 @@ void graph_import_feature_rows(feat_plan_t *p, int64_t first, int64_t count, flo
 /* A row for each of the n nodes (dense features), every node labelled (when any is). */
 tma_status_t graph_import_check_dense_rows(const src_data_t *s, int64_t n);
 tma_status_t graph_import_check_labels(const src_data_t *s, int64_t n);
-/* The features and labels into g (its num_nodes set). */
-tma_status_t graph_import_fill_features(src_data_t *s, tma_graph_t *g, int32_t want, uint64_t seed,
-                                        tma_graph_import_report_t *rep);
+/* The features and labels into g (its num_nodes set); the features stored
+ * as type t (a float16 features.npy kept as it is for TMA_FEAT_F16). */
+tma_status_t graph_import_fill_features(src_data_t *s, tma_graph_t *g, int32_t want, tma_feat_dtype_t t,
+                                        uint64_t seed, tma_graph_import_report_t *rep);
 tma_status_t graph_import_fill_labels(src_data_t *s, tma_graph_t *g);
 
 /* ------------------------------------------------------------------ an OGB split (import_ogb.c) */

@@ -604,30 +604,11 @@ int64_t graph_npy_int(const graph_npy_t *a, int64_t i)
     return 0;
 }
 
-float graph_f16_to_f32(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | man << 13; /* inf, nan (payload kept) */
-    } else if (exp != 0) {
-        bits = sign | (exp + 112) << 23 | man << 13; /* rebias 15 -> 127 */
-    } else {
-        /* Zero or subnormal: man * 2^-24, exact in float. */
-        float f = (float)man * 0x1p-24f;
-        memcpy(&bits, &f, 4);
-        bits |= sign;
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 float graph_npy_float(const graph_npy_t *a, int64_t i)
 {
     if (a->kind == NPY_FLOAT) {
         switch (a->itemsize) {
-        case 2: return graph_f16_to_f32(LOAD(uint16_t, a->data, i));
+        case 2: return tma_f16_to_f32(LOAD(uint16_t, a->data, i));
         case 4: return LOAD(float, a->data, i);
         default: return (float)LOAD(double, a->data, i);
         }

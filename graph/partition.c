@@ -249,7 +249,8 @@ static tma_status_t clear_dir(const char *dir)
 typedef struct shard_bufs {
     int64_t *i64;   /* SHARD_BLOCK + 1 */
     int32_t *i32;   /* SHARD_BLOCK */
-    float *features; /* SHARD_BLOCK x D */
+    unsigned char *features; /* SHARD_BLOCK feature rows as stored (f32, f16 or bf16) */
+    float *row;              /* D: one row widened, for the statistics */
     int64_t *entries; /* cap_entries */
     int32_t *rels;    /* cap_entries (typed graphs) */
     int64_t cap_entries;
@@ -260,6 +261,7 @@ static void bufs_free(shard_bufs_t *b)
     tma_free_aligned(b->i64);
     tma_free_aligned(b->i32);
     tma_free_aligned(b->features);
+    tma_free_aligned(b->row);
     tma_free_aligned(b->entries);
     tma_free_aligned(b->rels);
 }
@@ -422,6 +424,7 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
     meta->num_nodes = ns;
     meta->num_edges = meta->num_train_edges = entries / 2;
     meta->feature_dim = D;
+    meta->feat_dtype = g->feat_dtype;
     meta->num_classes = g->num_classes;
     meta->shard_index = s;
     meta->num_shards = S;
@@ -441,21 +444,23 @@ static tma_status_t write_shard(const tma_graph_t *g, const int32_t *part, const
         (st = stream_entries(w, g, part, l, nodes, ns, s, b, 0)) == TMA_OK)
         st = tmag_writer_section_end(w);
     /* Features, and the statistics summed in node order (deterministic). */
+    /* Rows are copied as stored (a float16 graph keeps float16 shards). */
+    const size_t rb = tma_graph_feat_row_bytes(g);
     if (st == TMA_OK)
-        st = tmag_writer_section_begin(w, SEC_FEATURES, 4);
+        st = tmag_writer_section_begin(w, SEC_FEATURES, (uint32_t)tma_feat_dtype_size(g->feat_dtype));
     for (int64_t i0 = 0; i0 < ns && st == TMA_OK; i0 += SHARD_BLOCK) {
         const int64_t k = TMA_MIN(ns - i0, (int64_t)SHARD_BLOCK);
         for (int64_t i = 0; i < k; i++) {
             const int64_t v = nodes[i0 + i];
-            const float *x = g->features + v * D;
             if (D > 0)
-                memcpy(b->features + i * D, x, (size_t)D * sizeof(float));
+                memcpy(b->features + (size_t)i * rb, (const char *)g->features + (size_t)v * rb, rb);
+            tma_feat_widen(b->features + (size_t)i * rb, g->feat_dtype, (size_t)D, b->row);
             for (int32_t j = 0; j < D; j++)
-                fsum[j] += x[j];
+                fsum[j] += b->row[j];
             if (g->labels)
                 hist[g->labels[v]]++;
         }
-        st = tmag_writer_append(w, b->features, (size_t)k * (size_t)D * sizeof(float));
+        st = tmag_writer_append(w, b->features, (size_t)k * rb);
     }
     if (st == TMA_OK)
         st = tmag_writer_section_end(w);
@@ -577,8 +582,9 @@ static tma_status_t bufs_alloc(const tma_graph_t *g, shard_bufs_t *b)
 {
     b->i64 = tma_alloc_aligned((SHARD_BLOCK + 1) * sizeof(int64_t));
     b->i32 = tma_alloc_aligned(SHARD_BLOCK * sizeof(int32_t));
-    b->features = tma_alloc_aligned((size_t)SHARD_BLOCK * (size_t)g->feature_dim * sizeof(float));
-    if (!b->i64 || !b->i32 || !b->features) {
+    b->features = tma_alloc_aligned((size_t)SHARD_BLOCK * tma_graph_feat_row_bytes(g) + 1);
+    b->row = tma_alloc_aligned(((size_t)g->feature_dim + 1) * sizeof(float));
+    if (!b->i64 || !b->i32 || !b->features || !b->row) {
         tma_log_error(COMP, "out of memory for a block of %d shard nodes", SHARD_BLOCK);
         return TMA_ERR_NOMEM;
     }
@@ -683,7 +689,7 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
     /* The whole graph's feature mean and label distribution. */
     for (int64_t v = 0; v < n; v++) {
         for (int32_t j = 0; j < D; j++)
-            gmean[j] += g->features[v * D + j];
+            gmean[j] += tma_graph_feat_at(g, v * D + j);
         if (g->labels)
             gdist[g->labels[v]] += 1;
     }

@@ -1,10 +1,11 @@
 /*
  * tma_graph.h: graphs for link prediction.  A tma_graph_t is one graph in
  * memory: the training graph as CSR (both directions of every undirected
- * training edge), float32 node features, optional labels, the validation and
- * test edges, and the fixed evaluation negatives.  It is read from and
- * written to `.tmag` files (docs/formats.md), which are laid out for mmap:
- * opening a file maps it and points the arrays into the map.
+ * training edge), node features (float32, or float16 / bfloat16 that every
+ * reader widens to float32), optional labels, the validation and test
+ * edges, and the fixed evaluation negatives.  It is read from and written
+ * to `.tmag` files (docs/formats.md), which are laid out for mmap: opening
+ * a file maps it and points the arrays into the map.
  *
  * A shard (a partition's piece) is a tma_graph_t of kind TMA_GRAPH_SHARD:
  * the induced training subgraph over local ids 0..n-1, plus global_ids[]
@@ -55,7 +56,11 @@ typedef struct tma_graph {
     const int64_t *indices; /* [2 * num_train_edges], sorted within each row */
 
     int32_t feature_dim;
-    const float *features; /* [num_nodes * feature_dim], row-major */
+    /* [num_nodes * feature_dim], row-major, elements of feat_dtype: read
+     * them through tma_graph_feat_rows (widened to float32), or cast to
+     * const float * only where feat_dtype is TMA_FEAT_F32. */
+    const void *features;
+    tma_feat_dtype_t feat_dtype;
 
     int32_t num_classes;   /* 0 when there are no labels */
     const int32_t *labels; /* [num_nodes] in [0, num_classes), or NULL */
@@ -151,6 +156,17 @@ static inline int64_t tma_graph_degree(const tma_graph_t *g, int64_t v)
 {
     return g->indptr[v + 1] - g->indptr[v];
 }
+/* Bytes of one node's feature row. */
+static inline size_t tma_graph_feat_row_bytes(const tma_graph_t *g)
+{
+    return (size_t)g->feature_dim * tma_feat_dtype_size(g->feat_dtype);
+}
+/* Feature rows [first, first + count) widened to float32 into
+ * out[0 .. count * feature_dim). */
+void tma_graph_feat_rows(const tma_graph_t *g, int64_t first, int64_t count, float *out);
+/* Feature element i (row-major index) widened to float32. */
+float tma_graph_feat_at(const tma_graph_t *g, int64_t i);
+
 /* 1 when u-v is a training edge (binary search in u's sorted row). */
 int tma_graph_has_edge(const tma_graph_t *g, int64_t u, int64_t v);
 
@@ -306,6 +322,11 @@ typedef struct tma_graph_import_opts {
      * TMA_GRAPH_DEFAULT_FEAT_DIM); > 0: this many dense dimensions, by the
      * seeded random projection when the input's dimension differs. */
     int32_t feat_dim;
+    /* How the features are stored: TMA_FEAT_F32 (the default), or rounded
+     * to nearest even into float16 / bfloat16.  A float16 features.npy
+     * read with TMA_FEAT_F16 is kept as it is (mapped in place when in C
+     * order). */
+    tma_feat_dtype_t feat_dtype;
     /* OGB datasets with a split/<name>/ folder beside raw/: the program that
      * converts its .pt files (tma-ogb-split, docs/graphs.md); NULL refuses
      * such a dataset with an error naming the folder.  split_name picks one
@@ -327,6 +348,7 @@ typedef struct tma_graph_import_report {
     int32_t input_feature_dim; /* 0 without input features */
     int32_t feature_dim;
     tma_feat_source_t features;
+    tma_feat_dtype_t feat_dtype; /* how they are stored */
     int32_t num_classes; /* 0 without labels */
     int32_t num_node_types, num_relations; /* 1 and 1 for an untyped graph */
     int features_mapped; /* the features point into the mapped input (features.npy, float32, C order) */
@@ -407,6 +429,7 @@ typedef struct tma_gen_sbm_opts {
     int32_t feat_dim;
     double noise;
     uint64_t seed;
+    tma_feat_dtype_t feat_dtype; /* features stored as (rounded to nearest even) */
 } tma_gen_sbm_opts_t;
 
 /* The typed SBM's additions (tma_graph_gen_sbm_typed): node v is of type
@@ -427,12 +450,14 @@ typedef struct tma_gen_rmat_opts {
     int64_t edges; /* drawn; self-loops and duplicates are then dropped */
     int32_t feat_dim;
     uint64_t seed;
+    tma_feat_dtype_t feat_dtype; /* features stored as (rounded to nearest even) */
 } tma_gen_rmat_opts_t;
 
 typedef struct tma_gen_report {
     int64_t nodes;
     int32_t feature_dim;
     tma_feat_source_t features;
+    tma_feat_dtype_t feat_dtype;
     int32_t num_classes;
     double homophily; /* measured over all cleaned edges; -1 without labels */
     tma_graph_build_report_t build;

@@ -202,6 +202,7 @@ cJSON *tma_graph_info_json(const tma_graph_t *g)
     cJSON_AddNumberToObject(o, "nodes", (double)g->num_nodes);
     cJSON_AddNumberToObject(o, "edges", (double)g->num_edges);
     cJSON_AddNumberToObject(o, "feature_dim", g->feature_dim);
+    cJSON_AddStringToObject(o, "feature_type", tma_feat_dtype_str(g->feat_dtype));
     cJSON_AddNumberToObject(o, "train_edges", (double)g->num_train_edges);
     cJSON_AddNumberToObject(o, "val_edges", (double)g->num_val);
     cJSON_AddNumberToObject(o, "test_edges", (double)g->num_test);
@@ -384,7 +385,7 @@ static tma_status_t validate_types(const tma_graph_t *g, const char *what)
 #pragma omp parallel for schedule(static) reduction(max : pad)
     for (int64_t v = 0; v < n; v++)
         for (int32_t j = g->type_feat_dim[g->node_type[v]]; j < D; j++)
-            if (g->features[v * D + j] != 0.0f) {
+            if (tma_graph_feat_at(g, v * D + j) != 0.0f) {
                 pad = v > pad ? v : pad;
                 break;
             }
@@ -445,6 +446,10 @@ static tma_status_t validate(const tma_graph_t *g, const char *what, int full)
         g->num_negatives < 0 || g->num_classes < 0) {
         tma_log_error(COMP, "%s: negative count in the header", what);
         return TMA_ERR_FORMAT;
+    }
+    if ((unsigned)g->feat_dtype > TMA_FEAT_BF16) {
+        tma_log_error(COMP, "%s: feature type %u is unknown", what, (unsigned)g->feat_dtype);
+        return TMA_ERR_INVALID;
     }
     if (!g->indptr || (g->num_train_edges > 0 && !g->indices)) {
         tma_log_error(COMP, "%s: missing adjacency arrays", what);
@@ -680,6 +685,11 @@ static tma_status_t header_check(const char *path, const void *data, size_t avai
         tma_log_error(COMP, "%s: header counts are out of range", path);
         return TMA_ERR_FORMAT;
     }
+    if (h.feat_dtype > TMA_FEAT_BF16) {
+        tma_log_error(COMP, "%s: feature type %u is unknown (this tma reads 0 float32, 1 float16, 2 bfloat16); "
+                      "a newer tma wrote it", path, h.feat_dtype);
+        return TMA_ERR_MISMATCH;
+    }
     if ((h.version == TMA_TMAG_VERSION_UNTYPED && (h.num_node_types != 0 || h.num_relations != 0)) ||
         (h.version == TMA_TMAG_VERSION && (h.num_node_types < 1 || h.num_node_types > TMA_GRAPH_MAX_NODE_TYPES ||
                                            h.num_relations < 1 || h.num_relations > TMA_GRAPH_MAX_RELATIONS))) {
@@ -746,6 +756,7 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     g->num_val = (int64_t)h.num_val;
     g->num_test = (int64_t)h.num_test;
     g->feature_dim = (int32_t)h.feature_dim;
+    g->feat_dtype = (tma_feat_dtype_t)h.feat_dtype;
     g->num_negatives = (int32_t)h.num_negatives;
     g->num_classes = (int32_t)h.num_classes;
     g->shard_index = (int32_t)h.shard_index;
@@ -766,7 +777,8 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     } while (0)
     BIND(SEC_INDPTR, "row pointer", 8, n + 1, 1, indptr, const int64_t *);
     BIND(SEC_INDICES, "adjacency", 8, 2 * h.num_train_edges, 1, indices, const int64_t *);
-    BIND(SEC_FEATURES, "feature", 4, n * h.feature_dim, 1, features, const float *);
+    BIND(SEC_FEATURES, "feature", (uint32_t)tma_feat_dtype_size(g->feat_dtype), n * h.feature_dim, 1, features,
+         const void *);
     BIND(SEC_LABELS, "label", 4, n, (h.flags & TMAG_FLAG_LABELS) != 0, labels, const int32_t *);
     BIND(SEC_VAL_EDGES, "validation edge", 8, 2 * h.num_val, 1, val_edges, const int64_t *);
     BIND(SEC_TEST_EDGES, "test edge", 8, 2 * h.num_test, 1, test_edges, const int64_t *);

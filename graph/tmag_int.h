@@ -55,7 +55,9 @@ typedef struct tmag_header {
     uint64_t file_bytes; /* the whole file's size: a shorter file is truncated */
     uint32_t num_node_types; /* version 2 (0 in version 1) */
     uint32_t num_relations;  /* version 2: base relations (0 in version 1) */
-    uint64_t reserved[6];
+    uint32_t feat_dtype;     /* tma_feat_dtype_t of the features section (0: float32, as before) */
+    uint32_t reserved32;
+    uint64_t reserved[5];
     tmag_section_t sections[TMAG_MAX_SECTIONS];
 } tmag_header_t;
 
@@ -66,6 +68,16 @@ _Static_assert(sizeof(tmag_header_t) + 4 <= TMAG_HEADER_BYTES, "header fits its 
  * chunk CRCs in order (the same bytes give the same value at any thread
  * count); the streaming writer computes the same chunk by chunk. */
 uint32_t graph_section_crc(const void *data, uint64_t bytes);
+
+/* The start of a full graph's content id (tma_graph_content_id): its counts,
+ * and the feature type when it is not float32 (so float32 ids are those of
+ * files written before the type existed); each section's CRC is then hashed
+ * in. */
+static inline uint64_t tmag_content_id_start(uint64_t nodes, uint64_t edges, uint32_t feat_dtype)
+{
+    uint64_t h = tma_hash64(nodes) ^ tma_hash64(edges + 17);
+    return feat_dtype ? tma_hash64(h ^ (0x66656174ull << 32 | feat_dtype)) : h;
+}
 
 /* Reads and checks the header of the .tmag file at path (magic, version,
  * header checksum, counts, the file size it records) without mapping the

@@ -27,7 +27,8 @@ static int collect_sections(const tma_graph_t *g, sec_src_t *s)
     int n = 0;
     s[n++] = (sec_src_t){SEC_INDPTR, 8, g->indptr, (uint64_t)g->num_nodes + 1};
     s[n++] = (sec_src_t){SEC_INDICES, 8, g->indices, 2 * (uint64_t)g->num_train_edges};
-    s[n++] = (sec_src_t){SEC_FEATURES, 4, g->features, (uint64_t)g->num_nodes * (uint64_t)g->feature_dim};
+    s[n++] = (sec_src_t){SEC_FEATURES, (uint32_t)tma_feat_dtype_size(g->feat_dtype), g->features,
+                         (uint64_t)g->num_nodes * (uint64_t)g->feature_dim};
     if (g->labels)
         s[n++] = (sec_src_t){SEC_LABELS, 4, g->labels, (uint64_t)g->num_nodes};
     s[n++] = (sec_src_t){SEC_VAL_EDGES, 8, g->val_edges, 2 * (uint64_t)g->num_val};
@@ -52,7 +53,7 @@ uint64_t tma_graph_content_id(const tma_graph_t *g)
 {
     sec_src_t s[TMAG_MAX_SECTIONS];
     int n = collect_sections(g, s);
-    uint64_t h = tma_hash64((uint64_t)g->num_nodes) ^ tma_hash64((uint64_t)g->num_edges + 17);
+    uint64_t h = tmag_content_id_start((uint64_t)g->num_nodes, (uint64_t)g->num_edges, (uint32_t)g->feat_dtype);
     for (int i = 0; i < n; i++) {
         uint64_t crc = s[i].count ? graph_section_crc(s[i].data, s[i].count * s[i].elem_size) : 0;
         h = tma_hash64(h ^ ((uint64_t)s[i].id << 32 | crc)) ^ s[i].count;
@@ -112,6 +113,7 @@ tma_status_t tmag_writer_begin(const tma_graph_t *meta, const char *path, tmag_w
     h->graph_id = meta->graph_id;
     h->num_node_types = (uint32_t)meta->num_node_types;
     h->num_relations = (uint32_t)meta->num_relations;
+    h->feat_dtype = (uint32_t)meta->feat_dtype;
     /* A placeholder header: the real one is written by tmag_writer_end. */
     static const char zeros[TMAG_HEADER_BYTES];
     st = tma_afile_write(w->af, zeros, TMAG_HEADER_BYTES);
@@ -251,7 +253,7 @@ tma_status_t tmag_writer_end(tmag_writer_t *w, uint64_t *graph_id_p)
         h->num_node_types = h->num_relations = 0;
     if (h->kind == TMA_GRAPH_FULL) {
         /* The content id, as tma_graph_content_id computes it. */
-        uint64_t id = tma_hash64(h->num_nodes) ^ tma_hash64(h->num_edges + 17);
+        uint64_t id = tmag_content_id_start(h->num_nodes, h->num_edges, h->feat_dtype);
         for (int i = 0; i < w->nsec; i++)
             id = tma_hash64(id ^ ((uint64_t)h->sections[i].id << 32 | h->sections[i].crc)) ^
                  h->sections[i].count;

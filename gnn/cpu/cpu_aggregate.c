@@ -105,11 +105,17 @@ tma_status_t cpu_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const 
 /* ------------------------------------------------------------------ features */
 
 /* Features as given (dense, usually a read-only map of the graph file) or as
- * CSR when at most CPU_SPARSE_DENSITY of the entries are non-zero. */
+ * CSR when at most CPU_SPARSE_DENSITY of the entries are non-zero.  Dense
+ * 16-bit features (f16, bf16) stay as stored, read through `raw`: each row
+ * is widened as it is read (into `gather` for the products, on the fly in
+ * the neighbour sums), never the whole table. */
 struct tma_gnn_feat {
     int64_t n, dim;
     int sparse;
-    const float *dense;
+    const float *dense; /* f32 features; NULL for 16-bit ones */
+    const void *raw;
+    tma_feat_dtype_t dtype;
+    float *wrow; /* 16-bit: a widened row per thread, [threads x dim], for the CSR scan */
     int64_t *rowptr; /* CSR, [n + 1] */
     int32_t *col;
     float *val;
@@ -128,19 +134,67 @@ static void feat_free(tma_gnn_feat_t *f)
     free(f->col);
     free(f->val);
     tma_free_aligned(f->gather);
+    tma_free_aligned(f->wrow);
     free(f);
 }
 
-tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const float *host, int64_t n, int64_t dim,
-                                    unsigned flags, tma_gnn_feat_t **f_p)
+/* Row r widened into dst[0 .. dim). */
+static inline void feat_row(const tma_gnn_feat_t *f, int64_t r, float *dst)
+{
+    tma_feat_widen((const char *)f->raw + (size_t)(r * f->dim) * tma_feat_dtype_size(f->dtype), f->dtype,
+                   (size_t)f->dim, dst);
+}
+
+/* y = w x (first) or y += w x, x 16-bit feature row r widened on the fly
+ * (one pass, in SIMD lanes: the widenings have no branches). */
+static inline void feat_axpy(float *restrict y, const tma_gnn_feat_t *f, int64_t r, float w, int first)
+{
+    const int64_t d = f->dim;
+    const uint16_t *restrict x = (const uint16_t *)f->raw + r * d;
+    if (f->dtype == TMA_FEAT_F16 && first) {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] = w * tma_f16_to_f32(x[j]);
+    } else if (f->dtype == TMA_FEAT_F16) {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] += w * tma_f16_to_f32(x[j]);
+    } else if (first) {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] = w * tma_bf16_to_f32(x[j]);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++)
+            y[j] += w * tma_bf16_to_f32(x[j]);
+    }
+}
+
+/* The weighted sum of feature rows as sum_row, for 16-bit features. */
+static void sum_row_feat(float *restrict y, const tma_gnn_feat_t *f, const int64_t *id, int32_t e0, int32_t e1,
+                         const int32_t *ix, const float *w)
+{
+    if (e0 == e1)
+        row_zero(y, f->dim);
+    for (int32_t e = e0; e < e1; e++)
+        feat_axpy(y, f, id ? id[ix[e]] : (int64_t)ix[e], w[e], e == e0);
+}
+
+tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype, int64_t n, int64_t dim,
+                             unsigned flags, tma_gnn_feat_t **f_p)
 {
     tma_gnn_feat_t *f = calloc(1, sizeof *f);
     if (!f)
         return TMA_ERR_NOMEM;
     f->n = n;
     f->dim = dim;
-    f->dense = host;
+    f->raw = host;
+    f->dtype = dtype;
+    f->dense = dtype == TMA_FEAT_F32 ? host : NULL;
     int64_t *row_nnz = NULL;
+    /* The rows widened one at a time (a thread's row) for the CSR scan. */
+    if (dtype != TMA_FEAT_F32 && !(f->wrow = tma_alloc_aligned((size_t)(NT(b) * dim) * sizeof(float))))
+        goto nomem;
     if (!(flags & TMA_GNN_FEAT_DENSE) && n > 0 && dim >= 16) {
         row_nnz = malloc((size_t)n * sizeof *row_nnz);
         if (!row_nnz)
@@ -148,7 +202,9 @@ tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const float *host, int64_t n,
         int64_t nnz = 0;
 #pragma omp parallel for num_threads(NT(b)) schedule(static) reduction(+ : nnz)
         for (int64_t i = 0; i < n; i++) {
-            const float *r = host + i * dim;
+            const float *r = f->dense ? f->dense + i * dim : f->wrow + omp_get_thread_num() * dim;
+            if (!f->dense)
+                feat_row(f, i, (float *)r);
             int64_t c = 0;
             for (int64_t j = 0; j < dim; j++)
                 c += r[j] != 0.0f;
@@ -168,7 +224,9 @@ tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const float *host, int64_t n,
                 f->rowptr[i + 1] = f->rowptr[i] + row_nnz[i];
 #pragma omp parallel for num_threads(NT(b)) schedule(static)
             for (int64_t i = 0; i < n; i++) {
-                const float *r = host + i * dim;
+                const float *r = f->dense ? f->dense + i * dim : f->wrow + omp_get_thread_num() * dim;
+                if (!f->dense)
+                    feat_row(f, i, (float *)r);
                 int64_t o = f->rowptr[i];
                 for (int64_t j = 0; j < dim; j++) {
                     if (r[j] != 0.0f) {
@@ -224,6 +282,10 @@ static void gather_rows(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, const int
     const int64_t dim = f->dim;
 #pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * dim > PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
+        if (!f->dense) {
+            feat_row(f, ids[i], dst + i * dim);
+            continue;
+        }
         if (i + PREFETCH_AHEAD < n)
             prefetch_row(f->dense + ids[i + PREFETCH_AHEAD] * dim, dim);
         memcpy(dst + i * dim, f->dense + ids[i] * dim, (size_t)dim * sizeof(float));
@@ -255,7 +317,7 @@ tma_status_t cpu_feat_matmul(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const tens
         }
         return TMA_OK;
     }
-    if (n > 0 && ids_contiguous(id, n)) {
+    if (n > 0 && f->dense && ids_contiguous(id, n)) {
         sgemm_rows(b, n, d, dim, 1.0f, f->dense + id[0] * dim, dim, 0, w, d, beta, o, d, NULL);
         return TMA_OK;
     }
@@ -298,7 +360,7 @@ tma_status_t cpu_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f, const
         memset(dw, 0, (size_t)(dim * d) * sizeof(float));
         return TMA_OK;
     }
-    if (ids_contiguous(id, n)) {
+    if (f->dense && ids_contiguous(id, n)) {
         sgemm_tn(b, dim, d, n, 1.0f, f->dense + id[0] * dim, dim, g, d, 0.0f, dw, d);
         return TMA_OK;
     }
@@ -326,6 +388,12 @@ static void dense_sums(tma_gnn_backend_t *b, const tma_gnn_feat_t *f, const int6
 #pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (blk->num_edges * dim > PAR_MIN)
     for (int64_t i = 0; i < blk->num_dst; i++) {
         float *oi = o + i * width;
+        if (!f->dense) {
+            if (self)
+                feat_row(f, id[i], oi);
+            sum_row_feat(oi + width - dim, f, id, ip[i], ip[i + 1], ix, w);
+            continue;
+        }
         if (self && i + SELF_AHEAD < blk->num_dst)
             prefetch_row(f->dense + id[i + SELF_AHEAD] * dim, dim);
         if (self)
@@ -392,6 +460,7 @@ tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_infer_t *
     const int32_t *ip = CI32(&blk->indptr), *ix = CI32(&blk->indices);
     const float *w = CF(&blk->weights), *bias = CF(L->bias);
     const float *x = L->X ? CF(L->X) : L->feat->dense;
+    const tma_gnn_feat_t *hf = x ? NULL : L->feat; /* 16-bit features, widened row by row */
     const int64_t *id = L->X ? NULL : CI64(L->ids);
     float *y = F(Y);
     /* The weights packed once for the own kernels (the bias added by the
@@ -407,8 +476,12 @@ tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_infer_t *
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < ntile; t++) {
             const int64_t r0 = t * rows, m = TMA_MIN(rows, n - r0);
-            for (int64_t i = 0; i < m; i++)
-                sum_row(A + i * d, x, id, d, ip[r0 + i], ip[r0 + i + 1], ix, w, nnz);
+            for (int64_t i = 0; i < m; i++) {
+                if (hf)
+                    sum_row_feat(A + i * d, hf, id, ip[r0 + i], ip[r0 + i + 1], ix, w);
+                else
+                    sum_row(A + i * d, x, id, d, ip[r0 + i], ip[r0 + i + 1], ix, w, nnz);
+            }
             /* Without activation the tile's output rows are Y's own. */
             float *out = L->a ? Z : y + r0 * h;
             if (own)
@@ -419,7 +492,10 @@ tma_status_t cpu_layer_infer(tma_gnn_backend_t *b, const tma_gnn_layer_infer_t *
             if (L->W_self) {
                 const int64_t s0 = L->self0 + r0;
                 const float *self = S;
-                if (!id)
+                if (hf)
+                    for (int64_t i = 0; i < m; i++)
+                        feat_row(hf, id[s0 + i], S + i * d);
+                else if (!id)
                     self = x + s0 * d;
                 else if (ids_contiguous(id + s0, m))
                     self = x + id[s0] * d;

@@ -242,7 +242,8 @@ tma_status_t cpu_add_bias(tma_gnn_backend_t *b, tensor_t *Z, const tensor_t *bia
 tma_status_t cpu_colsum(tma_gnn_backend_t *b, const tensor_t *X, tensor_t *out);
 tma_status_t cpu_spmm(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *X, tensor_t *Y);
 tma_status_t cpu_spmm_t(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *dY, tensor_t *dX);
-tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const float *host, int64_t n, int64_t dim, unsigned flags,
+tma_status_t cpu_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype, int64_t n, int64_t dim,
+                             unsigned flags,
                              tma_gnn_feat_t **f_p);
 void cpu_feat_destroy(tma_gnn_backend_t *b, tma_gnn_feat_t *f);
 void cpu_feat_info(const tma_gnn_feat_t *f, tma_gnn_feat_info_t *info_p);

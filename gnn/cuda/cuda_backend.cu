@@ -630,8 +630,20 @@ static void feat_free(tma_gnn_backend_t *b, tma_gnn_feat_t *f)
 }
 
 /* The CSR form of host features (host arrays, caller frees). */
-static tma_status_t csr_build(const float *host, int64_t n, int64_t dim, int64_t nnz, int64_t **rowptr_p,
-                              int32_t **col_p, float **val_p)
+/* Host feature element i (row-major) of type t, widened.  16-bit features
+ * are widened on the host as they are uploaded: the device holds float32
+ * (a correct path; not run here, no GPU in this project's CI). */
+static float host_at(const void *host, tma_feat_dtype_t t, int64_t i)
+{
+    if (t == TMA_FEAT_F16)
+        return tma_f16_to_f32(((const uint16_t *)host)[i]);
+    if (t == TMA_FEAT_BF16)
+        return tma_bf16_to_f32(((const uint16_t *)host)[i]);
+    return ((const float *)host)[i];
+}
+
+static tma_status_t csr_build(const void *host, tma_feat_dtype_t t, int64_t n, int64_t dim, int64_t nnz,
+                              int64_t **rowptr_p, int32_t **col_p, float **val_p)
 {
     int64_t *rowptr = (int64_t *)malloc((size_t)(n + 1) * sizeof *rowptr);
     int32_t *col = (int32_t *)malloc((size_t)(nnz ? nnz : 1) * sizeof *col);
@@ -645,11 +657,11 @@ static tma_status_t csr_build(const float *host, int64_t n, int64_t dim, int64_t
     int64_t o = 0;
     for (int64_t i = 0; i < n; i++) {
         rowptr[i] = o;
-        const float *r = host + i * dim;
         for (int64_t j = 0; j < dim; j++) {
-            if (r[j] != 0.0f) {
+            const float x = host_at(host, t, i * dim + j);
+            if (x != 0.0f) {
                 col[o] = (int32_t)j;
-                val[o] = r[j];
+                val[o] = x;
                 o++;
             }
         }
@@ -669,8 +681,30 @@ static tma_status_t setup_upload(tma_gnn_backend_t *b, void *dst, const void *ho
     return TMA_OK;
 }
 
-static tma_status_t cuda_feat_create(tma_gnn_backend_t *b, const float *host, int64_t n, int64_t dim, unsigned flags,
-                                     tma_gnn_feat_t **f_p)
+/* The dense table uploaded: as it is (f32), or widened a block of rows at a
+ * time through a pageable host buffer. */
+static tma_status_t upload_widened(tma_gnn_backend_t *b, float *dst, const void *host, tma_feat_dtype_t t, int64_t n,
+                                   int64_t dim)
+{
+    if (t == TMA_FEAT_F32)
+        return setup_upload(b, dst, host, (size_t)(n * dim) * sizeof(float));
+    const int64_t rows = TMA_MAX((int64_t)1, (int64_t)(GATHER_FLOATS / dim));
+    float *buf = (float *)malloc((size_t)(rows * dim) * sizeof(float));
+    if (!buf)
+        return TMA_ERR_NOMEM;
+    tma_status_t st = TMA_OK;
+    const size_t esz = tma_feat_dtype_size(t);
+    for (int64_t r0 = 0; r0 < n && st == TMA_OK; r0 += rows) {
+        const int64_t k = TMA_MIN(rows, n - r0);
+        tma_feat_widen((const char *)host + (size_t)(r0 * dim) * esz, t, (size_t)(k * dim), buf);
+        st = setup_upload(b, dst + r0 * dim, buf, (size_t)(k * dim) * sizeof(float));
+    }
+    free(buf);
+    return st;
+}
+
+static tma_status_t cuda_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype, int64_t n,
+                                     int64_t dim, unsigned flags, tma_gnn_feat_t **f_p)
 {
     ENTER(b);
     tma_gnn_feat_t *f = (tma_gnn_feat_t *)calloc(1, sizeof *f);
@@ -682,12 +716,12 @@ static tma_status_t cuda_feat_create(tma_gnn_backend_t *b, const float *host, in
     if (!(flags & TMA_GNN_FEAT_DENSE) && n > 0 && dim >= 16) {
         int64_t nnz = 0;
         for (int64_t i = 0; i < n * dim; i++)
-            nnz += host[i] != 0.0f;
+            nnz += host_at(host, dtype, i) != 0.0f;
         if ((double)nnz <= SPARSE_DENSITY * (double)n * (double)dim) {
             int64_t *rowptr = NULL;
             int32_t *col = NULL;
             float *val = NULL;
-            if ((st = csr_build(host, n, dim, nnz, &rowptr, &col, &val)) != TMA_OK)
+            if ((st = csr_build(host, dtype, n, dim, nnz, &rowptr, &col, &val)) != TMA_OK)
                 goto fail;
             f->sparse = 1;
             f->nnz = nnz;
@@ -714,7 +748,7 @@ static tma_status_t cuda_feat_create(tma_gnn_backend_t *b, const float *host, in
         if ((st = device_alloc(b, bytes, (void **)&f->dense, "the node features")) ||
             (st = device_alloc(b, (size_t)(f->chunk_rows * dim) * sizeof(float), (void **)&f->gather,
                                "gathered feature rows")) ||
-            (bytes && (st = setup_upload(b, f->dense, host, bytes))))
+            (bytes && (st = upload_widened(b, f->dense, host, dtype, n, dim))))
             goto fail;
     }
     tma_log_debug(COMP, "device %s: features %lld x %lld stored %s (%lld non-zeros)", b->device, (long long)n,

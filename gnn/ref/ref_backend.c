@@ -16,9 +16,22 @@
 #define CI64(t) ((const int64_t *)(t)->data)
 
 struct tma_gnn_feat {
-    const float *x;
+    const void *x; /* elements of dt */
+    tma_feat_dtype_t dt;
     int64_t n, dim;
 };
+
+/* Feature element (row r, column q), widened. */
+static float feat_x(const tma_gnn_feat_t *f, int64_t r, int64_t q)
+{
+    const int64_t i = r * f->dim + q;
+    switch (f->dt) {
+    case TMA_FEAT_F16: return tma_f16_to_f32(((const uint16_t *)f->x)[i]);
+    case TMA_FEAT_BF16: return tma_bf16_to_f32(((const uint16_t *)f->x)[i]);
+    case TMA_FEAT_F32: break;
+    }
+    return ((const float *)f->x)[i];
+}
 
 static tma_status_t ref_alloc(tma_gnn_backend_t *b, size_t bytes, void **p_p)
 {
@@ -350,13 +363,14 @@ static tma_status_t ref_mrr_sum(tma_gnn_backend_t *b, const tensor_t *scores, do
     return TMA_OK;
 }
 
-static tma_status_t ref_feat_create(tma_gnn_backend_t *b, const float *host, int64_t num_nodes, int64_t dim,
-                                    unsigned flags, tma_gnn_feat_t **f_p)
+static tma_status_t ref_feat_create(tma_gnn_backend_t *b, const void *host, tma_feat_dtype_t dtype,
+                                    int64_t num_nodes, int64_t dim, unsigned flags, tma_gnn_feat_t **f_p)
 {
     tma_gnn_feat_t *f = calloc(1, sizeof *f);
     if (!f)
         return TMA_ERR_NOMEM;
     f->x = host;
+    f->dt = dtype;
     f->n = num_nodes;
     f->dim = dim;
     *f_p = f;
@@ -378,11 +392,11 @@ static tma_status_t ref_feat_matmul(tma_gnn_backend_t *b, tma_gnn_feat_t *f, con
 {
     int64_t d = W->cols;
     for (int64_t i = 0; i < out->rows; i++) {
-        const float *x = f->x + CI64(ids)[i] * f->dim;
+        const int64_t r = CI64(ids)[i];
         for (int64_t j = 0; j < d; j++) {
             double s = 0;
             for (int64_t q = 0; q < f->dim; q++)
-                s += (double)x[q] * CF(W)[q * d + j];
+                s += (double)feat_x(f, r, q) * CF(W)[q * d + j];
             double prev = beta == 0.0f ? 0.0 : (double)beta * F(out)[i * d + j];
             F(out)[i * d + j] = (float)(s + prev);
         }
@@ -398,7 +412,7 @@ static tma_status_t ref_feat_matmul_grad(tma_gnn_backend_t *b, tma_gnn_feat_t *f
         for (int64_t j = 0; j < d; j++) {
             double s = 0;
             for (int64_t i = 0; i < dOut->rows; i++)
-                s += (double)f->x[CI64(ids)[i] * f->dim + q] * CF(dOut)[i * d + j];
+                s += (double)feat_x(f, CI64(ids)[i], q) * CF(dOut)[i * d + j];
             F(dW)[q * d + j] = (float)s;
         }
     }
@@ -414,7 +428,7 @@ static tma_status_t ref_feat_aggregate(tma_gnn_backend_t *b, tma_gnn_feat_t *f, 
         for (int64_t q = 0; q < f->dim; q++) {
             double s = 0;
             for (int32_t e = ip[i]; e < ip[i + 1]; e++)
-                s += (double)w[e] * f->x[CI64(ids)[ix[e]] * f->dim + q];
+                s += (double)w[e] * feat_x(f, CI64(ids)[ix[e]], q);
             F(out)[i * f->dim + q] = (float)s;
         }
     }

@@ -42,7 +42,7 @@ class TmaError(Exception):
 TMAG_MAGIC = b"TMAGRAPH"
 TMAG_HEADER = 4096
 # (offset, struct format, name) of the header fields read here.
-_TMAG_FIELDS = struct.Struct("<8sIIII QQQQQ IIIII I QQQ II")
+_TMAG_FIELDS = struct.Struct("<8sIIII QQQQQ IIIII I QQQ III")
 SECTIONS = {
     1: ("indptr", "<i8"),
     2: ("indices", "<i8"),
@@ -60,6 +60,8 @@ SECTIONS = {
     14: ("type_feat_dim", "<i4"),
     15: ("names", "u1"),
 }
+# The header's feature type (offset 120) -> the features section's element.
+FEAT_DTYPES = {0: ("f32", "<f4"), 1: ("f16", "<f2"), 2: ("bf16", "<u2")}
 
 
 def read_tmag_header(path: str, head: bytes) -> dict:
@@ -76,8 +78,10 @@ def read_tmag_header(path: str, head: bytes) -> dict:
         version=f[1], header_bytes=f[2], kind=f[3], flags=f[4], num_nodes=f[5], num_edges=f[6],
         num_train_edges=f[7], num_val=f[8], num_test=f[9], feature_dim=f[10], num_negatives=f[11],
         num_classes=f[12], shard_index=f[13], num_shards=f[14], num_sections=f[15], split_seed=f[16],
-        graph_id=f[17], file_bytes=f[18], num_node_types=f[19], num_relations=f[20],
+        graph_id=f[17], file_bytes=f[18], num_node_types=f[19], num_relations=f[20], feat_dtype=f[21],
     )
+    if h["feat_dtype"] not in FEAT_DTYPES:
+        raise TmaError("%s: feature type %d, which this package does not read" % (path, h["feat_dtype"]))
     if h["version"] not in (1, 2) or h["header_bytes"] != TMAG_HEADER or h["num_sections"] > 16:
         raise TmaError("%s: a .tmag version %d header this package does not read" % (path, h["version"]))
     sections = {}

@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from ._format import SECTIONS, TmaError, read_tmag_header
+from ._format import FEAT_DTYPES, SECTIONS, TmaError, read_tmag_header
 from ._run import run_command
 
 
@@ -17,7 +17,10 @@ from ._run import run_command
 class Graph:
     """A .tmag graph.  The arrays are read-only views of the mapped file
     (no copy): `indptr`/`indices` the training graph as CSR (both directions
-    of every undirected edge), `features` (nodes x feature_dim, float32),
+    of every undirected edge), `features` (nodes x feature_dim: float32, or
+    float16 for a graph stored with --feat-dtype f16; a bfloat16 graph's are
+    ml_dtypes.bfloat16 when that package is installed, else widened to a
+    float32 copy, as numpy has no bfloat16),
     `labels` (or None), `val_edges`/`test_edges` (pairs, shape (n, 2)) with
     their fixed negatives `val_neg`/`test_neg` (n x negatives), and for a
     typed graph `node_types`, `edge_rels` (aligned with `indices`),
@@ -66,7 +69,7 @@ class Graph:
             from torch_geometric.data import Data
         except ImportError as e:
             raise ImportError("Graph.to_pyg needs PyTorch Geometric: pip install torch_geometric (%s)" % e) from e
-        d = Data(x=torch.from_numpy(np.array(self.features)),
+        d = Data(x=torch.from_numpy(np.array(self.features, dtype=np.float32)),
                  edge_index=torch.from_numpy(self.edge_index()), num_nodes=self.num_nodes)
         if self.labels is not None:
             d.y = torch.from_numpy(np.array(self.labels, dtype=np.int64))
@@ -85,13 +88,25 @@ class Graph:
             raise ImportError("Graph.to_dgl needs DGL: pip install dgl (%s)" % e) from e
         ei = self.edge_index()
         g = dgl.graph((torch.from_numpy(ei[0]), torch.from_numpy(ei[1])), num_nodes=self.num_nodes)
-        g.ndata["feat"] = torch.from_numpy(np.array(self.features))
+        g.ndata["feat"] = torch.from_numpy(np.array(self.features, dtype=np.float32))
         if self.labels is not None:
             g.ndata["label"] = torch.from_numpy(np.array(self.labels, dtype=np.int64))
         if self.typed:
             g.ndata["ntype"] = torch.from_numpy(np.array(self.node_types, dtype=np.int64))
             g.edata["etype"] = torch.from_numpy(np.array(self.edge_rels, dtype=np.int64))
         return g
+
+
+def _features(raw: np.ndarray, feat_dtype: int) -> np.ndarray:
+    """The features section as numpy reads it: a view, but for bfloat16
+    without ml_dtypes (a float32 copy, exact)."""
+    if FEAT_DTYPES[feat_dtype][0] != "bf16":
+        return raw
+    try:
+        import ml_dtypes
+        return raw.view(ml_dtypes.bfloat16)
+    except ImportError:
+        return (raw.astype(np.uint32) << 16).view(np.float32)
 
 
 def open_graph(path: str) -> Graph:
@@ -109,6 +124,8 @@ def open_graph(path: str) -> Graph:
         if sid not in SECTIONS:
             continue
         name, dtype = SECTIONS[sid]
+        if name == "features":
+            dtype = FEAT_DTYPES[h["feat_dtype"]][1]
         if np.dtype(dtype).itemsize != esize or off + esize * count > size:
             raise TmaError("%s: section %d (%s) does not fit the file" % (path, sid, name))
         arrays[name] = np.memmap(path, dtype=dtype, mode="r", offset=off, shape=(count,)) if count else \
@@ -123,7 +140,7 @@ def open_graph(path: str) -> Graph:
     t = h["num_node_types"]
     return Graph(
         path=path, header=h, indptr=arrays["indptr"], indices=arrays["indices"],
-        features=arrays["features"].reshape(n, fd),
+        features=_features(arrays["features"], h["feat_dtype"]).reshape(n, fd),
         labels=arrays.get("labels"),
         val_edges=arrays["val_edges"].reshape(-1, 2), test_edges=arrays["test_edges"].reshape(-1, 2),
         val_neg=arrays["val_neg"].reshape(h["num_val"], neg), test_neg=arrays["test_neg"].reshape(h["num_test"], neg),

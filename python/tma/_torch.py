@@ -92,7 +92,7 @@ def _module_class():
             with torch.no_grad():
                 indptr = torch.as_tensor(np.array(indptr, dtype=np.int64))
                 src = torch.as_tensor(np.array(indices, dtype=np.int64))
-                x = torch.as_tensor(np.array(features)).to(dt)
+                x = torch.as_tensor(np.array(features, dtype=np.float32)).to(dt)
                 n = indptr.numel() - 1
                 deg = indptr[1:] - indptr[:-1]
                 dst = torch.repeat_interleave(torch.arange(n), deg)

@@ -415,6 +415,76 @@ static void test_suggest(void)
     CHECK_MSG(tma_suggest_best(&sg, 5) && strcmp(tma_suggest_best(&sg, 5), "train") == 0, "a prefix of the word");
 }
 
+/* The 16-bit feature types, exhaustively over their bit patterns: widening
+ * then narrowing gives the pattern back; the point halfway to the next
+ * value rounds to the one with an even mantissa; just past it rounds up;
+ * overflow, infinities and NaNs; the names. */
+static void test_half(void)
+{
+    for (uint32_t bf = 0; bf < 2; bf++) {
+        const tma_feat_dtype_t t = bf ? TMA_FEAT_BF16 : TMA_FEAT_F16;
+        uint32_t bad = 0;
+        for (uint32_t h = 0; h < 0x10000; h++) {
+            const uint16_t x = (uint16_t)h;
+            const int nan = bf ? (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) : (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu);
+            const float w = bf ? tma_bf16_to_f32(x) : tma_f16_to_f32(x);
+            uint16_t back;
+            tma_feat_narrow(&w, 1, t, &back);
+            if (nan) {
+                bad += !isnan(w) || !isnan(bf ? tma_bf16_to_f32(back) : tma_f16_to_f32(back));
+                continue;
+            }
+            bad += back != x;
+            /* Halfway to the next larger magnitude (not past the largest finite). */
+            const uint16_t next = (uint16_t)(x + 1);
+            const int last = bf ? (h & 0x7fffu) >= 0x7f7fu : (h & 0x7fffu) >= 0x7bffu;
+            if (last)
+                continue;
+            const float wn = bf ? tma_bf16_to_f32(next) : tma_f16_to_f32(next);
+            const double mid = ((double)w + (double)wn) / 2;
+            uint16_t r, up;
+            float fm = (float)mid; /* exact: one more bit than the 16-bit type */
+            tma_feat_narrow(&fm, 1, t, &r);
+            bad += r != ((x & 1u) ? next : x);
+            fm = nextafterf(fm, 2 * (float)wn);
+            tma_feat_narrow(&fm, 1, t, &up);
+            bad += up != next;
+        }
+        CHECK_MSG(bad == 0, "%s: %u bit patterns convert wrongly", tma_feat_dtype_str(t), bad);
+    }
+    /* Widening: known values, the array form as the scalar one. */
+    uint16_t hs[6] = {0x0001, 0x3c00, 0x7c00, 0xfbff, 0x8000, 0x03ff};
+    float ws[6];
+    tma_feat_widen(hs, TMA_FEAT_F16, 6, ws);
+    ASSERT_EQ(ws[0], 5.9604644775390625e-8f); /* 2^-24, the smallest subnormal */
+    ASSERT_EQ(ws[1], 1.0f);
+    CHECK(isinf(ws[2]) && ws[2] > 0);
+    ASSERT_EQ(ws[3], -65504.0f);
+    CHECK(ws[4] == 0.0f && signbit(ws[4]));
+    ASSERT_EQ(ws[5], 1023 * 5.9604644775390625e-8f);
+    ASSERT_EQ(tma_bf16_to_f32(0x3f80), 1.0f);
+    ASSERT_EQ(tma_f32_to_f16(65519.996f), 0x7bff);
+    ASSERT_EQ(tma_f32_to_f16(65520.0f), 0x7c00);
+    ASSERT_EQ(tma_f32_to_f16(-1e30f), 0xfc00);
+    ASSERT_EQ(tma_f32_to_bf16(3.4e38f), 0x7f80); /* past the largest bf16: rounds to infinity */
+    ASSERT_EQ(tma_f32_to_f16(1e-9f), 0); /* below half the smallest subnormal */
+    ASSERT_EQ(tma_f32_to_f16(-0.0f), 0x8000);
+    tma_feat_dtype_t t;
+    ASSERT_EQ(tma_feat_dtype_parse("bf16", &t), TMA_OK);
+    ASSERT_EQ(t, TMA_FEAT_BF16);
+    ASSERT_EQ(tma_feat_dtype_parse("half", &t), TMA_ERR_INVALID);
+    ASSERT_EQ(strcmp(tma_feat_dtype_str(TMA_FEAT_F16), "f16"), 0);
+    /* In place: narrowing the buffer it reads. */
+    float buf[5] = {1.0f, -2.5f, 0.1f, 65504.0f, 3.0f};
+    tma_feat_narrow(buf, 5, TMA_FEAT_F16, buf);
+    const uint16_t *h = (const uint16_t *)buf;
+    ASSERT_EQ(h[0], 0x3c00);
+    ASSERT_EQ(h[1], 0xc100);
+    ASSERT_EQ(h[2], 0x2e66);
+    ASSERT_EQ(h[3], 0x7bff);
+    ASSERT_EQ(h[4], 0x4200);
+}
+
 int main(void)
 {
     test_status();
@@ -427,5 +497,6 @@ int main(void)
     test_json();
     test_threads_default();
     test_suggest();
+    test_half();
     return tma_test_done();
 }

@@ -43,7 +43,7 @@ static void die(const char *what)
 tma_graph_t *gnn_test_typed_graph(int64_t nodes, int classes, double noise, int types, int relations,
                                   int feature_dim, int64_t val, int negatives, uint64_t seed)
 {
-    tma_gen_sbm_opts_t o = {nodes, classes, 10.0, 0.9, feature_dim, noise, seed};
+    tma_gen_sbm_opts_t o = {nodes, classes, 10.0, 0.9, feature_dim, noise, seed, TMA_FEAT_F32};
     tma_gen_typed_opts_t t = {types, relations};
     tma_graph_build_opts_t b;
     tma_graph_build_opts_init(&b);

@@ -191,7 +191,7 @@ static void typeproj_case(cJSON *meta)
         X[t] = malloc((size_t)(N * dims[t]) * 4);
         for (int64_t i = 0; i < N * dims[t]; i++)
             X[t][i] = (float)(2.0 * tma_rng_uniform(&rng) - 1.0);
-        CHECK_OK(tma_gnn_feat_create(B, X[t], N, dims[t], TMA_GNN_FEAT_DENSE, &feats[t]));
+        CHECK_OK(tma_gnn_feat_create(B, X[t], TMA_FEAT_F32, N, dims[t], TMA_GNN_FEAT_DENSE, &feats[t]));
         W[t] = rnd(dims[t], d);
         b[t] = rnd(1, d);
         dW[t] = mk(TMA_GNN_F32, dims[t], d, NULL);

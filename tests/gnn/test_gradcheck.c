@@ -460,7 +460,7 @@ static void check_type_projection(void)
         X[t] = malloc((size_t)(N * dims[t]) * 4);
         for (int64_t i = 0; i < N * dims[t]; i++)
             X[t][i] = (float)(2 * tma_rng_uniform(&rng) - 1);
-        CHECK_OK(tma_gnn_feat_create(B, X[t], N, dims[t], TMA_GNN_FEAT_DENSE, &feats[t]));
+        CHECK_OK(tma_gnn_feat_create(B, X[t], TMA_FEAT_F32, N, dims[t], TMA_GNN_FEAT_DENSE, &feats[t]));
         W[t] = var_new(dims[t], d, -1, 1, 0);
         b[t] = var_new(1, d, -1, 1, 0);
         dW[t] = var_new(dims[t], d, 7, 7, 0); /* poisoned: must be overwritten */
@@ -557,7 +557,7 @@ static void check_feature_projection(void)
         for (int64_t i = 0; i < N * Fd; i++)
             X[i] = sparse ? (tma_rng_uniform(&rng) < 0.05 ? 1.0f : 0.0f) : (float)(2 * tma_rng_uniform(&rng) - 1);
         tma_gnn_feat_t *feat;
-        CHECK_OK(tma_gnn_feat_create(B, X, N, Fd, 0, &feat));
+        CHECK_OK(tma_gnn_feat_create(B, X, TMA_FEAT_F32, N, Fd, 0, &feat));
         tma_gnn_feat_info_t fi;
         tma_gnn_feat_get_info(B, feat, &fi);
         if (strcmp(tma_gnn_backend_name(B), "ref") != 0)

@@ -775,6 +775,17 @@ static void test_loss_adam(void)
  * with and without the activation, from a table and from dense features
  * through ids (consecutive and shuffled), with scratch for one row a
  * thread (every tile one row) and for long tiles. */
+/* x rounded through feature type t: returns the stored elements (malloc'd,
+ * for the backend under test) and widens them back into x (for the
+ * reference, which then sees exactly the values the backend widens). */
+static void *round_through(float *x, int64_t n, tma_feat_dtype_t t)
+{
+    void *raw = malloc((size_t)n * tma_feat_dtype_size(t));
+    tma_feat_narrow(x, (size_t)n, t, raw);
+    tma_feat_widen(raw, t, (size_t)n, x);
+    return raw;
+}
+
 static void test_layer_infer(void)
 {
     if (!B->ops->layer_infer)
@@ -782,7 +793,10 @@ static void test_layer_infer(void)
     cur_op = "layer_infer";
     /* n_dst, n_src, max degree, d_in, d_out */
     static const int64_t shapes[][5] = {{1, 3, 2, 5, 4}, {300, 700, 12, 40, 24}, {130, 260, 6, 64, 37}};
-    for (size_t c = 0; c < TMA_ARRAY_LEN(shapes); c++) {
+    /* Each shape with f32, f16 and bf16 features (16-bit ones widened row by row). */
+    for (size_t k = 0; k < 3 * TMA_ARRAY_LEN(shapes); k++) {
+        const size_t c = k % TMA_ARRAY_LEN(shapes);
+        const tma_feat_dtype_t dt = (tma_feat_dtype_t)(k / TMA_ARRAY_LEN(shapes));
         const int64_t nd = shapes[c][0], ns = shapes[c][1], d = shapes[c][3], h = shapes[c][4];
         const int64_t N = ns + 9, self0 = ns - nd;
         blk_pair_t bp = mk_block(nd, ns, (int)shapes[c][2]);
@@ -793,8 +807,9 @@ static void test_layer_infer(void)
         /* Dense features of N nodes, the sources' rows through ids. */
         float *fx = rand_floats(N * d, 1);
         tma_gnn_feat_t *fb, *fr;
-        CHECK_OK(tma_gnn_feat_create(B, fx, N, d, TMA_GNN_FEAT_DENSE, &fb));
-        CHECK_OK(tma_gnn_feat_create(R, fx, N, d, TMA_GNN_FEAT_DENSE, &fr));
+        void *fraw = round_through(fx, N * d, dt);
+        CHECK_OK(tma_gnn_feat_create(B, fraw, dt, N, d, TMA_GNN_FEAT_DENSE, &fb));
+        CHECK_OK(tma_gnn_feat_create(R, fx, TMA_FEAT_F32, N, d, TMA_GNN_FEAT_DENSE, &fr));
         int64_t *idh = malloc((size_t)N * 8);
         for (int from = 0; from < 3; from++) {
             /* from: 0 the table X, 1 features through consecutive ids, 2 through shuffled ids */
@@ -867,6 +882,7 @@ static void test_layer_infer(void)
         tma_gnn_feat_destroy(B, fb);
         tma_gnn_feat_destroy(R, fr);
         free(fx);
+        free(fraw);
         free(idh);
         pair_t *all[] = {&X, &W, &Ws, &bias, &gamma, &beta, &a};
         for (size_t i = 0; i < TMA_ARRAY_LEN(all); i++)
@@ -878,15 +894,20 @@ static void test_layer_infer(void)
 /* Features: random sparse-ish or dense, stored how each backend likes. */
 static void test_features(void)
 {
-    for (int sparse = 0; sparse < 2; sparse++) {
+    /* Sparse and dense, each stored as f32, f16 and bf16: the backend
+     * under test gets the stored elements, the reference them widened. */
+    for (int k = 0; k < 6; k++) {
+        const int sparse = k % 2;
+        const tma_feat_dtype_t dt = (tma_feat_dtype_t)(k / 2);
         const int64_t N = 400, Fd = sparse ? 500 : 40, d = 33;
         float *X = malloc((size_t)(N * Fd) * 4);
         for (int64_t i = 0; i < N * Fd; i++)
             X[i] = sparse ? (tma_rng_uniform(&rng) < 0.03 ? (float)tma_rng_uniform(&rng) : 0.0f)
                           : (float)(2 * tma_rng_uniform(&rng) - 1);
+        void *Xraw = round_through(X, N * Fd, dt);
         tma_gnn_feat_t *fb, *fr;
-        CHECK_OK(tma_gnn_feat_create(B, X, N, Fd, 0, &fb));
-        CHECK_OK(tma_gnn_feat_create(R, X, N, Fd, 0, &fr));
+        CHECK_OK(tma_gnn_feat_create(B, Xraw, dt, N, Fd, 0, &fb));
+        CHECK_OK(tma_gnn_feat_create(R, X, TMA_FEAT_F32, N, Fd, 0, &fr));
         /* Distinct ids (many of the nodes: the CPU backend gathers by
          * feature), a few distinct ones (it scatters), ids with repeats (it
          * must not gather), and consecutive ids (dense: used in place). */
@@ -953,6 +974,7 @@ static void test_features(void)
         }
         tma_gnn_feat_destroy(B, fb);
         tma_gnn_feat_destroy(R, fr);
+        free(Xraw);
         free(X);
     }
 }

@@ -20,7 +20,7 @@ static tma_graph_build_opts_t build_opts(uint64_t seed)
 static tma_graph_t *sbm(int64_t n, int32_t k, double deg, double h, int32_t f, double noise, uint64_t seed,
                         tma_gen_report_t *rep)
 {
-    tma_gen_sbm_opts_t o = {n, k, deg, h, f, noise, seed};
+    tma_gen_sbm_opts_t o = {n, k, deg, h, f, noise, seed, TMA_FEAT_F32};
     tma_graph_build_opts_t b = build_opts(seed);
     tma_graph_t *g = NULL;
     tma_gen_report_t r;
@@ -31,7 +31,7 @@ static tma_graph_t *sbm(int64_t n, int32_t k, double deg, double h, int32_t f, d
 
 static tma_graph_t *rmat(int64_t nodes, int32_t scale, int64_t edges, uint64_t seed, tma_gen_report_t *rep)
 {
-    tma_gen_rmat_opts_t o = {nodes, scale, edges, 8, seed};
+    tma_gen_rmat_opts_t o = {nodes, scale, edges, 8, seed, TMA_FEAT_F32};
     tma_graph_build_opts_t b = build_opts(seed);
     tma_graph_t *g = NULL;
     tma_gen_report_t r;
@@ -63,6 +63,7 @@ int main(void)
      * and different classes have different centroids. */
     {
         tma_graph_t *g = sbm(1003, 3, 6, 0.9, 5, 0.0, 2, NULL);
+        const float *feat = g->features;
         int64_t count[3] = {0, 0, 0};
         int64_t first[3] = {-1, -1, -1};
         int same = 1;
@@ -71,13 +72,13 @@ int main(void)
             count[c]++;
             if (first[c] < 0)
                 first[c] = v;
-            same &= memcmp(g->features + v * 5, g->features + first[c] * 5, 5 * 4) == 0;
+            same &= memcmp(feat + v * 5, feat + first[c] * 5, 5 * 4) == 0;
         }
         ASSERT_EQ(count[0], 335);
         ASSERT_EQ(count[1], 334);
         ASSERT_EQ(count[2], 334);
         CHECK(same);
-        ASSERT_NE(memcmp(g->features + first[0] * 5, g->features + first[1] * 5, 5 * 4), 0);
+        ASSERT_NE(memcmp(feat + first[0] * 5, feat + first[1] * 5, 5 * 4), 0);
         tma_graph_destroy(g);
     }
 
@@ -123,17 +124,17 @@ int main(void)
     /* Bad options are refused. */
     tma_graph_t *g = NULL;
     tma_graph_build_opts_t bo = build_opts(1);
-    tma_gen_sbm_opts_t s1 = {100, 1, 4, 0.5, 4, 1, 1}; /* one class needs h = 1 */
+    tma_gen_sbm_opts_t s1 = {100, 1, 4, 0.5, 4, 1, 1, TMA_FEAT_F32}; /* one class needs h = 1 */
     CHECK_STATUS(tma_graph_gen_sbm(&s1, &bo, &g, NULL), TMA_ERR_INVALID);
-    tma_gen_sbm_opts_t s2 = {3, 4, 4, 0.5, 4, 1, 1}; /* fewer nodes than classes */
+    tma_gen_sbm_opts_t s2 = {3, 4, 4, 0.5, 4, 1, 1, TMA_FEAT_F32}; /* fewer nodes than classes */
     CHECK_STATUS(tma_graph_gen_sbm(&s2, &bo, &g, NULL), TMA_ERR_INVALID);
-    tma_gen_sbm_opts_t s3 = {100, 2, 4, 1.5, 4, 1, 1};
+    tma_gen_sbm_opts_t s3 = {100, 2, 4, 1.5, 4, 1, 1, TMA_FEAT_F32};
     CHECK_STATUS(tma_graph_gen_sbm(&s3, &bo, &g, NULL), TMA_ERR_INVALID);
-    tma_gen_rmat_opts_t r1 = {5000, 12, 100, 4, 1}; /* 5000 > 2^12 */
+    tma_gen_rmat_opts_t r1 = {5000, 12, 100, 4, 1, TMA_FEAT_F32}; /* 5000 > 2^12 */
     CHECK_STATUS(tma_graph_gen_rmat(&r1, &bo, &g, NULL), TMA_ERR_INVALID);
-    tma_gen_rmat_opts_t r2 = {0, 10, 0, 4, 1};
+    tma_gen_rmat_opts_t r2 = {0, 10, 0, 4, 1, TMA_FEAT_F32};
     CHECK_STATUS(tma_graph_gen_rmat(&r2, &bo, &g, NULL), TMA_ERR_INVALID);
-    tma_gen_rmat_opts_t r3 = {0, 10, 100, 0, 1};
+    tma_gen_rmat_opts_t r3 = {0, 10, 100, 0, 1, TMA_FEAT_F32};
     CHECK_STATUS(tma_graph_gen_rmat(&r3, &bo, &g, NULL), TMA_ERR_INVALID);
     return tma_test_done();
 }

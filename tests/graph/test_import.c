@@ -216,9 +216,9 @@ int main(int argc, char **argv)
         ASSERT_EQ(sg[i]->num_classes, 2);
         ASSERT_EQ(sg[i]->labels[1], 1);
         ASSERT_EQ(sg[i]->labels[3], 0);
-        ASSERT_EQ(sg[i]->features[2 * 3 + 2], 0.5f);
-        ASSERT_EQ(sg[i]->features[1 * 3 + 1], 2.0f);
-        ASSERT_EQ(sg[i]->features[3 * 3 + 1], 1.0f);
+        ASSERT_EQ(((const float *)sg[i]->features)[2 * 3 + 2], 0.5f);
+        ASSERT_EQ(((const float *)sg[i]->features)[1 * 3 + 1], 2.0f);
+        ASSERT_EQ(((const float *)sg[i]->features)[3 * 3 + 1], 1.0f);
         if (i > 0) {
             CHECK_MSG(same_structure(sg[0], sg[i]) && same_features(sg[0], sg[i]), "%s differs", small[i]);
             ASSERT_EQ(tma_graph_content_id(sg[0]), tma_graph_content_id(sg[i]));
@@ -246,9 +246,9 @@ int main(int argc, char **argv)
         ASSERT_EQ(g->feature_dim, TMA_GRAPH_DEFAULT_FEAT_DIM);
         int ok = 1;
         for (int64_t i = 0; i < 4 * 64; i++)
-            ok &= fabsf(fabsf(g->features[i]) - 0.125f) < 1e-6f;
+            ok &= fabsf(fabsf(((const float *)g->features)[i]) - 0.125f) < 1e-6f;
         CHECK(ok);
-        ASSERT_NE(memcmp(g->features, g->features + 64, 64 * 4), 0);
+        ASSERT_NE(memcmp(g->features, ((const float *)g->features) + 64, 64 * 4), 0);
         tma_graph_destroy(g);
         free(edges);
         tma_test_cleanup_dir(dir);

@@ -7,6 +7,7 @@
 # budget's errors: a bad --memory (exit 2), a budget too small to make
 # progress (exit 1, nothing left behind, no temporary file either).  And
 # `tma import` of an edge list out of core against the in-memory import.
+# The generator's and importer's comparisons run for every --feat-dtype.
 . "$TMA_SRCDIR/tests/lib.sh"
 need prlimit util-linux
 
@@ -46,16 +47,20 @@ OPENBLAS_NUM_THREADS=2 timeout -s KILL 120 prlimit --data=$((100 << 20)) "$TMA_B
 rm -f "$d/tight.tmag"
 echo "ok: a 100 MiB cap with OPENBLAS_NUM_THREADS=2 set: done, no hang"
 
-# The SBM (labels, class-centroid features, homophily) forced out of core.
-sbm=(gen sbm --nodes 60000 --avg-degree 24 --classes 5 --feat-dim 16 --seed 9 --json)
-"$TMA_BIN" "${sbm[@]}" -o "$d/a.tmag" --memory 16G >"$d/a.json" || fail "in-memory SBM failed"
-"$TMA_BIN" "${sbm[@]}" -o "$d/b.tmag" --memory 20M >"$d/b.json" || fail "out-of-core SBM failed"
-[ "$(json "$d/b.json" 'd["out_of_core"] and d["spilled_runs"] > 1')" = True ] || fail "SBM not out of core: $(cat "$d/b.json")"
-cmp "$d/a.tmag" "$d/b.tmag" || fail "the SBM out of core differs from the one in memory"
-for k in homophily edges duplicates self_loops; do
-  [ "$(json "$d/a.json" "d.get('$k')")" = "$(json "$d/b.json" "d.get('$k')")" ] || fail "report's $k differs"
+# The SBM (labels, class-centroid features, homophily) forced out of core,
+# with each feature type.
+for dt in f32 f16 bf16; do
+  sbm=(gen sbm --nodes 60000 --avg-degree 24 --classes 5 --feat-dim 16 --seed 9 --json --feat-dtype $dt)
+  "$TMA_BIN" "${sbm[@]}" -o "$d/a.tmag" --memory 16G >"$d/a.json" || fail "in-memory SBM ($dt) failed"
+  "$TMA_BIN" "${sbm[@]}" -o "$d/b.tmag" --memory 20M >"$d/b.json" || fail "out-of-core SBM ($dt) failed"
+  [ "$(json "$d/b.json" 'd["out_of_core"] and d["spilled_runs"] > 1')" = True ] || fail "SBM not out of core: $(cat "$d/b.json")"
+  [ "$(json "$d/b.json" 'd["feature_type"]')" = $dt ] || fail "SBM out of core: feature type not $dt"
+  cmp "$d/a.tmag" "$d/b.tmag" || fail "the SBM ($dt) out of core differs from the one in memory"
+  for k in homophily edges duplicates self_loops; do
+    [ "$(json "$d/a.json" "d.get('$k')")" = "$(json "$d/b.json" "d.get('$k')")" ] || fail "report's $k differs"
+  done
+  echo "ok: SBM ($dt) out of core ($(json "$d/b.json" 'd["spilled_runs"]') runs) identical to in memory"
 done
-echo "ok: SBM out of core ($(json "$d/b.json" 'd["spilled_runs"]') runs) identical to in memory"
 
 # tma import of the edge-list layout out of core: edges.txt in blocks of
 # lines, sparse features.txt and labels.txt, then a features.npy (mapped in
@@ -80,21 +85,34 @@ import_both() {  # NAME ARGS...: the same import in memory and out of core, comp
   rm -f "$d/$name-mem.tmag" "$d/$name-ooc.tmag"
 }
 import_both sparse
+import_both sparse-f16 --feat-dtype f16
+import_both sparse-bf16 --feat-dtype bf16
 rm "$d/ds/features.txt" "$d/ds/labels.txt"
-python3 - "$d/ds/features.npy" <<'PY'
+write_npy() {  # PATH DESCR ('<f4' or '<f2'): 150000 x 8 seeded uniform values
+  python3 - "$1" "$2" <<'PY'
 import struct, sys, random
-rows, cols = 150000, 8
+rows, cols, descr = 150000, 8, sys.argv[2]
 random.seed(5)
-hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
+hdr = "{'descr': '%s', 'fortran_order': False, 'shape': (%d, %d), }" % (descr, rows, cols)
 hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
 with open(sys.argv[1], "wb") as f:
     f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
-    f.write(struct.pack("<%df" % (rows * cols), *[random.uniform(-1, 1) for _ in range(rows * cols)]))
+    f.write(struct.pack("<%d%s" % (rows * cols, "f" if descr == "<f4" else "e"),
+                        *[random.uniform(-1, 1) for _ in range(rows * cols)]))
 PY
+}
+write_npy "$d/ds/features.npy" '<f4'
 import_both npy
 [ "$(json "$d/npy-mem.json" 'd["features_mapped"]')" = True ] || fail "features.npy was not used in place in memory"
+import_both npy-bf16 --feat-dtype bf16
 import_both projected --feat-dim 12
-echo "ok: import out of core identical to in memory (sparse features and labels; features.npy, also projected)"
+import_both projected-f16 --feat-dim 12 --feat-dtype f16
+# A float16 features.npy kept as float16: mapped in place in memory.
+write_npy "$d/ds/features.npy" '<f2'
+import_both npy16 --feat-dtype f16
+[ "$(json "$d/npy16-mem.json" 'd["features_mapped"]')" = True ] || fail "a float16 features.npy was not used in place"
+echo "ok: import out of core identical to in memory (sparse features and labels; features.npy, also projected;" \
+  "f16 and bf16 too)"
 
 # The budget's errors.
 mkdir -p "$d/out"

@@ -67,8 +67,8 @@ static void check_partition(const tma_graph_t *g, const char *dir, const char *s
                 twice++;
             owner[v] = s;
             local[v] = i;
-            feat_ok &= memcmp(x->features + i * x->feature_dim, g->features + v * g->feature_dim,
-                              (size_t)g->feature_dim * 4) == 0;
+            feat_ok &= memcmp((const float *)x->features + i * x->feature_dim,
+                              (const float *)g->features + v * g->feature_dim, (size_t)g->feature_dim * 4) == 0;
             if (g->labels)
                 feat_ok &= x->labels[i] == g->labels[v];
         }
@@ -149,7 +149,7 @@ int main(void)
     dir_root = tma_test_tmpdir("partition");
 
     /* A homophilous SBM, the paper's setting (h = 0.9). */
-    tma_gen_sbm_opts_t so = {6000, 4, 10, 0.9, 8, 1.0, 3};
+    tma_gen_sbm_opts_t so = {6000, 4, 10, 0.9, 8, 1.0, 3, TMA_FEAT_F32};
     tma_graph_build_opts_t bo;
     tma_graph_build_opts_init(&bo);
     bo.negatives = 5;

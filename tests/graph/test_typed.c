@@ -24,7 +24,7 @@ static void write_text(const char *dir, const char *name, const char *text)
 /* A typed SBM: 3 node types, 2 relations, widths 8, 7, 6. */
 static tma_graph_t *typed_sbm(int64_t nodes, uint64_t seed)
 {
-    tma_gen_sbm_opts_t o = {nodes, 2, 8, 0.8, 8, 0.5, seed};
+    tma_gen_sbm_opts_t o = {nodes, 2, 8, 0.8, 8, 0.5, seed, TMA_FEAT_F32};
     tma_gen_typed_opts_t to = {3, 2};
     tma_graph_build_opts_t b;
     tma_graph_build_opts_init(&b);
@@ -69,8 +69,8 @@ static void test_round_trip(const char *dir)
     ASSERT_EQ(g->num_node_types, 3);
     ASSERT_EQ(g->num_relations, 2);
     ASSERT_EQ(g->type_feat_dim[2], 6);
-    ASSERT_EQ(g->features[2 * 8 + 7], 0.0f);
-    ASSERT_NE(g->features[2 * 8 + 5], 0.0f); /* node 2: type 2, 6 columns */
+    ASSERT_EQ(((const float *)g->features)[2 * 8 + 7], 0.0f);
+    ASSERT_NE(((const float *)g->features)[2 * 8 + 5], 0.0f); /* node 2: type 2, 6 columns */
     char *path = tma_path_join(dir, "typed.tmag");
     CHECK_OK(tma_graph_write(g, path));
     tma_graph_t *r;
@@ -98,7 +98,7 @@ static void test_round_trip(const char *dir)
     memcpy(&version, bytes + 8, 4);
     ASSERT_EQ(version, 2u);
     free(bytes);
-    tma_gen_sbm_opts_t uo = {200, 2, 6, 0.8, 4, 0.5, 1};
+    tma_gen_sbm_opts_t uo = {200, 2, 6, 0.8, 4, 0.5, 1, TMA_FEAT_F32};
     tma_graph_build_opts_t b;
     tma_graph_build_opts_init(&b);
     b.negatives = 10;
@@ -320,7 +320,7 @@ static void test_movielens(void)
     ASSERT_EQ(total[3], 3);
     ASSERT_EQ(total[4], 10);
     /* Features.  User 1 (node 0): 24 years old (ages 18..61), M, engineer (occupation 2). */
-    const float *x = g->features;
+    const float *x = (const float *)g->features;
     ASSERT_NEAR(x[0], (24.0 - 18) / (61 - 18), 1e-6);
     ASSERT_EQ(x[1], 1);
     ASSERT_EQ(x[2], 0);
