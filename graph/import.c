@@ -962,31 +962,6 @@ static void stream_features(void *ctx, int64_t first, int64_t count, float *rows
     graph_import_feature_rows(&x->plan, first, count, rows);
 }
 
-/* Sparse features grouped by node, in file order within a node. */
-static tma_status_t group_sparse(const src_data_t *s, int64_t **order_p)
-{
-    *order_p = NULL;
-    if (s->fcount == 0)
-        return TMA_OK;
-    if (s->fcount >= ((int64_t)1 << 32)) {
-        tma_log_error(COMP, "%" PRId64 " sparse feature entries are too many to import out of core (at most 2^32): "
-                      "give features.npy instead", s->fcount);
-        return TMA_ERR_UNSUPPORTED;
-    }
-    int64_t *o = malloc((size_t)s->fcount * sizeof *o);
-    if (!o) {
-        tma_log_error(COMP, "out of memory grouping %" PRId64 " sparse features", s->fcount);
-        return TMA_ERR_NOMEM;
-    }
-    for (int64_t i = 0; i < s->fcount; i++)
-        o[i] = s->fnode[i] << 32 | i;
-    graph_sort_i64(o, s->fcount);
-    for (int64_t i = 0; i < s->fcount; i++)
-        o[i] &= 0xffffffff;
-    *order_p = o;
-    return TMA_OK;
-}
-
 int tma_graph_import_streams(const char *src)
 {
     char *edges = tma_dir_exists(src) ? tma_path_join(src, "edges.txt") : NULL;
@@ -1024,7 +999,7 @@ tma_status_t tma_graph_import_file(const char *src, const tma_graph_import_opts_
         open = 1;
     graph_import_plan_features(&s, o->feat_dim, o->build.seed, &x.plan);
     if (st == TMA_OK)
-        st = group_sparse(&s, &x.plan.order);
+        st = graph_import_group_sparse(&s, &x.plan.order);
     if (st != TMA_OK)
         goto done;
     /* What the reader holds comes out of the budget. */

@@ -173,3 +173,27 @@ tma_status_t graph_import_fill_labels(src_data_t *s, tma_graph_t *g)
     return TMA_OK;
 }
 
+/* Sparse features grouped by node, in file order within a node. */
+tma_status_t graph_import_group_sparse(const src_data_t *s, int64_t **order_p)
+{
+    *order_p = NULL;
+    if (s->fcount == 0)
+        return TMA_OK;
+    if (s->fcount >= ((int64_t)1 << 32)) {
+        tma_log_error(COMP, "%" PRId64 " sparse feature entries are too many to import out of core (at most 2^32): "
+                      "give features.npy instead", s->fcount);
+        return TMA_ERR_UNSUPPORTED;
+    }
+    int64_t *o = malloc((size_t)s->fcount * sizeof *o);
+    if (!o) {
+        tma_log_error(COMP, "out of memory grouping %" PRId64 " sparse features", s->fcount);
+        return TMA_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < s->fcount; i++)
+        o[i] = s->fnode[i] << 32 | i;
+    graph_sort_i64(o, s->fcount);
+    for (int64_t i = 0; i < s->fcount; i++)
+        o[i] &= 0xffffffff;
+    *order_p = o;
+    return TMA_OK;
+}

@@ -86,6 +86,9 @@ typedef struct feat_plan {
 void graph_import_plan_features(const src_data_t *s, int32_t want, uint64_t seed, feat_plan_t *p);
 /* Rows [first, first + count) into out[0 .. count * dim). */
 void graph_import_feature_rows(feat_plan_t *p, int64_t first, int64_t count, float *out);
+/* Sparse features grouped by node, in file order within a node (for rows
+ * made block by block), in *order_p (NULL without sparse features). */
+tma_status_t graph_import_group_sparse(const src_data_t *s, int64_t **order_p);
 /* A row for each of the n nodes (dense features), every node labelled (when any is). */
 tma_status_t graph_import_check_dense_rows(const src_data_t *s, int64_t n);
 tma_status_t graph_import_check_labels(const src_data_t *s, int64_t n);
