@@ -41,9 +41,11 @@ EXTRA_DIST += $(GNN_CUDA_SRCS) gnn/cuda/cuda_int.h gnn/cuda/tma-cuda.map
 if HAVE_CUDA
 tmacudadir = $(pkglibdir)
 tmacuda_PROGRAMS = tma-cuda.so
-tma_cuda_so_SOURCES = gnn/cuda/cuda_module.c
+# common/half.c too: the module sees none of the program's symbols, and the
+# backend widens 16-bit features with it.
+tma_cuda_so_SOURCES = gnn/cuda/cuda_module.c common/half.c
 tma_cuda_so_CPPFLAGS = $(gnn_libtma_gnn_a_CPPFLAGS)
-tma_cuda_so_CFLAGS = -std=gnu11 $(WARN_CFLAGS) $(SAN_CFLAGS) -fPIC
+tma_cuda_so_CFLAGS = -std=gnu11 $(WARN_CFLAGS) $(SAN_CFLAGS) $(OPENMP_CFLAGS) -fPIC
 tma_cuda_so_LDFLAGS = -shared -Wl,--version-script=$(srcdir)/gnn/cuda/tma-cuda.map $(SAN_CFLAGS)
 GNN_CUDA_OBJS = gnn/cuda/cuda_backend.$(OBJEXT) gnn/cuda/cuda_kernels.$(OBJEXT)
 tma_cuda_so_LDADD = $(GNN_CUDA_OBJS) $(CUDA_LIBS)

@@ -47,6 +47,10 @@ fi
 # CUDA libraries, or is not tma's, is a clear error naming the file, never a crash.
 ! ldd "$TMA_BIN" | grep -E 'libcudart|libcublas' || fail "tma links the CUDA libraries itself"
 [ -f "$TMA_CUDA_MODULE" ] || fail "no CUDA module at $TMA_CUDA_MODULE (tests/harness.sh sets it)"
+# It sees none of the program's symbols: every tma_ function it calls is its own.
+need nm binutils
+und=$(nm -u "$TMA_CUDA_MODULE" | awk '$2 ~ /^tma_/ {print $2}' | tr '\n' ' ')
+[ -z "$und" ] || fail "the CUDA module needs tma symbols the program does not export: $und"
 TMA_CUDA_MODULE=$TMP_ROOT/none.so expect_fail 1 "no usable GPU: cannot load the CUDA backend's module $TMP_ROOT/none.so" -- \
   "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --device cuda --steps 5 -o "$TMP_ROOT/nomod"
 (unset TMA_CUDA_MODULE; cp "$TMA_BIN" "$TMP_ROOT/tma-alone"
