@@ -55,31 +55,33 @@ static uint64_t vm_data_now(void)
     return kb * 1024;
 }
 
+/* What RLIMIT_DATA leaves the process, less a margin for thread stacks and
+ * the allocator's own overhead; UINT64_MAX without a limit. */
+static uint64_t data_limit_left(uint64_t *lim_p)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_DATA, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return UINT64_MAX;
+    uint64_t used = vm_data_now(), lim = (uint64_t)rl.rlim_cur, margin = (uint64_t)48 << 20;
+    *lim_p = lim;
+    return lim > used + margin ? (lim - used - margin) * 7 / 8 : 0;
+}
+
 uint64_t tma_memory_budget_default(char *why, size_t why_size)
 {
     double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    uint64_t budget = ram > 0 ? (uint64_t)(ram / 2) : (uint64_t)1 << 30;
+    uint64_t budget = ram > 0 ? (uint64_t)(ram / 2) : (uint64_t)1 << 30, lim = 0;
     snprintf(why, why_size, "half of physical memory");
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        /* What the limit leaves, less a margin for thread stacks and the
-         * allocator's own overhead. */
-        uint64_t used = vm_data_now(), lim = (uint64_t)rl.rlim_cur, margin = (uint64_t)48 << 20;
-        uint64_t left = lim > used + margin ? (lim - used - margin) * 7 / 8 : 0;
-        if (left < budget) {
-            budget = left;
-            snprintf(why, why_size, "what the data limit (ulimit -d, %.0f MiB) leaves", (double)lim / (1 << 20));
-        }
+    uint64_t left = data_limit_left(&lim);
+    if (left < budget) {
+        budget = left;
+        snprintf(why, why_size, "what the data limit (ulimit -d, %.0f MiB) leaves", (double)lim / (1 << 20));
     }
     return budget;
 }
 
 uint64_t tma_memory_budget_cap(uint64_t budget)
 {
-    char why[128];
-    uint64_t lim = tma_memory_budget_default(why, sizeof why);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && lim < budget)
-        return lim;
-    return budget;
+    uint64_t lim = 0, left = data_limit_left(&lim);
+    return left < budget ? left : budget;
 }
