@@ -350,10 +350,6 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
 
     /* Scoring chunks. */
     ev->pairs = (int64_t)ev->cfg.eval_batch_edges * (1 + TMA_MAX(g->num_negatives, 0));
-    int64_t widest = H;
-    const int single = gnn_decoder_of(&ev->cfg)->single;
-    for (int k = 0; k < ev->cfg.decoder_layers && !single; k++)
-        widest = TMA_MAX(widest, ev->P.dec[k].W.cols);
     if (gnn_decoder_of(&ev->cfg)->relational) {
         if ((st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->prel)))
             goto fail;
@@ -362,11 +358,7 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
             goto fail;
         }
     }
-    if ((st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->hi)) || (st = alloc_t(b, TMA_GNN_I32, ev->pairs, &ev->ti)) ||
-        /* dec[0] is also score_mlp's scratch: two rows a thread at least. */
-        (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(ev->pairs, 2 * (int64_t)tma_gnn_backend_threads(b)) * widest,
-                      &ev->dec[0])) ||
-        (st = alloc_t(b, TMA_GNN_F32, ev->pairs * widest, &ev->dec[1])))
+    if ((st = gnn_score_bufs_alloc(&ev->cfg, &ev->P, b, ev->pairs, &ev->hi, &ev->ti, ev->dec)))
         goto fail;
     ev->h_hi = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t));
     ev->h_ti = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t));
@@ -588,6 +580,56 @@ static inline int32_t row_of(const tma_gnn_evaluator_t *ev, int64_t v)
     return ev->pos ? ev->pos[v] : (int32_t)v;
 }
 
+tma_status_t gnn_score_bufs_alloc(const tma_gnn_config_t *cfg, const gnn_params_t *Pm, tma_gnn_backend_t *b,
+                                  int64_t pairs, tensor_t *hi, tensor_t *ti, tensor_t dec[2])
+{
+    int64_t widest = cfg->hidden;
+    for (int k = 0; k < cfg->decoder_layers && !gnn_decoder_of(cfg)->single; k++)
+        widest = TMA_MAX(widest, Pm->dec[k].W.cols);
+    tma_status_t st;
+    if ((st = alloc_t(b, TMA_GNN_I32, pairs, hi)) || (st = alloc_t(b, TMA_GNN_I32, pairs, ti)) ||
+        /* dec[0] is also score_mlp's scratch: two rows a thread at least. */
+        (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(pairs, 2 * (int64_t)tma_gnn_backend_threads(b)) * widest, &dec[0])))
+        return st;
+    return alloc_t(b, TMA_GNN_F32, pairs * widest, &dec[1]);
+}
+
+/* The decoder's logits of P pairs (hi[p], ti[p]) of rows of R (rel: their
+ * relation ids, DistMult), computed in dec[0] and dec[1]; *logits_p is a
+ * view of one of them (P x 1).  The fused MLP scorer where the backend has it. */
+tma_status_t gnn_score_pairs(const tma_gnn_config_t *cfg, const gnn_params_t *Pm, const tensor_t *R,
+                             const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t dec[2], int64_t P,
+                             tensor_t *logits_p)
+{
+    const int single = gnn_decoder_of(cfg)->single;
+    tma_gnn_backend_t *b = dec[0].backend;
+    /* Two buffers in turn: E[k] in one, D[k] (then PReLU in place: E[k+1]) in the other. */
+    tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
+    const int depth = gnn_decoder_depth(cfg);
+    if (single)
+        D[0] = tma_gnn_tensor_shape(&dec[1], P, 1);
+    for (int k = 0; k < depth && !single; k++) {
+        E[k] = tma_gnn_tensor_shape(&dec[k & 1], P, Pm->dec[k].W.rows);
+        D[k] = tma_gnn_tensor_shape(&dec[(k + 1) & 1], P, Pm->dec[k].W.cols);
+    }
+    tma_status_t st;
+    if (!single && b->ops->score_mlp) {
+        /* The fused decoder: the same numbers in cache-sized blocks. */
+        const tensor_t *W[GNN_MAX_DECODER_LAYERS], *bias[GNN_MAX_DECODER_LAYERS], *a[GNN_MAX_DECODER_LAYERS];
+        for (int k = 0; k < depth; k++) {
+            W[k] = &Pm->dec[k].W;
+            bias[k] = &Pm->dec[k].b;
+            a[k] = &Pm->dec[k].prelu;
+        }
+        D[depth - 1] = tma_gnn_tensor_shape(&dec[1], P, 1);
+        st = tma_gnn_op_score_mlp(R, hi, ti, depth, W, bias, a, &dec[0], &D[depth - 1]);
+    } else {
+        st = gnn_decoder_forward(cfg, Pm, R, hi, ti, rel, E, D);
+    }
+    *logits_p = D[depth - 1];
+    return st;
+}
+
 /* The metrics of a split, and with `scores` non-NULL every logit of it (row
  * i: edge i's positive, then its negatives), downloaded whatever the device. */
 static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
@@ -598,7 +640,7 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
     const int64_t *edges = split == TMA_GNN_SPLIT_TEST ? g->test_edges : g->val_edges;
     const int64_t *negs = split == TMA_GNN_SPLIT_TEST ? g->test_neg : g->val_neg;
     const int32_t *erel = split == TMA_GNN_SPLIT_TEST ? g->test_rel : g->val_rel;
-    const int distmult = gnn_decoder_of(&ev->cfg)->relational, single = gnn_decoder_of(&ev->cfg)->single;
+    const int distmult = gnn_decoder_of(&ev->cfg)->relational;
     const char *name = split == TMA_GNN_SPLIT_TEST ? "test" : "validation";
     if (n <= 0 || !edges) {
         tma_log_error(COMP, "the graph has no %s edges to evaluate", name);
@@ -645,29 +687,9 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
             rel = tma_gnn_tensor_shape(&ev->prel, P, 1);
             st = st ? st : tma_gnn_tensor_upload(&rel, ev->h_rel);
         }
-        /* Two buffers in turn: E[k] in one, D[k] (then PReLU in place: E[k+1]) in the other. */
-        tensor_t E[GNN_MAX_DECODER_LAYERS], D[GNN_MAX_DECODER_LAYERS];
-        const int depth = gnn_decoder_depth(&ev->cfg);
-        if (single)
-            D[0] = tma_gnn_tensor_shape(&ev->dec[1], P, 1);
-        for (int k = 0; k < depth && !single; k++) {
-            E[k] = tma_gnn_tensor_shape(&ev->dec[k & 1], P, ev->P.dec[k].W.rows);
-            D[k] = tma_gnn_tensor_shape(&ev->dec[(k + 1) & 1], P, ev->P.dec[k].W.cols);
-        }
-        tensor_t *logits = &D[depth - 1];
-        if (!single && ev->b->ops->score_mlp) {
-            /* The fused decoder: the same numbers in cache-sized blocks. */
-            const tensor_t *W[GNN_MAX_DECODER_LAYERS], *bias[GNN_MAX_DECODER_LAYERS], *a[GNN_MAX_DECODER_LAYERS];
-            for (int k = 0; k < depth; k++) {
-                W[k] = &ev->P.dec[k].W;
-                bias[k] = &ev->P.dec[k].b;
-                a[k] = &ev->P.dec[k].prelu;
-            }
-            *logits = tma_gnn_tensor_shape(&ev->dec[1], P, 1);
-            st = st ? st : tma_gnn_op_score_mlp(&R, &hi, &ti, depth, W, bias, a, &ev->dec[0], logits);
-        } else {
-            st = st ? st : gnn_decoder_forward(&ev->cfg, &ev->P, &R, &hi, &ti, distmult ? &rel : NULL, E, D);
-        }
+        tensor_t logits_t;
+        st = st ? st : gnn_score_pairs(&ev->cfg, &ev->P, &R, &hi, &ti, distmult ? &rel : NULL, ev->dec, P, &logits_t);
+        const tensor_t *logits = &logits_t;
         if (st == TMA_OK && on_device) {
             tensor_t S = tma_gnn_tensor_shape(logits, ce, per);
             double part = 0;

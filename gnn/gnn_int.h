@@ -102,6 +102,17 @@ tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z,
 tma_status_t gnn_decoder_forward(const tma_gnn_config_t *cfg, const gnn_params_t *P, const tensor_t *R,
                                  const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t *E,
                                  tensor_t *D);
+/* The scoring buffers of `pairs` pairs: their head and tail rows hi, ti
+ * (i32) and the decoder's two buffers (gnn_score_pairs). */
+tma_status_t gnn_score_bufs_alloc(const tma_gnn_config_t *cfg, const gnn_params_t *Pm, tma_gnn_backend_t *b,
+                                  int64_t pairs, tensor_t *hi, tensor_t *ti, tensor_t dec[2]);
+/* The decoder's logits of P pairs (hi[p], ti[p]) of rows of R (rel: their
+ * relation ids, DistMult; else NULL), computed in dec[0] and dec[1] (each
+ * P x the widest decoder layer); *logits_p is a P x 1 view of one of them.
+ * The fused MLP scorer where the backend has it (evaluator.c). */
+tma_status_t gnn_score_pairs(const tma_gnn_config_t *cfg, const gnn_params_t *Pm, const tensor_t *R,
+                             const tensor_t *hi, const tensor_t *ti, const tensor_t *rel, tensor_t dec[2], int64_t P,
+                             tensor_t *logits_p);
 /* T = src[r0 : r0 + T->rows] W + beta T */
 tma_status_t gnn_src_matmul(const gnn_src_t *src, int64_t r0, const tensor_t *W, float beta, tensor_t *T);
 /* A = the block's weighted sum of src rows */
@@ -330,6 +341,8 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
  * several chunks on small graphs), and the final embeddings of all nodes
  * (N x hidden floats, host) for `params`. */
 void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows);
+/* Caps a rank's layer chunks at `rows` rows and `edges` entries (tests: many chunks on a small graph). */
+void gnn_rank_set_chunk(tma_gnn_rank_t *rk, int64_t rows, int64_t edges);
 /* Creates an evaluator on a named backend. */
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                      tma_gnn_evaluator_t **ev_p);

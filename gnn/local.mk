@@ -3,7 +3,7 @@ lib_LIBRARIES += gnn/libtma_gnn.a
 gnn_libtma_gnn_a_SOURCES = \
 	gnn/tma_gnn.h gnn/gnn_backend.h gnn/gnn_int.h \
 	gnn/backend.c gnn/backend_cuda.c gnn/config.c gnn/model.c gnn/model_kinds.c \
-	gnn/enc_gcn.c gnn/enc_mlp.c gnn/enc_rgcn.c gnn/enc_gat.c gnn/dec_mlp.c gnn/dec_distmult.c gnn/dec_dot.c gnn/trainer.c gnn/evaluator.c gnn/weights.c gnn/hetero.c \
+	gnn/enc_gcn.c gnn/enc_mlp.c gnn/enc_rgcn.c gnn/enc_gat.c gnn/dec_mlp.c gnn/dec_distmult.c gnn/dec_dot.c gnn/trainer.c gnn/evaluator.c gnn/rank.c gnn/weights.c gnn/hetero.c \
 	gnn/cpu/cpu_gemm.c gnn/cpu/cpu_gemm_int.h \
 	gnn/ref/ref_backend.c
 # No errno from sqrtf and no FP-exception semantics: lets the compiler vectorise

@@ -501,6 +501,56 @@ tma_gnn_backend_t *tma_gnn_evaluator_backend(const tma_gnn_evaluator_t *ev);
 /* Seconds spent in inference and in scoring by the last call. */
 void tma_gnn_evaluator_last_timing(const tma_gnn_evaluator_t *ev, double *infer_s_p, double *score_s_p);
 
+/* ------------------------------------------------------------------ evaluator ranks */
+
+/*
+ * An evaluator rank (gnn/rank.c): the embeddings of the nodes of the shards
+ * it holds, computed from their inference files (tma_graph_infer_t), and the
+ * logits of the evaluation edges whose heads they hold.  Rows of other
+ * shards' nodes come through `fetch`: fill out (n x cols floats, row-major)
+ * with the level-`level` rows of the packed nodes ids[0, n), which other
+ * ranks hold (their tma_gnn_rank_rows).  Level 0 is the input (features
+ * widened to float32, or the per-type input projection of typed models),
+ * level l + 1 layer l's output.  Ranks compute on the CPU.
+ */
+typedef struct tma_gnn_rank tma_gnn_rank_t;
+typedef tma_status_t (*tma_gnn_fetch_fn)(void *arg, int level, const int64_t *ids, int64_t n, int64_t cols,
+                                         float *out);
+typedef struct tma_gnn_rank_shard {
+    const tma_graph_t *shard;      /* shard-NNNNN.tmag: features, node types */
+    const tma_graph_infer_t *inf;  /* shard-NNNNN.infer.tmag */
+} tma_gnn_rank_shard_t;
+
+/* The shards (all of one partition; they must outlive the rank). */
+tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank_shard_t *shards, int nshards,
+                                 tma_gnn_fetch_fn fetch, void *fetch_arg, tma_gnn_rank_t **rk_p);
+void tma_gnn_rank_destroy(tma_gnn_rank_t *rk);
+/* Rows held: the nodes of its shards. */
+int64_t tma_gnn_rank_rows_held(const tma_gnn_rank_t *rk);
+/* Columns of a level's rows (the feature dimension at level 0 of an untyped model, else hidden). */
+int64_t tma_gnn_rank_cols(const tma_gnn_rank_t *rk, int level);
+/* An evaluation starts: the weights (the layout's parameter block), and level 0. */
+tma_status_t tma_gnn_rank_begin(tma_gnn_rank_t *rk, const float *params);
+/* Layer l: level l + 1 of the held rows from level l (fetching).  Every rank
+ * must be done with layer l - 1 before any starts layer l, and layers run in
+ * order from 0. */
+tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l);
+/* Serves held rows: level `level` of the packed nodes ids[0, n) into out
+ * (n x tma_gnn_rank_cols).  TMA_ERR_RANGE (logged) for a node not held.
+ * Reads only: may run beside another thread's tma_gnn_rank_layer of the
+ * next layer. */
+tma_status_t tma_gnn_rank_rows(const tma_gnn_rank_t *rk, int level, const int64_t *ids, int64_t n, float *out);
+/* Duties of a split it holds: evaluation edges whose head it holds, with
+ * an index below `limit` (limit <= 0: all). */
+int64_t tma_gnn_rank_duties(const tma_gnn_rank_t *rk, tma_gnn_split_t split, int64_t limit);
+/* After the last layer: each duty's edge index into edges[] and its logits
+ * (the positive, then its negatives in the graph's order: 1 + negatives
+ * floats) into logits[]; *count_p duties (tma_gnn_rank_duties). */
+tma_status_t tma_gnn_rank_score(tma_gnn_rank_t *rk, tma_gnn_split_t split, int64_t limit, int64_t *edges,
+                                float *logits, int64_t *count_p);
+/* Seconds of inference (begin and the layers) and of the last scoring. */
+void tma_gnn_rank_last_timing(const tma_gnn_rank_t *rk, double *infer_s_p, double *score_s_p);
+
 /* ------------------------------------------------------------------ weight files */
 
 /*

@@ -205,7 +205,18 @@ enum {
     SEC_TEST_RELS = 13,
     SEC_TYPE_FEAT_DIM = 14,
     SEC_NAMES = 15,
+    /* A shard's inference file (kind 2): section 1, 2, 9 (and typed 10, 11) as
+     * a shard's, with packed neighbours; then these. */
+    SEC_NBR_DEG = 16,
+    SEC_VAL_DUTIES = 17,
+    SEC_TEST_DUTIES = 18,
 };
+
+/* Shard s's inference file at `path` (partition_infer.c): the full rows of
+ * its nodes (nodes[0, ns), in increasing global id), packed with part[] and
+ * local[] (each node's shard and local id). */
+tma_status_t graph_infer_write(const tma_graph_t *g, const int32_t *part, const int64_t *local, const int64_t *nodes,
+                               int64_t ns, int32_t s, int32_t S, const char *path);
 
 /* A .tmag written section by section, in blocks, without holding any section
  * in memory: begin takes the header's scalars from `meta` (its arrays are not

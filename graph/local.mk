@@ -6,5 +6,5 @@ pkginclude_HEADERS += graph/tma_graph.h
 TMA_ALL_LIBS += graph/libtma_graph.a
 # The builder, importers, generators and partitioners.
 graph_libtma_graph_a_SOURCES += graph/graph_int.h graph/tmag_int.h graph/build.c graph/feat.c graph/text.c \
-	graph/npz.c graph/import.c graph/import_ogb.c graph/import_feat.c graph/import_npz.c graph/import_typed.c graph/import_int.h graph/gen.c graph/partition.c \
+	graph/npz.c graph/import.c graph/import_ogb.c graph/import_feat.c graph/import_npz.c graph/import_typed.c graph/import_int.h graph/gen.c graph/partition.c graph/partition_infer.c \
 	graph/order.c graph/build_ooc.c

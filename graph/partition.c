@@ -714,6 +714,17 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
         if ((st = write_shard(g, part, &l, s, S, &b, path, gmean, gdist, r)) != TMA_OK)
             goto done;
         free(path);
+        /* Beside it, the shard's full rows and duties for an evaluator rank. */
+        const double ti = tma_clock_now();
+        nm = tma_partition_infer_name(s);
+        path = nm ? tma_path_join(dir, nm) : NULL;
+        free(nm);
+        st = path ? graph_infer_write(g, part, l.local, l.order + l.start[s], l.start[s + 1] - l.start[s], s, S, path)
+                  : TMA_ERR_NOMEM;
+        r->seconds_write += tma_clock_now() - ti;
+        if (st != TMA_OK)
+            goto done;
+        free(path);
         path = NULL;
         kept += r->shard_edges[s];
         if (r->shard_nodes[s] > 0) {

@@ -600,6 +600,55 @@ void tma_partition_info_destroy(tma_partition_info_t *info);
  * file and this node's hostname.  Thread-safe. */
 tma_status_t tma_partition_shard_check(const tma_partition_info_t *info, int32_t k);
 
+/* ------------------------------------------------------------------ a shard's inference file */
+
+/* A node of a partition named by its shard and its local id in that shard. */
+#define TMA_INFER_PACK(shard, local) ((int64_t)(shard) << 32 | (int64_t)(local))
+#define TMA_INFER_SHARD(p) ((int32_t)((p) >> 32))
+#define TMA_INFER_LOCAL(p) ((int64_t)((p) & 0xffffffffll))
+/* Columns of a duty row before its negatives. */
+enum { TMA_INFER_DUTY_EDGE, TMA_INFER_DUTY_REL, TMA_INFER_DUTY_HEAD, TMA_INFER_DUTY_TAIL, TMA_INFER_DUTY_COLS };
+
+/*
+ * shard-NNNNN.infer.tmag (docs/formats.md), written by tma partition beside
+ * each shard: what an evaluator rank needs to compute the embeddings of the
+ * shard's nodes without the whole graph.  Row i is the shard's local node i
+ * (global id global_ids[i]); its entries are ALL its neighbours in the full
+ * training graph, in the graph's row order, each named by
+ * TMA_INFER_PACK(shard, local) with that neighbour's degree (for GCN's
+ * normalisation) and, typed, the entry's relation id.  The duties of a split
+ * are the evaluation edges whose head is one of the shard's nodes, one row of
+ * TMA_INFER_DUTY_COLS + negatives each: the edge's index in the split, its
+ * relation id (0 untyped), the head's local id, the tail and each fixed
+ * negative packed.  Read-only, mapped; free with tma_graph_infer_close.
+ */
+typedef struct tma_graph_infer {
+    int32_t shard, num_shards;
+    uint64_t graph_id;
+    int64_t num_nodes, num_entries;
+    const int64_t *indptr;     /* [num_nodes + 1] */
+    const int64_t *nbr;        /* [num_entries], packed */
+    const int32_t *nbr_deg;    /* [num_entries] */
+    const int32_t *rel;        /* [num_entries], typed only (else NULL) */
+    const int64_t *global_ids; /* [num_nodes] */
+    const int32_t *node_type;  /* [num_nodes], typed only */
+    int32_t num_negatives;
+    int64_t num_duties[2];     /* [0] validation, [1] test */
+    const int64_t *duties[2];  /* [num_duties * (TMA_INFER_DUTY_COLS + num_negatives)] */
+    void *map_; /* private: the mapping */
+} tma_graph_infer_t;
+
+/* The file name of shard k's inference file in a partition folder (malloc'd). */
+char *tma_partition_infer_name(int32_t k);
+/* Opens and checks an inference file: header, sections, checksums (unless
+ * TMA_GRAPH_OPEN_NO_VERIFY), that it is shard `shard` of `num_shards` of
+ * graph `graph_id`, rows in range, every packed node in range of
+ * shard_nodes[] (the partition's shard sizes), degrees >= 1.  Errors name
+ * the file and what is wrong. */
+tma_status_t tma_graph_infer_open(const char *path, unsigned flags, int32_t shard, int32_t num_shards,
+                                  uint64_t graph_id, const int64_t *shard_nodes, tma_graph_infer_t **inf_p);
+void tma_graph_infer_close(tma_graph_infer_t *inf);
+
 /* ------------------------------------------------------------------ neighbour sampler */
 
 /*

@@ -610,7 +610,7 @@ static const tmag_section_t *find_section(const tmag_header_t *h, uint32_t id)
 
 /* Points *dst at section `id` after checking its element size, count, bounds
  * and (unless skipped) checksum.  A missing optional section leaves NULL. */
-static tma_status_t bind_section(const char *path, const tma_mmap_t *m, const tmag_header_t *h,
+tma_status_t tmag_bind_section(const char *path, const tma_mmap_t *m, const tmag_header_t *h,
                                  uint32_t id, const char *name, uint32_t elem_size, uint64_t count,
                                  int required, int verify, const void **dst)
 {
@@ -650,7 +650,7 @@ static tma_status_t bind_section(const char *path, const tma_mmap_t *m, const tm
 /* Checks the header at `data` (`avail` bytes of it readable) of a file of
  * `size` bytes: magic, version, header checksum, count ranges and the file
  * size it records.  Logs what is wrong, naming path. */
-static tma_status_t header_check(const char *path, const void *data, size_t avail, size_t size, tmag_header_t *h_p)
+tma_status_t tmag_header_check(const char *path, const void *data, size_t avail, size_t size, tmag_header_t *h_p)
 {
     if (size < TMAG_HEADER_BYTES || avail < TMAG_HEADER_BYTES) {
         if (size >= 8 && avail >= 8 && memcmp(data, TMAG_MAGIC, 8) != 0)
@@ -680,7 +680,7 @@ static tma_status_t header_check(const char *path, const void *data, size_t avai
     const uint64_t lim = (uint64_t)1 << 40;
     if (h.num_sections > TMAG_MAX_SECTIONS || h.num_nodes >= lim || h.num_train_edges >= lim ||
         h.num_val >= lim || h.num_test >= lim || h.num_edges >= lim || h.feature_dim > (1u << 24) ||
-        h.num_negatives > (1u << 20) || h.num_classes > (1u << 24) || h.kind > 1 ||
+        h.num_negatives > (1u << 20) || h.num_classes > (1u << 24) || h.kind > TMAG_KIND_INFER ||
         h.num_shards > (1u << 24)) {
         tma_log_error(COMP, "%s: header counts are out of range", path);
         return TMA_ERR_FORMAT;
@@ -729,7 +729,7 @@ tma_status_t tmag_header_read(const char *path, tmag_header_t *h_p)
         tma_log_error(COMP, "%s: cannot read: %s", path, strerror(errno));
         st = TMA_ERR_IO;
     } else {
-        st = header_check(path, buf, (size_t)got, (size_t)sb.st_size, h_p);
+        st = tmag_header_check(path, buf, (size_t)got, (size_t)sb.st_size, h_p);
     }
     free(buf);
     close(fd);
@@ -747,8 +747,14 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     if (st != TMA_OK)
         goto fail;
     tmag_header_t h;
-    if ((st = header_check(path, m->data, m->size, m->size, &h)) != TMA_OK)
+    if ((st = tmag_header_check(path, m->data, m->size, m->size, &h)) != TMA_OK)
         goto fail;
+    if (h.kind == TMAG_KIND_INFER) {
+        tma_log_error(COMP, "%s is a shard's inference file (kind 2), not a graph: open the shard-NNNNN.tmag "
+                      "beside it", path);
+        st = TMA_ERR_FORMAT;
+        goto fail;
+    }
     g->kind = (tma_graph_kind_t)h.kind;
     g->num_nodes = (int64_t)h.num_nodes;
     g->num_edges = (int64_t)h.num_edges;
@@ -770,7 +776,7 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
     const void *p;
 #define BIND(id, name, esz, cnt, req, field, type)                                                 \
     do {                                                                                           \
-        st = bind_section(path, m, &h, id, name, esz, cnt, req, verify, &p);                       \
+        st = tmag_bind_section(path, m, &h, id, name, esz, cnt, req, verify, &p);                       \
         if (st != TMA_OK)                                                                          \
             goto fail;                                                                             \
         g->field = (type)p;                                                                        \

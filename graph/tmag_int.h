@@ -21,6 +21,10 @@
 
 #define TMAG_MAX_NAMES_BYTES (64u << 20)
 
+/* The header's kind of a shard's inference file (partition_infer.c); 0 and 1
+ * are tma_graph_kind_t's. */
+#define TMAG_KIND_INFER 2u
+
 typedef struct tmag_section {
     uint32_t id;
     uint32_t elem_size;
@@ -86,5 +90,16 @@ static inline uint64_t tmag_content_id_start(uint64_t nodes, uint64_t edges, uin
  * TMA_ERR_CHECKSUM or TMA_ERR_MISMATCH for a bad header; each logged,
  * naming the path. */
 tma_status_t tmag_header_read(const char *path, tmag_header_t *h_p);
+
+/* The header at `data` (`avail` bytes of it readable) of a file of `size`
+ * bytes: magic, version, header checksum, count ranges (kinds 0 to 2) and
+ * the file size it records.  Logs what is wrong, naming path. */
+tma_status_t tmag_header_check(const char *path, const void *data, size_t avail, size_t size, tmag_header_t *h_p);
+/* Points *dst at section `id` of the mapped file after checking its element
+ * size, count, bounds and (with verify) checksum; a missing section is an
+ * error when `required` and count > 0, else leaves NULL. */
+tma_status_t tmag_bind_section(const char *path, const tma_mmap_t *m, const tmag_header_t *h, uint32_t id,
+                               const char *name, uint32_t elem_size, uint64_t count, int required, int verify,
+                               const void **dst);
 
 #endif

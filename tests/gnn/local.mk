@@ -32,6 +32,9 @@ TESTS += tests/gnn/test_weights
 check_PROGRAMS += tests/gnn/test_trainer
 TESTS += tests/gnn/test_trainer
 
+check_PROGRAMS += tests/gnn/test_rank
+TESTS += tests/gnn/test_rank
+
 check_PROGRAMS += tests/gnn/write_test_graph
 dist_check_SCRIPTS += tests/gnn/test_train_cli.sh
 TESTS += tests/gnn/test_train_cli.sh

@@ -1,0 +1,627 @@
+/*
+ * rank.c: an evaluator rank, the distributed evaluation's piece on one
+ * worker (docs/architecture.md, "A distributed evaluation").
+ *
+ * A rank holds the shards it owns and their inference files (each node's
+ * full training-graph row, neighbours named by shard and local id) and
+ * computes its own nodes' embeddings layer by layer: level 0 is the input
+ * (the features, or the per-type input projection), level l + 1 is layer l's
+ * output.  A layer runs chunk by chunk over the rank's rows: the chunk's
+ * neighbours are gathered into one compact source table (the chunk's own
+ * rows first, then the other neighbours: rows the rank holds are copied,
+ * the others fetched from their owners through the caller's fetch function),
+ * a block over that table carries the same weights the single evaluator
+ * uses, and the layer runs through the same combine and activation as
+ * training.  So a rank needs its own rows of two levels and one chunk's
+ * sources, never the graph.  Scoring runs at the owner of each evaluation
+ * edge's head; the tails' and negatives' final rows are fetched the same way.
+ * Every rank must finish layer l before any rank starts layer l + 1 (its
+ * level l rows are read by the others meanwhile).
+ */
+#include "gnn_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMP "evaluator"
+
+/* Floats of gathered source rows (or of a layer's projection of them) a chunk may hold. */
+#define RANK_CHUNK_FLOATS ((int64_t)1 << 23)
+
+struct tma_gnn_rank {
+    tma_gnn_config_t cfg;
+    tma_gnn_layout_t layout;
+    tma_gnn_backend_t *b;
+    tensor_t params;
+    gnn_params_t P;
+    int nsh;
+    const tma_graph_t **sh;
+    const tma_graph_infer_t **inf;
+    int64_t *off;     /* [nsh + 1]: slot s's rows are off[s] .. off[s + 1] */
+    int32_t *slot_of; /* [num_shards]: the slot of a shard, -1 when not held */
+    int32_t num_shards;
+    int64_t n;
+    tma_gnn_fetch_fn fetch;
+    void *fetch_arg;
+    int typed_in; /* level 0 is the per-type projection (a table), not the features */
+    tensor_t lvl[3]; /* level 0 (typed), odd levels, even levels >= 2: n x hidden */
+
+    int64_t chunk_rows, chunk_edges, max_src, widest_in;
+    int64_t *cand;      /* chunk_edges: the chunk's neighbours, then sorted and unique */
+    int32_t *u2s;       /* chunk_edges: unique neighbour -> source row */
+    int64_t *remote;    /* the remote sources' packed ids (a chunk's, or a scoring chunk's) */
+    int64_t *own_src;   /* the held sources' rank rows (scoring: where a fetched row goes) */
+    float *row;         /* widest_in: one feature row widened */
+    tensor_t X, T, A, Z, mean, rstd, c_indptr, c_indices, c_weights, c_rel;
+    int32_t *norm_count;
+
+    int64_t pairs; /* scoring pairs a chunk */
+    tensor_t R, hi, ti, prel, dec[2];
+    double last_infer_s, last_score_s;
+};
+
+void tma_gnn_rank_destroy(tma_gnn_rank_t *rk)
+{
+    if (!rk)
+        return;
+    tensor_t *ts[] = {&rk->params, &rk->lvl[0], &rk->lvl[1], &rk->lvl[2], &rk->X,  &rk->T,    &rk->A,
+                      &rk->Z,      &rk->mean,   &rk->rstd,   &rk->c_indptr, &rk->c_indices, &rk->c_weights,
+                      &rk->c_rel,  &rk->R,      &rk->hi,     &rk->ti,     &rk->prel, &rk->dec[0], &rk->dec[1]};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
+        tma_gnn_tensor_free(ts[i]);
+    void *owned[] = {(void *)rk->sh, (void *)rk->inf, rk->off, rk->slot_of, rk->cand, rk->u2s,
+                     rk->remote,      rk->own_src,      rk->row, rk->norm_count};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(owned); i++)
+        free(owned[i]);
+    tma_gnn_backend_destroy(rk->b);
+    free(rk);
+}
+
+static tma_status_t alloc_t(tma_gnn_backend_t *b, tma_gnn_dtype_t dt, int64_t n, tensor_t *t)
+{
+    return tma_gnn_tensor_alloc(b, dt, n > 0 ? n : 1, t);
+}
+
+/* The shards: each a shard file and its inference file of one partition. */
+static tma_status_t shards_setup(tma_gnn_rank_t *rk, const tma_gnn_rank_shard_t *shards, int nshards)
+{
+    rk->nsh = nshards;
+    rk->num_shards = shards[0].inf->num_shards;
+    rk->sh = calloc((size_t)nshards, sizeof *rk->sh);
+    rk->inf = calloc((size_t)nshards, sizeof *rk->inf);
+    rk->off = calloc((size_t)nshards + 1, sizeof *rk->off);
+    rk->slot_of = malloc((size_t)rk->num_shards * sizeof *rk->slot_of);
+    if (!rk->sh || !rk->inf || !rk->off || !rk->slot_of)
+        return TMA_ERR_NOMEM;
+    for (int32_t k = 0; k < rk->num_shards; k++)
+        rk->slot_of[k] = -1;
+    for (int s = 0; s < nshards; s++) {
+        const tma_graph_t *g = shards[s].shard;
+        const tma_graph_infer_t *f = shards[s].inf;
+        if (f->num_shards != rk->num_shards || f->shard != g->shard_index || f->num_nodes != g->num_nodes ||
+            f->graph_id != g->graph_id || rk->slot_of[f->shard] >= 0 ||
+            g->feature_dim != shards[0].shard->feature_dim) {
+            tma_log_error(COMP, "evaluator rank: shard %d's inference file does not match its shard file, or "
+                          "the shards come from different partitions", g->shard_index);
+            return TMA_ERR_MISMATCH;
+        }
+        rk->sh[s] = g;
+        rk->inf[s] = f;
+        rk->slot_of[f->shard] = s;
+        rk->off[s + 1] = rk->off[s] + f->num_nodes;
+    }
+    rk->n = rk->off[nshards];
+    return TMA_OK;
+}
+
+tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank_shard_t *shards, int nshards,
+                                 tma_gnn_fetch_fn fetch, void *fetch_arg, tma_gnn_rank_t **rk_p)
+{
+    if (!cfg || !shards || nshards < 1 || !fetch || !rk_p)
+        return TMA_ERR_INVALID;
+    tma_gnn_rank_t *rk = calloc(1, sizeof *rk);
+    if (!rk)
+        return TMA_ERR_NOMEM;
+    rk->cfg = *cfg;
+    rk->fetch = fetch;
+    rk->fetch_arg = fetch_arg;
+    tma_status_t st;
+    if ((st = shards_setup(rk, shards, nshards)) || (st = tma_gnn_config_resolve(&rk->cfg, shards[0].shard)) ||
+        (st = tma_gnn_layout_build(&rk->cfg, &rk->layout)))
+        goto fail;
+    const int threads = rk->cfg.eval_threads > 0 ? rk->cfg.eval_threads : rk->cfg.threads;
+    /* Ranks compute on the CPU: their tables are read row by row as others fetch them. */
+    if ((st = tma_gnn_backend_create("cpu", threads, &rk->b)) || (st = gnn_encoder_check_backend(&rk->cfg, rk->b)))
+        goto fail;
+    tma_gnn_backend_t *b = rk->b;
+    const tma_gnn_config_t *c = &rk->cfg;
+    const int64_t H = c->hidden, Fd = c->feature_dim, n = rk->n;
+    rk->typed_in = c->num_node_types > 0;
+    rk->widest_in = rk->typed_in ? H : TMA_MAX(H, Fd);
+    if ((st = alloc_t(b, TMA_GNN_F32, rk->layout.total, &rk->params)) ||
+        (st = gnn_params_bind(&rk->cfg, &rk->layout, &rk->params, &rk->P)))
+        goto fail;
+    for (int i = rk->typed_in ? 0 : 1; i < 3; i++)
+        if ((st = alloc_t(b, TMA_GNN_F32, n * H, &rk->lvl[i])))
+            goto fail;
+
+    /* Chunks: at most chunk_rows rows, and chunk_edges entries (so as many sources). */
+    int64_t maxdeg = 0;
+    for (int s = 0; s < rk->nsh; s++)
+        for (int64_t i = 0; i < rk->inf[s]->num_nodes; i++)
+            maxdeg = TMA_MAX(maxdeg, rk->inf[s]->indptr[i + 1] - rk->inf[s]->indptr[i]);
+    int64_t proj = 1;
+    for (int l = 0; l < c->layers; l++)
+        proj = TMA_MAX(proj, gnn_layer_proj_cols(c, l));
+    const int64_t width = TMA_MAX(rk->widest_in, proj);
+    rk->chunk_rows = TMA_MAX((int64_t)64, TMA_MIN(TMA_MAX(n, 1), RANK_CHUNK_FLOATS / width / 8));
+    rk->chunk_edges = TMA_MAX(maxdeg + 1, RANK_CHUNK_FLOATS / width);
+    rk->max_src = rk->chunk_rows + rk->chunk_edges;
+    const int64_t ce = rk->chunk_edges + rk->chunk_rows; /* with GCN's self-loops */
+    int64_t proj_floats = rk->max_src * H;
+    for (int l = 0; l < c->layers; l++)
+        proj_floats = TMA_MAX(proj_floats, gnn_layer_proj_floats(c, l, rk->max_src));
+    /* Scoring: the remote tails and negatives of a chunk of duties. */
+    const int64_t K = rk->inf[0]->num_negatives;
+    const int64_t ids = TMA_MAX(ce, (int64_t)c->eval_batch_edges * (1 + K));
+    if ((st = alloc_t(b, TMA_GNN_F32, rk->max_src * rk->widest_in, &rk->X)) ||
+        (st = alloc_t(b, TMA_GNN_F32, proj_floats, &rk->T)) ||
+        (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(rk->chunk_rows * rk->widest_in, ce * gnn_layer_edge_cols(c)), &rk->A)) ||
+        (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows * H, &rk->Z)) ||
+        (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows, &rk->mean)) ||
+        (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows, &rk->rstd)) ||
+        (st = alloc_t(b, TMA_GNN_I32, rk->chunk_rows + 1, &rk->c_indptr)) ||
+        (st = alloc_t(b, TMA_GNN_I32, ce, &rk->c_indices)) || (st = alloc_t(b, TMA_GNN_F32, ce, &rk->c_weights)) ||
+        (st = alloc_t(b, TMA_GNN_I32, ce, &rk->c_rel)))
+        goto fail;
+    rk->cand = malloc((size_t)ce * sizeof *rk->cand);
+    rk->u2s = malloc((size_t)ce * sizeof *rk->u2s);
+    rk->remote = malloc((size_t)ids * sizeof *rk->remote);
+    rk->own_src = malloc((size_t)ids * sizeof *rk->own_src);
+    rk->row = malloc((size_t)TMA_MAX(Fd, 1) * sizeof *rk->row);
+    rk->norm_count = calloc((size_t)TMA_MAX(c->num_rel_ids, 1), sizeof *rk->norm_count);
+
+    /* Scoring chunks: a duty's head, tail and negatives are R's rows. */
+    rk->pairs = (int64_t)c->eval_batch_edges * (1 + K);
+    if ((st = alloc_t(b, TMA_GNN_F32, (int64_t)c->eval_batch_edges * (2 + K) * H, &rk->R)) ||
+        (st = alloc_t(b, TMA_GNN_I32, rk->pairs, &rk->prel)) ||
+        (st = gnn_score_bufs_alloc(c, &rk->P, b, rk->pairs, &rk->hi, &rk->ti, rk->dec)))
+        goto fail;
+    if (!rk->cand || !rk->u2s || !rk->remote || !rk->own_src || !rk->row || !rk->norm_count) {
+        st = TMA_ERR_NOMEM;
+        goto fail;
+    }
+    *rk_p = rk;
+    return TMA_OK;
+fail:
+    if (st == TMA_ERR_NOMEM)
+        tma_log_error(COMP, "out of memory creating an evaluator rank for %lld nodes", (long long)rk->n);
+    tma_gnn_rank_destroy(rk);
+    return st;
+}
+
+int64_t tma_gnn_rank_rows_held(const tma_gnn_rank_t *rk)
+{
+    return rk->n;
+}
+
+/* Level l's table (NULL for level 0 without the per-type projection: the features). */
+static const tensor_t *level_table(const tma_gnn_rank_t *rk, int level)
+{
+    if (level == 0)
+        return rk->typed_in ? &rk->lvl[0] : NULL;
+    return &rk->lvl[level & 1 ? 1 : 2];
+}
+
+static int64_t level_cols(const tma_gnn_rank_t *rk, int level)
+{
+    return level == 0 && !rk->typed_in ? rk->cfg.feature_dim : rk->cfg.hidden;
+}
+
+/* One held row of a level into out (widened features at level 0). */
+static void held_row(const tma_gnn_rank_t *rk, int level, int64_t r, float *out)
+{
+    const int64_t d = level_cols(rk, level);
+    const tensor_t *t = level_table(rk, level);
+    if (t) {
+        memcpy(out, (const float *)t->data + r * d, (size_t)d * sizeof(float));
+        return;
+    }
+    int s = 0;
+    while (r >= rk->off[s + 1])
+        s++;
+    tma_graph_feat_rows(rk->sh[s], r - rk->off[s], 1, out);
+}
+
+/* The rank row of a packed node, -1 when another rank holds it. */
+static inline int64_t held(const tma_gnn_rank_t *rk, int64_t p)
+{
+    const int32_t k = TMA_INFER_SHARD(p);
+    const int32_t s = k >= 0 && k < rk->num_shards ? rk->slot_of[k] : -1;
+    return s < 0 ? -1 : rk->off[s] + TMA_INFER_LOCAL(p);
+}
+
+tma_status_t tma_gnn_rank_rows(const tma_gnn_rank_t *rk, int level, const int64_t *ids, int64_t n, float *out)
+{
+    if (level < 0 || level > rk->cfg.layers)
+        return TMA_ERR_RANGE;
+    const int64_t d = level_cols(rk, level);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t r = held(rk, ids[i]);
+        if (r < 0 || r >= rk->n) {
+            tma_log_error(COMP, "evaluator rank: asked for shard %d's node %lld, which this rank does not hold",
+                          TMA_INFER_SHARD(ids[i]), (long long)TMA_INFER_LOCAL(ids[i]));
+            return TMA_ERR_RANGE;
+        }
+        held_row(rk, level, r, out + i * d);
+    }
+    return TMA_OK;
+}
+
+int64_t tma_gnn_rank_cols(const tma_gnn_rank_t *rk, int level)
+{
+    return level_cols(rk, level);
+}
+
+/* Level 0 of a typed model: the per-type input projection of each shard's nodes. */
+static tma_status_t project_input(tma_gnn_rank_t *rk)
+{
+    const tma_gnn_config_t *c = &rk->cfg;
+    const int64_t H = c->hidden;
+    tma_status_t st = TMA_OK;
+    for (int s = 0; s < rk->nsh && st == TMA_OK; s++) {
+        const tma_graph_t *g = rk->sh[s];
+        const int64_t n = g->num_nodes;
+        if (n == 0)
+            continue;
+        gnn_type_feats_t tf = {0};
+        tensor_t order = {0}, tids = {0};
+        int64_t offsets[TMA_GNN_MAX_TYPES + 1];
+        int32_t *ho = malloc((size_t)n * sizeof *ho);
+        int64_t *hid = malloc((size_t)n * sizeof *hid);
+        st = ho && hid ? gnn_type_feats_create(rk->b, c, g, &tf) : TMA_ERR_NOMEM;
+        st = st ? st : gnn_type_feats_order(&tf, NULL, g->node_type, n, ho, offsets, hid);
+        st = st ? st : alloc_t(rk->b, TMA_GNN_I32, n, &order);
+        st = st ? st : alloc_t(rk->b, TMA_GNN_I64, n, &tids);
+        if (st == TMA_OK) {
+            order = tma_gnn_tensor_shape(&order, n, 1);
+            tids = tma_gnn_tensor_shape(&tids, n, 1);
+            st = tma_gnn_tensor_upload(&order, ho);
+            st = st ? st : tma_gnn_tensor_upload(&tids, hid);
+        }
+        if (st == TMA_OK) {
+            gnn_type_proj_t tp = {c->num_node_types, tf.feats, offsets, &order, &tids};
+            tensor_t S = tma_gnn_tensor_shape(&rk->X, n, H);
+            tensor_t out = tma_gnn_tensor_view(&rk->lvl[0], rk->off[s] * H, n, H);
+            if (rk->X.capacity < n * H)
+                st = TMA_ERR_NOMEM; /* scratch below; one shard's rows at a time */
+            else
+                st = gnn_type_project_forward(&tp, rk->P.in_W, rk->P.in_b, &S, &out);
+        }
+        tma_gnn_tensor_free(&order);
+        tma_gnn_tensor_free(&tids);
+        gnn_type_feats_destroy(rk->b, &tf);
+        free(ho);
+        free(hid);
+    }
+    return st;
+}
+
+tma_status_t tma_gnn_rank_begin(tma_gnn_rank_t *rk, const float *params)
+{
+    rk->last_infer_s = rk->last_score_s = 0;
+    const double t0 = tma_clock_now();
+    tma_status_t st = tma_gnn_tensor_upload(&rk->params, params);
+    if (st == TMA_OK && rk->typed_in) {
+        if (rk->X.capacity < rk->n * rk->cfg.hidden) {
+            /* The projection's scratch: grown once for the largest shard. */
+            int64_t most = 0;
+            for (int s = 0; s < rk->nsh; s++)
+                most = TMA_MAX(most, rk->sh[s]->num_nodes);
+            if (rk->X.capacity < most * rk->cfg.hidden) {
+                tma_gnn_tensor_free(&rk->X);
+                st = alloc_t(rk->b, TMA_GNN_F32, TMA_MAX(most * rk->cfg.hidden, rk->max_src * rk->widest_in), &rk->X);
+            }
+        }
+        st = st ? st : project_input(rk);
+    }
+    rk->last_infer_s += tma_clock_now() - t0;
+    return st;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t find_i64(const int64_t *v, int64_t n, int64_t key)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The next chunk of rows from r0 within slot s: at most chunk_rows rows and chunk_edges entries. */
+static int64_t chunk_end(const tma_gnn_rank_t *rk, int s, int64_t r0)
+{
+    const tma_graph_infer_t *f = rk->inf[s];
+    int64_t r1 = r0, e = 0;
+    while (r1 < rk->off[s + 1] && r1 - r0 < rk->chunk_rows) {
+        const int64_t i = r1 - rk->off[s], de = f->indptr[i + 1] - f->indptr[i] + 1;
+        if (r1 > r0 && e + de > rk->chunk_edges)
+            break;
+        e += de;
+        r1++;
+    }
+    return r1;
+}
+
+/* Gathers the chunk's sources at `level` into X (its own rows first, then
+ * the other neighbours: held ones copied, then the remote ones fetched) and
+ * builds the block over them.  Returns the number of sources in *n_src. */
+static tma_status_t gather_chunk(tma_gnn_rank_t *rk, int level, int s, int64_t r0, int64_t r1, tma_gnn_block_t *blk,
+                                 tensor_t *rel_t, int64_t *n_src_p)
+{
+    const tma_gnn_config_t *c = &rk->cfg;
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(c);
+    const tma_graph_infer_t *f = rk->inf[s];
+    const int64_t n = r1 - r0, d = level_cols(rk, level), i0 = r0 - rk->off[s];
+    const int64_t e0 = f->indptr[i0], ne = f->indptr[i0 + n] - e0;
+    float *X = rk->X.data;
+    /* The chunk's neighbours, sorted and unique. */
+    int64_t nu = 0;
+    if (enc->neighbours) {
+        memcpy(rk->cand, f->nbr + e0, (size_t)ne * sizeof *rk->cand);
+        qsort(rk->cand, (size_t)ne, sizeof *rk->cand, cmp_i64);
+        for (int64_t e = 0; e < ne; e++)
+            if (nu == 0 || rk->cand[e] != rk->cand[nu - 1])
+                rk->cand[nu++] = rk->cand[e];
+    }
+    /* Source rows: the chunk's own rows, the other held rows, then the remote ones. */
+    int64_t n_own = 0, n_rem = 0;
+    for (int64_t u = 0; u < nu; u++) {
+        const int64_t r = held(rk, rk->cand[u]);
+        if (r >= r0 && r < r1)
+            rk->u2s[u] = (int32_t)(r - r0);
+        else if (r >= 0)
+            rk->own_src[n_own++] = r;
+        else
+            rk->remote[n_rem++] = rk->cand[u];
+    }
+    int64_t k_own = 0, k_rem = 0;
+    for (int64_t u = 0; u < nu; u++) {
+        const int64_t r = held(rk, rk->cand[u]);
+        if (r >= 0 && (r < r0 || r >= r1))
+            rk->u2s[u] = (int32_t)(n + k_own++);
+        else if (r < 0)
+            rk->u2s[u] = (int32_t)(n + n_own + k_rem++);
+    }
+    const int64_t n_src = n + n_own + n_rem;
+    if (n_src > rk->max_src)
+        return TMA_ERR_INTERNAL;
+    for (int64_t i = 0; i < n; i++)
+        held_row(rk, level, r0 + i, X + i * d);
+    for (int64_t j = 0; j < n_own; j++)
+        held_row(rk, level, rk->own_src[j], X + (n + j) * d);
+    tma_status_t st = n_rem ? rk->fetch(rk->fetch_arg, level, rk->remote, n_rem, d, X + (n + n_own) * d) : TMA_OK;
+    if (st != TMA_OK)
+        return st;
+    *n_src_p = n_src;
+    if (!enc->neighbours)
+        return TMA_OK;
+
+    /* The block: the single evaluator's weights (graph/sampler.c, full rows), rows in the graph's order. */
+    const int gcn = enc->self_loops, relational = enc->relational;
+    const int gcn_norm = enc->norm == TMA_GRAPH_NORM_GCN;
+    int32_t *ip = rk->c_indptr.data, *ix = rk->c_indices.data, *rl = rk->c_rel.data;
+    float *w = rk->c_weights.data;
+    const int32_t R2 = c->num_rel_ids;
+    int64_t e = 0;
+    ip[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t a = f->indptr[i0 + i], z = f->indptr[i0 + i + 1], deg = z - a;
+        const double di = (double)(deg + 1);
+        const double scale = gcn_norm ? (deg > 0 ? 1.0 : 0.0) : (deg + gcn > 0 ? 1.0 / (double)(deg + gcn) : 0.0);
+        if (gcn) {
+            ix[e] = (int32_t)i;
+            w[e] = gcn_norm ? (float)(1.0 / di) : (float)scale;
+            e++;
+        }
+        for (int64_t q = a; q < z; q++, e++) {
+            ix[e] = rk->u2s[find_i64(rk->cand, nu, f->nbr[q])];
+            w[e] = gcn_norm ? (float)(scale / sqrt(di * (double)(f->nbr_deg[q] + 1))) : (float)scale;
+            if (relational)
+                rl[e] = f->rel ? (f->rel[q] + R2 / 2) % R2 : 0; /* the message runs back: the inverse */
+        }
+        ip[i + 1] = (int32_t)e;
+    }
+    if (relational && (st = gnn_rgcn_norm(n, ip, rl, R2, rk->norm_count, w)) != TMA_OK)
+        return st;
+    memset(blk, 0, sizeof *blk);
+    blk->num_dst = n;
+    blk->num_src = n_src;
+    blk->num_edges = e;
+    blk->indptr = tma_gnn_tensor_shape(&rk->c_indptr, n + 1, 1);
+    blk->indices = tma_gnn_tensor_shape(&rk->c_indices, e, 1);
+    blk->weights = tma_gnn_tensor_shape(&rk->c_weights, e, 1);
+    *rel_t = tma_gnn_tensor_shape(&rk->c_rel, e, 1);
+    return TMA_OK;
+}
+
+tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
+{
+    const tma_gnn_config_t *c = &rk->cfg;
+    if (l < 0 || l >= c->layers)
+        return TMA_ERR_RANGE;
+    const double t0 = tma_clock_now();
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(c);
+    const int64_t H = c->hidden, d_in = level_cols(rk, l);
+    const int mlp = !enc->neighbours, last = l == c->layers - 1;
+    /* The sources are dense rows here, whatever the features' storage. */
+    tma_gnn_feat_info_t fi;
+    memset(&fi, 0, sizeof fi);
+    const int pf = gnn_layer_project_first(c, l, &fi);
+    const tensor_t *out_t = level_table(rk, l + 1);
+    tensor_t out = tma_gnn_tensor_shape(out_t, rk->n, H);
+    tma_status_t st = TMA_OK;
+    for (int s = 0; s < rk->nsh && st == TMA_OK; s++) {
+        for (int64_t r0 = rk->off[s]; r0 < rk->off[s + 1] && st == TMA_OK;) {
+            const int64_t r1 = chunk_end(rk, s, r0), n = r1 - r0;
+            tma_gnn_block_t blk;
+            tensor_t rel;
+            int64_t n_src = 0;
+            st = gather_chunk(rk, l, s, r0, r1, &blk, &rel, &n_src);
+            if (st != TMA_OK)
+                break;
+            tensor_t Xs = tma_gnn_tensor_shape(&rk->X, n_src, d_in);
+            gnn_src_t src = {.H = &Xs};
+            tensor_t T, A;
+            if (enc->always_project || pf) {
+                T = tma_gnn_tensor_shape(&rk->T, n_src, enc->always_project ? gnn_layer_proj_cols(c, l) : H);
+                st = gnn_layer_project(c, &rk->P, l, &src, n_src, &T);
+            }
+            const int64_t ec = gnn_layer_edge_cols(c);
+            if (ec > 0)
+                A = tma_gnn_tensor_shape(&rk->A, blk.num_edges, ec);
+            else if (!pf && !mlp)
+                A = tma_gnn_tensor_shape(&rk->A, n, d_in);
+            tensor_t Yout = tma_gnn_tensor_view(&out, r0 * H, n, H);
+            tensor_t Z = last ? Yout : tma_gnn_tensor_shape(&rk->Z, n, H);
+            st = st ? st
+                    : gnn_layer_combine(c, &rk->P, l, mlp ? NULL : &blk, &src, 0, pf ? &T : NULL,
+                                        enc->relational ? &rel : NULL, (pf && !ec) || mlp ? NULL : &A, &Z);
+            if (st == TMA_OK && !last) {
+                tensor_t mean = tma_gnn_tensor_shape(&rk->mean, n, 1), rstd = tma_gnn_tensor_shape(&rk->rstd, n, 1);
+                st = gnn_layer_activate(&rk->P, l, &Z, &mean, &rstd, &Yout);
+            }
+            r0 = r1;
+        }
+    }
+    rk->last_infer_s += tma_clock_now() - t0;
+    return st;
+}
+
+int64_t tma_gnn_rank_duties(const tma_gnn_rank_t *rk, tma_gnn_split_t split, int64_t limit)
+{
+    int64_t n = 0;
+    const int t = split == TMA_GNN_SPLIT_TEST;
+    for (int s = 0; s < rk->nsh; s++) {
+        const tma_graph_infer_t *f = rk->inf[s];
+        const int64_t W = TMA_INFER_DUTY_COLS + f->num_negatives;
+        for (int64_t i = 0; i < f->num_duties[t]; i++)
+            n += limit <= 0 || f->duties[t][i * W + TMA_INFER_DUTY_EDGE] < limit;
+    }
+    return n;
+}
+
+/* Scores ce duties (rows of W values at d) into logits (ce x (1 + K)). */
+static tma_status_t score_chunk(tma_gnn_rank_t *rk, int s, const int64_t *const *rows, int64_t ce, float *logits)
+{
+    const tma_gnn_config_t *c = &rk->cfg;
+    const int64_t K = rk->inf[s]->num_negatives, per = 1 + K, H = c->hidden, P = ce * per;
+    const int level = c->layers;
+    float *R = rk->R.data;
+    int32_t *hi = rk->hi.data, *ti = rk->ti.data, *pr = rk->prel.data;
+    int64_t n_rem = 0;
+    /* Row i * (2 + K): the head; then the tail and the negatives. */
+    for (int64_t i = 0; i < ce; i++) {
+        const int64_t *d = rows[i];
+        held_row(rk, level, rk->off[s] + d[TMA_INFER_DUTY_HEAD], R + i * (2 + K) * H);
+        for (int64_t j = 0; j < per; j++) {
+            const int64_t p = d[TMA_INFER_DUTY_TAIL + j], r = held(rk, p);
+            const int64_t at = i * (2 + K) + 1 + j;
+            if (r >= 0)
+                held_row(rk, level, r, R + at * H);
+            else {
+                rk->remote[n_rem] = p;
+                rk->own_src[n_rem++] = at;
+            }
+            hi[i * per + j] = (int32_t)(i * (2 + K));
+            ti[i * per + j] = (int32_t)at;
+            pr[i * per + j] = (int32_t)d[TMA_INFER_DUTY_REL];
+        }
+    }
+    tma_status_t st = TMA_OK;
+    if (n_rem) {
+        /* Fetched into the spare scratch, then put in place. */
+        float *tmp = rk->X.data;
+        st = rk->fetch(rk->fetch_arg, level, rk->remote, n_rem, H, tmp);
+        for (int64_t q = 0; q < n_rem && st == TMA_OK; q++)
+            memcpy(R + rk->own_src[q] * H, tmp + q * H, (size_t)H * sizeof(float));
+    }
+    tensor_t Rt = tma_gnn_tensor_shape(&rk->R, ce * (2 + K), H), hit = tma_gnn_tensor_shape(&rk->hi, P, 1),
+             tit = tma_gnn_tensor_shape(&rk->ti, P, 1), rel = tma_gnn_tensor_shape(&rk->prel, P, 1), lg;
+    st = st ? st
+            : gnn_score_pairs(c, &rk->P, &Rt, &hit, &tit, gnn_decoder_of(c)->relational ? &rel : NULL, rk->dec, P,
+                              &lg);
+    return st ? st : tma_gnn_tensor_download(&lg, logits);
+}
+
+tma_status_t tma_gnn_rank_score(tma_gnn_rank_t *rk, tma_gnn_split_t split, int64_t limit, int64_t *edges,
+                                float *logits, int64_t *count_p)
+{
+    const double t0 = tma_clock_now();
+    const int t = split == TMA_GNN_SPLIT_TEST;
+    const int64_t ce_max = rk->cfg.eval_batch_edges;
+    const int64_t **rows = malloc((size_t)ce_max * sizeof *rows);
+    if (!rows)
+        return TMA_ERR_NOMEM;
+    if (rk->X.capacity < ce_max * (1 + rk->inf[0]->num_negatives) * rk->cfg.hidden) {
+        tma_gnn_tensor_free(&rk->X);
+        tma_status_t st = alloc_t(rk->b, TMA_GNN_F32,
+                                  TMA_MAX(ce_max * (1 + rk->inf[0]->num_negatives) * rk->cfg.hidden,
+                                          rk->max_src * rk->widest_in),
+                                  &rk->X);
+        if (st != TMA_OK) {
+            free(rows);
+            return st;
+        }
+    }
+    int64_t out = 0;
+    tma_status_t st = TMA_OK;
+    for (int s = 0; s < rk->nsh && st == TMA_OK; s++) {
+        const tma_graph_infer_t *f = rk->inf[s];
+        const int64_t K = f->num_negatives, W = TMA_INFER_DUTY_COLS + K;
+        int64_t ce = 0;
+        for (int64_t i = 0; i <= f->num_duties[t] && st == TMA_OK; i++) {
+            const int64_t *d = i < f->num_duties[t] ? f->duties[t] + i * W : NULL;
+            if (d && (limit <= 0 || d[TMA_INFER_DUTY_EDGE] < limit)) {
+                edges[out + ce] = d[TMA_INFER_DUTY_EDGE];
+                rows[ce++] = d;
+            }
+            if (ce == ce_max || (!d && ce > 0)) {
+                st = score_chunk(rk, s, rows, ce, logits + out * (1 + K));
+                out += ce;
+                ce = 0;
+            }
+        }
+    }
+    free(rows);
+    *count_p = out;
+    rk->last_score_s = tma_clock_now() - t0;
+    return st;
+}
+
+void gnn_rank_set_chunk(tma_gnn_rank_t *rk, int64_t rows, int64_t edges)
+{
+    if (rows >= 1 && rows <= rk->chunk_rows)
+        rk->chunk_rows = rows;
+    if (edges >= 1 && edges <= rk->chunk_edges)
+        rk->chunk_edges = edges; /* a row of more entries still makes a chunk of its own */
+}
+
+void tma_gnn_rank_last_timing(const tma_gnn_rank_t *rk, double *infer_s_p, double *score_s_p)
+{
+    if (infer_s_p)
+        *infer_s_p = rk->last_infer_s;
+    if (score_s_p)
+        *score_s_p = rk->last_score_s;
+}

@@ -1,0 +1,299 @@
+/*
+ * test_rank.c: evaluator ranks against the single evaluator.  A graph is
+ * written, partitioned into shards with their inference files, and dealt to
+ * M ranks (some holding several shards); the ranks run layer by layer in
+ * lockstep, fetching each other's rows in this process, and score the
+ * evaluation edges at their heads' owners.  Every validation and test logit
+ * must equal the single evaluator's within 1e-5 relative, for GCN, SAGE, MLP
+ * and GAT on an untyped graph and RGCN and GCN with DistMult on a typed one.
+ * The inference files themselves are checked against the graph, and damaged
+ * or foreign ones are refused.
+ */
+#include "gnn_int.h"
+#include "gnn_testutil.h"
+#include "tma_gnn.h"
+#include "tma_test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { MAX_RANKS = 4 };
+
+typedef struct world {
+    int M;
+    tma_gnn_rank_t *rank[MAX_RANKS];
+    int32_t *owner; /* [S]: shard -> rank */
+    int64_t fetched;
+} world_t;
+
+static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, int64_t cols, float *out)
+{
+    world_t *w = arg;
+    for (int64_t i = 0; i < n; i++) {
+        tma_status_t st = tma_gnn_rank_rows(w->rank[w->owner[TMA_INFER_SHARD(ids[i])]], level, ids + i, 1,
+                                            out + i * cols);
+        if (st != TMA_OK)
+            return st;
+    }
+    w->fetched += n;
+    return TMA_OK;
+}
+
+typedef struct part {
+    tma_partition_info_t *info;
+    tma_graph_t **shard;
+    tma_graph_infer_t **inf;
+} part_t;
+
+static void part_open(const char *dir, part_t *p)
+{
+    CHECK_OK(tma_partition_info_load(dir, &p->info));
+    const int32_t S = p->info->num_shards;
+    p->shard = calloc((size_t)S, sizeof *p->shard);
+    p->inf = calloc((size_t)S, sizeof *p->inf);
+    for (int32_t k = 0; k < S; k++) {
+        CHECK_OK(tma_graph_open(p->info->shard_paths[k], 0, &p->shard[k]));
+        char *nm = tma_partition_infer_name(k), *path = tma_path_join(dir, nm);
+        CHECK_OK(tma_graph_infer_open(path, 0, k, S, p->info->graph_id, p->info->shard_nodes, &p->inf[k]));
+        free(nm);
+        free(path);
+    }
+}
+
+static void part_close(part_t *p)
+{
+    for (int32_t k = 0; k < p->info->num_shards; k++) {
+        tma_graph_destroy(p->shard[k]);
+        tma_graph_infer_close(p->inf[k]);
+    }
+    free(p->shard);
+    free(p->inf);
+    tma_partition_info_destroy(p->info);
+}
+
+/* The inference files say what the graph says: each node's full row, its
+ * neighbours' degrees, and the duties of the heads it holds. */
+static void check_files(const tma_graph_t *g, const part_t *p)
+{
+    const int32_t S = p->info->num_shards;
+    int64_t duties[2] = {0, 0};
+    for (int32_t k = 0; k < S; k++) {
+        const tma_graph_infer_t *f = p->inf[k];
+        for (int64_t i = 0; i < f->num_nodes; i++) {
+            const int64_t v = f->global_ids[i];
+            ASSERT_EQ(f->indptr[i + 1] - f->indptr[i], tma_graph_degree(g, v));
+            for (int64_t q = f->indptr[i], e = g->indptr[v]; q < f->indptr[i + 1]; q++, e++) {
+                const int64_t nb = f->nbr[q];
+                ASSERT_EQ(p->inf[TMA_INFER_SHARD(nb)]->global_ids[TMA_INFER_LOCAL(nb)], g->indices[e]);
+                ASSERT_EQ(f->nbr_deg[q], tma_graph_degree(g, g->indices[e]));
+                if (f->rel)
+                    ASSERT_EQ(f->rel[q], g->edge_rel[e]);
+            }
+        }
+        for (int t = 0; t < 2; t++) {
+            const int64_t W = TMA_INFER_DUTY_COLS + f->num_negatives;
+            const int64_t *edges = t ? g->test_edges : g->val_edges, *negs = t ? g->test_neg : g->val_neg;
+            for (int64_t i = 0; i < f->num_duties[t]; i++) {
+                const int64_t *d = f->duties[t] + i * W, e = d[TMA_INFER_DUTY_EDGE];
+                ASSERT_EQ(f->global_ids[d[TMA_INFER_DUTY_HEAD]], edges[2 * e]);
+                const int64_t tail = d[TMA_INFER_DUTY_TAIL], neg0 = d[TMA_INFER_DUTY_COLS];
+                ASSERT_EQ(p->inf[TMA_INFER_SHARD(tail)]->global_ids[TMA_INFER_LOCAL(tail)], edges[2 * e + 1]);
+                ASSERT_EQ(p->inf[TMA_INFER_SHARD(neg0)]->global_ids[TMA_INFER_LOCAL(neg0)],
+                          negs[e * g->num_negatives]);
+            }
+            duties[t] += f->num_duties[t];
+        }
+    }
+    ASSERT_EQ(duties[0], g->num_val);
+    ASSERT_EQ(duties[1], g->num_test);
+}
+
+/* Both paths' logits of every validation and test edge for random weights. */
+static void check_model(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M)
+{
+    const int32_t S = p->info->num_shards;
+    tma_gnn_evaluator_t *ev;
+    CHECK_OK(tma_gnn_evaluator_create(&c, g, &ev));
+    CHECK_OK(tma_gnn_config_resolve(&c, g));
+    tma_gnn_layout_t lay;
+    CHECK_OK(tma_gnn_layout_build(&c, &lay));
+    float *params = malloc((size_t)lay.total * sizeof(float));
+    CHECK_OK(tma_gnn_params_init(&c, 11, params));
+    world_t w = {.M = M, .owner = malloc((size_t)S * sizeof(int32_t))};
+    for (int r = 0; r < M; r++) {
+        tma_gnn_rank_shard_t held[64];
+        int nh = 0;
+        for (int32_t k = 0; k < S; k++)
+            if (k % M == r) {
+                held[nh].shard = p->shard[k];
+                held[nh++].inf = p->inf[k];
+                w.owner[k] = r;
+            }
+        CHECK_OK(tma_gnn_rank_create(&c, held, nh, fetch, &w, &w.rank[r]));
+        if (r == 1)
+            gnn_rank_set_chunk(w.rank[r], 29, 150); /* many chunks, some of one row's worth of edges */
+    }
+    for (int r = 0; r < M; r++)
+        CHECK_OK(tma_gnn_rank_begin(w.rank[r], params));
+    for (int l = 0; l < c.layers; l++)
+        for (int r = 0; r < M; r++)
+            CHECK_OK(tma_gnn_rank_layer(w.rank[r], l));
+    const int64_t per = 1 + g->num_negatives;
+    double worst = 0;
+    for (int t = 0; t < 2; t++) {
+        const tma_gnn_split_t split = t ? TMA_GNN_SPLIT_TEST : TMA_GNN_SPLIT_VAL;
+        const int64_t ne = tma_gnn_evaluator_edges(ev, split);
+        float *want = malloc((size_t)(ne * per) * sizeof(float)), *got = malloc((size_t)(ne * per) * sizeof(float));
+        int64_t *edges = malloc((size_t)ne * sizeof(int64_t));
+        uint8_t *seen = calloc((size_t)ne, 1);
+        CHECK_OK(tma_gnn_evaluator_scores(ev, params, split, want, NULL));
+        int64_t total = 0;
+        for (int r = 0; r < M; r++) {
+            const int64_t nd = tma_gnn_rank_duties(w.rank[r], split, 0);
+            float *lg = malloc((size_t)(TMA_MAX(nd, 1) * per) * sizeof(float));
+            int64_t cnt = -1;
+            CHECK_OK(tma_gnn_rank_score(w.rank[r], split, 0, edges, lg, &cnt));
+            ASSERT_EQ(cnt, nd);
+            for (int64_t i = 0; i < cnt; i++) {
+                ASSERT_LT(edges[i], ne);
+                ASSERT_EQ(seen[edges[i]], 0);
+                seen[edges[i]] = 1;
+                memcpy(got + edges[i] * per, lg + i * per, (size_t)per * sizeof(float));
+            }
+            total += cnt;
+            free(lg);
+        }
+        ASSERT_EQ(total, ne);
+        for (int64_t i = 0; i < ne * per; i++) {
+            const double rel = fabs((double)got[i] - want[i]) / fmax(1.0, fabs((double)want[i]));
+            worst = fmax(worst, rel);
+            CHECK_MSG(rel <= 1e-5, "%s: %s logit %lld: ranks %.9g, single evaluator %.9g", name, t ? "test" : "validation",
+                      (long long)i, got[i], want[i]);
+            if (rel > 1e-5)
+                break;
+        }
+        free(want);
+        free(got);
+        free(edges);
+        free(seen);
+    }
+    fprintf(stderr, "%s: %d ranks over %d shards, %lld rows fetched, largest relative difference %.2g\n", name, M, S,
+            (long long)w.fetched, worst);
+    ASSERT_GT(w.fetched, 0);
+    for (int r = 0; r < M; r++)
+        tma_gnn_rank_destroy(w.rank[r]);
+    free(w.owner);
+    free(params);
+    tma_gnn_evaluator_destroy(ev);
+}
+
+static tma_gnn_config_t model(tma_gnn_encoder_t enc, tma_gnn_decoder_t dec)
+{
+    tma_gnn_config_t c;
+    tma_gnn_config_default(&c);
+    c.encoder = enc;
+    c.decoder = dec;
+    c.hidden = 24;
+    c.decoder_hidden = 16;
+    c.bases = 3;
+    c.heads = enc == TMA_GNN_ENCODER_GAT ? 2 : c.heads;
+    c.threads = 2;
+    c.eval_batch_edges = 37; /* several scoring chunks */
+    return c;
+}
+
+/* Writes g, partitions it into S random shards, opens the pieces. */
+static void partition(tma_graph_t *g, const char *dir, int32_t S, part_t *p)
+{
+    char *gpath = tma_path_join(dir, "g.tmag"), *pdir = tma_path_join(dir, "part");
+    CHECK_OK(tma_graph_write(g, gpath));
+    tma_graph_t *gf;
+    CHECK_OK(tma_graph_open(gpath, 0, &gf));
+    tma_partition_opts_t o = {.scheme = TMA_PARTITION_RANDOM, .num_shards = S, .seed = 3};
+    tma_partition_result_t *res;
+    CHECK_OK(tma_partition_run(gf, gpath, &o, pdir, &res));
+    tma_partition_result_destroy(res);
+    tma_graph_destroy(gf);
+    part_open(pdir, p);
+    free(gpath);
+    free(pdir);
+}
+
+/* A damaged inference file, or another shard's, is refused. */
+static void check_refusals(const char *dir, const part_t *p)
+{
+    char *nm = tma_partition_infer_name(1), *src = tma_path_join(p->info->dir, nm), *bad = tma_path_join(dir, "bad");
+    tma_graph_infer_t *f;
+    CHECK_STATUS(tma_graph_infer_open(src, 0, 0, p->info->num_shards, p->info->graph_id, p->info->shard_nodes, &f),
+                 TMA_ERR_MISMATCH);
+    size_t len;
+    char *bytes;
+    CHECK_OK(tma_file_read_all(src, &bytes, &len));
+    bytes[4096 + 9] ^= 0x40; /* the row pointers, the first section */
+    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
+    CHECK_STATUS(tma_graph_infer_open(bad, 0, 1, p->info->num_shards, p->info->graph_id, p->info->shard_nodes, &f),
+                 TMA_ERR_CHECKSUM);
+    /* A shard's inference file is not a graph. */
+    tma_graph_t *g;
+    CHECK_STATUS(tma_graph_open(src, 0, &g), TMA_ERR_FORMAT);
+    free(bytes);
+    free(nm);
+    free(src);
+    free(bad);
+}
+
+int main(void)
+{
+    char *dir = tma_test_tmpdir("rank");
+    gnn_test_graph_opts_t o;
+    gnn_test_graph_defaults(&o);
+    o.nodes = 500;
+    o.val = 60;
+    o.test = 50;
+    o.negatives = 20;
+    tma_graph_t *g = gnn_test_graph(&o);
+    char *d1 = tma_path_join(dir, "untyped");
+    CHECK_OK(tma_mkdir_p(d1));
+    part_t p;
+    partition(g, d1, 5, &p);
+    check_files(g, &p);
+    check_refusals(d1, &p);
+    const struct {
+        tma_gnn_encoder_t enc;
+        tma_gnn_decoder_t dec;
+        int layers, M;
+    } untyped[] = {
+        {TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_MLP, 2, 2},  {TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_MLP, 3, 3},
+        {TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_MLP, 2, 3}, {TMA_GNN_ENCODER_MLP, TMA_GNN_DECODER_MLP, 2, 2},
+        {TMA_GNN_ENCODER_GAT, TMA_GNN_DECODER_DOT, 2, 2},  {TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_DOT, 2, 4},
+    };
+    for (size_t i = 0; i < TMA_ARRAY_LEN(untyped); i++) {
+        tma_gnn_config_t c = model(untyped[i].enc, untyped[i].dec);
+        c.layers = untyped[i].layers;
+        char name[64];
+        snprintf(name, sizeof name, "%s+%s, %d layers", tma_gnn_encoder_name(c.encoder), tma_gnn_decoder_name(c.decoder),
+                 c.layers);
+        check_model(name, c, g, &p, untyped[i].M);
+    }
+    part_close(&p);
+    tma_graph_destroy(g);
+    free(d1);
+
+    /* Typed: RGCN with its per-type input projection, and DistMult. */
+    g = gnn_test_typed_graph(400, 8, 3.0, 2, 3, 12, 40, 15, 5);
+    d1 = tma_path_join(dir, "typed");
+    CHECK_OK(tma_mkdir_p(d1));
+    partition(g, d1, 4, &p);
+    check_files(g, &p);
+    check_model("rgcn+distmult", model(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT), g, &p, 3);
+    check_model("gcn+distmult", model(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_DISTMULT), g, &p, 2);
+    check_model("rgcn+mlp", model(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_MLP), g, &p, 2);
+    part_close(&p);
+    tma_graph_destroy(g);
+    free(d1);
+    tma_test_cleanup_dir(dir);
+    return tma_test_done();
+}
