@@ -32,6 +32,29 @@
  */
 typedef struct coord_eval coord_eval_t;
 
+/* ------------------------------------------------------------------ evaluator ranks (ranks.c) */
+
+/* A distributed evaluation on the shards' owners (eval.where "workers"),
+ * driven by the evaluator thread alone. */
+typedef struct coord_ranks coord_ranks_t;
+typedef struct coord_ranks_cfg {
+    const char *job, *token;
+    tma_job_view_t *view;        /* the shard owners and their ranks' addresses */
+    const tma_gnn_config_t *cfg; /* resolved; copied */
+    int32_t num_shards;
+    int64_t num_val, num_test, negatives; /* the graph's (its header) */
+    uint64_t epoch;
+    const int *fenced;
+    volatile sig_atomic_t *stop_flag;
+} coord_ranks_cfg_t;
+tma_status_t coord_ranks_create(const coord_ranks_cfg_t *c, coord_ranks_t **r_p);
+/* The metrics of `params` on `split`, computed by the ranks; on failure why
+ * says what went wrong (a rank gone, late, or a shard without an owner). */
+tma_status_t coord_ranks_metrics(coord_ranks_t *r, const float *params, tma_gnn_split_t split,
+                                 tma_gnn_metrics_t *m_p, char *why, size_t cap);
+/* Releases the ranks (the job's evaluations are over) and frees it; accepts NULL. */
+void coord_ranks_destroy(coord_ranks_t *r);
+
 /* ------------------------------------------------------------------ Prometheus endpoint (prom.c) */
 
 /*
@@ -71,6 +94,7 @@ typedef struct coord_eval_cfg {
     const tma_inject_t *inj;     /* may be NULL; the point "eval"; must outlive the evaluator */
     int tensorboard;             /* metrics.tensorboard: write RUN/events.out.tfevents.* */
     coord_prom_t *prom;          /* may be NULL; told each evaluation; must outlive the evaluator */
+    const coord_ranks_cfg_t *ranks; /* eval.where "workers": evaluate on the ranks (graph: its header only) */
 } coord_eval_cfg_t;
 
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p);

@@ -37,6 +37,8 @@ struct coord_eval {
     int *fenced;
     volatile sig_atomic_t *stop_flag;
     tma_gnn_evaluator_t *ev;
+    coord_ranks_t *ranks; /* eval.where "workers": the ranks evaluate (ev is NULL) */
+    char why[256];        /* why the last evaluation on the ranks failed */
     const tma_inject_t *inj;
     coord_prom_t *prom;
     int64_t P;
@@ -107,6 +109,17 @@ static void set_error(coord_eval_t *e, tma_status_t st)
     pthread_mutex_unlock(&e->lock);
 }
 
+/* The metrics of params on split: on the ranks, or with the one evaluator. */
+static tma_status_t evaluate(coord_eval_t *e, const float *params, tma_gnn_split_t split, tma_gnn_metrics_t *m_p)
+{
+    if (!e->ranks)
+        return tma_gnn_evaluator_metrics(e->ev, params, split, m_p);
+    tma_status_t st = coord_ranks_metrics(e->ranks, params, split, m_p, e->why, sizeof e->why);
+    if (st != TMA_OK)
+        tma_log_warn(COMP, "the evaluation on the ranks failed: %s", e->why);
+    return st;
+}
+
 /* Writes the lines of every pending record up to `round` (unlocked I/O):
  * metrics/<t> first, whose guard proves this coordinator still leads, then
  * the line and its progress line. */
@@ -124,7 +137,11 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
             cJSON_AddStringToObject(r, "eval", "ok");
         } else {
             cJSON_AddNullToObject(r, "val_mrr");
-            cJSON_AddStringToObject(r, "eval", p->round == round ? "error" : "skipped");
+            /* A failed evaluation on the ranks is skipped, with its reason. */
+            const int failed_ranks = p->round == round && e->ranks && e->why[0];
+            cJSON_AddStringToObject(r, "eval", p->round == round && !failed_ranks ? "error" : "skipped");
+            if (failed_ranks)
+                cJSON_AddStringToObject(r, "eval_reason", e->why);
         }
         if (put_etcd(e, TMA_KEY_METRICS, p->round, r) != TMA_ERR_FENCED) {
             coord_io_retry_t rt = {e->metrics_path, "a metrics line", 0, 0};
@@ -196,7 +213,7 @@ static void *eval_main(void *arg)
         tma_inject_point(e->inj, "eval", round);
         tma_gnn_metrics_t m;
         double t0 = tma_clock_now();
-        tma_status_t st = tma_gnn_evaluator_metrics(e->ev, e->work, TMA_GNN_SPLIT_VAL, &m);
+        tma_status_t st = evaluate(e, e->work, TMA_GNN_SPLIT_VAL, &m);
         const double val = st == TMA_OK ? m.mrr : NAN;
         double secs = tma_clock_now() - t0;
         int ok = st == TMA_OK && isfinite(val);
@@ -363,13 +380,14 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
         goto fail;
     if (e->best_round >= 0)
         load_best(e);
-    st = tma_gnn_evaluator_create(&e->cfg, e->graph, &e->ev);
+    st = c->ranks ? coord_ranks_create(c->ranks, &e->ranks) : tma_gnn_evaluator_create(&e->cfg, e->graph, &e->ev);
     if (st != TMA_OK)
         goto fail;
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     if (pthread_create(&e->thread, NULL, eval_main, e) != 0) {
         tma_gnn_evaluator_destroy(e->ev);
+        coord_ranks_destroy(e->ranks);
         st = TMA_ERR_NOMEM;
         goto fail;
     }
@@ -419,7 +437,7 @@ tma_status_t coord_eval_metrics(coord_eval_t *e, const float *params, tma_gnn_sp
         pthread_cond_wait(&e->cond, &e->lock);
     e->held = 1;
     pthread_mutex_unlock(&e->lock);
-    tma_status_t st = tma_gnn_evaluator_metrics(e->ev, params, split, m_p);
+    tma_status_t st = evaluate(e, params, split, m_p);
     pthread_mutex_lock(&e->lock);
     e->held = 0;
     pthread_cond_broadcast(&e->cond);
@@ -469,6 +487,7 @@ void coord_eval_destroy(coord_eval_t *e)
         p = n;
     }
     tma_gnn_evaluator_destroy(e->ev);
+    coord_ranks_destroy(e->ranks);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     eval_free(e);
@@ -487,6 +506,10 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
         return st;
     if (c->ev) {
         st = coord_eval_metrics(c->ev, params, split, m_p);
+    } else if (c->cfg.eval_on_workers) {
+        /* Before the evaluator exists (a takeover's first steps) the ranks are not driven yet. */
+        tma_log_warn(COMP, "%s: not evaluated: the evaluator ranks are not running yet", path);
+        st = TMA_ERR_UNAVAILABLE;
     } else {
         tma_gnn_evaluator_t *ev;
         st = tma_gnn_evaluator_create(&c->cfg, c->graph, &ev);

@@ -16,9 +16,6 @@
 #include "coord_int.h"
 
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -167,7 +164,11 @@ static tma_status_t model_config(coord_t *c)
 tma_status_t coord_open_model(coord_t *c)
 {
     tma_status_t st;
-    if ((st = tma_graph_open(c->job->graph, 0, &c->graph)) != TMA_OK)
+    /* Ranks evaluate: the graph's header is all this process needs, unless
+     * the variant trains on the whole graph here (LLCG's correction). */
+    if ((st = c->job->model.eval_on_workers && !c->vd->after_average
+                  ? tma_graph_open_header(c->job->graph, &c->graph)
+                  : tma_graph_open(c->job->graph, 0, &c->graph)) != TMA_OK)
         goto fail;
     if ((st = model_config(c)) != TMA_OK)
         goto fail;
@@ -218,31 +219,6 @@ void coord_close_model(coord_t *c)
 
 /* ------------------------------------------------------------------ leadership */
 
-/* The listening address: job->host, or for "auto" this host's first
- * non-loopback IPv4 address (loopback when there is none). */
-static void listen_address(const tma_job_t *job, char *out, size_t cap)
-{
-    if (strcmp(job->host, "auto") != 0) {
-        snprintf(out, cap, "%s:0", job->host);
-        return;
-    }
-    snprintf(out, cap, "127.0.0.1:0");
-    struct ifaddrs *ifa = NULL;
-    if (getifaddrs(&ifa) != 0)
-        return;
-    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK) ||
-            !(i->ifa_flags & IFF_UP))
-            continue;
-        char host[64];
-        if (getnameinfo(i->ifa_addr, sizeof(struct sockaddr_in), host, sizeof host, NULL, 0, NI_NUMERICHOST) == 0) {
-            snprintf(out, cap, "%s:0", host);
-            break;
-        }
-    }
-    freeifaddrs(ifa);
-}
-
 static tma_status_t open_transport(coord_t *c)
 {
     tma_status_t st = tma_job_ensure_token(c->job);
@@ -251,7 +227,7 @@ static tma_status_t open_transport(coord_t *c)
     tma_transport_config_t tc;
     tma_transport_config_init(&tc);
     char listen[300];
-    listen_address(c->job, listen, sizeof listen);
+    tma_job_listen_address(c->job, 0, listen, sizeof listen);
     tc.job = c->job->name;
     tc.token = c->job->token[0] ? c->job->token : NULL;
     tc.self_id = TMA_COORD_PEER;
@@ -452,7 +428,12 @@ tma_status_t coord_open_run(coord_t *c)
     coord_prom_phase(c->prom, c->resume ? c->prev.phase : "starting", c->epoch);
     coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, &c->fenced, c->stop_flag,
                            -1, 0, 0, {c->job->train_s, c->job->rounds, c->job->workers}, &c->inj,
-                           c->job->tensorboard, c->prom};
+                           c->job->tensorboard, c->prom, NULL};
+    coord_ranks_cfg_t rc = {c->job->name, c->job->token[0] ? c->job->token : NULL, c->view, &c->cfg,
+                            c->pinfo ? c->pinfo->num_shards : 0, c->graph->num_val, c->graph->num_test,
+                            c->graph->num_negatives, c->epoch, &c->fenced, c->stop_flag};
+    if (c->cfg.eval_on_workers)
+        ec.ranks = &rc;
     if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
         goto fail;
     if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)

@@ -73,6 +73,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->eval_locality = 1;
     cfg->eval_block_cache_mb = 256;
     cfg->eval_feature_copy_mb = 1024;
+    cfg->eval_rank_timeout = 300;
     cfg->eval_ties = TMA_GNN_TIES_PESSIMISTIC;
     cfg->eval_num_hits = 3;
     cfg->eval_hits[0] = 10;
@@ -329,7 +330,16 @@ static tma_status_t parse_node_order(const cJSON *eval, const char *ectx, tma_gn
         return TMA_ERR_CONFIG;
     }
     cfg->eval_locality = strcmp(order, "locality") == 0;
-    return TMA_OK;
+    const char *where;
+    if ((st = tma_json_get_string(eval, "where", "coordinator", ectx, &where)) != TMA_OK)
+        return st;
+    if (strcmp(where, "coordinator") != 0 && strcmp(where, "workers") != 0) {
+        tma_log_error(COMP, "%s.where: \"%s\" is not a place: \"workers\" (evaluator ranks on the shards' owners, "
+                      "no process holds the graph) or \"coordinator\" (one evaluator over the whole graph)", ectx, where);
+        return TMA_ERR_CONFIG;
+    }
+    cfg->eval_on_workers = strcmp(where, "workers") == 0;
+    return tma_json_get_double(eval, "rank_timeout", cfg->eval_rank_timeout, 1, 86400, ectx, &cfg->eval_rank_timeout);
 }
 
 /* eval.ties and eval.hits. */
@@ -404,7 +414,8 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              "beta2", "eps", "device", "weight_decay", "lr_schedule", "negatives",
                                              NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
-                                            "node_order", "block_cache_mb", "feature_copy_mb", NULL};
+                                            "node_order", "block_cache_mb", "feature_copy_mb", "where", "rank_timeout",
+                                            NULL};
     char mctx[256], tctx[256], ectx[256];
     snprintf(mctx, sizeof mctx, "%s: model", ctx);
     snprintf(tctx, sizeof tctx, "%s: train", ctx);
@@ -577,6 +588,8 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddStringToObject(e, "node_order", cfg->eval_locality ? "locality" : "id");
     cJSON_AddNumberToObject(e, "block_cache_mb", cfg->eval_block_cache_mb);
     cJSON_AddNumberToObject(e, "feature_copy_mb", cfg->eval_feature_copy_mb);
+    cJSON_AddStringToObject(e, "where", cfg->eval_on_workers ? "workers" : "coordinator");
+    cJSON_AddNumberToObject(e, "rank_timeout", cfg->eval_rank_timeout);
     cJSON_AddItemToObject(e, "hits", cJSON_CreateIntArray(cfg->eval_hits, cfg->eval_num_hits));
     cJSON_AddItemToObject(root, "eval", e);
     return root;

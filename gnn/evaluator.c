@@ -526,26 +526,49 @@ void tma_gnn_metrics_init(tma_gnn_metrics_t *m, const tma_gnn_config_t *cfg)
     memcpy(m->hits_k, cfg->eval_hits, (size_t)m->num_hits * sizeof *m->hits_k);
 }
 
-void tma_gnn_metrics_add(tma_gnn_metrics_t *m, const float *scores, int64_t rows, int64_t per)
+/* One edge's rank from its negatives above the positive and those tied with it. */
+static void metrics_add_one(tma_gnn_metrics_t *m, int64_t above, int64_t ties, int64_t per)
+{
+    /* Negatives below the positive, and the ties at one half. */
+    if (per > 1)
+        m->sum_auc += ((double)(per - 1 - above - ties) + 0.5 * (double)ties) / (double)(per - 1);
+    const double pess = 1.0 + (double)(above + ties), mean = 1.0 + (double)above + 0.5 * (double)ties;
+    m->sum_rr_pessimistic += 1.0 / pess;
+    m->sum_rr_mean += 1.0 / mean;
+    const double rank = m->ties == TMA_GNN_TIES_MEAN ? mean : pess;
+    for (int k = 0; k < m->num_hits; k++)
+        m->hit_count[k] += rank <= (double)m->hits_k[k];
+    m->edges++;
+}
+
+void tma_gnn_metrics_count(const float *scores, int64_t rows, int64_t per, int32_t *above_p, int32_t *ties_p)
 {
     for (int64_t i = 0; i < rows; i++) {
         const float *s = scores + i * per;
-        int64_t above = 0, ties = 0;
+        int32_t above = 0, ties = 0;
         for (int64_t j = 1; j < per; j++) {
             /* NaN on either side is "not below": it counts against the positive. */
             above += !(s[j] <= s[0]);
             ties += s[j] == s[0];
         }
-        /* Negatives below the positive, and the ties at one half. */
-        if (per > 1)
-            m->sum_auc += ((double)(per - 1 - above - ties) + 0.5 * (double)ties) / (double)(per - 1);
-        const double pess = 1.0 + (double)(above + ties), mean = 1.0 + (double)above + 0.5 * (double)ties;
-        m->sum_rr_pessimistic += 1.0 / pess;
-        m->sum_rr_mean += 1.0 / mean;
-        const double rank = m->ties == TMA_GNN_TIES_MEAN ? mean : pess;
-        for (int k = 0; k < m->num_hits; k++)
-            m->hit_count[k] += rank <= (double)m->hits_k[k];
-        m->edges++;
+        above_p[i] = above;
+        ties_p[i] = ties;
+    }
+}
+
+void tma_gnn_metrics_add_counts(tma_gnn_metrics_t *m, const int32_t *above, const int32_t *ties, int64_t rows,
+                                int64_t per)
+{
+    for (int64_t i = 0; i < rows; i++)
+        metrics_add_one(m, above[i], ties[i], per);
+}
+
+void tma_gnn_metrics_add(tma_gnn_metrics_t *m, const float *scores, int64_t rows, int64_t per)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        int32_t above, ties;
+        tma_gnn_metrics_count(scores + i * per, 1, per, &above, &ties);
+        metrics_add_one(m, above, ties, per);
     }
 }
 

@@ -201,6 +201,11 @@ fail:
     return st;
 }
 
+int64_t tma_gnn_rank_param_count(const tma_gnn_rank_t *rk)
+{
+    return rk->layout.total;
+}
+
 int64_t tma_gnn_rank_rows_held(const tma_gnn_rank_t *rk)
 {
     return rk->n;

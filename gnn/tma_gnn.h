@@ -250,6 +250,8 @@ typedef struct tma_gnn_config {
     int eval_locality;     /* eval.node_order: 1 "locality" (inference walks groups of neighbours), 0 "id" */
     int eval_block_cache_mb; /* eval.block_cache_mb: MiB the whole graph's inference blocks may take to be built once; 0: per inference */
     int eval_feature_copy_mb; /* eval.feature_copy_mb: MiB the dense features' copy in the locality order may take; larger: read in place */
+    int eval_on_workers;      /* eval.where "workers": evaluator ranks on the shards' owners (distributed jobs); 0: the coordinator */
+    double eval_rank_timeout; /* eval.rank_timeout: seconds a rank may take for one step of an evaluation */
     tma_gnn_ties_t eval_ties;
     int eval_num_hits;                  /* entries of eval_hits */
     int eval_hits[TMA_GNN_MAX_HITS];    /* the K of each Hits@K */
@@ -488,6 +490,13 @@ void tma_gnn_metrics_init(tma_gnn_metrics_t *m, const tma_gnn_config_t *cfg);
  * per - 1 negatives) into the running sums.  Pure; the reference the
  * evaluator and the OGB parity test use. */
 void tma_gnn_metrics_add(tma_gnn_metrics_t *m, const float *scores, int64_t rows, int64_t per);
+/* The same in two halves, for ranks that score apart from the metrics:
+ * each row's negatives above its positive and tied with it, and then the
+ * running sums from those counts (the same numbers as tma_gnn_metrics_add
+ * when the rows come in the same order). */
+void tma_gnn_metrics_count(const float *scores, int64_t rows, int64_t per, int32_t *above_p, int32_t *ties_p);
+void tma_gnn_metrics_add_counts(tma_gnn_metrics_t *m, const int32_t *above, const int32_t *ties, int64_t rows,
+                                int64_t per);
 /* The means from the sums (mrr, mrr_*, hits, auc). */
 void tma_gnn_metrics_finish(tma_gnn_metrics_t *m);
 /* Adds "<prefix>hits@K" for each K, "<prefix>auc" (where known) and "ties"
@@ -525,6 +534,8 @@ typedef struct tma_gnn_rank_shard {
 tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank_shard_t *shards, int nshards,
                                  tma_gnn_fetch_fn fetch, void *fetch_arg, tma_gnn_rank_t **rk_p);
 void tma_gnn_rank_destroy(tma_gnn_rank_t *rk);
+/* Floats in the model's parameter block (its config resolved against the shards). */
+int64_t tma_gnn_rank_param_count(const tma_gnn_rank_t *rk);
 /* Rows held: the nodes of its shards. */
 int64_t tma_gnn_rank_rows_held(const tma_gnn_rank_t *rk);
 /* Columns of a level's rows (the feature dimension at level 0 of an untyped model, else hidden). */

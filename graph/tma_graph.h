@@ -135,6 +135,12 @@ enum {
     TMA_GRAPH_OPEN_NO_VERIFY = 1, /* skip the section checksums (structure is still checked) */
 };
 
+/* A graph's header alone (its counts, ids and, typed, its node types'
+ * feature widths and names), read without mapping the file: for a
+ * coordinator that evaluates on ranks (eval.where "workers").  Its arrays
+ * (rows, features, split) are NULL. */
+tma_status_t tma_graph_open_header(const char *path, tma_graph_t **g_p);
+
 /* Maps a .tmag file.  Refuses, with an error naming the file and what is
  * wrong, a file that is truncated, has a bad magic/version, a checksum
  * mismatch, or arrays that break the format's invariants (ids out of range,

@@ -834,3 +834,91 @@ fail:
     tma_graph_destroy(g);
     return st;
 }
+
+/* A small section read with pread into memory the graph owns, checked. */
+static tma_status_t read_small(const char *path, int fd, const tmag_header_t *h, tma_graph_t *g, uint32_t id,
+                               const char *name, uint64_t max_bytes, void **out, uint64_t *bytes_p)
+{
+    const tmag_section_t *s = find_section(h, id);
+    *out = NULL;
+    *bytes_p = 0;
+    if (!s || s->count == 0)
+        return TMA_OK;
+    uint64_t bytes;
+    if (__builtin_mul_overflow(s->count, (uint64_t)s->elem_size, &bytes) || bytes > max_bytes ||
+        s->offset < TMAG_HEADER_BYTES || s->offset > h->file_bytes || bytes > h->file_bytes - s->offset) {
+        tma_log_error(COMP, "%s: the %s section is out of range", path, name);
+        return TMA_ERR_FORMAT;
+    }
+    void *p = tma_graph_alloc(g, (size_t)bytes);
+    if (!p)
+        return TMA_ERR_NOMEM;
+    if (pread(fd, p, (size_t)bytes, (off_t)s->offset) != (ssize_t)bytes) {
+        tma_log_error(COMP, "%s: cannot read the %s section", path, name);
+        return TMA_ERR_IO;
+    }
+    if (graph_section_crc(p, bytes) != s->crc) {
+        tma_log_error(COMP, "%s: checksum mismatch in the %s section: the file is corrupted", path, name);
+        return TMA_ERR_CHECKSUM;
+    }
+    *out = p;
+    *bytes_p = bytes;
+    return TMA_OK;
+}
+
+tma_status_t tma_graph_open_header(const char *path, tma_graph_t **g_p)
+{
+    tmag_header_t h;
+    tma_status_t st = tmag_header_read(path, &h);
+    if (st != TMA_OK)
+        return st;
+    if (h.kind != TMA_GRAPH_FULL && h.kind != TMA_GRAPH_SHARD) {
+        tma_log_error(COMP, "%s is not a graph (kind %u)", path, h.kind);
+        return TMA_ERR_FORMAT;
+    }
+    tma_graph_t *g;
+    if ((st = tma_graph_create(&g)) != TMA_OK)
+        return st;
+    g->kind = (tma_graph_kind_t)h.kind;
+    g->num_nodes = (int64_t)h.num_nodes;
+    g->num_edges = (int64_t)h.num_edges;
+    g->num_train_edges = (int64_t)h.num_train_edges;
+    g->num_val = (int64_t)h.num_val;
+    g->num_test = (int64_t)h.num_test;
+    g->feature_dim = (int32_t)h.feature_dim;
+    g->feat_dtype = (tma_feat_dtype_t)h.feat_dtype;
+    g->num_negatives = (int32_t)h.num_negatives;
+    g->num_classes = (int32_t)h.num_classes;
+    g->shard_index = (int32_t)h.shard_index;
+    g->num_shards = (int32_t)h.num_shards;
+    g->split_seed = h.split_seed;
+    g->graph_id = h.graph_id;
+    g->given_split = (h.flags & TMAG_FLAG_GIVEN_SPLIT) != 0;
+    if (h.version == TMA_TMAG_VERSION) {
+        g->num_node_types = (int32_t)h.num_node_types;
+        g->num_relations = (int32_t)h.num_relations;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        void *p = NULL;
+        uint64_t bytes = 0;
+        st = fd < 0 ? TMA_ERR_IO : TMA_OK;
+        st = st ? st
+                : read_small(path, fd, &h, g, SEC_TYPE_FEAT_DIM, "type feature width", 4ull * h.num_node_types, &p,
+                             &bytes);
+        if (st == TMA_OK && bytes != 4ull * h.num_node_types) {
+            tma_log_error(COMP, "%s: the type feature width section is missing", path);
+            st = TMA_ERR_FORMAT;
+        }
+        g->type_feat_dim = p;
+        st = st ? st : read_small(path, fd, &h, g, SEC_NAMES, "names", TMAG_MAX_NAMES_BYTES, &p, &bytes);
+        g->names = p;
+        g->names_bytes = (int64_t)bytes;
+        if (fd >= 0)
+            close(fd);
+    }
+    if (st != TMA_OK) {
+        tma_graph_destroy(g);
+        return st;
+    }
+    *g_p = g;
+    return TMA_OK;
+}

@@ -9,8 +9,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <libgen.h>
 #include <limits.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -433,7 +436,12 @@ static tma_status_t parse_model(tma_job_t *job, const cJSON *root, const char *c
     TRY(get_section(root, "model", ctx, &model));
     TRY(get_section(root, "train", ctx, &train));
     TRY(get_section(root, "eval", ctx, &eval));
-    return tma_gnn_config_from_sections(model, train, eval, ctx, &job->model);
+    TRY(tma_gnn_config_from_sections(model, train, eval, ctx, &job->model));
+    /* Ranks evaluate the nodes of the shards they own: a variant without shards has none. */
+    if (job->model.eval_on_workers && !job->vd->uses_shards)
+        BAD("%s: eval.where \"workers\" needs shards, and %s trains every worker on the whole graph: use "
+            "\"where\": \"coordinator\"", ctx, tma_job_variant_name(job->variant));
+    return TMA_OK;
 }
 
 /* "metrics" (job/tb.c: shared with tma train). */
@@ -761,4 +769,29 @@ tma_status_t tma_job_ensure_token(tma_job_t *job)
     memset(raw, 0, sizeof raw);
     job->token_src = TMA_JOB_TOKEN_GENERATED;
     return TMA_OK;
+}
+
+void tma_job_listen_address(const tma_job_t *job, int worker, char *out, size_t cap)
+{
+    /* A worker binds transport.host only when it is a loopback address (one
+     * machine); elsewhere the coordinator's address is not its own. */
+    if (strcmp(job->host, "auto") != 0 && (!worker || strncmp(job->host, "127.", 4) == 0)) {
+        snprintf(out, cap, "%s:0", job->host);
+        return;
+    }
+    snprintf(out, cap, "127.0.0.1:0");
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) != 0)
+        return;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK) ||
+            !(i->ifa_flags & IFF_UP))
+            continue;
+        char host[64];
+        if (getnameinfo(i->ifa_addr, sizeof(struct sockaddr_in), host, sizeof host, NULL, 0, NI_NUMERICHOST) == 0) {
+            snprintf(out, cap, "%s:0", host);
+            break;
+        }
+    }
+    freeifaddrs(ifa);
 }

@@ -104,6 +104,8 @@ char *tma_job_member_rec_encode(const tma_job_member_rec_t *r)
     cJSON_AddStringToObject(o, "host", r->host);
     add_i64(o, "pid", r->pid);
     cJSON_AddStringToObject(o, "device", r->device);
+    if (r->eval_address[0])
+        cJSON_AddStringToObject(o, "eval_address", r->eval_address);
     return print(o);
 }
 
@@ -119,7 +121,8 @@ tma_status_t tma_job_member_rec_decode(const char *key, const char *value, size_
     int bad = get_i64(o, key, "id", 0, UINT32_MAX - 1, &id) || get_i64(o, key, "lease", 1, INT64_MAX, &lease) ||
               get_i64(o, key, "pid", 0, INT32_MAX, &pid) || get_str(o, key, "name", r.name, sizeof r.name, 0) ||
               get_str(o, key, "host", r.host, sizeof r.host, 0) ||
-              get_str(o, key, "device", r.device, sizeof r.device, 0);
+              get_str(o, key, "device", r.device, sizeof r.device, 0) ||
+              get_str(o, key, "eval_address", r.eval_address, sizeof r.eval_address, 0);
     if (!bad && b && !cJSON_IsBool(b)) {
         tma_log_error(COMP, "%s: field \"backup\" is not true or false", key);
         bad = 1;

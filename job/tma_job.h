@@ -245,6 +245,12 @@ int64_t tma_job_key_number(const char *key);
  * matches exactly, a folder's keys by "<name>/".  TMA_KEY_NONE otherwise. */
 tma_job_key_t tma_job_key_kind(const char *suffix);
 
+/* The address a role listens on, as "host:0" (any free port): transport.host,
+ * or for "auto" this host's first non-loopback IPv4 address (loopback when
+ * there is none).  A worker (its evaluator rank) keeps transport.host only
+ * when it is a loopback address, else it takes its own. */
+void tma_job_listen_address(const tma_job_t *job, int worker, char *out, size_t cap);
+
 /* ------------------------------------------------------------------ records */
 
 /* Values are JSON objects; a value that does not parse or lacks a field is
@@ -258,6 +264,7 @@ typedef struct tma_job_member_rec {
     char host[64];
     int pid;
     char device[32];
+    char eval_address[128]; /* "host:port" of its evaluator rank (eval.where "workers"), or empty */
 } tma_job_member_rec_t;
 
 /* Who owns a shard.  Written only by the leader coordinator. */
@@ -329,7 +336,37 @@ enum {
     TMA_TAG_GLOBAL = 1, /* coordinator -> worker: global weights W[round] (GGS: after step `round`) */
     TMA_TAG_LOCAL = 2,  /* worker -> coordinator: local weights for round `round`, then the meta block */
     TMA_TAG_GRADS = 3,  /* worker -> coordinator (GGS): gradients of step `round`, then the meta block */
+    /* A distributed evaluation (eval.where "workers"), on the evaluator
+     * transports (worker/evalrank.c, coordinator/ranks.c); `round` is the
+     * evaluation's number.  Integers travel as floats (exact below 2^24) or,
+     * 64-bit, bit for bit in two floats. */
+    TMA_TAG_EVAL_BEGIN = 16,  /* coordinator -> rank: S, each shard's owner, then the parameters */
+    TMA_TAG_EVAL_STEP = 17,   /* coordinator -> rank: what (TMA_EVAL_*), its argument, a limit (64-bit) */
+    TMA_TAG_EVAL_DONE = 18,   /* rank -> coordinator: status, what, argument */
+    TMA_TAG_EVAL_RESULT = 19, /* rank -> coordinator: status, duties, then each: edge (64-bit), above, ties */
+    TMA_TAG_EVAL_FETCH = 20,  /* rank -> rank: level, n, then n packed nodes (64-bit) */
+    TMA_TAG_EVAL_ROWS = 21,   /* rank -> rank: status, then the n rows */
 };
+
+/* What an evaluation step asks of a rank (TMA_TAG_EVAL_STEP). */
+enum {
+    TMA_EVAL_BEGIN = 0,   /* (the answer to TMA_TAG_EVAL_BEGIN) */
+    TMA_EVAL_LAYER = 1,   /* argument: the layer */
+    TMA_EVAL_SCORE = 2,   /* argument: the split (tma_gnn_split_t); limit: eval.max_edges */
+    TMA_EVAL_ABORT = 3,   /* drop this evaluation */
+    TMA_EVAL_RELEASE = 4, /* the job ends: no more evaluations */
+};
+/* Two floats carrying a 64-bit integer, bit for bit. */
+static inline void tma_eval_put_i64(float *f, int64_t v)
+{
+    memcpy(f, &v, sizeof v);
+}
+static inline int64_t tma_eval_get_i64(const float *f)
+{
+    int64_t v;
+    memcpy(&v, f, sizeof v);
+    return v;
+}
 
 /* The coordinator's member id on the transport (workers count up from 0). */
 #define TMA_COORD_PEER 0xFFFFFFF0u

@@ -11,7 +11,7 @@
  * round deadline for W[t]; if the coordinator is gone it keeps training and
  * reconnects when a new one appears.
  */
-#include "tma_worker.h"
+#include "worker_int.h"
 
 #include "tma_gnn.h"
 #include "tma_transport.h"
@@ -42,6 +42,7 @@ typedef struct worker {
     int fenced; /* atomic: the lease was lost */
     int silent; /* etcd has not answered for longer than the lease TTL: not training */
     tma_transport_t *tr;
+    worker_eval_t *ev; /* its evaluator rank (eval.where "workers") */
     uint64_t conn_epoch; /* the coordinator epoch we are connected to (0: none) */
     uint64_t explained_epoch; /* the coordinator whose unreachable address was explained */
     double next_connect;
@@ -514,6 +515,11 @@ static void reset_round(worker_t *w)
 
 static void teardown(worker_t *w, int leave)
 {
+    /* The job's last evaluations may need this rank after the stop (not
+     * after a signal, a fencing or a failure). */
+    const int linger = leave && !(w->stop_flag && *w->stop_flag) && tma_job_view_stopped(w->view);
+    worker_eval_stop(w->ev, linger ? w->cfg.eval_rank_timeout * (w->cfg.layers + 3) : 0);
+    w->ev = NULL;
     disconnect(w);
     tma_transport_destroy(w->tr);
     w->tr = NULL;
@@ -621,6 +627,24 @@ static tma_status_t join(worker_t *w)
         tma_member_leave(w->member);
         w->member = NULL;
         return st;
+    }
+    if (w->cfg.eval_on_workers && w->vd->uses_shards) {
+        char listen[300];
+        tma_job_listen_address(w->job, 1, listen, sizeof listen);
+        worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id, w->lease, &w->cfg, w->pinfo, w->view};
+        if ((st = worker_eval_start(&ec, &w->ev)) == TMA_OK) {
+            snprintf(rec.eval_address, sizeof rec.eval_address, "%s", worker_eval_address(w->ev));
+            st = tma_member_update(w->member, w->job->name, &rec);
+        }
+        if (st != TMA_OK) {
+            worker_eval_stop(w->ev, 0);
+            w->ev = NULL;
+            tma_transport_destroy(w->tr);
+            w->tr = NULL;
+            tma_member_leave(w->member);
+            w->member = NULL;
+            return st;
+        }
     }
     w->conn_epoch = 0;
     w->next_connect = 0;

@@ -12,7 +12,7 @@
 
 static void test_records(void)
 {
-    tma_job_member_rec_t m = {7, (int64_t)1 << 60, 1, "w7", "hostA", 1234, "cpu"}, m2;
+    tma_job_member_rec_t m = {7, (int64_t)1 << 60, 1, "w7", "hostA", 1234, "cpu", "10.0.0.7:4100"}, m2;
     char *s = tma_job_member_rec_encode(&m);
     CHECK_OK(tma_job_member_rec_decode("k", s, strlen(s), &m2));
     ASSERT_EQ(m2.id, 7);
@@ -21,11 +21,13 @@ static void test_records(void)
     ASSERT_EQ(m2.pid, 1234);
     ASSERT_STR_EQ(m2.name, "w7");
     ASSERT_STR_EQ(m2.device, "cpu");
+    ASSERT_STR_EQ(m2.eval_address, "10.0.0.7:4100");
     free(s);
     /* Untrusted values: every malformed one is refused, none crashes. */
     const char *bad[] = {"", "[]", "{", "{\"id\": -1, \"lease\": 5, \"pid\": 1}", "{\"id\": 1.5, \"lease\": 5, \"pid\": 1}",
                          "{\"id\": 1, \"lease\": 0, \"pid\": 1}", "{\"id\": 1, \"lease\": \"x\", \"pid\": 1}",
-                         "{\"id\": 1, \"lease\": 2, \"pid\": 1, \"backup\": 3}", "{\"id\": \"1\"}", "null"};
+                         "{\"id\": 1, \"lease\": 2, \"pid\": 1, \"backup\": 3}", "{\"id\": \"1\"}", "null",
+                         "{\"id\": 1, \"lease\": 2, \"pid\": 1, \"eval_address\": 5}"};
     for (size_t i = 0; i < TMA_ARRAY_LEN(bad); i++)
         CHECK_MSG(tma_job_member_rec_decode("k", bad[i], strlen(bad[i]), &m2) == TMA_ERR_MALFORMED, "%s", bad[i]);
 

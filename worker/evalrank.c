@@ -1,0 +1,491 @@
+/*
+ * evalrank.c: a worker's evaluator rank (eval.where "workers",
+ * docs/architecture.md "A distributed evaluation").
+ *
+ * Its own transport, listening (its address in the member record), and its
+ * own thread, so nothing here waits on training or takes the training
+ * loop's messages.  The coordinator's evaluator connects and drives each
+ * evaluation step by step (TMA_TAG_EVAL_BEGIN, then TMA_TAG_EVAL_STEP:
+ * each layer, then the scoring of a split); the ranks connect to each other
+ * (the lower member id to the higher) and fetch rows of their neighbours'
+ * owners (TMA_TAG_EVAL_FETCH, TMA_TAG_EVAL_ROWS).  One thread does it all:
+ * while it waits for rows it serves the requests of the others, so no two
+ * ranks wait on each other.  Every tensor is checksummed by the transport
+ * and every connection proves the job token.
+ */
+#include "worker_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COMP "evaluator"
+
+struct worker_eval {
+    tma_transport_t *tr;
+    pthread_t thread;
+    int started;
+    int quit;       /* atomic: the worker asks the thread to end */
+    int released;   /* atomic: the coordinator said the job ends, or its connection ended after one */
+    int coord_seen; /* atomic: a coordinator's evaluator connected */
+    tma_gnn_config_t cfg;
+    const tma_partition_info_t *pinfo;
+    tma_job_view_t *view;
+    uint32_t self;
+
+    /* the evaluation under way */
+    int active;
+    int64_t seq;
+    uint64_t epoch;
+    int32_t S;
+    int64_t *owner; /* [S]: each shard's owner (member id, -1 none) */
+    int nheld;
+    int32_t *held; /* [S]: the shards open, nheld of them */
+    int32_t *want; /* [S]: scratch */
+    int64_t *fo, *fcnt, *fgot; /* [S]: a fetch's owners, its rows from each, answered */
+    tma_graph_t **g;
+    tma_graph_infer_t **inf;
+    tma_gnn_rank_t *rk;
+    /* buffers, grown as needed */
+    float *tx;
+    size_t tx_cap;
+    int64_t *ids;
+    size_t ids_cap;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = need + need / 2 + 16;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static tma_status_t send_to(worker_eval_t *e, uint32_t peer, uint32_t tag, int64_t seq, const float *data, size_t n)
+{
+    tma_transport_meta_t meta = {tag, e->epoch, (uint64_t)seq};
+    return tma_transport_send(e->tr, peer, &meta, data, n, TMA_TRANSPORT_MEM_HOST, e->cfg.eval_rank_timeout);
+}
+
+static void reply_done(worker_eval_t *e, tma_status_t st, int what, int64_t arg)
+{
+    float d[3] = {(float)st, (float)what, (float)arg};
+    tma_status_t s2 = send_to(e, TMA_COORD_PEER, TMA_TAG_EVAL_DONE, e->seq, d, 3);
+    if (s2 != TMA_OK)
+        tma_log_warn(COMP, "evaluation %lld: cannot answer the coordinator: %s", (long long)e->seq, tma_status_str(s2));
+}
+
+/* Another rank's request: the rows of our nodes at a level. */
+static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
+{
+    const float *f = m->data;
+    tma_status_t st = TMA_OK;
+    int64_t n = m->count >= 2 ? (int64_t)f[1] : -1;
+    const int level = m->count >= 2 ? (int)f[0] : -1;
+    if (n < 0 || m->count != (size_t)(2 + 2 * n) || !e->rk || !e->active || (int64_t)m->meta.round != e->seq ||
+        level < 0 || level > e->cfg.layers)
+        st = TMA_ERR_MALFORMED;
+    const int64_t cols = st == TMA_OK ? tma_gnn_rank_cols(e->rk, level) : 0;
+    if (st == TMA_OK && (grow((void **)&e->ids, &e->ids_cap, (size_t)n + 1, sizeof *e->ids) ||
+                         grow((void **)&e->tx, &e->tx_cap, (size_t)(n * cols + 1), sizeof *e->tx)))
+        st = TMA_ERR_NOMEM;
+    if (st == TMA_OK) {
+        for (int64_t i = 0; i < n; i++)
+            e->ids[i] = tma_eval_get_i64(f + 2 + 2 * i);
+        st = tma_gnn_rank_rows(e->rk, level, e->ids, n, e->tx + 1);
+    }
+    if (st != TMA_OK)
+        tma_log_warn(COMP, "member %u's request for rows (evaluation %llu) refused: %s", m->peer,
+                     (unsigned long long)m->meta.round, tma_status_str(st));
+    float bad = (float)st;
+    tma_status_t s2 = st == TMA_OK ? (e->tx[0] = 0, send_to(e, m->peer, TMA_TAG_EVAL_ROWS, (int64_t)m->meta.round, e->tx,
+                                                             (size_t)(n * cols + 1)))
+                                   : send_to(e, m->peer, TMA_TAG_EVAL_ROWS, (int64_t)m->meta.round, &bad, 1);
+    if (s2 != TMA_OK)
+        tma_log_warn(COMP, "cannot send rows to member %u: %s", m->peer, tma_status_str(s2));
+}
+
+/* A connection to rank `peer`: the lower member id connects to the higher;
+ * the higher waits for it. */
+static tma_status_t reach(worker_eval_t *e, uint32_t peer)
+{
+    if (tma_transport_wait_peer(e->tr, peer, 0) == TMA_OK)
+        return TMA_OK;
+    if (peer < e->self)
+        return tma_transport_wait_peer(e->tr, peer, e->cfg.eval_rank_timeout);
+    tma_job_view_snap_t s;
+    tma_status_t st = tma_job_view_snapshot(e->view, &s);
+    if (st != TMA_OK)
+        return st;
+    char addr[128] = "";
+    for (int i = 0; i < s.n_members; i++)
+        if (s.members[i].rec.id == peer)
+            snprintf(addr, sizeof addr, "%s", s.members[i].rec.eval_address);
+    tma_job_view_snap_free(&s);
+    if (!addr[0]) {
+        tma_log_warn(COMP, "member %u has no evaluator address", peer);
+        return TMA_ERR_UNAVAILABLE;
+    }
+    uint32_t got = 0;
+    st = tma_transport_connect(e->tr, addr, TMA_MIN(e->cfg.eval_rank_timeout, 10.0), &got);
+    if (st == TMA_OK && got != peer) {
+        tma_log_warn(COMP, "%s answers as member %u, not %u", addr, got, peer);
+        tma_transport_disconnect(e->tr, got, 1.0);
+        st = TMA_ERR_MISMATCH;
+    }
+    return st;
+}
+
+/* The rows of other ranks' nodes (tma_gnn_fetch_fn): one request to each
+ * owner, then serving others until every answer is in. */
+static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, int64_t cols, float *out)
+{
+    worker_eval_t *e = arg;
+    /* The distinct owners, in order of first appearance (a few). */
+    int64_t *owners = e->fo, *cnt = e->fcnt, *got = e->fgot;
+    int no = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const int32_t k = TMA_INFER_SHARD(ids[i]);
+        const int64_t o = k >= 0 && k < e->S ? e->owner[k] : -1;
+        int j = 0;
+        while (j < no && owners[j] != o)
+            j++;
+        if (o < 0 || o == (int64_t)e->self)
+            return TMA_ERR_RANGE;
+        if (j == no) {
+            owners[no] = o;
+            cnt[no] = got[no] = 0;
+            no++;
+        }
+        cnt[j]++;
+    }
+    tma_status_t st = TMA_OK;
+    for (int j = 0; j < no && st == TMA_OK; j++) {
+        if (grow((void **)&e->tx, &e->tx_cap, (size_t)(2 + 2 * cnt[j]), sizeof *e->tx))
+            return TMA_ERR_NOMEM;
+        int64_t c = 0;
+        e->tx[0] = (float)level;
+        e->tx[1] = (float)cnt[j];
+        for (int64_t i = 0; i < n; i++)
+            if (e->owner[TMA_INFER_SHARD(ids[i])] == owners[j])
+                tma_eval_put_i64(e->tx + 2 + 2 * c++, ids[i]);
+        st = reach(e, (uint32_t)owners[j]);
+        st = st ? st : send_to(e, (uint32_t)owners[j], TMA_TAG_EVAL_FETCH, e->seq, e->tx, (size_t)(2 + 2 * c));
+        if (st != TMA_OK)
+            tma_log_warn(COMP, "evaluation %lld: cannot ask member %lld for rows: %s", (long long)e->seq,
+                         (long long)owners[j], tma_status_str(st));
+    }
+    const double deadline = tma_clock_now() + e->cfg.eval_rank_timeout;
+    int left = no;
+    while (st == TMA_OK && left > 0) {
+        if (__atomic_load_n(&e->quit, __ATOMIC_SEQ_CST))
+            return TMA_ERR_CANCELLED;
+        if (tma_clock_now() > deadline) {
+            tma_log_warn(COMP, "evaluation %lld: rows did not come within eval.rank_timeout", (long long)e->seq);
+            return TMA_ERR_TIMEOUT;
+        }
+        tma_transport_msg_t m;
+        if (tma_transport_recv(e->tr, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.2, &m) != TMA_OK)
+            continue;
+        int j = 0;
+        while (j < no && (uint32_t)owners[j] != m.peer)
+            j++;
+        if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
+            if (m.peer == TMA_COORD_PEER || j < no) {
+                tma_log_warn(COMP, "evaluation %lld: the connection to %s ended", (long long)e->seq,
+                             m.peer == TMA_COORD_PEER ? "the coordinator" : "a rank it needs rows from");
+                st = TMA_ERR_PEER_FAILED;
+            }
+        } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
+            serve(e, &m);
+        } else if (m.peer == TMA_COORD_PEER) {
+            /* The coordinator speaks between steps only: this evaluation is over. */
+            tma_log_info(COMP, "evaluation %lld: the coordinator abandoned it", (long long)e->seq);
+            st = TMA_ERR_CANCELLED;
+        } else if (m.meta.tag == TMA_TAG_EVAL_ROWS && j < no && (int64_t)m.meta.round == e->seq && got[j] == 0) {
+            const float *f = m.data;
+            if (m.count == 1 && f[0] != 0)
+                st = (tma_status_t)(int)f[0];
+            else if (m.count != (size_t)(1 + cnt[j] * cols) || f[0] != 0)
+                st = TMA_ERR_MALFORMED;
+            else {
+                int64_t c = 0;
+                for (int64_t i = 0; i < n; i++)
+                    if (e->owner[TMA_INFER_SHARD(ids[i])] == owners[j])
+                        memcpy(out + i * cols, f + 1 + (c++) * cols, (size_t)cols * sizeof(float));
+                got[j] = 1;
+                left--;
+            }
+            if (st != TMA_OK)
+                tma_log_warn(COMP, "evaluation %lld: member %u sent no usable rows: %s", (long long)e->seq, m.peer,
+                             tma_status_str(st));
+        }
+        tma_transport_msg_release(e->tr, &m);
+    }
+    return st;
+}
+
+static void close_shards(worker_eval_t *e)
+{
+    tma_gnn_rank_destroy(e->rk);
+    e->rk = NULL;
+    for (int i = 0; i < e->nheld; i++) {
+        tma_graph_destroy(e->g[i]);
+        tma_graph_infer_close(e->inf[i]);
+    }
+    e->nheld = 0;
+}
+
+/* The rank over the shards the coordinator says this member owns (opened
+ * again only when they change). */
+static tma_status_t open_shards(worker_eval_t *e, const int32_t *want, int n)
+{
+    if (e->rk && n == e->nheld && memcmp(want, e->held, (size_t)n * sizeof *want) == 0)
+        return TMA_OK;
+    close_shards(e);
+    tma_status_t st = TMA_OK;
+    tma_gnn_rank_shard_t *rs = calloc((size_t)n, sizeof *rs);
+    if (!rs)
+        return TMA_ERR_NOMEM;
+    for (int i = 0; i < n && st == TMA_OK; i++) {
+        const int32_t k = want[i];
+        char *nm = tma_partition_infer_name(k), *path = nm ? tma_path_join(e->pinfo->dir, nm) : NULL;
+        st = path ? tma_graph_open(e->pinfo->shard_paths[k], 0, &e->g[i]) : TMA_ERR_NOMEM;
+        if (st == TMA_OK) {
+            st = tma_graph_infer_open(path, 0, k, e->S, e->pinfo->graph_id, e->pinfo->shard_nodes, &e->inf[i]);
+            if (st != TMA_OK)
+                tma_graph_destroy(e->g[i]);
+        }
+        if (st == TMA_OK) {
+            e->held[e->nheld++] = k;
+            rs[i].shard = e->g[i];
+            rs[i].inf = e->inf[i];
+        } else {
+            tma_log_error(COMP, "shard %d: cannot open its files for evaluation (%s): tma partition writes %s "
+                          "beside each shard",
+                          k, tma_status_str(st), nm ? nm : "the inference file");
+        }
+        free(nm);
+        free(path);
+    }
+    st = st ? st : tma_gnn_rank_create(&e->cfg, rs, n, fetch, e, &e->rk);
+    free(rs);
+    if (st != TMA_OK)
+        close_shards(e);
+    return st;
+}
+
+static void begin(worker_eval_t *e, const tma_transport_msg_t *m)
+{
+    const float *f = m->data;
+    const int64_t S = m->count >= 1 ? (int64_t)f[0] : -1;
+    e->seq = (int64_t)m->meta.round;
+    e->epoch = m->meta.epoch;
+    e->active = 0;
+    tma_status_t st = TMA_OK;
+    if (S != e->S || m->count < (size_t)(1 + S)) {
+        tma_log_warn(COMP, "evaluation %lld: a malformed start (%zu values)", (long long)e->seq, m->count);
+        st = TMA_ERR_MALFORMED;
+    }
+    int n = 0;
+    for (int32_t k = 0; k < e->S && st == TMA_OK; k++) {
+        e->owner[k] = (int64_t)f[1 + k];
+        if (e->owner[k] == (int64_t)e->self)
+            e->want[n++] = k;
+    }
+    if (st == TMA_OK && n == 0)
+        st = TMA_ERR_NOT_FOUND;
+    st = st ? st : open_shards(e, e->want, n);
+    /* The parameters: the model's block, as the rank's layout has it. */
+    if (st == TMA_OK && m->count != (size_t)(1 + S + tma_gnn_rank_param_count(e->rk))) {
+        tma_log_warn(COMP, "evaluation %lld: %zu parameters, the model has %lld", (long long)e->seq,
+                     m->count - (size_t)(1 + S), (long long)tma_gnn_rank_param_count(e->rk));
+        st = TMA_ERR_MISMATCH;
+    }
+    st = st ? st : tma_gnn_rank_begin(e->rk, f + 1 + S);
+    e->active = st == TMA_OK;
+    if (st != TMA_OK)
+        tma_log_warn(COMP, "evaluation %lld cannot start here: %s", (long long)e->seq, tma_status_str(st));
+    reply_done(e, st, TMA_EVAL_BEGIN, 0);
+}
+
+/* Scores a split and sends each duty's edge and counts. */
+static tma_status_t score(worker_eval_t *e, tma_gnn_split_t split, int64_t limit)
+{
+    const int64_t n = tma_gnn_rank_duties(e->rk, split, limit), per = 1 + e->inf[0]->num_negatives;
+    int64_t *edges = malloc((size_t)TMA_MAX(n, 1) * sizeof *edges);
+    float *logits = malloc((size_t)TMA_MAX(n * per, 1) * sizeof *logits);
+    int32_t *above = malloc((size_t)TMA_MAX(n, 1) * sizeof *above), *ties = malloc((size_t)TMA_MAX(n, 1) * sizeof *ties);
+    float *out = malloc((size_t)(2 + 4 * n) * sizeof *out);
+    int64_t got = 0;
+    tma_status_t st = edges && logits && above && ties && out ? tma_gnn_rank_score(e->rk, split, limit, edges, logits, &got)
+                                                              : TMA_ERR_NOMEM;
+    if (st == TMA_OK && got != n)
+        st = TMA_ERR_INTERNAL;
+    if (st == TMA_OK) {
+        tma_gnn_metrics_count(logits, n, per, above, ties);
+        out[0] = 0;
+        out[1] = (float)n;
+        for (int64_t i = 0; i < n; i++) {
+            tma_eval_put_i64(out + 2 + 4 * i, edges[i]);
+            out[2 + 4 * i + 2] = (float)above[i];
+            out[2 + 4 * i + 3] = (float)ties[i];
+        }
+        st = send_to(e, TMA_COORD_PEER, TMA_TAG_EVAL_RESULT, e->seq, out, (size_t)(2 + 4 * n));
+    }
+    free(edges);
+    free(logits);
+    free(above);
+    free(ties);
+    free(out);
+    return st;
+}
+
+static void step(worker_eval_t *e, const tma_transport_msg_t *m)
+{
+    const float *f = m->data;
+    if (m->count != 4 || (int64_t)m->meta.round != e->seq) {
+        tma_log_warn(COMP, "a malformed or stale evaluation step refused");
+        return;
+    }
+    const int what = (int)f[0];
+    const int64_t arg = (int64_t)f[1], limit = tma_eval_get_i64(f + 2);
+    tma_status_t st = TMA_OK;
+    switch (what) {
+    case TMA_EVAL_LAYER:
+        st = e->active ? tma_gnn_rank_layer(e->rk, (int)arg) : TMA_ERR_INVALID;
+        reply_done(e, st, what, arg);
+        break;
+    case TMA_EVAL_SCORE:
+        st = e->active ? score(e, arg == 1 ? TMA_GNN_SPLIT_TEST : TMA_GNN_SPLIT_VAL, limit) : TMA_ERR_INVALID;
+        if (st != TMA_OK) {
+            float r[2] = {(float)st, 0};
+            send_to(e, TMA_COORD_PEER, TMA_TAG_EVAL_RESULT, e->seq, r, 2);
+        }
+        break;
+    case TMA_EVAL_ABORT:
+        e->active = 0;
+        break;
+    case TMA_EVAL_RELEASE:
+        e->active = 0;
+        __atomic_store_n(&e->released, 1, __ATOMIC_SEQ_CST);
+        break;
+    default:
+        tma_log_warn(COMP, "unknown evaluation step %d refused", what);
+    }
+    if (st != TMA_OK && st != TMA_ERR_CANCELLED)
+        tma_log_warn(COMP, "evaluation %lld: step %d (%lld) failed: %s", (long long)e->seq, what, (long long)arg,
+                     tma_status_str(st));
+    if (st != TMA_OK)
+        e->active = 0;
+}
+
+static void *eval_main(void *arg)
+{
+    worker_eval_t *e = arg;
+    while (!__atomic_load_n(&e->quit, __ATOMIC_SEQ_CST)) {
+        tma_transport_msg_t m;
+        tma_status_t st = tma_transport_recv(e->tr, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.2, &m);
+        if (st == TMA_ERR_CLOSED)
+            break;
+        if (st != TMA_OK)
+            continue;
+        if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
+            if (m.peer == TMA_COORD_PEER) {
+                e->active = 0;
+                if (m.event.kind == TMA_TRANSPORT_EV_CONNECTED)
+                    __atomic_store_n(&e->coord_seen, 1, __ATOMIC_SEQ_CST);
+            }
+        } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
+            serve(e, &m);
+        } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_BEGIN && m.meta.epoch >= e->epoch) {
+            __atomic_store_n(&e->coord_seen, 1, __ATOMIC_SEQ_CST);
+            begin(e, &m);
+        } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_STEP && m.meta.epoch == e->epoch) {
+            step(e, &m);
+        }
+        tma_transport_msg_release(e->tr, &m);
+    }
+    return NULL;
+}
+
+tma_status_t worker_eval_start(const worker_eval_cfg_t *c, worker_eval_t **e_p)
+{
+    worker_eval_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return TMA_ERR_NOMEM;
+    e->cfg = *c->cfg;
+    e->pinfo = c->pinfo;
+    e->view = c->view;
+    e->self = c->self_id;
+    e->S = c->pinfo->num_shards;
+    e->owner = malloc((size_t)e->S * sizeof *e->owner);
+    e->held = malloc((size_t)e->S * sizeof *e->held);
+    e->want = malloc((size_t)e->S * sizeof *e->want);
+    e->fo = malloc((size_t)e->S * sizeof *e->fo);
+    e->fcnt = malloc((size_t)e->S * sizeof *e->fcnt);
+    e->fgot = malloc((size_t)e->S * sizeof *e->fgot);
+    e->g = calloc((size_t)e->S, sizeof *e->g);
+    e->inf = calloc((size_t)e->S, sizeof *e->inf);
+    tma_status_t st = e->owner && e->held && e->want && e->fo && e->fcnt && e->fgot && e->g && e->inf ? TMA_OK : TMA_ERR_NOMEM;
+    const char *listen = c->listen;
+    tma_transport_config_t tc;
+    tma_transport_config_init(&tc);
+    tc.job = c->job;
+    tc.token = c->token;
+    tc.self_id = c->self_id;
+    tc.self_lease = (uint64_t)c->lease;
+    tc.listen = listen;
+    st = st ? st : tma_transport_create(&tc, &e->tr);
+    if (st == TMA_OK && pthread_create(&e->thread, NULL, eval_main, e) != 0)
+        st = TMA_ERR_NOMEM;
+    if (st != TMA_OK) {
+        tma_log_error(COMP, "cannot start the evaluator rank on %s: %s", listen, tma_status_str(st));
+        worker_eval_stop(e, 0);
+        return st;
+    }
+    e->started = 1;
+    tma_log_info(COMP, "evaluator rank listening on %s", tma_transport_address(e->tr));
+    *e_p = e;
+    return TMA_OK;
+}
+
+const char *worker_eval_address(const worker_eval_t *e)
+{
+    return tma_transport_address(e->tr);
+}
+
+void worker_eval_stop(worker_eval_t *e, double linger_s)
+{
+    if (!e)
+        return;
+    /* A coordinator that evaluates on the ranks may still need them for the
+     * job's last evaluations: wait until it releases them or goes away. */
+    const double until = tma_clock_now() + linger_s;
+    while (e->started && __atomic_load_n(&e->coord_seen, __ATOMIC_SEQ_CST) &&
+           !__atomic_load_n(&e->released, __ATOMIC_SEQ_CST) && tma_clock_now() < until &&
+           tma_transport_wait_peer(e->tr, TMA_COORD_PEER, 0) == TMA_OK)
+        tma_sleep(0.1);
+    __atomic_store_n(&e->quit, 1, __ATOMIC_SEQ_CST);
+    if (e->started)
+        pthread_join(e->thread, NULL);
+    tma_transport_destroy(e->tr);
+    close_shards(e);
+    free(e->owner);
+    free(e->held);
+    free(e->g);
+    free(e->inf);
+    free(e->tx);
+    free(e->ids);
+    free(e->want);
+    free(e->fo);
+    free(e->fcnt);
+    free(e->fgot);
+    free(e);
+}
