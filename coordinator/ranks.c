@@ -129,26 +129,28 @@ static tma_status_t gather_ranks(coord_ranks_t *r, char *why, size_t cap)
     r->n = 0;
     float *owner = r->begin + 1;
     r->begin[0] = (float)r->S;
-    for (int32_t k = 0; k < r->S && st == TMA_OK; k++) {
+    /* The live owners first; a shard without one (dropped under the
+     * `continue` policy, or its owner gone) is evaluated by a live rank in
+     * turn: its rows are still part of the graph. */
+    int orphans = 0;
+    for (int32_t k = 0; k < r->S; k++) {
         const int64_t o = k < s.n_shards && s.shard_present[k] ? s.shards[k].owner : -1;
         const tma_job_view_member_t *m = NULL;
         for (int i = 0; i < s.n_members && o >= 0; i++)
-            if (s.members[i].rec.id == (uint32_t)o)
+            if (s.members[i].rec.id == (uint32_t)o && s.members[i].rec.eval_address[0])
                 m = &s.members[i];
-        if (!m || !m->rec.eval_address[0]) {
-            snprintf(why, cap, "shard %d has %s", k, o < 0 ? "no owner" : !m ? "an owner that left" : "an owner without an evaluator rank");
-            st = TMA_ERR_UNAVAILABLE;
-            break;
-        }
-        owner[k] = (float)o;
+        owner[k] = m ? (float)o : -1.0f;
+        orphans += !m;
+        if (!m)
+            continue;
         int j = 0;
         while (j < r->n && r->rank[j] != (uint32_t)o)
             j++;
         if (j < r->n)
             continue;
         r->rank[r->n] = (uint32_t)o;
-        const int connected = tma_transport_wait_peer(r->tr, (uint32_t)o, 0) == TMA_OK;
-        if (!connected || strcmp(r->addr[r->n], m->rec.eval_address) != 0) {
+        if (st == TMA_OK && (tma_transport_wait_peer(r->tr, (uint32_t)o, 0) != TMA_OK ||
+                             strcmp(r->addr[r->n], m->rec.eval_address) != 0)) {
             uint32_t got = 0;
             st = tma_transport_connect(r->tr, m->rec.eval_address, TMA_MIN(r->cfg.eval_rank_timeout, 10.0), &got);
             if (st == TMA_OK && got != (uint32_t)o) {
@@ -162,6 +164,13 @@ static tma_status_t gather_ranks(coord_ranks_t *r, char *why, size_t cap)
         }
         r->n++;
     }
+    if (st == TMA_OK && r->n == 0) {
+        snprintf(why, cap, "no shard has a live owner with an evaluator rank");
+        st = TMA_ERR_UNAVAILABLE;
+    }
+    for (int32_t k = 0, i = 0; k < r->S && st == TMA_OK && orphans; k++)
+        if (owner[k] < 0)
+            owner[k] = (float)r->rank[i++ % r->n];
     tma_job_view_snap_free(&s);
     return st;
 }

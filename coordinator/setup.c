@@ -170,6 +170,8 @@ tma_status_t coord_open_model(coord_t *c)
                   ? tma_graph_open_header(c->job->graph, &c->graph)
                   : tma_graph_open(c->job->graph, 0, &c->graph)) != TMA_OK)
         goto fail;
+    if (!c->graph->indptr)
+        tma_log_info(COMP, "evaluation on the workers' ranks: this process reads the graph's header only");
     if ((st = model_config(c)) != TMA_OK)
         goto fail;
     c->P = tma_gnn_param_count(&c->cfg);

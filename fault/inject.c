@@ -23,7 +23,7 @@ void tma_inject_init(tma_inject_t *inj)
     inj->pause_round = -1;
 }
 
-static const char *const points[] = {"step", "send", "recv", "aggregate", "broadcast", "stop", "eval"};
+static const char *const points[] = {"step", "send", "recv", "aggregate", "broadcast", "stop", "eval", "rank"};
 
 /* "X@N" into value X and round N. */
 static int split_at(char *v, char **x_p, int64_t *round_p)
@@ -74,7 +74,7 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj)
                 known |= strcmp(x, points[i]) == 0;
             if (!ok || !known) {
                 tma_log_error(COMP, "TMA_FAULT: %s=POINT@ROUND (ROUND a number or *, any round) with POINT one "
-                                    "of step, send, recv, aggregate, broadcast, stop, eval",
+                                    "of step, send, recv, aggregate, broadcast, stop, eval, rank",
                               name);
                 st = TMA_ERR_CONFIG;
                 break;

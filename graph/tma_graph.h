@@ -46,6 +46,7 @@ struct tma_graph_store; /* private: the mapping or the owned buffers */
 
 typedef struct tma_graph {
     tma_graph_kind_t kind;
+    int typed_header; /* tma_graph_open_header of a typed file: typed, with no arrays */
     int64_t num_nodes;
     /* Undirected edges of the cleaned graph (training + validation + test);
      * for a shard, its undirected training edges. */
@@ -179,13 +180,13 @@ int tma_graph_has_edge(const tma_graph_t *g, int64_t u, int64_t v);
 /* 1 for a typed (version 2) graph. */
 static inline int tma_graph_is_typed(const tma_graph_t *g)
 {
-    return g->node_type != NULL;
+    return g->node_type != NULL || g->typed_header;
 }
 /* The number of relation ids an entry can carry: 2R for a typed graph
  * (forward and inverse), 1 for an untyped one (every entry is id 0). */
 static inline int32_t tma_graph_num_rel_ids(const tma_graph_t *g)
 {
-    return g->node_type ? 2 * g->num_relations : 1;
+    return tma_graph_is_typed(g) ? 2 * g->num_relations : 1;
 }
 /* The inverse of relation id r (typed graphs). */
 static inline int32_t tma_graph_rel_inverse(const tma_graph_t *g, int32_t r)

@@ -895,6 +895,7 @@ tma_status_t tma_graph_open_header(const char *path, tma_graph_t **g_p)
     g->graph_id = h.graph_id;
     g->given_split = (h.flags & TMAG_FLAG_GIVEN_SPLIT) != 0;
     if (h.version == TMA_TMAG_VERSION) {
+        g->typed_header = 1;
         g->num_node_types = (int32_t)h.num_node_types;
         g->num_relations = (int32_t)h.num_relations;
         int fd = open(path, O_RDONLY | O_CLOEXEC);

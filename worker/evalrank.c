@@ -32,6 +32,7 @@ struct worker_eval {
     tma_gnn_config_t cfg;
     const tma_partition_info_t *pinfo;
     tma_job_view_t *view;
+    const tma_inject_t *inj;
     uint32_t self;
 
     /* the evaluation under way */
@@ -359,6 +360,8 @@ static void step(worker_eval_t *e, const tma_transport_msg_t *m)
     tma_status_t st = TMA_OK;
     switch (what) {
     case TMA_EVAL_LAYER:
+        if (arg == 0)
+            tma_inject_point(e->inj, "rank", e->seq); /* a test's fault: the rank fails mid-evaluation */
         st = e->active ? tma_gnn_rank_layer(e->rk, (int)arg) : TMA_ERR_INVALID;
         reply_done(e, st, what, arg);
         break;
@@ -423,6 +426,7 @@ tma_status_t worker_eval_start(const worker_eval_cfg_t *c, worker_eval_t **e_p)
     e->cfg = *c->cfg;
     e->pinfo = c->pinfo;
     e->view = c->view;
+    e->inj = c->inj;
     e->self = c->self_id;
     e->S = c->pinfo->num_shards;
     e->owner = malloc((size_t)e->S * sizeof *e->owner);

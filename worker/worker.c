@@ -631,7 +631,7 @@ static tma_status_t join(worker_t *w)
     if (w->cfg.eval_on_workers && w->vd->uses_shards) {
         char listen[300];
         tma_job_listen_address(w->job, 1, listen, sizeof listen);
-        worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id, w->lease, &w->cfg, w->pinfo, w->view};
+        worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id, w->lease, &w->cfg, w->pinfo, w->view, &w->inj};
         if ((st = worker_eval_start(&ec, &w->ev)) == TMA_OK) {
             snprintf(rec.eval_address, sizeof rec.eval_address, "%s", worker_eval_address(w->ev));
             st = tma_member_update(w->member, w->job->name, &rec);

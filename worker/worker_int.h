@@ -9,6 +9,7 @@
 
 #include "tma_gnn.h"
 #include "tma_graph.h"
+#include "tma_fault.h"
 #include "tma_job.h"
 #include "tma_transport.h"
 
@@ -22,6 +23,7 @@ typedef struct worker_eval_cfg {
     const tma_gnn_config_t *cfg;      /* the model, eval.rank_timeout, eval threads */
     const tma_partition_info_t *pinfo; /* this node's partition folder (shard and inference files) */
     tma_job_view_t *view;             /* other ranks' addresses (member records) */
+    const tma_inject_t *inj;          /* TMA_FAULT's point "rank" (evaluation number); may be NULL */
 } worker_eval_cfg_t;
 
 /* Starts the rank: its transport, listening, and its thread. */

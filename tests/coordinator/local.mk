@@ -1,7 +1,7 @@
 # Distributed jobs end to end: real etcd, UCX and tma processes.
 EXTRA_DIST += tests/coordinator/dist_lib.sh
 TESTS += tests/coordinator/test_job_cora.sh
-TESTS += tests/coordinator/test_job_determinism.sh tests/coordinator/test_step_rounds.sh
+TESTS += tests/coordinator/test_eval_ranks.sh tests/coordinator/test_job_determinism.sh tests/coordinator/test_step_rounds.sh
 TESTS += tests/coordinator/test_job_bad_config.sh
 TESTS += tests/coordinator/test_job_netns.sh
 TESTS += tests/coordinator/test_job_variants.sh
@@ -11,7 +11,7 @@ TESTS += tests/coordinator/test_threads_devices.sh
 TESTS += tests/coordinator/test_launch_security.sh tests/coordinator/test_launch_secure_etcd.sh
 TESTS += tests/coordinator/test_job_node_local.sh
 TESTS += tests/coordinator/test_prometheus.sh
-EXTRA_DIST += tests/coordinator/test_job_cora.sh tests/coordinator/test_job_determinism.sh tests/coordinator/test_step_rounds.sh \
+EXTRA_DIST += tests/coordinator/test_eval_ranks.sh tests/coordinator/test_job_cora.sh tests/coordinator/test_job_determinism.sh tests/coordinator/test_step_rounds.sh \
 	tests/coordinator/test_job_bad_config.sh tests/coordinator/test_job_netns.sh \
 	tests/coordinator/test_job_variants.sh tests/coordinator/test_launch.sh tests/coordinator/test_launch_hetero.sh \
 	tests/coordinator/test_threads_devices.sh \
