@@ -250,6 +250,11 @@ static int launch_parse(launch_t *L, int argc, char **argv)
                 strerror(errno));
         return CLI_EXIT_RUNTIME;
     }
+    if (job->init && access(job->init, R_OK) != 0) {
+        fprintf(stderr, "tma launch: cannot read the weights %s (\"init\" in %s): %s\n", job->init, L->config_path,
+                strerror(errno));
+        return CLI_EXIT_RUNTIME;
+    }
     if (L->workers > 0) {
         job->workers = (int)L->workers;
         if (job->variant != TMA_VARIANT_GGS && job->shards < job->workers)
@@ -386,6 +391,27 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     return TMA_OK;
 }
 
+/* "init" must hold weights of the job's model on its graph, before any
+ * role starts: another model is exit 2 naming the field that differs, a
+ * missing or damaged file exit 1 naming it. */
+static tma_status_t launch_check_init(const tma_job_t *job)
+{
+    tma_graph_t *g;
+    tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
+    if (st != TMA_OK)
+        return st;
+    tma_gnn_config_t cfg = job->model;
+    float *w = NULL;
+    st = tma_gnn_config_resolve(&cfg, g);
+    if (st == TMA_OK)
+        st = tma_job_init_weights(job, &cfg, &w);
+    else if (st != TMA_ERR_NOMEM)
+        st = TMA_ERR_CONFIG; /* logged: the model does not fit the graph */
+    free(w);
+    tma_graph_destroy(g);
+    return st;
+}
+
 /* The resolved job, checked against its files, as RUN/job.json: what the
  * coordinator reads. */
 static tma_status_t launch_write_job(launch_t *L)
@@ -401,6 +427,8 @@ static tma_status_t launch_write_job(launch_t *L)
     st = tma_job_check_files(job);
     if (st != TMA_OK)
         return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file or key */
+    if (job->init && (st = launch_check_init(job)) != TMA_OK)
+        return st;
     L->job_path = tma_path_join(L->run_dir, "job.json");
     cJSON *j = tma_job_to_json(job);
     st = j && L->job_path ? tma_json_write_file(L->job_path, j) : TMA_ERR_NOMEM;

@@ -7,8 +7,9 @@
  *
  *   job:    the config (a file is checked before anything talks to etcd),
  *           etcd, the job view, --fresh, the config from etcd
- *   model:  the graph, the model config, the parameter buffers, the shard
- *           map, the variant's full-graph trainer
+ *   model:  the graph, the model config, the parameter buffers (with the
+ *           weights of "init"), the shard map, the variant's full-graph
+ *           trainer
  *   lead:   the transport, the leader lease and its guard, the election
  *   run:    resume or not, the run folder, the config and the "starting"
  *           state in etcd, the evaluator thread
@@ -177,6 +178,15 @@ tma_status_t coord_open_model(coord_t *c)
     if (!c->global || !c->acc) {
         st = TMA_ERR_NOMEM;
         goto fail;
+    }
+    if (c->job->init) {
+        /* Round 0's weights: checked now, before anything is written, as
+         * every file the config names is (a standby needs it too). */
+        float *w = NULL;
+        if ((st = tma_job_init_weights(c->job, &c->cfg, &w)) != TMA_OK)
+            goto fail;
+        memcpy(c->global, w, (size_t)c->P * sizeof(float));
+        free(w);
     }
     if (c->vd->uses_shards) {
         if ((st = tma_partition_info_load(c->job->partition_dir, &c->pinfo)) != TMA_OK)

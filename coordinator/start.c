@@ -150,7 +150,8 @@ tma_status_t coord_start(coord_t *c)
     tma_status_t st = registration(c);
     if (st != TMA_OK)
         return st;
-    if ((st = tma_gnn_params_init(&c->cfg, c->cfg.seed, c->global)) != TMA_OK)
+    /* Round 0: fresh weights, or those of "init" (read with the model). */
+    if (!c->job->init && (st = tma_gnn_params_init(&c->cfg, c->cfg.seed, c->global)) != TMA_OK)
         return st;
     if ((st = readiness(c)) != TMA_OK)
         return st;
