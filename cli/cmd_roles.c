@@ -231,7 +231,7 @@ int cli_cmd_worker(int argc, char **argv)
 {
     cli_etcd_flags_t ef;
     memset(&ef, 0, sizeof ef);
-    const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL, *data_dir = NULL;
+    const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL, *data_dir = NULL, *state_dir = NULL;
     int backup = 0;
     int64_t threads = 0;
     double wait = 300;
@@ -250,6 +250,10 @@ int cli_cmd_worker(int argc, char **argv)
         {"data-dir", 0, CLI_STR, &data_dir, "DIR",
          "the partition folder on this node: partition.json and the shards this worker trains (default: the job's "
          "partition.node_dir, else partition.dir)",
+         NULL},
+        {"state-dir", 0, CLI_STR, &state_dir, "DIR",
+         "keep the optimizer state of every round this worker sends in DIR, and continue a shard set's state "
+         "when its training starts again from that round (a resumed job: tma launch --resume)",
          NULL},
         {"fault", 0, CLI_STR, &fault, "SPEC", NULL, NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
@@ -289,6 +293,7 @@ int cli_cmd_worker(int argc, char **argv)
     o.threads = (int)threads;
     o.wait_config = wait;
     o.data_dir = data_dir;
+    o.state_dir = state_dir;
     o.inject = &inj;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_worker_run(&o, &g_stop);
