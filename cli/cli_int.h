@@ -140,6 +140,17 @@ tma_status_t cli_etcd_start(cli_etcd_t *e, const char *dir, const char *log_path
  * /tmp always). */
 void cli_etcd_stop(cli_etcd_t *e, int keep_data);
 
+/* ------------------------------------------------------------------ tma launch --resume (launch_resume.c) */
+
+struct tma_job;
+/* The job that ran in the run folder `run` (its job.json), checked to be
+ * resumable: a run that finished by its budget is refused, and `config`
+ * (may be NULL), when given, must be that job (its name, then every key but
+ * the graph's source, the partition's folder and scheme and the transport;
+ * the first that differs is named).  CLI_EXIT_OK with *job_p (the caller's),
+ * else the exit code, the error printed. */
+int cli_launch_resume_job(const char *run, const char *config, struct tma_job **job_p);
+
 /* ------------------------------------------------------------------ etcd flags (roles.c) */
 
 #include <signal.h>
@@ -170,6 +181,15 @@ typedef struct cli_etcd_flags {
     {"etcd", 0, CLI_STR, &(f).endpoints, "URLS", \
      "etcd client URLs, comma-separated: http://, https:// or unix:///PATH (required)", NULL}, \
     CLI_ETCD_SECURE_OPTS(f)
+
+/* tma launch --resume (launch_resume.c): the job's leader epoch now (the
+ * coordinator key's create revision; 0: none), and the wait for a newer
+ * one (the resumed coordinator leads), before the workers start: TMA_OK,
+ * TMA_ERR_CANCELLED when *stop is set, TMA_ERR_CONFIG when the coordinator
+ * exited 2 (it refused the job), TMA_ERR_IO when it failed. */
+tma_status_t cli_launch_leader_epoch(const tma_kv_config_t *kc, const char *job, uint64_t *epoch_p);
+tma_status_t cli_launch_await_leader(const tma_kv_config_t *kc, const char *job, uint64_t old, cli_proc_t *coord,
+                                     volatile sig_atomic_t *stop);
 
 /* Builds a kv config from the flags; a usage error (exit 2) names the flag. */
 int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg);

@@ -7,6 +7,9 @@
  * run folder, and on Ctrl-C or SIGTERM an orderly stop (the coordinator
  * first, so it still tests the best round and writes result.json).
  * Children die with the launcher even if it is SIGKILLed (PR_SET_PDEATHSIG).
+ * A job that does not finish keeps its private etcd's data, from which
+ * --resume RUN continues it (the coordinator takes it over from `state`;
+ * launch_resume.c checks the run folder).
  */
 #include "cli_int.h"
 #include "tma_fault.h"
@@ -35,6 +38,7 @@ typedef struct launch {
     int64_t workers, backups, threads;
     double seconds;
     const char *metrics_listen; /* --metrics-listen ADDR:PORT (metrics.listen) */
+    const char *resume;         /* --resume RUN: continue the run there */
     /* the job and the run folder */
     tma_job_t *job;
     char *exe, *run_dir, *logs, *job_path;
@@ -122,6 +126,8 @@ typedef struct progress {
     double best;
     tma_job_run_budget_t budget;
     FILE *out;
+    int64_t shown; /* the last round shown */
+    ino_t ino;     /* the file read: one a coordinator rewrote (a takeover) is read again from its start */
 } progress_t;
 
 static void show_progress(progress_t *pr)
@@ -129,6 +135,11 @@ static void show_progress(progress_t *pr)
     FILE *f = fopen(pr->metrics_path, "r");
     if (!f)
         return;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && sb.st_ino != pr->ino) {
+        pr->ino = sb.st_ino;
+        pr->offset = 0;
+    }
     if (fseek(f, pr->offset, SEEK_SET) != 0) {
         fclose(f);
         return;
@@ -142,9 +153,14 @@ static void show_progress(progress_t *pr)
         cJSON *o = cJSON_Parse(line);
         if (!o)
             continue;
-        tma_job_run_progress_line(o, &pr->budget, &pr->best, out, sizeof out);
-        fprintf(pr->out, "%s\n", out);
-        fflush(pr->out);
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "round");
+        const int64_t round = cJSON_IsNumber(r) ? (int64_t)r->valuedouble : pr->shown + 1;
+        tma_job_run_progress_line(o, &pr->budget, &pr->best, out, sizeof out); /* every line: the best so far */
+        if (round > pr->shown) {
+            fprintf(pr->out, "%s\n", out);
+            fflush(pr->out);
+            pr->shown = round;
+        }
         cJSON_Delete(o);
     }
     fclose(f);
@@ -200,18 +216,23 @@ static int launch_parse(launch_t *L, int argc, char **argv)
         {"seconds", 0, CLI_DOUBLE, &L->seconds, "T", "override the training time (duration.train_seconds)", NULL},
         {"metrics-listen", 0, CLI_STR, &L->metrics_listen, "ADDR:PORT",
          "serve Prometheus metrics at http://ADDR:PORT/metrics from the coordinator (metrics.listen)", NULL},
+        {"resume", 0, CLI_STR, &L->resume, "RUN",
+         "continue the run in RUN that was interrupted or killed, from its last committed round, into RUN "
+         "(job.json may be left out; given, it must be the run's config)",
+         NULL},
         {"threads", 0, CLI_INT, &L->threads, "N", "compute threads per process (default: the cores shared out)", NULL},
         {"quiet", 'q', CLI_FLAG, &L->quiet, NULL, "no progress lines", NULL},
         {"json", 0, CLI_FLAG, &L->json, NULL, "print result.json on stdout (the progress lines go to stderr)", NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
-    const cli_spec_t spec = {"launch", "job.json [-o RUN] [options]",
+    const cli_spec_t spec = {"launch", "job.json [-o RUN] [options] | [job.json] --resume RUN [options]",
                              "Runs a whole distributed job on this machine: prepares the graph and partition the "
                              "config asks for, starts a private etcd only this user can reach (unless --etcd), the "
                              "coordinator and the workers, shows progress, and collects the results in the run "
                              "folder. Ctrl-C "
-                             "stops the job cleanly: the best round is still tested and result.json written.",
-                             opts, 1, 1};
+                             "stops the job cleanly: the best round is still tested and result.json written; "
+                             "--resume RUN continues it later.",
+                             opts, 0, 1};
     cli_args_t args;
     if (!cli_args_parse(&spec, argc, argv, &args))
         return args.exit;
@@ -229,14 +250,28 @@ static int launch_parse(launch_t *L, int argc, char **argv)
                               tma_job_listen_parse(L->metrics_listen, &sa, &salen) != TMA_OK))
         return cli_usage_error("launch", "--metrics-listen: expected ADDR:PORT with a numeric address and a port "
                                          "1..65535, such as 127.0.0.1:9464");
+    if (!args.npos && !L->resume)
+        return cli_usage_error("launch", "expected the job config job.json (or --resume RUN)");
+    /* A resumed run is the job that ran: only what does not change it may be given again. */
+    const struct {
+        int given;
+        const char *flag;
+    } fixed[] = {{!!L->out, "-o"}, {L->force, "--force"}, {L->workers > 0, "--workers"},
+                 {L->seconds > 0, "--seconds"}, {!!L->metrics_listen, "--metrics-listen"}};
+    for (size_t i = 0; L->resume && i < TMA_ARRAY_LEN(fixed); i++)
+        if (fixed[i].given)
+            return cli_usage_error("launch", "--resume continues the run in %s as it was launched: drop %s",
+                                   L->resume, fixed[i].flag);
     int rc = cli_etcd_check_external("launch", &L->ef);
     if (rc != CLI_EXIT_OK)
         return rc;
-    L->config_path = args.pos[0];
+    L->config_path = args.npos ? args.pos[0] : NULL;
     L->say = L->json ? stderr : stdout;
+    if (L->resume)
+        return cli_launch_resume_job(L->resume, L->config_path, &L->job);
     if (L->out && !L->force && tma_job_run_holds_run(L->out)) {
         fprintf(stderr, "tma launch: %s already holds a run (result.json, metrics.jsonl or best.tmaw); choose another "
-                        "-o, or --force to replace it\n", L->out);
+                        "-o, --force to replace it, or --resume it\n", L->out);
         return CLI_EXIT_USAGE;
     }
     tma_status_t st = tma_job_load(L->config_path, &L->job);
@@ -247,6 +282,11 @@ static int launch_parse(launch_t *L, int argc, char **argv)
      * (exit 1, as every command answers a missing graph). */
     if (job->source == TMA_SOURCE_GRAPH && job->graph && access(job->graph, R_OK) != 0) {
         fprintf(stderr, "tma launch: cannot read the graph %s (\"graph\" in %s): %s\n", job->graph, L->config_path,
+                strerror(errno));
+        return CLI_EXIT_RUNTIME;
+    }
+    if (job->init && access(job->init, R_OK) != 0) {
+        fprintf(stderr, "tma launch: cannot read the weights %s (\"init\" in %s): %s\n", job->init, L->config_path,
                 strerror(errno));
         return CLI_EXIT_RUNTIME;
     }
@@ -266,7 +306,9 @@ static int launch_parse(launch_t *L, int argc, char **argv)
  * its logs/. */
 static tma_status_t launch_open_run(launch_t *L)
 {
-    if (L->out) {
+    if (L->resume) {
+        L->run_dir = strdup(L->resume);
+    } else if (L->out) {
         L->run_dir = strdup(L->out);
     } else {
         time_t now = time(NULL);
@@ -287,11 +329,17 @@ static tma_status_t launch_open_run(launch_t *L)
     L->run_dir = abs;
     if (L->force && tma_job_run_clear_results(L->run_dir) != TMA_OK)
         return TMA_ERR_IO;
+    /* A new run continues no optimizer state of an old one in the folder. */
+    char *states = L->resume ? NULL : tma_path_join(L->run_dir, "worker-state");
+    if (states)
+        tma_remove_tree(states);
+    free(states);
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
-    fprintf(L->say, "tma launch: job %s (%s, %d worker%s), run folder %s\n", L->job->name,
-            tma_job_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s", L->run_dir);
+    fprintf(L->say, "tma launch: %s job %s (%s, %d worker%s), run folder %s\n", L->resume ? "resuming" : "job",
+            L->job->name, tma_job_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s",
+            L->run_dir);
     fflush(L->say);
     return TMA_OK;
 }
@@ -386,6 +434,27 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     return TMA_OK;
 }
 
+/* "init" must hold weights of the job's model on its graph, before any
+ * role starts: another model is exit 2 naming the field that differs, a
+ * missing or damaged file exit 1 naming it. */
+static tma_status_t launch_check_init(const tma_job_t *job)
+{
+    tma_graph_t *g;
+    tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
+    if (st != TMA_OK)
+        return st;
+    tma_gnn_config_t cfg = job->model;
+    float *w = NULL;
+    st = tma_gnn_config_resolve(&cfg, g);
+    if (st == TMA_OK)
+        st = tma_job_init_weights(job, &cfg, &w);
+    else if (st != TMA_ERR_NOMEM)
+        st = TMA_ERR_CONFIG; /* logged: the model does not fit the graph */
+    free(w);
+    tma_graph_destroy(g);
+    return st;
+}
+
 /* The resolved job, checked against its files, as RUN/job.json: what the
  * coordinator reads. */
 static tma_status_t launch_write_job(launch_t *L)
@@ -401,6 +470,10 @@ static tma_status_t launch_write_job(launch_t *L)
     st = tma_job_check_files(job);
     if (st != TMA_OK)
         return st == TMA_ERR_NOMEM ? st : TMA_ERR_CONFIG; /* logged, naming the file or key */
+    if (L->resume)
+        return TMA_OK; /* its job.json stays; the coordinator reads the job from etcd */
+    if (job->init && (st = launch_check_init(job)) != TMA_OK)
+        return st;
     L->job_path = tma_path_join(L->run_dir, "job.json");
     cJSON *j = tma_job_to_json(job);
     st = j && L->job_path ? tma_json_write_file(L->job_path, j) : TMA_ERR_NOMEM;
@@ -417,11 +490,20 @@ static tma_status_t launch_start_etcd(launch_t *L)
     }
     char *etcd_dir = tma_path_join(L->run_dir, "etcd");
     char *elog = tma_path_join(L->logs, "etcd.log");
-    tma_status_t st = TMA_ERR_NOMEM;
-    if (etcd_dir && elog) {
-        tma_remove_tree(etcd_dir);
+    char *data = tma_path_join(L->run_dir, "etcd/data");
+    tma_status_t st = etcd_dir && elog && data ? TMA_OK : TMA_ERR_NOMEM;
+    if (st == TMA_OK && L->resume && !tma_dir_exists(data)) {
+        /* The job's progress lives there: without it there is nothing to take over. */
+        fprintf(stderr, "tma launch: %s: missing: the etcd that held the job's state is gone (a run launched "
+                        "with --etcd resumes with the same --etcd)\n", data);
+        st = TMA_ERR_CONFIG;
+    }
+    if (st == TMA_OK) {
+        if (!L->resume)
+            tma_remove_tree(etcd_dir);
         st = cli_etcd_start(&L->etcd, etcd_dir, elog);
     }
+    free(data);
     free(elog);
     free(etcd_dir);
     if (st != TMA_OK)
@@ -461,6 +543,18 @@ static tma_status_t launch_spawn(launch_t *L, const char *role, const char *name
     return st;
 }
 
+static void print_last_error(FILE *out, const char *logs, const char *name);
+
+/* The roles' etcd as a client config: the private one, or --etcd's. */
+static tma_status_t launch_kv_config(launch_t *L, tma_kv_config_t *kc)
+{
+    if (L->ef.endpoints)
+        return cli_etcd_config("launch", &L->ef, kc) == CLI_EXIT_OK ? TMA_OK : TMA_ERR_CONFIG;
+    tma_kv_config_init(kc);
+    kc->endpoints = L->url;
+    return TMA_OK;
+}
+
 /* Phase 3: the roles: etcd, the coordinator, the workers and backups.
  * Threads: the cores shared out unless told. */
 static tma_status_t launch_spawn_roles(launch_t *L)
@@ -484,17 +578,32 @@ static tma_status_t launch_spawn_roles(launch_t *L)
         return TMA_ERR_NOMEM;
     char *cargs[] = {"--job", job->name, "--config", L->job_path, "--run-dir", L->run_dir, "--fresh",
                      "--eval-threads", L->threads_s, NULL};
-    if ((st = launch_spawn(L, "coordinator", "coordinator", cargs)) != TMA_OK)
-        return st;
-    for (int i = 0; i < nworkers + (int)L->backups; i++) {
+    char *rargs[] = {"--job", job->name, "--run-dir", L->run_dir, "--resume", "--eval-threads", L->threads_s, NULL};
+    tma_kv_config_t kc;
+    uint64_t old = 0;
+    if (L->resume && (st = launch_kv_config(L, &kc)) == TMA_OK)
+        st = cli_launch_leader_epoch(&kc, job->name, &old);
+    if (st == TMA_OK)
+        st = launch_spawn(L, "coordinator", "coordinator", L->resume ? rargs : cargs);
+    /* Resumed, the workers start once the coordinator leads: before, the
+     * `stop` an interrupted run left still carries the leader's epoch. */
+    if (st == TMA_OK && L->resume) {
+        st = cli_launch_await_leader(&kc, job->name, old, &L->procs[0], &g_stop);
+        if (st != TMA_OK && st != TMA_ERR_CANCELLED)
+            print_last_error(stderr, L->logs, "coordinator"); /* it refused the job, or failed */
+    }
+    char *states = tma_path_join(L->run_dir, "worker-state");
+    for (int i = 0; st == TMA_OK && i < nworkers + (int)L->backups; i++) {
         int is_backup = i >= nworkers;
         char name[32];
         snprintf(name, sizeof name, "%s-%d", is_backup ? "backup" : "worker", is_backup ? i - nworkers : i);
         char *wargs[] = {"--job", job->name, "--name", name, "--threads", L->threads_s, "--wait", "120",
-                         is_backup ? "--backup" : NULL, NULL};
-        if ((st = launch_spawn(L, "worker", name, wargs)) != TMA_OK)
-            return st;
+                         "--state-dir", states, is_backup ? "--backup" : NULL, NULL};
+        st = states ? launch_spawn(L, "worker", name, wargs) : TMA_ERR_NOMEM;
     }
+    free(states);
+    if (st != TMA_OK)
+        return st;
     fprintf(L->say, "%s etcd (%s), started the coordinator and %d worker(s)%s; logs in %s\n",
             L->etcd_started ? "started" : "using", L->url, nworkers, L->backups ? " plus backups" : "", L->logs);
     if (job->train_s > 0)
@@ -554,8 +663,19 @@ static void print_last_error(FILE *out, const char *logs, const char *name)
 static void launch_supervise(launch_t *L)
 {
     progress_t prog = {tma_job_run_path(L->run_dir, "metrics.jsonl"), 0, NAN,
-                       {L->job->train_s, L->job->rounds, L->job->workers}, L->say};
+                       {L->job->train_s, L->job->rounds, L->job->workers}, L->say, -1, 0};
     int show = !L->quiet && prog.metrics_path;
+    if (show && L->resume) {
+        /* The rounds of the run so far are not shown again. */
+        int64_t *rounds = NULL;
+        double *times = NULL, *vals = NULL;
+        int n = 0;
+        if (tma_job_run_read_metrics(prog.metrics_path, &rounds, &times, &vals, &n) == TMA_OK && n > 0)
+            prog.shown = rounds[n - 1];
+        free(rounds);
+        free(times);
+        free(vals);
+    }
     int interrupted = 0;
     while (cli_proc_poll(&L->procs[0])) {
         if (g_stop && !interrupted) {
@@ -657,6 +777,10 @@ int cli_cmd_launch(int argc, char **argv)
     if (st == TMA_OK && !g_stop) {
         launch_supervise(&L);
         rc = launch_result(&L);
+    } else if ((g_stop || st == TMA_ERR_CANCELLED) && L.resume) {
+        fprintf(stderr, "tma launch: interrupted while %s; the run in %s is left to resume: tma launch --resume %s\n",
+                phases[phase > 0 ? phase - 1 : 0], L.resume, L.resume);
+        rc = cli_exit_code(TMA_ERR_CANCELLED, &g_stop);
     } else if (g_stop || st == TMA_ERR_CANCELLED) {
         /* Nothing trained yet: this launch's own run folder goes too. */
         const char *where = phases[phase > 0 ? phase - 1 : 0];
@@ -671,6 +795,12 @@ int cli_cmd_launch(int argc, char **argv)
      * interrupted before training, leaves no run folder behind when this
      * launch made it (removed once every process it started has ended). */
     char *made = (rc == CLI_EXIT_USAGE || remove_run) && L.made_run_dir && L.run_dir ? strdup(L.run_dir) : NULL;
+    /* A job that trained but did not finish keeps its etcd: --resume goes on from its state there. */
+    if (L.etcd_started && rc != CLI_EXIT_OK && !made && !L.keep && !remove_run) {
+        L.keep = 1;
+        fprintf(stderr, "tma launch: the job did not finish: its etcd data stays in %s/etcd; tma launch --resume %s "
+                        "continues it\n", L.run_dir, L.run_dir);
+    }
     launch_close(&L);
     if (made && tma_remove_tree(made) != TMA_OK)
         fprintf(stderr, "tma launch: could not remove the run folder %s\n", made);

@@ -165,7 +165,7 @@ int cli_cmd_coordinator(int argc, char **argv)
     memset(&ef, 0, sizeof ef);
     const char *job = NULL, *config = NULL, *run_dir = NULL, *eval_device = NULL, *fault = NULL, *dump = NULL;
     const char *on_signal = "stop";
-    int standby = 0, fresh = 0;
+    int standby = 0, fresh = 0, resume = 0;
     int64_t eval_threads = 0;
     const cli_opt_t opts[] = {
         CLI_ETCD_OPTS(ef),
@@ -174,6 +174,10 @@ int cli_cmd_coordinator(int argc, char **argv)
         {"run-dir", 0, CLI_STR, &run_dir, "DIR", "the run folder (default runs/JOB)", NULL},
         {"standby", 0, CLI_FLAG, &standby, NULL, "wait for the leader's lease to lapse, then take over", NULL},
         {"fresh", 0, CLI_FLAG, &fresh, NULL, "delete a finished job's keys of the same name first", NULL},
+        {"resume", 0, CLI_FLAG, &resume, NULL,
+         "continue a job all of whose processes were stopped (also one an interruption ended) from its state in "
+         "etcd: the leases they left are revoked and the shards dealt again to the workers that register",
+         NULL},
         {"on-signal", 0, CLI_STR, &on_signal, "stop|suspend",
          "what SIGTERM or SIGINT does: stop the job (test, result.json; default) or suspend it (leave it in etcd "
          "for a coordinator to resume from its last checkpoint: a preempted batch job)",
@@ -202,6 +206,9 @@ int cli_cmd_coordinator(int argc, char **argv)
         return cli_usage_error("coordinator", "give --job NAME (and --config job.json for a new job)");
     if (cli_check_threads("coordinator", "--eval-threads", eval_threads) != CLI_EXIT_OK)
         return CLI_EXIT_USAGE;
+    if (resume && (standby || fresh || config))
+        return cli_usage_error("coordinator", "--resume continues the job in etcd with its own config: drop %s",
+                               standby ? "--standby" : fresh ? "--fresh" : "--config");
     if (strcmp(on_signal, "stop") != 0 && strcmp(on_signal, "suspend") != 0)
         return cli_usage_error("coordinator", "--on-signal: expected stop or suspend, got '%s'", on_signal);
     tma_inject_t inj;
@@ -217,6 +224,7 @@ int cli_cmd_coordinator(int argc, char **argv)
     o.run_dir = run_dir;
     o.standby = standby;
     o.fresh = fresh;
+    o.resume = resume;
     o.suspend = strcmp(on_signal, "suspend") == 0;
     o.eval_device = eval_device;
     o.eval_threads = (int)eval_threads;
@@ -231,7 +239,7 @@ int cli_cmd_worker(int argc, char **argv)
 {
     cli_etcd_flags_t ef;
     memset(&ef, 0, sizeof ef);
-    const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL, *data_dir = NULL;
+    const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL, *data_dir = NULL, *state_dir = NULL;
     int backup = 0;
     int64_t threads = 0;
     double wait = 300;
@@ -250,6 +258,10 @@ int cli_cmd_worker(int argc, char **argv)
         {"data-dir", 0, CLI_STR, &data_dir, "DIR",
          "the partition folder on this node: partition.json and the shards this worker trains (default: the job's "
          "partition.node_dir, else partition.dir)",
+         NULL},
+        {"state-dir", 0, CLI_STR, &state_dir, "DIR",
+         "keep the optimizer state of every round this worker sends in DIR, and continue a shard set's state "
+         "when its training starts again from that round (a resumed job: tma launch --resume)",
          NULL},
         {"fault", 0, CLI_STR, &fault, "SPEC", NULL, NULL},
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
@@ -289,6 +301,7 @@ int cli_cmd_worker(int argc, char **argv)
     o.threads = (int)threads;
     o.wait_config = wait;
     o.data_dir = data_dir;
+    o.state_dir = state_dir;
     o.inject = &inj;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_worker_run(&o, &g_stop);

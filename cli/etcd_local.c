@@ -94,10 +94,20 @@ tma_status_t cli_etcd_start(cli_etcd_t *e, const char *dir, const char *log_path
             return TMA_ERR_IO;
         }
     }
-    char data_dir[1100], sock[1100];
+    char data_dir[1100], sock[1100], peer[1100];
     snprintf(data_dir, sizeof data_dir, "%s/data", dir);
     snprintf(sock, sizeof sock, "%s/client.sock:0", e->sock_dir);
+    snprintf(peer, sizeof peer, "%s/peer.sock:0", e->sock_dir);
     snprintf(e->client_url, sizeof e->client_url, "unix://%s", sock);
+    /* Sockets a killed etcd left (a resumed launch starts it again on its
+     * data) would stop the new one binding; one that answers is another
+     * launch's, still running. */
+    if (etcd_healthy(sock)) {
+        tma_log_error(COMP, "an etcd already answers at %s: is another tma launch of this run folder running?", sock);
+        return TMA_ERR_UNAVAILABLE;
+    }
+    unlink(sock);
+    unlink(peer);
     char *argv[] = {"etcd", "--name", "tma", "--data-dir", data_dir,
                     "--listen-client-urls", "unix://client.sock:0", "--advertise-client-urls", "unix://client.sock:0",
                     "--listen-peer-urls", "unix://peer.sock:0", "--initial-advertise-peer-urls", "unix://peer.sock:0",

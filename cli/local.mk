@@ -5,7 +5,7 @@ tma_SOURCES = cli/main.c cli/args.c cli/cli_int.h \
 tma_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
 # The graph commands.
 tma_SOURCES += cli/cmd_import.c cli/cmd_gen.c cli/cmd_partition.c
-tma_SOURCES += cli/cmd_roles.c cli/cmd_launch.c cli/cmd_status.c cli/cmd_report.c cli/cmd_export.c
+tma_SOURCES += cli/cmd_roles.c cli/cmd_launch.c cli/launch_resume.c cli/cmd_status.c cli/cmd_report.c cli/cmd_export.c
 
 # make install: the bash completion, and a man page for tma and each command
 # made from the --help texts by help2man (skipped, with a configure notice,

@@ -191,6 +191,7 @@ typedef struct coord {
     tma_gnn_trainer_t *server; /* the full-graph trainer of a variant's after_average hook */
 
     int resume;             /* taking over a job that was training */
+    int reopen;             /* --resume of a job an interruption ended: `stop` is deleted */
     int leader_finished;    /* a standby whose leader finished the job: nothing to do, a success */
     int lease_lost;         /* fenced because etcd let the leader lease expire (on_lease_lost) */
     tma_job_state_rec_t prev;   /* its state record */
@@ -241,6 +242,9 @@ void coord_close_run(coord_t *c);
 
 /* start.c */
 tma_status_t coord_start(coord_t *c); /* registration, the initial deal, readiness, round 0 */
+/* --resume, after coord_take_over: registration, the deal (as at the start)
+ * and readiness, the current global weights going to each owner. */
+tma_status_t coord_redeal(coord_t *c);
 /* After coord_start failed with `why`: sets stop (unless fenced), so the
  * workers that joined leave; the state stays "starting", so the job can be
  * started again under the same name. */
@@ -302,6 +306,10 @@ tma_status_t coord_ggs_loop(coord_t *c);
 char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, double elapsed, int64_t best_round,
                          double best_val);
 tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, const char *reason);
+/* `stop` (with `reason`; NULL deletes it) and `state` (phase, round c->round,
+ * `elapsed`, the evaluator's best) in one guarded transaction, so no worker
+ * sees the one without the other. */
+tma_status_t coord_put_stop_state(coord_t *c, const char *reason, const char *phase, double elapsed);
 /* Takeover: rewrites every shard record the snapshot shows under this
  * coordinator's epoch (same owner, same since_round), so that workers keep
  * counting them once this leader commits its first round (the view honours

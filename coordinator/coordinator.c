@@ -233,6 +233,8 @@ static tma_status_t run_once(const tma_coordinator_opts_t *opts, volatile sig_at
     }
     if (coord_resuming_stop(c))
         reason = coord_stop_reason(c); /* stopped already: only the result is missing */
+    else if (c->o->resume && c->resume && (st = coord_redeal(c)) != TMA_OK)
+        ; /* no worker came, or interrupted: ended below ("failed", "interrupted") */
     else
         st = train(c, &reason);
     st = end(c, st, reason);

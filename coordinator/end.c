@@ -19,18 +19,7 @@
  * "stopping" in one guarded transaction. */
 static void publish_stop(coord_t *c, const char *reason, double train_s)
 {
-    int64_t best_round;
-    double best_val, best_time;
-    coord_eval_best(c->ev, &best_round, &best_val, &best_time);
-    char stkey[TMA_KEY_MAX], skey[TMA_KEY_MAX];
-    tma_job_key(stkey, c->job->name, TMA_KEY_STOP);
-    tma_job_key(skey, c->job->name, TMA_KEY_STATE);
-    const char *keys[2] = {stkey, skey};
-    char *vals[2] = {tma_job_stop_rec_encode(c->epoch, reason),
-                     coord_state_encode(c, "stopping", c->round, train_s, best_round, best_val)};
-    tma_status_t st = vals[0] && vals[1] ? coord_guarded_put(c, 2, keys, vals, 1) : TMA_ERR_NOMEM;
-    free(vals[0]);
-    free(vals[1]);
+    tma_status_t st = coord_put_stop_state(c, reason, "stopping", train_s);
     if (st != TMA_OK)
         tma_log_warn(COMP, "could not set stop in etcd: %s", tma_status_str(st));
     coord_prom_phase(c->prom, "stopping", c->epoch);

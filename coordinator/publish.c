@@ -31,6 +31,23 @@ char *coord_state_encode(const coord_t *c, const char *phase, int64_t round, dou
     return tma_job_state_rec_encode(&s);
 }
 
+tma_status_t coord_put_stop_state(coord_t *c, const char *reason, const char *phase, double elapsed)
+{
+    int64_t best_round;
+    double best_val, best_time;
+    coord_eval_best(c->ev, &best_round, &best_val, &best_time);
+    char stkey[TMA_KEY_MAX], skey[TMA_KEY_MAX];
+    tma_job_key(stkey, c->job->name, TMA_KEY_STOP);
+    tma_job_key(skey, c->job->name, TMA_KEY_STATE);
+    const char *keys[2] = {stkey, skey};
+    char *vals[2] = {reason ? tma_job_stop_rec_encode(c->epoch, reason) : NULL,
+                     coord_state_encode(c, phase, c->round, elapsed, best_round, best_val)};
+    tma_status_t st = (vals[0] || !reason) && vals[1] ? coord_guarded_put(c, 2, keys, vals, 1) : TMA_ERR_NOMEM;
+    free(vals[0]);
+    free(vals[1]);
+    return st;
+}
+
 tma_status_t coord_write_moves(coord_t *c, const tma_shard_move_t *mv, int n, const char *reason)
 {
     for (int i = 0; i < n; i += 8) {

@@ -6,6 +6,7 @@
  * order, runs the variant's hook (LLCG's correction), broadcasts,
  * checkpoints, records the round in etcd and hands the model to the
  * evaluator thread.  collect and the average are shared with GGS's steps.
+ * A round whose collection a stop request cut short is not committed.
  */
 #include "coord_int.h"
 
@@ -298,6 +299,28 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
     return r;
 }
 
+/* Whether a stop request (a signal) ended round t's collection before every
+ * expected tensor arrived or its sender failed: such a round is not
+ * committed, since its average would count fewer workers than the round
+ * had; the job ends at the round before, which a resumed job redoes whole
+ * (in step mode with the weights of a run that was never stopped). */
+static int cut_short(coord_t *c, int64_t t)
+{
+    if (!(c->stop_flag && *c->stop_flag))
+        return 0;
+    int n_exp = 0, n_in = 0;
+    for (int i = 0; i < c->n_slots; i++) {
+        const slot_t *sl = &c->slots[i];
+        n_exp += sl->used && sl->expected;
+        n_in += sl->used && sl->expected && (sl->got || sl->missed);
+    }
+    if (n_in < n_exp)
+        tma_log_info(COMP, "round %lld: stopped with %d of %d owners' weights in: not committed, the job ends at "
+                           "round %lld",
+                     (long long)t, n_in, n_exp, (long long)c->round);
+    return n_in < n_exp;
+}
+
 /* Raises the flag for round t; workers see it through their watch. */
 static tma_status_t raise_agg(coord_t *c, int64_t t)
 {
@@ -367,7 +390,7 @@ tma_status_t coord_round(coord_t *c, int64_t t)
         double deadline, after_first;
         round_deadline(c, &deadline, &after_first);
         coord_collect(c, t, TMA_TAG_LOCAL, deadline, after_first, &n_exp);
-        st = aggregate(c, t, n_exp, ids, &n_got);
+        st = cut_short(c, t) ? TMA_ERR_CANCELLED : aggregate(c, t, n_exp, ids, &n_got);
     }
     if (st != TMA_OK) {
         free(ids);

@@ -6,9 +6,11 @@
  * unwinds the phases before it by labels.
  *
  *   job:    the config (a file is checked before anything talks to etcd),
- *           etcd, the job view, --fresh, the config from etcd
- *   model:  the graph, the model config, the parameter buffers, the shard
- *           map, the variant's full-graph trainer
+ *           etcd, the job view, --fresh, --resume's revoking of the
+ *           leases a stopped job left, the config from etcd
+ *   model:  the graph, the model config, the parameter buffers (with the
+ *           weights of "init"), the shard map, the variant's full-graph
+ *           trainer
  *   lead:   the transport, the leader lease and its guard, the election
  *   run:    resume or not, the run folder, the config and the "starting"
  *           state in etcd, the evaluator thread
@@ -77,6 +79,36 @@ static tma_status_t adopt_token(coord_t *c)
     return TMA_OK;
 }
 
+/* --resume: every process of the job was stopped, so the leases its
+ * coordinator and members left (an etcd restarted on its data keeps them
+ * for a TTL) belong to nobody: revoked, with their keys, so this
+ * coordinator leads at once and deals to the workers that register now.
+ * Waits (a few seconds at most) until the view no longer shows them. */
+static tma_status_t release_old_leases(coord_t *c)
+{
+    tma_job_view_snap_t s;
+    tma_status_t st = tma_job_view_snapshot(c->view, &s);
+    if (st != TMA_OK)
+        return st;
+    int n = 0;
+    if (s.coord_present && s.coord_key_lease > 0 && tma_kv_lease_revoke(c->kv, s.coord_key_lease) == TMA_OK)
+        n++;
+    for (int i = 0; i < s.n_members; i++)
+        n += tma_kv_lease_revoke(c->kv, s.members[i].rec.lease) == TMA_OK;
+    if (n)
+        tma_log_info(COMP, "--resume: revoked %d lease(s) the job's stopped %s left", n,
+                     s.coord_present ? "coordinator and members" : "members");
+    for (double end = tma_clock_now() + 10.0; (s.coord_present || s.n_members > 0) && tma_clock_now() < end;) {
+        uint64_t seen = s.version;
+        tma_job_view_snap_free(&s);
+        tma_job_view_wait(c->view, seen, 0.2);
+        if ((st = tma_job_view_snapshot(c->view, &s)) != TMA_OK)
+            return st;
+    }
+    tma_job_view_snap_free(&s);
+    return TMA_OK;
+}
+
 /* --fresh: removes a finished job's keys of the same name. */
 static tma_status_t remove_old_keys(coord_t *c)
 {
@@ -115,6 +147,8 @@ tma_status_t coord_open_job(coord_t *c)
     if ((st = tma_job_view_start(c->kv, c->jobname, 30.0, &c->view)) != TMA_OK)
         goto fail;
     if (o->fresh && (st = remove_old_keys(c)) != TMA_OK)
+        goto fail;
+    if (o->resume && (st = release_old_leases(c)) != TMA_OK)
         goto fail;
     /* Without a file the config comes from etcd (a standby, or a resumed job). */
     if (!c->job && (st = load_config_etcd(c)) != TMA_OK)
@@ -180,6 +214,15 @@ tma_status_t coord_open_model(coord_t *c)
     if (!c->global || !c->acc) {
         st = TMA_ERR_NOMEM;
         goto fail;
+    }
+    if (c->job->init) {
+        /* Round 0's weights: checked now, before anything is written, as
+         * every file the config names is (a standby needs it too). */
+        float *w = NULL;
+        if ((st = tma_job_init_weights(c->job, &c->cfg, &w)) != TMA_OK)
+            goto fail;
+        memcpy(c->global, w, (size_t)c->P * sizeof(float));
+        free(w);
     }
     if (c->vd->uses_shards) {
         if ((st = tma_partition_info_load(c->job->partition_dir, &c->pinfo)) != TMA_OK)

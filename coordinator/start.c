@@ -14,7 +14,8 @@
 #define COMP COORD_COMP
 
 /* The initial deal once enough workers registered (or at the timeout). */
-static tma_status_t deal(coord_t *c, const tma_live_member_t *live, int n_live, int n_main, tma_shard_move_t *mv)
+static tma_status_t deal(coord_t *c, const tma_live_member_t *live, int n_live, int n_main, tma_shard_move_t *mv,
+                         const char *reason)
 {
     const tma_job_t *job = c->job;
     int need = job->workers - job->n_absent;
@@ -24,7 +25,7 @@ static tma_status_t deal(coord_t *c, const tma_live_member_t *live, int n_live, 
     if (job->n_absent)
         tma_log_warn(COMP, "%d shard(s) absent by the job's fault.absent_shards (the F >= 1 drill)",
                      job->n_absent);
-    tma_status_t st = coord_write_moves(c, mv, n, "initial deal");
+    tma_status_t st = coord_write_moves(c, mv, n, reason);
     /* Orphans: the policy for a worker that never started. */
     for (int k = 0; k < c->map.n && st == TMA_OK; k++) {
         if (c->map.owner[k] >= 0)
@@ -41,7 +42,7 @@ static tma_status_t deal(coord_t *c, const tma_live_member_t *live, int n_live, 
 
 /* Registration: waits for the job's workers (without shards: members; with
  * shards: non-backup members, less the absent ones), then deals. */
-static tma_status_t registration(coord_t *c)
+static tma_status_t registration(coord_t *c, const char *reason)
 {
     const tma_job_t *job = c->job;
     double t_reg = tma_clock_now() + job->start_timeout;
@@ -72,7 +73,7 @@ static tma_status_t registration(coord_t *c)
             break;
         }
         if (c->vd->uses_shards && live && (n_main >= job->workers - job->n_absent || timed_out)) {
-            st = deal(c, live, n_live, n_main, mv);
+            st = deal(c, live, n_live, n_main, mv, reason);
             free(live);
             break;
         }
@@ -147,10 +148,11 @@ static tma_status_t readiness(coord_t *c)
 
 tma_status_t coord_start(coord_t *c)
 {
-    tma_status_t st = registration(c);
+    tma_status_t st = registration(c, "initial deal");
     if (st != TMA_OK)
         return st;
-    if ((st = tma_gnn_params_init(&c->cfg, c->cfg.seed, c->global)) != TMA_OK)
+    /* Round 0: fresh weights, or those of "init" (read with the model). */
+    if (!c->job->init && (st = tma_gnn_params_init(&c->cfg, c->cfg.seed, c->global)) != TMA_OK)
         return st;
     if ((st = readiness(c)) != TMA_OK)
         return st;
@@ -168,6 +170,17 @@ tma_status_t coord_start(coord_t *c)
     tma_log_info(COMP, "training started: variant %s, %d worker(s), %s", c->vd->name, c->job->workers,
                  c->job->interval_steps > 0 ? "aggregation every N steps" : "time-based aggregation");
     return TMA_OK;
+}
+
+tma_status_t coord_redeal(coord_t *c)
+{
+    tma_status_t st = registration(c, "resumed");
+    if (st == TMA_OK)
+        st = readiness(c);
+    if (st == TMA_OK)
+        tma_log_info(COMP, "training resumes at round %lld with %d worker(s)", (long long)c->round,
+                     coord_count_participants(c, NULL));
+    return st;
 }
 
 void coord_start_abandon(coord_t *c, tma_status_t why)

@@ -6,7 +6,10 @@
  * warning); metrics.jsonl is rebuilt from the round records in etcd so
  * every completed round keeps exactly one line; best.tmaw is the best model
  * so far.  A job whose state says "stopping" (its coordinator died after
- * setting `stop`) is only finished: no round is added.
+ * setting `stop`) is only finished: no round is added.  With --resume
+ * (every process of the job was stopped: tma launch --resume) a job that an
+ * interruption ended is reopened, and the shards are dealt afresh (start.c)
+ * instead of being kept by owners that are gone.
  */
 #include "coord_int.h"
 
@@ -41,6 +44,51 @@ static tma_status_t check_state_readable(coord_t *c)
     return st == TMA_ERR_NOT_FOUND ? TMA_OK : st;
 }
 
+/* --resume: what the state allows.  A job stopped by an interruption or a
+ * failure is reopened (coord_take_over deletes `stop`); one that never
+ * began training starts over; one whose budget was spent is finished if its
+ * result is missing ("stopping"), else refused, as are a job without state
+ * and a --run-dir that is not the job's run folder. */
+static tma_status_t check_resume(coord_t *c, int has_state)
+{
+    const char *job = c->job->name;
+    if (!has_state) {
+        tma_log_error(COMP, "--resume: job %s has no state in this etcd: nothing to resume (a launched job keeps "
+                            "its etcd in RUN/etcd; one launched with --etcd needs the same --etcd)",
+                      job);
+        return TMA_ERR_CONFIG;
+    }
+    char *want = c->o->run_dir ? realpath(c->o->run_dir, NULL) : NULL, *have = realpath(c->prev.run_dir, NULL);
+    int other = c->o->run_dir && (!want || !have || strcmp(want, have) != 0);
+    free(want);
+    free(have);
+    if (other) {
+        tma_log_error(COMP, "--resume: job %s runs in %s, not in %s: that folder holds another run", job,
+                      c->prev.run_dir, c->o->run_dir);
+        return TMA_ERR_CONFIG;
+    }
+    const char *phase = c->prev.phase;
+    if (strcmp(phase, "starting") == 0 || strcmp(phase, "training") == 0) {
+        c->resume = strcmp(phase, "training") == 0;
+        return TMA_OK;
+    }
+    const char *reason = coord_stop_reason(c);
+    if (strcmp(reason, "interrupted") != 0 && strcmp(reason, "failed") != 0 && strcmp(phase, "stopping") == 0) {
+        c->resume = 1; /* its budget was spent: only its result is missing */
+        return TMA_OK;
+    }
+    if (strcmp(reason, "interrupted") != 0 && strcmp(reason, "failed") != 0) {
+        tma_log_error(COMP, "--resume: job %s ran to the end (stopped by %s at round %lld, phase %s; results in %s): "
+                            "nothing to resume",
+                      job, reason, (long long)c->prev.round, phase, c->prev.run_dir);
+        return TMA_ERR_CONFIG;
+    }
+    tma_log_info(COMP, "--resume: job %s was %s at round %lld: reopening it", job,
+                 strcmp(reason, "failed") == 0 ? "stopped by a failure" : "interrupted", (long long)c->prev.round);
+    c->resume = c->reopen = 1;
+    return TMA_OK;
+}
+
 tma_status_t coord_resume_check(coord_t *c)
 {
     tma_job_view_snap_t s0;
@@ -53,9 +101,11 @@ tma_status_t coord_resume_check(coord_t *c)
     }
     int resume = s0.has_state && (strcmp(s0.state.phase, "training") == 0 || strcmp(s0.state.phase, "starting") == 0 ||
                                   strcmp(s0.state.phase, "stopping") == 0);
-    int finished = s0.has_state && !resume;
+    int finished = s0.has_state && !resume, has_state = s0.has_state;
     c->prev = s0.state;
     tma_job_view_snap_free(&s0);
+    if (c->o->resume)
+        return check_resume(c, has_state);
     if (finished && c->o->standby && strcmp(c->prev.phase, "done") == 0) {
         /* The leader it stood by for finished the job: nothing to take over. */
         tma_log_info(COMP, "job %s: the leader finished it (results in %s); the standby leaves", c->job->name,
@@ -249,6 +299,37 @@ static tma_status_t fallback_checkpoint(coord_t *c, int64_t round, float **param
     return TMA_OK;
 }
 
+/* A reopened job trains again: `stop` goes and the state says "training"
+ * (one guarded transaction, so the workers that start now see no stop), and
+ * the interrupted run's result.json and plot, which the end rewrites. */
+static tma_status_t reopen(coord_t *c)
+{
+    tma_status_t st = coord_put_stop_state(c, NULL, "training", c->elapsed_base);
+    if (st != TMA_OK)
+        return st;
+    snprintf(c->prev.phase, sizeof c->prev.phase, "training");
+    char *svg = tma_job_run_path(c->run_dir, "mrr.svg");
+    if (svg)
+        unlink(svg);
+    free(svg);
+    unlink(c->result_path);
+    coord_prom_phase(c->prom, "training", c->epoch);
+    return TMA_OK;
+}
+
+/* --resume: the workers that had the shards are gone; coord_redeal deals
+ * them again from an empty map (the old records name the gone members under
+ * an old epoch, which the workers ignore once this coordinator leads). */
+static tma_status_t restart(coord_t *c)
+{
+    tma_status_t st = c->reopen ? reopen(c) : TMA_OK;
+    if (st == TMA_OK)
+        tma_log_info(COMP, "resuming job %s at round %lld (%.1f s of training done); dealing its shards to the "
+                           "workers that register",
+                     c->job->name, (long long)c->round, c->elapsed_base);
+    return st;
+}
+
 /* Take over: the last checkpoint, the round, the clock, the shard map; the
  * workers already training keep going. */
 tma_status_t coord_take_over(coord_t *c)
@@ -302,6 +383,8 @@ tma_status_t coord_take_over(coord_t *c)
     }
     c->round = prev->round;
     c->elapsed_base = prev->train_elapsed;
+    if (c->o->resume)
+        return restart(c);
     tma_job_view_snap_t s;
     if ((st = tma_job_view_snapshot(c->view, &s)) != TMA_OK)
         return st;

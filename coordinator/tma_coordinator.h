@@ -31,6 +31,14 @@ typedef struct tma_coordinator_opts {
     const char *run_dir;  /* NULL: runs/<job> (a resumed job keeps its own) */
     int standby;          /* wait for the leader's lease to lapse, then take over */
     int fresh;            /* remove a finished job's keys of the same name first */
+    /* Every process of the job was stopped (tma launch --resume): continue
+     * it from its state in etcd, also when an interruption (or a failure)
+     * ended it; the leases its coordinator and members left are revoked
+     * (they are gone), and the shards are dealt again, as at the start, to
+     * the workers that register.  A job that ran to the end, or has no
+     * state, is refused (TMA_ERR_CONFIG); so is run_dir when it is not the
+     * job's run folder. */
+    int resume;
     /* What *stop_flag means: 0, stop the job (test the best round, write
      * result.json); 1, suspend it (a preempted batch job): write nothing
      * more and release the leadership at once, leaving the job in etcd with

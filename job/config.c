@@ -33,6 +33,7 @@ void tma_job_destroy(tma_job_t *job)
     free(job->partition_dir);
     free(job->partition_node_dir);
     free(job->token_file);
+    free(job->init);
     memset(job->token, 0, sizeof job->token);
     cJSON_Delete(job->import_opts);
     cJSON_Delete(job->generate);
@@ -428,11 +429,15 @@ static tma_status_t parse_devices(tma_job_t *job, const cJSON *root, const char 
     return TMA_OK;
 }
 
-/* Model, training and evaluation settings (gnn/ parses them). */
+/* Model, training and evaluation settings (gnn/ parses them), and "init":
+ * the weights round 0 starts from. */
 static tma_status_t parse_model(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
 {
-    (void)base_dir;
     const cJSON *model, *train, *eval;
+    const char *s;
+    TRY(tma_json_get_string(root, "init", "", ctx, &s));
+    if (*s && !(job->init = resolve_path(base_dir, s)))
+        return TMA_ERR_NOMEM;
     TRY(get_section(root, "model", ctx, &model));
     TRY(get_section(root, "train", ctx, &train));
     TRY(get_section(root, "eval", ctx, &eval));
@@ -464,7 +469,7 @@ tma_status_t tma_job_parse(const cJSON *root, const char *ctx, const char *base_
 {
     static const char *const top_keys[] = {"job", "description", "variant", "workers", "graph", "dataset",
                                            "import", "generate", "partition", "aggregation", "duration",
-                                           "llcg", "model", "train", "eval", "fault", "transport",
+                                           "llcg", "model", "train", "eval", "init", "fault", "transport",
                                            "devices", "metrics", NULL};
     if (!cJSON_IsObject(root)) {
         tma_log_error(COMP, "%s: a job config is a JSON object", ctx);
@@ -598,6 +603,24 @@ tma_status_t tma_job_check_files(tma_job_t *job)
     return st;
 }
 
+tma_status_t tma_job_init_weights(const tma_job_t *job, const tma_gnn_config_t *cfg, float **params_p)
+{
+    float *w = NULL;
+    tma_status_t st = tma_gnn_weights_read(job->init, cfg, NULL, &w, NULL, NULL);
+    if (st == TMA_ERR_MISMATCH) {
+        tma_log_error(COMP, "job %s: \"init\" names weights of another model (above): give weights of the job's "
+                            "model, or leave \"init\" out",
+                      job->name);
+        st = TMA_ERR_CONFIG;
+    }
+    if (st != TMA_OK) {
+        free(w);
+        return st;
+    }
+    *params_p = w;
+    return TMA_OK;
+}
+
 cJSON *tma_job_to_json(const tma_job_t *job)
 {
     cJSON *o = cJSON_CreateObject();
@@ -665,6 +688,8 @@ cJSON *tma_job_to_json(const tma_job_t *job)
     cJSON_AddBoolToObject(mt, "tensorboard", job->tensorboard);
     if (job->metrics_listen[0])
         cJSON_AddStringToObject(mt, "listen", job->metrics_listen);
+    if (job->init)
+        cJSON_AddStringToObject(o, "init", job->init);
     cJSON *m = tma_gnn_config_to_json(&job->model);
     if (m) {
         /* model, train and eval sections side by side with the rest. */

@@ -159,6 +159,7 @@ typedef struct tma_job {
     char (*worker_devices)[32]; /* worker i uses worker_devices[i % n] */
 
     tma_gnn_config_t model; /* model, train and eval sections (feature_dim resolved later) */
+    char *init;             /* "init": the weights round 0 starts from (absolute), or NULL: fresh ones */
 
     int tensorboard; /* metrics.tensorboard: the coordinator writes RUN/events.out.tfevents.* */
     char metrics_listen[64]; /* metrics.listen: "ADDR:PORT" of the coordinator's /metrics, "" = off */
@@ -180,6 +181,13 @@ tma_status_t tma_job_load(const char *path, tma_job_t **job_p);
  * made from that graph with a scheme that fits the variant, and has at least
  * `workers` shards; fills job->shards.  Errors name the file at fault. */
 tma_status_t tma_job_check_files(tma_job_t *job);
+/* The weights of "init" (job->init, not NULL) for the resolved model cfg,
+ * into *params_p (malloc'd, tma_gnn_param_count(cfg) floats; caller frees).
+ * Weights of another model are TMA_ERR_CONFIG, the error naming the first
+ * field that differs (tma train --init's check); a file that cannot be
+ * read or is damaged is the reader's error (TMA_ERR_IO, TMA_ERR_FORMAT,
+ * TMA_ERR_CHECKSUM), naming the file. */
+tma_status_t tma_job_init_weights(const tma_job_t *job, const tma_gnn_config_t *cfg, float **params_p);
 /* The resolved config as JSON (absolute paths), as the run folder shows it:
  * a token is "(hidden)".  Caller owns it. */
 cJSON *tma_job_to_json(const tma_job_t *job);

@@ -34,6 +34,12 @@ typedef struct tma_worker_opts {
      * trains), for a cluster without a shared file system; NULL: the job's
      * partition.node_dir, else its partition.dir. */
     const char *data_dir;
+    /* A folder for the optimizer state of each round this worker sends
+     * (its shard set's Adam moments, step count and batch RNG; made if
+     * missing), from which a trainer that starts on the same shard set from
+     * the global weights of that round continues: a resumed job takes the
+     * steps of one that never stopped.  NULL: none kept. */
+    const char *state_dir;
 } tma_worker_opts_t;
 
 /*

@@ -9,11 +9,12 @@
  * agg = t is seen, the weights go out at the end of the current step with a
  * meta block (lease, steps, loss, shards), and the worker waits up to the
  * round deadline for W[t]; if the coordinator is gone it keeps training and
- * reconnects when a new one appears.
+ * reconnects when a new one appears.  With --state-dir it keeps its
+ * optimizer state of every round it sends (state.c), and a trainer that
+ * starts from W[t] continues the state its shard set had at round t.
  */
 #include "worker_int.h"
 
-#include "tma_gnn.h"
 #include "tma_transport.h"
 
 #include <stdlib.h>
@@ -65,6 +66,9 @@ typedef struct worker {
     float *sendbuf;    /* P + meta_floats */
     float *globalbuf;  /* P, posted for the coordinator's weights */
     int posted;
+    tma_gnn_opt_state_t opt; /* --state-dir: the moments' buffers (P floats each) for the state files */
+    int64_t saved_round;     /* the round (of saved_epoch) whose state is saved; -1: none for these shards */
+    uint64_t saved_epoch;
     int have_weights;  /* global weights received since the shards were loaded */
     int64_t adopted_round; /* newest global round adopted */
     uint64_t adopted_epoch; /* ... and the epoch of the coordinator that sent it */
@@ -240,9 +244,13 @@ static tma_status_t create_trainer(worker_t *w, tma_graph_t **graphs, int n)
     w->P = P;
     tma_free_aligned(w->sendbuf);
     tma_free_aligned(w->globalbuf);
+    free(w->opt.adam_m);
+    free(w->opt.adam_v);
     w->sendbuf = tma_alloc_aligned((size_t)(w->P + w->meta_floats) * sizeof(float));
     w->globalbuf = tma_alloc_aligned((size_t)w->P * sizeof(float));
-    if (!w->sendbuf || !w->globalbuf)
+    w->opt.adam_m = w->o->state_dir ? malloc((size_t)w->P * sizeof(float)) : NULL;
+    w->opt.adam_v = w->o->state_dir ? malloc((size_t)w->P * sizeof(float)) : NULL;
+    if (!w->sendbuf || !w->globalbuf || (w->o->state_dir && (!w->opt.adam_m || !w->opt.adam_v)))
         return TMA_ERR_NOMEM;
     ensure_posted(w);
     return TMA_OK;
@@ -301,6 +309,7 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
         if (!w->vd->uses_shards)
             seed = tma_hash64(w->cfg.seed ^ ((uint64_t)w->id + 0x5151));
         tma_gnn_trainer_reseed(w->trainer, seed);
+        w->saved_round = -1;
     }
     /* Close what is no longer owned. */
     for (int j = 0; j < w->n_loaded; j++) {
@@ -660,6 +669,48 @@ static tma_status_t join(worker_t *w)
     return TMA_OK;
 }
 
+/* ------------------------------------------------------------------ optimizer state files */
+
+/* Whether this worker keeps state files: --state-dir, and a variant whose
+ * trainers own shard sets and send weights (a GGS worker's state is the
+ * coordinator's). */
+static int keeps_state(const worker_t *w)
+{
+    return w->o->state_dir && w->vd->uses_shards && w->vd->averages == TMA_AVERAGE_WEIGHTS;
+}
+
+static worker_state_key_t state_key(const worker_t *w)
+{
+    worker_state_key_t k = {w->o->state_dir, w->job->name, w->loaded, w->n_loaded};
+    return k;
+}
+
+/* Before round t's weights go out: the trainer's state as round t's (once
+ * a round of an epoch), then the files no resume needs any more.  A state
+ * that cannot be written is logged and training goes on (a resume at round
+ * t would start this shard set's optimizer afresh). */
+static void save_state(worker_t *w, int64_t t, uint64_t epoch)
+{
+    if (!keeps_state(w) || (w->saved_round == t && w->saved_epoch == epoch))
+        return;
+    worker_state_key_t k = state_key(w);
+    if (worker_state_save(&k, t, w->trainer, w->sendbuf, &w->opt) != TMA_OK)
+        return;
+    w->saved_round = t;
+    w->saved_epoch = epoch;
+    worker_state_prune(w->o->state_dir, w->job->name, TMA_MIN(t, w->state_round) - 1);
+}
+
+/* A trainer that starts on its shards from W[r]: the state its shard set
+ * had at round r, when there is one. */
+static void continue_state(worker_t *w)
+{
+    if (!keeps_state(w))
+        return;
+    worker_state_key_t k = state_key(w);
+    (void)worker_state_load(&k, w->adopted_round, w->trainer); /* logged either way */
+}
+
 /* Step mode: the round the coordinator we are connected to collects next,
  * one past the newest of the round committed last (`state`), the global
  * weights it sent us and the round we sent it.  A coordinator that took the
@@ -726,6 +777,7 @@ static void maybe_aggregate(worker_t *w)
         return;
     }
     int steps = job->interval_steps > 0;
+    save_state(w, t, epoch);
     if (w->inj.drop_round == t && !w->drop_done) {
         w->drop_done = 1;
         tma_log_warn(COMP, "injected: member %u drops its weights for round %lld", w->id, (long long)t);
@@ -874,6 +926,7 @@ static tma_status_t incarnation(worker_t *w)
                 wait_global(w, -1, 0.2);
             if (!w->have_weights)
                 continue;
+            continue_state(w);
             if (!started) {
                 tma_log_info(COMP, "member %u training on %d shard(s) from global round %lld", w->id,
                              w->n_loaded, (long long)w->adopted_round);
@@ -985,6 +1038,10 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
         w.inj = *opts->inject;
     else
         tma_inject_init(&w.inj);
+    if (opts->state_dir && tma_mkdir_p(opts->state_dir) != TMA_OK) {
+        tma_log_error(COMP, "--state-dir %s: cannot make the folder", opts->state_dir);
+        return TMA_ERR_IO;
+    }
     tma_status_t st = tma_kv_create(opts->kv, &w.kv);
     if (st != TMA_OK)
         return st;
@@ -1039,6 +1096,8 @@ out:
     tma_job_view_stop(w.view);
     tma_free_aligned(w.sendbuf);
     tma_free_aligned(w.globalbuf);
+    free(w.opt.adam_m);
+    free(w.opt.adam_v);
     free(w.loaded);
     free(w.graphs);
     free(w.want);

@@ -3,7 +3,8 @@
 # partition, a private etcd, the coordinator and workers) and prints the test
 # MRR; every progress line shows the MRR of the round it names; SIGTERM stops
 # every process it started, leaves a valid run folder with the private etcd's
-# data removed, and exits 143; a missing etcd binary is a clear error.
+# data kept for --resume (removed after a job that finished), and exits 143;
+# a missing etcd binary is a clear error.
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
@@ -57,7 +58,8 @@ wait_exit $lpid 60; rc=$?
 grep -q "^test MRR " out2.txt || { cat out2.txt >&2; fail "no test MRR printed after SIGTERM"; }
 [ "$(json run2/result.json 'd["stopped"]')" = interrupted ] || fail "result.json does not say it was interrupted"
 check_run run2 >/dev/null || fail "interrupted run folder invalid"
-[ ! -e run2/etcd ] || fail "the private etcd's data folder was not removed after SIGTERM"
+[ -d run2/etcd/data ] || fail "the private etcd's data folder was not kept after SIGTERM (tma launch --resume needs it)"
+grep -q "tma launch --resume .*run2 continues it" out2.txt || { cat out2.txt >&2; fail "no word on --resume"; }
 # (The harness fails this test if any process it started is still alive.)
 
 # Ctrl-C while the graph is being generated (30M R-MAT edges: seconds):
