@@ -30,7 +30,8 @@ JSON
 
 # step_job FILE NAME 'EXTRA' : a step-mode job (aggregation.interval_steps
 # STEPS, default 15; duration.rounds ROUNDS, default 8; VARIANT, default
-# randomtma; ggs has no partition), the model and data of write_job.  Step mode does not depend on
+# randomtma; ggs has no partition; EVAL: more members of the eval section),
+# the model and data of write_job.  Step mode does not depend on
 # timing: a run with a fault is compared with an undisturbed one.
 step_job() {
   local file=$1 name=$2 extra=${3:-}
@@ -38,7 +39,7 @@ step_job() {
 {"job": "$name", "graph": "g.tmag", $(if [ "${VARIANT:-randomtma}" != ggs ]; then echo '"partition": {"dir": "part"},'; fi)
  "workers": ${WORKERS:-3}, "variant": "${VARIANT:-randomtma}", "aggregation": {"interval_steps": ${STEPS:-15}},
  "duration": {"rounds": ${ROUNDS:-8}}, "model": {"hidden": 32, "decoder_hidden": 32},
- "train": {"batch_size": 128, "threads": 1}, "eval": {"threads": 1}${extra:+, $extra}}
+ "train": {"batch_size": 128, "threads": 1}, "eval": {"threads": 1${EVAL:+, $EVAL}}${extra:+, $extra}}
 JSON
 }
 

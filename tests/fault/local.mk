@@ -36,3 +36,7 @@ FAULT_MODEL_TESTS = tests/fault/test_fault_step_restart.sh tests/fault/test_faul
 	tests/fault/test_fault_etcd_freeze.sh tests/fault/test_fault_etcd_member_step.sh tests/fault/test_fault_ggs_standby.sh
 TESTS += $(FAULT_MODEL_TESTS)
 FAULT_SCRIPT_FILES += $(FAULT_MODEL_TESTS)
+# issue 28, a distributed evaluation's failures
+FAULT_EVAL_TESTS = tests/fault/test_fault_eval_rank.sh
+TESTS += $(FAULT_EVAL_TESTS)
+FAULT_SCRIPT_FILES += $(FAULT_EVAL_TESTS)
