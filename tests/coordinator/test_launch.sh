@@ -4,7 +4,6 @@
 # MRR; every progress line shows the MRR of the round it names; SIGTERM stops
 # every process it started, leaves a valid run folder with the private etcd's
 # data removed, and exits 143; a missing etcd binary is a clear error.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 cat > job.json <<JSON
