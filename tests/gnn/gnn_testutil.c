@@ -244,3 +244,14 @@ void gnn_test_dump(const char *dir, const char *name, const void *data, size_t b
     fclose(f);
     free(path);
 }
+
+void gnn_test_dump_json(const char *dir, const char *name, const cJSON *o)
+{
+    char *text = cJSON_Print(o);
+    if (!text) {
+        fprintf(stderr, "cannot print %s\n", name);
+        exit(99);
+    }
+    gnn_test_dump(dir, name, text, strlen(text));
+    cJSON_free(text);
+}

@@ -42,5 +42,7 @@ void gnn_test_transpose(int64_t n_dst, int64_t n_src, const int32_t *ip, const i
                         const int32_t *rel, int32_t *tp, int32_t *ti, float *tw, int32_t *trel);
 /* Writes bytes to DIR/NAME (exits 99 when it cannot). */
 void gnn_test_dump(const char *dir, const char *name, const void *data, size_t bytes);
+/* Writes o as cJSON_Print prints it to DIR/NAME (exits 99 when it cannot). */
+void gnn_test_dump_json(const char *dir, const char *name, const cJSON *o);
 
 #endif

@@ -62,6 +62,19 @@ static void check_typed_invariants(const tma_graph_t *g)
         }
 }
 
+
+/* The .tmag file `bytes` with the 4 bytes at `off` set to v and its header
+ * CRC fixed up, written to path: opening it fails with `want`. */
+static void patched_refused(const char *path, char *bytes, size_t len, size_t off, uint32_t v, tma_status_t want)
+{
+    memcpy(bytes + off, &v, 4);
+    uint32_t crc = tma_crc32c(0, bytes, 4092);
+    memcpy(bytes + 4092, &crc, 4);
+    CHECK_OK(tma_file_write_atomic(path, bytes, len));
+    tma_graph_t *g = NULL;
+    CHECK_STATUS(tma_graph_open(path, 0, &g), want);
+}
+
 static void test_round_trip(const char *dir)
 {
     tma_graph_t *g = typed_sbm(300, 3);
@@ -120,31 +133,18 @@ static void test_round_trip(const char *dir)
     CHECK(!ur->edge_rel);
     ASSERT_EQ(tma_graph_num_rel_ids(ur), 1);
     tma_graph_destroy(ur);
-    /* A version 1 file that claims types is refused (header CRC fixed up). */
-    uint32_t two = 2;
-    memcpy(bytes + 112, &two, 4);
-    uint32_t crc = tma_crc32c(0, bytes, 4092);
-    memcpy(bytes + 4092, &crc, 4);
+    /* A version 1 file that claims types (node types at 112) is refused. */
     char *bad = tma_path_join(dir, "bad.tmag");
-    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
-    CHECK_STATUS(tma_graph_open(bad, 0, &ur), TMA_ERR_FORMAT);
+    patched_refused(bad, bytes, len, 112, 2, TMA_ERR_FORMAT);
     /* Version 3 is refused as a mismatch. */
-    uint32_t three = 3, zero = 0;
+    uint32_t zero = 0;
     memcpy(bytes + 112, &zero, 4);
-    memcpy(bytes + 8, &three, 4);
-    crc = tma_crc32c(0, bytes, 4092);
-    memcpy(bytes + 4092, &crc, 4);
-    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
-    CHECK_STATUS(tma_graph_open(bad, 0, &ur), TMA_ERR_MISMATCH);
+    patched_refused(bad, bytes, len, 8, 3, TMA_ERR_MISMATCH);
     free(bytes);
 
     /* A typed file with zero node types in its header is refused. */
     CHECK_OK(tma_file_read_all(path, &bytes, &len));
-    memcpy(bytes + 112, &zero, 4);
-    crc = tma_crc32c(0, bytes, 4092);
-    memcpy(bytes + 4092, &crc, 4);
-    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
-    CHECK_STATUS(tma_graph_open(bad, 0, &ur), TMA_ERR_FORMAT);
+    patched_refused(bad, bytes, len, 112, 0, TMA_ERR_FORMAT);
     free(bytes);
     tma_graph_destroy(u);
     free(upath);
