@@ -40,6 +40,13 @@ tma_graph_t *gnn_test_typed_graph(int64_t nodes, int classes, double noise, int 
  * relation ids rel into trel (NULL skips either). */
 void gnn_test_transpose(int64_t n_dst, int64_t n_src, const int32_t *ip, const int32_t *ix, const float *w,
                         const int32_t *rel, int32_t *tp, int32_t *ti, float *tw, int32_t *trel);
+/* Zeroes *s and gives it the buffers of a sample of sp (as its bounds say)
+ * with `layers` layers and up to max_seeds seeds, the transposed views
+ * included; with `typed` also the node types and the edges' relation ids.
+ * Free with gnn_test_sample_free. */
+void gnn_test_sample_alloc(const tma_graph_sampler_t *sp, int layers, int64_t max_seeds, int typed,
+                           tma_graph_sample_t *s);
+void gnn_test_sample_free(tma_graph_sample_t *s);
 /* Writes bytes to DIR/NAME (exits 99 when it cannot). */
 void gnn_test_dump(const char *dir, const char *name, const void *data, size_t bytes);
 /* Writes o as cJSON_Print prints it to DIR/NAME (exits 99 when it cannot). */

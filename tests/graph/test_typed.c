@@ -4,6 +4,7 @@
  * and the sampler's relation ids and node types. */
 #include "tma_test.h"
 #include "tma_graph.h"
+#include "../gnn/gnn_testutil.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -510,24 +511,8 @@ static void test_sampler(void)
     so.threads = 1;
     tma_graph_sampler_t *sp;
     CHECK_OK(tma_graph_sampler_create(g, &so, &sp));
-    tma_graph_sample_bounds_t b;
-    tma_graph_sampler_bounds(sp, &b);
     tma_graph_sample_t s;
-    memset(&s, 0, sizeof s);
-    s.nodes = calloc((size_t)b.max_nodes, sizeof(int64_t));
-    s.seed_local = calloc(16, sizeof(int32_t));
-    s.node_type = calloc((size_t)b.max_nodes, sizeof(int32_t));
-    for (int l = 0; l < 2; l++) {
-        tma_graph_block_t *k = &s.blocks[l];
-        k->indptr = calloc((size_t)b.max_dst[l] + 1, sizeof(int32_t));
-        k->indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        k->weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
-        k->rel = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        k->t_indptr = calloc((size_t)b.max_src[l] + 1, sizeof(int32_t));
-        k->t_indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        k->t_weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
-        k->t_rel = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-    }
+    gnn_test_sample_alloc(sp, 2, 16, 1, &s);
     int64_t seeds[16];
     for (int i = 0; i < 16; i++)
         seeds[i] = i * 17 % 300;
@@ -572,20 +557,7 @@ static void test_sampler(void)
     free(fb.weights);
     free(fb.rel);
 
-    free(s.nodes);
-    free(s.seed_local);
-    free(s.node_type);
-    for (int l = 0; l < 2; l++) {
-        tma_graph_block_t *k = &s.blocks[l];
-        free(k->indptr);
-        free(k->indices);
-        free(k->weights);
-        free(k->rel);
-        free(k->t_indptr);
-        free(k->t_indices);
-        free(k->t_weights);
-        free(k->t_rel);
-    }
+    gnn_test_sample_free(&s);
     tma_graph_sampler_destroy(sp);
     tma_graph_destroy(g);
 }
