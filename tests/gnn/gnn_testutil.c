@@ -233,6 +233,23 @@ void gnn_test_transpose(int64_t n_dst, int64_t n_src, const int32_t *ip, const i
     tp[n_src] = (int32_t)q;
 }
 
+tma_gnn_config_t gnn_test_config(tma_gnn_encoder_t enc, int hidden, int decoder_hidden, int batch_size, int f0, int f1,
+                                 uint64_t seed)
+{
+    tma_gnn_config_t c;
+    tma_gnn_config_default(&c);
+    c.encoder = enc;
+    c.hidden = hidden;
+    c.decoder_hidden = decoder_hidden;
+    c.batch_size = batch_size;
+    c.fanouts[0] = f0;
+    c.fanouts[1] = f1;
+    c.lr = 0.01;
+    c.threads = 2;
+    c.seed = seed;
+    return c;
+}
+
 void gnn_test_sample_alloc(const tma_graph_sampler_t *sp, int layers, int64_t max_seeds, int typed,
                            tma_graph_sample_t *s)
 {

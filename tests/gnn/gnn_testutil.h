@@ -8,6 +8,7 @@
 #ifndef TMA_GNN_TESTUTIL_H
 #define TMA_GNN_TESTUTIL_H
 
+#include "tma_gnn.h"
 #include "tma_graph.h"
 
 typedef struct gnn_test_graph_opts {
@@ -33,6 +34,12 @@ tma_graph_t *gnn_test_graph(const gnn_test_graph_opts_t *o);
  * test edges with `negatives` negatives each.  Exits the test on failure. */
 tma_graph_t *gnn_test_typed_graph(int64_t nodes, int classes, double noise, int types, int relations,
                                   int feature_dim, int64_t val, int negatives, uint64_t seed);
+
+/* A small training config: the defaults with encoder enc, widths hidden and
+ * decoder_hidden, batch_size, the two layers' fanouts f0 and f1, lr 0.01,
+ * 2 threads and the seed. */
+tma_gnn_config_t gnn_test_config(tma_gnn_encoder_t enc, int hidden, int decoder_hidden, int batch_size, int f0, int f1,
+                                 uint64_t seed);
 
 /* The transpose of a block's CSR (n_dst rows into n_src sources), grouped by
  * source, each source's edges in destination-row order: tp [n_src + 1],
