@@ -499,16 +499,9 @@ static void test_partition(const char *dir)
 static void test_sampler(void)
 {
     tma_graph_t *g = typed_sbm(300, 13);
-    tma_graph_sampler_opts_t so = {0};
-    so.num_layers = 2;
-    so.fanouts[0] = 4;
-    so.fanouts[1] = 3;
-    so.norm = TMA_GRAPH_NORM_MEAN;
-    so.self_loops = 1;
-    so.transpose = 1;
-    so.max_seeds = 16;
-    so.max_excluded = 4;
-    so.threads = 1;
+    const tma_graph_sampler_opts_t so = {.num_layers = 2, .fanouts = {4, 3}, .norm = TMA_GRAPH_NORM_MEAN,
+                                         .self_loops = 1, .transpose = 1, .max_seeds = 16, .max_excluded = 4,
+                                         .threads = 1};
     tma_graph_sampler_t *sp;
     CHECK_OK(tma_graph_sampler_create(g, &so, &sp));
     tma_graph_sample_t s;
