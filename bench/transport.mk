@@ -1,9 +1,6 @@
 # bench/transport: UCX transport throughput (bench/bench_transport.sh runs it next to ucx_perftest).
 EXTRA_PROGRAMS += bench/bench_transport
-bench_bench_transport_SOURCES = bench/bench_transport.c
-bench_bench_transport_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
-CLEANFILES += bench/bench_transport
-bench: bench/bench_transport
+bench_bench_transport_LDADD = $(TMA_BENCH_LDADD)
 EXTRA_DIST += bench/bench_transport.sh bench/bench_transport_cpu.sh bench/transport_lib.sh
 # An LD_PRELOAD library for ucx_perftest (see bench/perftest_fill.c): a plain
 # shared object, built here because the project does not use libtool.  Built
@@ -16,8 +13,5 @@ bench/perftest_fill.so: bench/perftest_fill.c
 	$(AM_V_CC)$(CC) -std=gnu11 -O2 $(WARN_CFLAGS) -fPIC -shared -o $@ $(srcdir)/bench/perftest_fill.c -ldl
 # What the CRC costs plain UCP, and the CRC fused into UCX's copies (bench/bench_ucx_crc.sh).
 EXTRA_PROGRAMS += bench/bench_ucx_crc
-bench_bench_ucx_crc_SOURCES = bench/bench_ucx_crc.c
-bench_bench_ucx_crc_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS)
-CLEANFILES += bench/bench_ucx_crc
-bench: bench/bench_ucx_crc
+bench_bench_ucx_crc_LDADD = $(TMA_BENCH_LDADD)
 EXTRA_DIST += bench/bench_ucx_crc.sh

@@ -54,7 +54,8 @@ static export_shape_t torch_name(const tma_gnn_config_t *cfg, const char *tma, c
             {"ln_bias", "norm.bias", -1, EXPORT_AS_IS},
             {"prelu", "act.weight", -1, EXPORT_AS_IS},
         };
-        const int rgcn = cfg->encoder == TMA_GNN_ENCODER_RGCN;
+        /* The kind by its descriptor's name: only model_kinds.c names the enum values. */
+        const int rgcn = strcmp(tma_gnn_encoder_name(cfg->encoder), "rgcn") == 0;
         for (size_t k = 0; k < TMA_ARRAY_LEN(map); k++)
             if (strcmp(what, map[k].tma) == 0 && (map[k].rgcn < 0 || map[k].rgcn == rgcn)) {
                 snprintf(out, cap, "encoder.%d.%s", i, map[k].torch);

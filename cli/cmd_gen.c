@@ -96,15 +96,34 @@ static int write_and_report(const char *cmd, tma_graph_t *g, const char *out, co
     return report(cmd, out, g->graph_id, g, r, tw, json, mem);
 }
 
-/* A graph generated out of core was written as it was built. */
-static int ooc_report(const char *cmd, tma_status_t st, const char *out, uint64_t id, const tma_gen_report_t *r,
-                      int json, const gen_mem_t *mem)
+/* The end of a generation: its status and what it made, a graph g in memory
+ * (written here, then destroyed) or one written out of core as it was built
+ * (g NULL; id, its graph id). */
+static int gen_finish(const char *cmd, tma_status_t st, tma_graph_t *g, const char *out, uint64_t id,
+                      const tma_gen_report_t *r, int json, const gen_mem_t *mem)
 {
     if (st != TMA_OK) {
         fprintf(stderr, "tma %s: %s; nothing was written\n", cmd, tma_status_str(st));
         return CLI_EXIT_RUNTIME;
     }
-    return report(cmd, out, id, NULL, r, 0, json, mem);
+    if (!g)
+        return report(cmd, out, id, NULL, r, 0, json, mem);
+    int rc = write_and_report(cmd, g, out, r, json, mem);
+    tma_graph_destroy(g);
+    return rc;
+}
+
+/* The flags both models take, read after their own: the build options, the
+ * memory budget and the feature type. */
+static int gen_flags(const char *cmd, const cli_graph_flags_t *f, const char *memory, tma_graph_build_opts_t *b,
+                     gen_mem_t *mem, tma_feat_dtype_t *dtype_p)
+{
+    int rc = cli_graph_build_flags(cmd, f, b);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_memory_budget(cmd, memory, &mem->budget, mem->why, sizeof mem->why);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_graph_feat_dtype(cmd, f, dtype_p);
+    return rc;
 }
 
 static int gen_sbm(int argc, char **argv)
@@ -163,18 +182,13 @@ static int gen_sbm(int argc, char **argv)
         return cli_usage_error(spec.cmd, "--relations: expected a count in [1, %d], given together with "
                                "--node-types, got %" PRId64, TMA_GRAPH_MAX_RELATIONS, relations);
     tma_graph_build_opts_t b;
-    int rc = cli_graph_build_flags(spec.cmd, &f, &b);
+    gen_mem_t mem;
+    tma_feat_dtype_t dtype;
+    int rc = gen_flags(spec.cmd, &f, memory, &b, &mem, &dtype);
     if (rc != CLI_EXIT_OK)
         return rc;
-    gen_mem_t mem;
-    if ((rc = cli_memory_budget(spec.cmd, memory, &mem.budget, mem.why, sizeof mem.why)) != CLI_EXIT_OK)
-        return rc;
-    tma_gen_sbm_opts_t o = {nodes, (int32_t)classes, avg_degree, homophily, (int32_t)feat_dim, noise, b.seed,
-                            TMA_FEAT_F32};
-    if ((rc = cli_graph_feat_dtype(spec.cmd, &f, &o.feat_dtype)) != CLI_EXIT_OK)
-        return rc;
+    tma_gen_sbm_opts_t o = {nodes, (int32_t)classes, avg_degree, homophily, (int32_t)feat_dim, noise, b.seed, dtype};
     tma_gen_typed_opts_t to = {(int32_t)node_types, (int32_t)relations};
-    tma_graph_t *g;
     tma_gen_report_t r;
     mem.peak = tma_graph_gen_peak_bytes(nodes, llround(avg_degree * (double)nodes / 2), (int32_t)feat_dim, 1);
     if (mem.peak > mem.budget && node_types > 0) {
@@ -183,19 +197,11 @@ static int gen_sbm(int argc, char **argv)
                 spec.cmd, (double)mem.peak / (1 << 20), (double)mem.budget / (1 << 20));
         return CLI_EXIT_RUNTIME;
     }
-    if (mem.peak > mem.budget) {
-        uint64_t id = 0;
-        tma_status_t st = tma_graph_gen_sbm_file(&o, &b, mem.budget, out, &r, &id);
-        return ooc_report(spec.cmd, st, out, id, &r, f.json, &mem);
-    }
-    tma_status_t st = tma_graph_gen_sbm_typed(&o, node_types > 0 ? &to : NULL, &b, &g, &r);
-    if (st != TMA_OK) {
-        fprintf(stderr, "tma gen sbm: %s; nothing was written\n", tma_status_str(st));
-        return CLI_EXIT_RUNTIME;
-    }
-    rc = write_and_report(spec.cmd, g, out, &r, f.json, &mem);
-    tma_graph_destroy(g);
-    return rc;
+    uint64_t id = 0;
+    tma_graph_t *g = NULL;
+    tma_status_t st = mem.peak > mem.budget ? tma_graph_gen_sbm_file(&o, &b, mem.budget, out, &r, &id)
+                                            : tma_graph_gen_sbm_typed(&o, node_types > 0 ? &to : NULL, &b, &g, &r);
+    return gen_finish(spec.cmd, st, g, out, id, &r, f.json, &mem);
 }
 
 static int gen_rmat(int argc, char **argv)
@@ -243,32 +249,19 @@ static int gen_rmat(int argc, char **argv)
     if (feat_dim < 1 || feat_dim > (1 << 20))
         return cli_usage_error(spec.cmd, "--feat-dim: expected a dimension in [1, 1048576], got %" PRId64, feat_dim);
     tma_graph_build_opts_t b;
-    int rc = cli_graph_build_flags(spec.cmd, &f, &b);
+    gen_mem_t mem;
+    tma_feat_dtype_t dtype;
+    int rc = gen_flags(spec.cmd, &f, memory, &b, &mem, &dtype);
     if (rc != CLI_EXIT_OK)
         return rc;
-    gen_mem_t mem;
-    if ((rc = cli_memory_budget(spec.cmd, memory, &mem.budget, mem.why, sizeof mem.why)) != CLI_EXIT_OK)
-        return rc;
-    tma_gen_rmat_opts_t o = {nodes_seen ? nodes : 0, (int32_t)scale, edges, (int32_t)feat_dim, b.seed,
-                             TMA_FEAT_F32};
-    if ((rc = cli_graph_feat_dtype(spec.cmd, &f, &o.feat_dtype)) != CLI_EXIT_OK)
-        return rc;
-    tma_graph_t *g;
+    tma_gen_rmat_opts_t o = {nodes_seen ? nodes : 0, (int32_t)scale, edges, (int32_t)feat_dim, b.seed, dtype};
     tma_gen_report_t r;
     mem.peak = tma_graph_gen_peak_bytes(n, edges, (int32_t)feat_dim, 0);
-    if (mem.peak > mem.budget) {
-        uint64_t id = 0;
-        tma_status_t st = tma_graph_gen_rmat_file(&o, &b, mem.budget, out, &r, &id);
-        return ooc_report(spec.cmd, st, out, id, &r, f.json, &mem);
-    }
-    tma_status_t st = tma_graph_gen_rmat(&o, &b, &g, &r);
-    if (st != TMA_OK) {
-        fprintf(stderr, "tma gen rmat: %s; nothing was written\n", tma_status_str(st));
-        return CLI_EXIT_RUNTIME;
-    }
-    rc = write_and_report(spec.cmd, g, out, &r, f.json, &mem);
-    tma_graph_destroy(g);
-    return rc;
+    uint64_t id = 0;
+    tma_graph_t *g = NULL;
+    tma_status_t st = mem.peak > mem.budget ? tma_graph_gen_rmat_file(&o, &b, mem.budget, out, &r, &id)
+                                            : tma_graph_gen_rmat(&o, &b, &g, &r);
+    return gen_finish(spec.cmd, st, g, out, id, &r, f.json, &mem);
 }
 
 int cli_cmd_gen(int argc, char **argv)

@@ -1,14 +1,9 @@
 # bench/gpu/: the cuBLAS sgemm peak that tests/gpu/run.sh sets the CUDA backend's
 # dense products against (built by `make bench` in a CUDA build).
 EXTRA_DIST += bench/gpu/bench_sgemm.c
-TMA_GPU_BENCH =
 if HAVE_CUDA
 EXTRA_PROGRAMS += bench/gpu/bench_sgemm
-bench_gpu_bench_sgemm_SOURCES = bench/gpu/bench_sgemm.c
 bench_gpu_bench_sgemm_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CFLAGS)
 # cuBLAS itself, linked directly (the backend reaches it through tma-cuda.so).
-bench_gpu_bench_sgemm_LDADD = $(TMA_ALL_LIBS) $(TMA_DEP_LIBS) $(CUDA_LIBS)
-CLEANFILES += bench/gpu/bench_sgemm
-TMA_GPU_BENCH += bench/gpu/bench_sgemm
+bench_gpu_bench_sgemm_LDADD = $(TMA_BENCH_LDADD) $(CUDA_LIBS)
 endif
-bench: $(TMA_GPU_BENCH)

@@ -181,28 +181,30 @@ tma_status_t cpu_distmult_bwd(tma_gnn_backend_t *b, const tensor_t *dscore, cons
     return TMA_OK;
 }
 
-tma_status_t cpu_rows_gather(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+/* Row copies through an index: a gather (Y[i] = X[id[i]]) or a scatter
+ * (Y[id[i]] = X[i]); one row of the index a thread step. */
+static tma_status_t rows_copy(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y, int scatter)
 {
-    const int64_t n = Y->rows, d = Y->cols;
+    const int64_t n = scatter ? X->rows : Y->rows, d = X->cols;
     const int32_t *id = CI32(idx);
     const float *x = CF(X);
     float *y = F(Y);
 #pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        memcpy(y + i * d, x + (int64_t)id[i] * d, (size_t)d * sizeof(float));
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t to = scatter ? id[i] : i, from = scatter ? i : id[i];
+        memcpy(y + to * d, x + from * d, (size_t)d * sizeof(float));
+    }
     return TMA_OK;
+}
+
+tma_status_t cpu_rows_gather(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y)
+{
+    return rows_copy(b, X, idx, Y, 0);
 }
 
 tma_status_t cpu_rows_scatter(tma_gnn_backend_t *b, const tensor_t *X, const tensor_t *idx, tensor_t *Y)
 {
-    const int64_t n = X->rows, d = X->cols;
-    const int32_t *id = CI32(idx);
-    const float *x = CF(X);
-    float *y = F(Y);
-#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * d > PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        memcpy(y + (int64_t)id[i] * d, x + i * d, (size_t)d * sizeof(float));
-    return TMA_OK;
+    return rows_copy(b, X, idx, Y, 1);
 }
 
 CPU_ISA_END

@@ -1,5 +1,6 @@
-# dist_lib.sh: helpers for the distributed-job tests (sourced after tests/lib.sh).
+# dist_lib.sh: helpers for the distributed-job tests (sourced; it sources tests/lib.sh).
 # Every process started here is tracked, so the EXIT trap of lib.sh ends it.
+source "$TMA_SRCDIR/tests/lib.sh"
 
 export UCX_TLS=${UCX_TLS:-tcp}
 export OMP_WAIT_POLICY=PASSIVE
@@ -25,6 +26,15 @@ start_worker() {
   "$TMA" worker --etcd "$ETCD_ENDPOINTS" --threads 1 "$@" >>"$log" 2>&1 &
   WORKER_PIDS+=($!)
   track "$!"
+}
+
+# start_job CONFIG JOB [PREFIX [N]]: the coordinator of CONFIG (log
+# PREFIXcoord.log, run folder PREFIXrun) and N workers (default 3) of job JOB,
+# named w0.. (logs PREFIXw0.log..).  Sets COORD_PID; appends to WORKER_PIDS.
+start_job() {
+  local config=$1 job=$2 p=${3:-} n=${4:-3} i
+  start_coordinator "${p}coord.log" --config "$config" --run-dir "${p}run"
+  for ((i = 0; i < n; i++)); do start_worker "${p}w$i.log" --job "$job" --name "w$i"; done
 }
 
 # need_unshare: skips the test (77) unless private mount namespaces can be
@@ -168,3 +178,15 @@ netns_etcd() {
 bg_ns() { local r=$1; shift; ( exec ip netns exec "$_ns_prefix$r" "$@" ) & }
 # The bridge side of ROLE's link (set it down to cut ROLE off).
 netns_link() { echo "p$_ns_prefix$1"; }
+# netns_start TAG ROLES...: skips (77) where network namespaces cannot be made
+# (no root, no iproute2); else netns_setup for ROLES, with namespaces
+# tma<TAG><n><role> on the bridge tma<TAG>b<n> (n from the test's pid) and a
+# subnet of their own, NET (10.a.b: the k-th role has the address NET.k).
+netns_start() {
+  local tag=$1 sfx=$(( $$ % 100000 )); shift
+  need ip iproute2
+  ip netns add "tma${tag}probe$sfx" 2>/dev/null || skip "network namespaces cannot be made here (needs root)"
+  ip netns del "tma${tag}probe$sfx"
+  NET="10.$(( (sfx % 200) + 20 )).$(( (sfx / 200) % 250 ))"
+  netns_setup "tma$tag$sfx" "tma${tag}b$sfx" "$NET" "$@"
+}

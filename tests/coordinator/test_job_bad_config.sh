@@ -2,7 +2,6 @@
 # test_job_bad_config.sh: a bad job config is refused before anything starts
 # (no etcd, no coordinator, no workers), with an error naming what is wrong;
 # a worker pointed at a job that does not exist gives up with a clear error.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 make_graph g.tmag

@@ -3,7 +3,6 @@
 # processes: it finishes, validation MRR ends well above the untrained
 # model's, every round is recorded once, `stop` ends every worker, and
 # tma status shows the job while it runs.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 etcd_start 1
@@ -15,8 +14,7 @@ cat > job.json <<JSON
  "model": {"hidden": 64, "decoder_hidden": 64}, "train": {"batch_size": 256, "threads": 1},
  "fault": {"start_timeout": 60}}
 JSON
-start_coordinator coord.log --config job.json --run-dir run
-for i in 0 1 2; do start_worker w$i.log --job cora3 --name w$i; done
+start_job job.json cora3
 # A live job shows up in tma status with its three members: both in one
 # snapshot, polled while it trains (a second status call after the phase
 # check could land after the last round, when the workers have left).  40

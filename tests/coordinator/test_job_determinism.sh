@@ -3,7 +3,6 @@
 # of the same job produce identical weights, and every aggregation result is
 # exactly the mean of the weights the workers sent (checked from the
 # coordinator's dumps of the tensors it received and the result it sent).
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 etcd_start 1

@@ -8,8 +8,6 @@
 # Both runs train to the end and give the same final model and test MRR.
 # A worker whose --data-dir holds another partition stops with an error
 # naming the folder.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 need_unshare
 fault_setup 1

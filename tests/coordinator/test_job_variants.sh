@@ -3,7 +3,6 @@
 # finishes with a valid result: supertma (supernode shards), psgd-pa (metis
 # shards), llcg (metis + correction steps at the coordinator, which change the
 # average), ggs (every worker on the full graph, gradients averaged every step).
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 etcd_start 1

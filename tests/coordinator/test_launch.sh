@@ -5,7 +5,6 @@
 # every process it started, leaves a valid run folder with the private etcd's
 # data kept for --resume (removed after a job that finished), and exits 143;
 # a missing etcd binary is a clear error.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 cat > job.json <<JSON
@@ -45,14 +44,21 @@ for f in sys.argv[2:]:
         sys.exit("%s: %d progress lines" % (f, seen))
 PY
 
+# launch_signalled CONFIG RUN OUT PATTERN SIGNAL SECONDS: tma launch CONFIG -o RUN
+# (its output in OUT) gets SIGNAL once OUT has a line matching PATTERN; sets
+# rc to its exit status (124: still running SECONDS later).
+launch_signalled() {
+  "$TMA" launch "$1" -o "$2" > "$3" 2>&1 &
+  local pid=$!
+  track $pid
+  wait_for 60 grep -q "$4" "$3" || { cat "$3" >&2; fail "tma launch $1 did not get to '$4'"; }
+  kill "-$5" $pid
+  wait_exit $pid "$6"; rc=$?
+}
+
 # SIGTERM in the middle: the coordinator still tests the best round.
 sed 's/"train_seconds": 8/"train_seconds": 120/' job.json > long.json
-"$TMA" launch long.json -o run2 > out2.txt 2>&1 &
-lpid=$!
-track $lpid
-wait_for 60 grep -q "^round   2 " out2.txt || { cat out2.txt >&2; fail "the long job did not start"; }
-kill -TERM $lpid
-wait_exit $lpid 60; rc=$?
+launch_signalled long.json run2 out2.txt "^round   2 " TERM 60
 [ "$rc" -ne 124 ] || fail "tma launch did not stop within 60 s of SIGTERM"
 [ "$rc" -eq 143 ] || { cat out2.txt >&2; fail "tma launch stopped by SIGTERM exited $rc, not 143 (stopped, not finished)"; }
 grep -q "^test MRR " out2.txt || { cat out2.txt >&2; fail "no test MRR printed after SIGTERM"; }
@@ -69,12 +75,7 @@ cat > big.json <<'JSON'
 {"job": "bigg", "generate": {"kind": "rmat", "scale": 21, "edges": 30000000, "feat_dim": 8, "seed": 1},
  "workers": 2, "duration": {"train_seconds": 2}}
 JSON
-"$TMA" launch big.json -o run4 > out4.txt 2>&1 &
-lpid=$!
-track $lpid
-wait_for 60 grep -q "^preparing the graph" out4.txt || { cat out4.txt >&2; fail "the big launch did not start"; }
-kill -INT $lpid
-wait_exit $lpid 30; rc=$?
+launch_signalled big.json run4 out4.txt "^preparing the graph" INT 30
 [ "$rc" -eq 130 ] || { cat out4.txt >&2; fail "tma launch interrupted while preparing the graph exited $rc, not 130"; }
 grep -qE "interrupted while (preparing the graph|partitioning); nothing was trained" out4.txt ||
   { cat out4.txt >&2; fail "the launch did not say where it was interrupted"; }

@@ -3,7 +3,6 @@
 # launch, two workers, RandomTMA in step mode, rgcn + distmult on a typed
 # SBM; it finishes with a valid run folder whose model records the graph's
 # relation ids, and its best weights evaluate to the reported test MRR.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 "$TMA" gen sbm -o typed.tmag --nodes 1500 --classes 20 --noise 2 --node-types 2 --relations 3 --feat-dim 12 \

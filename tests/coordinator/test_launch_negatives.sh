@@ -5,7 +5,6 @@
 # both keys to the workers; two launches write the same best weights (step
 # mode stays deterministic) and differ from the same job with one negative;
 # the weights evaluate to the reported test MRR and AUC.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 make_graph g.tmag

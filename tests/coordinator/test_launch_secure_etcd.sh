@@ -8,7 +8,6 @@
 # command line and the token nowhere in the run folder or etcd.  A password
 # over plain http is refused (by launch and by the roles) unless
 # --insecure-etcd is given.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 need openssl openssl
 cd "$TMP_ROOT"

@@ -10,7 +10,6 @@
 # leader's epoch is ignored; and the job's result is byte for byte the one
 # of an undisturbed run of the same seed in step mode.  The token appears in
 # no run file, log or etcd key.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to create a second local user (useradd)"

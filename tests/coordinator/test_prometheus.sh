@@ -6,7 +6,6 @@
 # configured address only, and 100 idle connections holding every slot do
 # not stop rounds; it is gone when the job ends.  A malformed
 # metrics.listen is refused by name (exit 2).
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 need prometheus prometheus
 need curl curl

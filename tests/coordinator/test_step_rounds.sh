@@ -6,7 +6,6 @@
 # never left its initial weights; a 500-step interval on a 4M-edge graph hit
 # it.)  And the deadline still bounds a round: a worker that drops its
 # weights in round 1 is missed by round_deadline after the others arrived.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 etcd_start 1

@@ -6,7 +6,6 @@
 # the launcher's local rank (SLURM_LOCALID) when there is one, --device
 # overrides the config, and the member record (tma status) names the device
 # the worker really trains on.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 need taskset util-linux
 cd "$TMP_ROOT" || hard "cd"

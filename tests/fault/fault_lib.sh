@@ -1,6 +1,8 @@
-# fault_lib.sh: scaffolding for the failure-injection suite (sourced after
-# tests/lib.sh and tests/coordinator/dist_lib.sh).  Jobs are short, time-based
-# rounds on cora with a small model, so faults land in the middle of training.
+# fault_lib.sh: scaffolding for the failure-injection suite (sourced; it
+# sources tests/coordinator/dist_lib.sh, and so tests/lib.sh).  Jobs are short,
+# time-based rounds on cora with a small model, so faults land in the middle of
+# training.
+source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 
 # fault_setup [MEMBERS [SHARDS]]: the start of a fault test, in its
 # temporary folder: an etcd cluster of MEMBERS (default 1) and fault_graph.
@@ -223,4 +225,20 @@ _small_disk_cleanup() {
   wait 2>/dev/null
   umount -l "$TMP_ROOT/disk" 2>/dev/null
   _tma_cleanup
+}
+
+# netns_cut_job JOB: job JOB of j.json (run folder run) across the namespaces
+# of netns_start: its coordinator and workers w0 and w1 in role m's, the
+# worker "cut" in role p's (logs coord.log, w0.log, w1.log and cut.log; the
+# coordinator and the cut worker give etcd 2 s).  Sets COORD_PID and CUT_PID.
+netns_cut_job() {
+  local job=$1 w
+  bg_ns m "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" --config j.json --run-dir run --etcd-timeout 2 >coord.log 2>&1
+  COORD_PID=$!; track $COORD_PID
+  for w in 0 1; do
+    bg_ns m "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job "$job" --name w$w --threads 1 >w$w.log 2>&1
+    WORKER_PIDS+=($!); track $!
+  done
+  bg_ns p "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job "$job" --name cut --threads 1 --etcd-timeout 2 >cut.log 2>&1
+  CUT_PID=$!; WORKER_PIDS+=($CUT_PID); track $CUT_PID
 }

@@ -3,15 +3,12 @@
 # the partition is refused (the worker never reads past its shard paths and
 # trains on), and a standby exits 0 once the leader it stood by for has
 # finished the job normally.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 
 TRAIN=20 INTERVAL=1 write_job j.json bk '"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
-start_coordinator coord.log --config j.json --run-dir run
+start_job j.json bk
 leader=$COORD_PID
-for i in 0 1 2; do start_worker w$i.log --job bk --name w$i; done
 wait_for 20 grep -q "leading job bk" coord.log || fail "no leader"
 start_coordinator standby.log --job bk --standby
 standby=$COORD_PID

@@ -11,8 +11,6 @@
 # record is overwritten the same way (a value that does not decode, no
 # lease): the leader writes it again, bound to its lease, within a round,
 # and the job trains on.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

@@ -5,8 +5,6 @@
 # afresh, train from new weights, rewrite the run folder): each exits with
 # an error naming the key and --fresh, and leaves `state` and metrics.jsonl
 # as they were.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

@@ -6,8 +6,6 @@
 # takeover).  The job must stop at or right after its 6 s budget: the round
 # that reaches the budget is the last, so training ends within one round (at
 # most the round deadline) of it, not after every scheduled round has run late.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 budget=6 slow=3 deadline=4

@@ -13,8 +13,6 @@
 # check-chaos` runs CHAOS_RUNS (20) seeds in a loop and prints the figures of
 # docs/faults.md (faults by kind, jobs finished, rounds lost, time from the end
 # of each fault to the next committed round).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 cd "$TMP_ROOT"
 runs=${CHAOS_RUNS:-1}

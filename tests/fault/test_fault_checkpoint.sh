@@ -8,8 +8,6 @@
 # (b) the checkpoint the state names is corrupted before the next restart: the
 #     coordinator falls back to the previous one with a warning and finishes.
 # Both: every round once and in order, result.json and best.tmaw agree.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 TRAIN=14 INTERVAL=1 write_job j.json ck '"fault": {"lease_ttl": 5, "round_deadline": 6, "start_timeout": 20}'

@@ -7,8 +7,6 @@
 #     token is the one in etcd, or every worker would be refused) and resumes.
 # Both: workers keep training meanwhile and reconnect; the job finishes with
 # a valid result; metrics.jsonl keeps every round exactly once.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

@@ -5,8 +5,6 @@
 # and retry, not end the job; once space is freed the job goes on and
 # finishes normally: no torn line in metrics.jsonl, every round once,
 # result.json "stopped": "time" and best.tmaw matching it.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 cd "$TMP_ROOT"
 small_disk 2m || skip "cannot mount a tmpfs (needs root): no small disk to fill"

@@ -5,13 +5,10 @@
 # data folders: aggregation pauses (workers keep training) and the job
 # resumes and finishes, with no member fenced and every round recorded once,
 # and the rounds missed during the outage are not raised back to back.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 3
 TRAIN=24 write_job j.json ke '"fault": {"lease_ttl": 5, "round_deadline": 5, "start_timeout": 20}'
-start_coordinator coord.log --config j.json --run-dir run
-for i in 0 1 2; do start_worker w$i.log --job ke --name w$i; done
+start_job j.json ke
 wait_round run 3 || { dump_logs coord.log; fail "no round 3"; }
 etcd_kill 0                                  # the member every client talks to first
 wait_round run 6 || { dump_logs coord.log; fail "rounds stopped after one etcd member died"; }

@@ -9,30 +9,16 @@
 # finds its lease gone and joins again as a new member, which trains.  Cut
 # off again until the job is over, it leaves once etcd answers.  Skips (77)
 # where namespaces cannot be made.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-need ip iproute2
-sfx=$(( $$ % 100000 ))
-ip netns add "tmacprobe$sfx" 2>/dev/null || skip "network namespaces cannot be made here (needs root)"
-ip netns del "tmacprobe$sfx"
-br="tmacb$sfx"; roles=(e m p)
-a=$(( (sfx % 200) + 20 )); b=$(( (sfx / 200) % 250 )); net="10.$a.$b"
-netns_setup "tmac$sfx" "$br" "$net" "${roles[@]}"
-cut() { ip -n "tmac${sfx}p" route "$1" blackhole "$net.1/32"; }
+netns_start c e m p
+cut() { in_ns p ip route "$1" blackhole "$NET.1/32"; }
 
 cd "$TMP_ROOT"
 fault_graph
-netns_etcd e "$net.1" p
-TRAIN=48 write_job j.json kc "\"transport\": {\"host\": \"$net.2\"}, \"fault\": {\"lease_ttl\": 3, \"round_deadline\": 4, \"start_timeout\": 20}"
-bg_ns m "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" --config j.json --run-dir run --etcd-timeout 2 >coord.log 2>&1
-COORD_PID=$!; track $COORD_PID
-for w in 0 1; do
-  bg_ns m "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job kc --name w$w --threads 1 >w$w.log 2>&1
-  WORKER_PIDS+=($!); track $!
-done
-bg_ns p "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job kc --name cut --threads 1 --etcd-timeout 2 >cut.log 2>&1
-cut_pid=$!; WORKER_PIDS+=($cut_pid); track $cut_pid
+netns_etcd e "$NET.1" p
+TRAIN=48 write_job j.json kc "\"transport\": {\"host\": \"$NET.2\"}, \"fault\": {\"lease_ttl\": 3, \"round_deadline\": 4, \"start_timeout\": 20}"
+netns_cut_job kc
+cut_pid=$CUT_PID
 wait_round run 3 || { dump_logs coord.log cut.log; fail "no round 3"; }
 old=$(sed -n 's/.*joined job kc as member \([0-9]*\).*/\1/p' cut.log | head -n1)
 

@@ -13,8 +13,6 @@
 # members, restart from the last global weights with a fresh optimizer
 # state and lose the steps of the round in flight, at a point that depends
 # on timing (0.002 to 0.005 apart when measured, also under load).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

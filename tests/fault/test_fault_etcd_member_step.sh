@@ -9,8 +9,6 @@
 # (within 0.005 for RandomTMA: member ids may pair with other shards, so the
 # average adds the same tensors in another order; GGS: within 0.005 too,
 # its steps are synchronous and its batches seeded).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 3
 FAULT='"fault": {"lease_ttl": 4, "round_deadline": 5, "start_timeout": 20}'

@@ -7,8 +7,6 @@
 # resumed.  It must stop without writing anything: no metrics/<t> or `best`
 # in etcd, no line in metrics.jsonl, no best.tmaw.  The job finishes under
 # the standby with every round once and best.tmaw matching result.json.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 TRAIN=12 INTERVAL=1 write_job j.json fe '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'

@@ -10,8 +10,6 @@
 # 0.01 (the sync steps after round 3 before the kill are redone from round 3's
 # parameters with a fresh Adam, on other batches: a few steps of difference
 # out of 200; a model that learns nothing after the restart scores far less).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

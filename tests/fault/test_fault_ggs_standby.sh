@@ -7,8 +7,6 @@
 # takeover and the kill has sync steps of all three workers, every round
 # after the kill's detection two; the final test MRR is within 0.03 of an
 # undisturbed run's (the steps after the kill average two workers' batches).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

@@ -4,15 +4,12 @@
 # (no backup): the dead worker's shard goes to a live worker, which then owns
 # two; a newcomer takes one of them over.  The newcomers start from the
 # current global weights.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 for pol in continue reassign; do
   WORKER_PIDS=()
   TRAIN=22 write_job $pol.json j$pol "\"fault\": {\"on_failure\": \"$pol\", \"lease_ttl\": 3, \"round_deadline\": 5, \"start_timeout\": 20}"
-  start_coordinator $pol-coord.log --config $pol.json --run-dir $pol-run
-  for i in 0 1 2; do start_worker $pol-w$i.log --job j$pol --name w$i; done
+  start_job $pol.json j$pol $pol-
   wait_round $pol-run 3 || { dump_logs $pol-coord.log; fail "$pol: no round 3"; }
   kill -KILL "${WORKER_PIDS[0]}"
   wait_for 20 grep -q "is gone" $pol-coord.log || fail "$pol: the dead worker was not declared lost"

@@ -3,8 +3,6 @@
 # round: one just before sending its weights (crash=send@3), one after sending
 # them, before the global weights came back (crash=recv@5).  Each round
 # completes with the survivors within the round deadline, and the job goes on.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 write_job j.json kr '"fault": {"on_failure": "continue", "lease_ttl": 3, "round_deadline": 8, "start_timeout": 20}'

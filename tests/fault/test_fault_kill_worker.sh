@@ -4,15 +4,12 @@
 # dropped.  reassign: a backup worker takes the shard and trains on it within
 # the lease TTL plus the shard's load time.  Both: the job finishes, rounds go
 # on after the fault, every round is recorded once, the result is valid.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 
 # --- continue
 write_job c.json kc '"fault": {"on_failure": "continue", "lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
-start_coordinator c-coord.log --config c.json --run-dir c-run
-for i in 0 1 2; do start_worker c-w$i.log --job kc --name w$i; done
+start_job c.json kc c-
 victim=${WORKER_PIDS[1]}
 wait_round c-run 3 || { dump_logs c-coord.log; fail "no round 3"; }
 kill -KILL "$victim"
@@ -29,8 +26,7 @@ rounds_check c-run "sum(1 for r in R if len(r['workers']) == 2) >= 3" "rounds af
 # --- reassign with a backup
 WORKER_PIDS=()
 write_job r.json kr '"fault": {"on_failure": "reassign", "lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
-start_coordinator r-coord.log --config r.json --run-dir r-run
-for i in 0 1 2; do start_worker r-w$i.log --job kr --name w$i; done
+start_job r.json kr r-
 start_worker r-b.log --job kr --name backup --backup
 victim=${WORKER_PIDS[2]}
 wait_round r-run 3 || { dump_logs r-coord.log; fail "no round 3"; }

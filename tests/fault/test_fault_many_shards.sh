@@ -5,8 +5,6 @@
 # survivor takes all 70 shards (more than the old limit of 40 a meta block
 # could carry and 64 a ready record could).  It must train on all of them
 # and every tensor it sends must count.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 cd "$TMP_ROOT"
 etcd_start 1

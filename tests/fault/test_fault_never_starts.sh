@@ -2,13 +2,10 @@
 # test_fault_never_starts.sh (scenario 4, the paper's F = 1): one of three
 # workers never starts.  continue: training goes on with M-1 after the start
 # timeout, its shard dropped.  reassign: a backup takes that shard.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 TRAIN=10 write_job c.json fc '"fault": {"on_failure": "continue", "lease_ttl": 3, "start_timeout": 3}'
-start_coordinator c-coord.log --config c.json --run-dir c-run
-for i in 0 1; do start_worker c-w$i.log --job fc --name w$i; done
+start_job c.json fc c- 2
 finish_job c-coord.log c-w0.log c-w1.log
 check_run c-run >/dev/null || fail "continue: run folder invalid"
 grep -q "only 2 of 3 workers registered" c-coord.log || fail "continue: the missing worker was not reported"
@@ -17,8 +14,7 @@ rounds_check c-run "R[0]['owners'].count(-1) == 1 and all(len(r['workers']) == 2
 
 WORKER_PIDS=()
 TRAIN=10 write_job r.json fr '"fault": {"on_failure": "reassign", "lease_ttl": 3, "start_timeout": 3}'
-start_coordinator r-coord.log --config r.json --run-dir r-run
-for i in 0 1; do start_worker r-w$i.log --job fr --name w$i; done
+start_job r.json fr r- 2
 start_worker r-b.log --job fr --name backup --backup
 finish_job r-coord.log r-w0.log r-w1.log r-b.log
 check_run r-run >/dev/null || fail "reassign: run folder invalid"
@@ -29,8 +25,7 @@ rounds_check r-run "any(m['reason'] == 'worker never started' and m['to'] >= 0 f
 # The drill of the paper's Table 6: a chosen shard's trainer is absent from the start.
 WORKER_PIDS=()
 TRAIN=6 write_job a.json fa '"fault": {"on_failure": "continue", "lease_ttl": 3, "start_timeout": 20, "absent_shards": [0]}'
-start_coordinator a-coord.log --config a.json --run-dir a-run
-for i in 0 1; do start_worker a-w$i.log --job fa --name w$i; done
+start_job a.json fa a- 2
 finish_job a-coord.log a-w0.log a-w1.log
 check_run a-run >/dev/null || fail "absent: run folder invalid"
 rounds_check a-run "R[0]['owners'][0] == -1 and R[0]['owners'][1] >= 0 and R[0]['owners'][2] >= 0 and all(len(r['workers']) == 2 for r in R[1:])" \

@@ -5,29 +5,14 @@
 # longer than its lease, then restored.  The coordinator declares it lost and
 # goes on; the cut-off worker finds its lease gone, drops its state and joins
 # again as a new member.  Skips (77) where namespaces cannot be made.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
-need ip iproute2
-sfx=$(( $$ % 100000 ))
-ip netns add "tmaprobe$sfx" 2>/dev/null || skip "network namespaces cannot be made here (needs root)"
-ip netns del "tmaprobe$sfx"
-br="tmapb$sfx"; roles=(m p)
-a=$(( (sfx % 200) + 20 )); b=$(( (sfx / 200) % 250 )); net="10.$a.$b"
-netns_setup "tmap$sfx" "$br" "$net" "${roles[@]}"
+netns_start p m p
 
 cd "$TMP_ROOT"
 fault_graph
-netns_etcd m "$net.1" p
-TRAIN=30 write_job j.json kn "\"transport\": {\"host\": \"$net.1\"}, \"fault\": {\"lease_ttl\": 3, \"round_deadline\": 4, \"start_timeout\": 20}"
-bg_ns m "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" --config j.json --run-dir run --etcd-timeout 2 >coord.log 2>&1
-COORD_PID=$!; track $COORD_PID
-for w in 0 1; do
-  bg_ns m "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job kn --name w$w --threads 1 >w$w.log 2>&1
-  WORKER_PIDS+=($!); track $!
-done
-bg_ns p "$TMA" worker --etcd "$ETCD_ENDPOINTS" --job kn --name cut --threads 1 --etcd-timeout 2 >cut.log 2>&1
-WORKER_PIDS+=($!); track $!
+netns_etcd m "$NET.1" p
+TRAIN=30 write_job j.json kn "\"transport\": {\"host\": \"$NET.1\"}, \"fault\": {\"lease_ttl\": 3, \"round_deadline\": 4, \"start_timeout\": 20}"
+netns_cut_job kn
 wait_round run 3 || { dump_logs coord.log cut.log; fail "no round 3"; }
 old=$(sed -n 's/.*joined job kn as member \([0-9]*\).*/\1/p' cut.log | head -n1)
 ip link set "$(netns_link p)" down                   # the partition

@@ -4,13 +4,10 @@
 # again as a new member (which takes its orphaned shard back); its stale
 # weights are never averaged: the old member id appears in no round after
 # it was lost, and the coordinator refuses anything it still sends.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 TRAIN=25 write_job j.json kp '"fault": {"on_failure": "continue", "lease_ttl": 3, "round_deadline": 5, "start_timeout": 20}'
-start_coordinator coord.log --config j.json --run-dir run
-for i in 0 1 2; do start_worker w$i.log --job kp --name w$i; done
+start_job j.json kp
 victim=${WORKER_PIDS[1]}
 wait_round run 3 || { dump_logs coord.log; fail "no round 3"; }
 old=$(sed -n 's/.*joined job kp as member \([0-9]*\).*/\1/p' w1.log | head -n1)

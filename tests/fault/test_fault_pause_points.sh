@@ -5,8 +5,6 @@
 # in /proc), and once continued the job finishes.  (The unit test checks
 # every point for crash and pause; this one checks that the points are
 # reached in real processes.)
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

@@ -5,8 +5,6 @@
 # the round's record ("poisoned").  The coordinator broadcasts a global model
 # with a NaN in round 5 (poison=global@5): every worker refuses it and trains
 # on.  The job ends with finite, valid results.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

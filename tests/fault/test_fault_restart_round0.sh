@@ -8,8 +8,6 @@
 # 0.005: member ids may pair with other shards, so sums differ by rounding).
 # Before the fix the restarted run's metrics.jsonl began at round 1 (seen in
 # CI under load, when round 0's evaluation had not finished by round 4).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

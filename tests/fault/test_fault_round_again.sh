@@ -5,8 +5,6 @@
 # says round 2, so the restarted coordinator raises round 3 again.  A round
 # is (epoch, round) on the worker side: every worker sends round 3 again to
 # the new coordinator, so it completes with all three, nobody missed.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

@@ -9,8 +9,6 @@
 # node holds no shard at all joins a job in which the two others own one
 # shard each: it refuses what it is dealt and the job still ends, with the
 # shards where their files are.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 need_unshare
 fault_setup 1 2

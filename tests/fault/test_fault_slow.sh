@@ -2,8 +2,6 @@
 # test_fault_slow.sh (scenario 9): a slow worker (an injected delay after every
 # step) does not hold the rounds back: they happen on time, and its step
 # counts show it (far fewer steps a round than the others).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 INTERVAL=2 TRAIN=14 write_job j.json ks '"fault": {"lease_ttl": 3, "round_deadline": 10, "start_timeout": 20}'

@@ -8,8 +8,6 @@
 #     clears the stop, and it runs to the end.
 # A start that fails (no worker can reach the coordinator) is
 # test_fault_unreachable.sh.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

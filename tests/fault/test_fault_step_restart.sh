@@ -12,8 +12,6 @@
 # are dealt in registration order, so shards may pair with other ids and the
 # average adds them in another order: rounding only; a frozen model after
 # the restart scores about half).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

@@ -11,8 +11,6 @@
 # (summation order only); the final model is trained on by the backup for
 # the killed worker's shard (another worker's random batches), so its test
 # MRR is only bounded, within 0.03 of the undisturbed run's.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 

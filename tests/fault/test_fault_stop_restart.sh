@@ -5,8 +5,6 @@
 # result.json on a fast machine).  A restarted coordinator (tma coordinator
 # --job NAME) must finish the job: write result.json, with no round added
 # after the stop (the workers are gone).
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 TRAIN=5 INTERVAL=1 write_job j.json sr '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'

@@ -7,8 +7,6 @@
 # and the UCX setting that rules it out; the workers say the same, and
 # leave because the failed start sets stop.  Skips (77) on a host with no
 # non-loopback IPv4 address.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 read -r ifname addr < <(ip -o -4 addr show up 2>/dev/null | awk '$2 != "lo" {split($4, a, "/"); print $2, a[1]; exit}')
 [ -n "${addr:-}" ] || skip "this host has no non-loopback IPv4 address"
@@ -17,8 +15,7 @@ fault_setup 1
 TRAIN=60 write_job j.json un '"transport": {"host": "auto"}, "fault": {"start_timeout": 4, "lease_ttl": 3}'
 export UCX_NET_DEVICES=lo
 start=$SECONDS
-start_coordinator coord.log --config j.json --run-dir run
-for i in 0 1 2; do start_worker w$i.log --job un --name w$i; done
+start_job j.json un
 wait_exit "$COORD_PID" 60 >/dev/null
 rc=$?
 [ "$rc" -ne 124 ] || { dump_logs coord.log; fail "the coordinator did not give up"; }

@@ -233,6 +233,67 @@ void gnn_test_transpose(int64_t n_dst, int64_t n_src, const int32_t *ip, const i
     tp[n_src] = (int32_t)q;
 }
 
+tma_gnn_config_t gnn_test_config(tma_gnn_encoder_t enc, int hidden, int decoder_hidden, int batch_size, int f0, int f1,
+                                 uint64_t seed)
+{
+    tma_gnn_config_t c;
+    tma_gnn_config_default(&c);
+    c.encoder = enc;
+    c.hidden = hidden;
+    c.decoder_hidden = decoder_hidden;
+    c.batch_size = batch_size;
+    c.fanouts[0] = f0;
+    c.fanouts[1] = f1;
+    c.lr = 0.01;
+    c.threads = 2;
+    c.seed = seed;
+    return c;
+}
+
+void gnn_test_sample_alloc(const tma_graph_sampler_t *sp, int layers, int64_t max_seeds, int typed,
+                           tma_graph_sample_t *s)
+{
+    tma_graph_sample_bounds_t b;
+    tma_graph_sampler_bounds(sp, &b);
+    memset(s, 0, sizeof *s);
+    s->nodes = calloc((size_t)b.max_nodes, sizeof(int64_t));
+    s->seed_local = calloc((size_t)max_seeds, sizeof(int32_t));
+    if (typed)
+        s->node_type = calloc((size_t)b.max_nodes, sizeof(int32_t));
+    for (int l = 0; l < layers; l++) {
+        tma_graph_block_t *k = &s->blocks[l];
+        size_t edges = (size_t)b.max_edges[l] + 1;
+        k->indptr = calloc((size_t)b.max_dst[l] + 1, sizeof(int32_t));
+        k->indices = calloc(edges, sizeof(int32_t));
+        k->weights = calloc(edges, sizeof(float));
+        k->t_indptr = calloc((size_t)b.max_src[l] + 1, sizeof(int32_t));
+        k->t_indices = calloc(edges, sizeof(int32_t));
+        k->t_weights = calloc(edges, sizeof(float));
+        if (typed) {
+            k->rel = calloc(edges, sizeof(int32_t));
+            k->t_rel = calloc(edges, sizeof(int32_t));
+        }
+    }
+}
+
+void gnn_test_sample_free(tma_graph_sample_t *s)
+{
+    free(s->nodes);
+    free(s->seed_local);
+    free(s->node_type);
+    for (int l = 0; l < TMA_GRAPH_MAX_LAYERS; l++) {
+        tma_graph_block_t *k = &s->blocks[l];
+        free(k->indptr);
+        free(k->indices);
+        free(k->weights);
+        free(k->rel);
+        free(k->t_indptr);
+        free(k->t_indices);
+        free(k->t_weights);
+        free(k->t_rel);
+    }
+}
+
 void gnn_test_dump(const char *dir, const char *name, const void *data, size_t bytes)
 {
     char *path = tma_path_join(dir, name);
@@ -243,4 +304,15 @@ void gnn_test_dump(const char *dir, const char *name, const void *data, size_t b
     }
     fclose(f);
     free(path);
+}
+
+void gnn_test_dump_json(const char *dir, const char *name, const cJSON *o)
+{
+    char *text = cJSON_Print(o);
+    if (!text) {
+        fprintf(stderr, "cannot print %s\n", name);
+        exit(99);
+    }
+    gnn_test_dump(dir, name, text, strlen(text));
+    cJSON_free(text);
 }

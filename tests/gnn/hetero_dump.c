@@ -266,9 +266,7 @@ int main(int argc, char **argv)
     rgcn_case(meta);
     distmult_case(meta);
     typeproj_case(meta);
-    char *text = cJSON_Print(meta);
-    dump("meta.json", text, strlen(text));
-    free(text);
+    gnn_test_dump_json(outdir, "meta.json", meta);
     cJSON_Delete(meta);
     tma_gnn_backend_destroy(B);
     return tma_test_done();

@@ -157,9 +157,7 @@ int main(int argc, char **argv)
     free(emb);
     tma_gnn_evaluator_destroy(ev);
 
-    char *text = cJSON_Print(meta);
-    dump("meta.json", text, strlen(text));
-    cJSON_free(text);
+    gnn_test_dump_json(outdir, "meta.json", meta);
     cJSON_Delete(meta);
     free(buf);
     tma_gnn_trainer_destroy(tr);

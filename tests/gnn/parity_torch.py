@@ -77,6 +77,12 @@ def gat_layer(p, H, n_dst, rows, cols, heads, last):
     return out + p("bias")
 
 
+def activate(p, Z):
+    """Every encoder layer's output but the last's: LayerNorm, then PReLU (tma's ln_prelu)."""
+    Z = F.layer_norm(Z, (Z.shape[1],), p("ln_weight").reshape(-1), p("ln_bias").reshape(-1), eps=1e-5)
+    return F.prelu(Z, p("prelu").reshape(1))
+
+
 def forward(params, cfg, X, d, s, step):
     model = cfg["model"]
     enc, L, K = model["encoder"], model["layers"], model["decoder_layers"]
@@ -103,16 +109,8 @@ def forward(params, cfg, X, d, s, step):
             Z = gat_layer(p, H, blk["num_dst"], rows, cols, model["heads"], l == L - 1)
         else:
             Z = H @ p("weight") + p("bias")
-        if l < L - 1:
-            Z = F.layer_norm(Z, (Z.shape[1],), p("ln_weight").reshape(-1), p("ln_bias").reshape(-1), eps=1e-5)
-            Z = F.prelu(Z, p("prelu").reshape(1))
-        H = Z
-    E = H[head] * H[tail]
-    for k in range(K):
-        E = E @ params[f"dec.{k}.weight"] + params[f"dec.{k}.bias"]
-        if k < K - 1:
-            E = F.prelu(E, params[f"dec.{k}.prelu"].reshape(1))
-    logits = E.reshape(-1)
+        H = activate(p, Z) if l < L - 1 else Z
+    logits = decode(params, K, H[head] * H[tail])
     B = logits.shape[0] // 2
     labels = torch.cat([torch.ones(B, dtype=torch.float64), torch.zeros(B, dtype=torch.float64)])
     return F.binary_cross_entropy_with_logits(logits, labels)
@@ -156,10 +154,7 @@ def encode_full(params, cfg, X, Afull, edges=None):
             Z = H @ p("weight_self") + torch.sparse.mm(Afull, H) @ p("weight_neigh") + p("bias")
         else:
             Z = H @ p("weight") + p("bias")
-        if l < L - 1:
-            Z = F.layer_norm(Z, (Z.shape[1],), p("ln_weight").reshape(-1), p("ln_bias").reshape(-1), eps=1e-5)
-            Z = F.prelu(Z, p("prelu").reshape(1))
-        H = Z
+        H = activate(p, Z) if l < L - 1 else Z
     return H
 
 

@@ -18,18 +18,7 @@
 
 static tma_gnn_config_t small_config(tma_gnn_encoder_t enc)
 {
-    tma_gnn_config_t c;
-    tma_gnn_config_default(&c);
-    c.encoder = enc;
-    c.hidden = 24;
-    c.decoder_hidden = 16;
-    c.batch_size = 64;
-    c.fanouts[0] = 6;
-    c.fanouts[1] = 4;
-    c.lr = 0.01;
-    c.threads = 2;
-    c.seed = 17;
-    return c;
+    return gnn_test_config(enc, 24, 16, 64, 6, 4, 17);
 }
 
 static tma_gnn_config_t hetero_config(tma_gnn_encoder_t enc, tma_gnn_decoder_t dec)

@@ -16,14 +16,6 @@ static char *slurp(const char *path, size_t *len)
     return d;
 }
 
-static void spit(const char *path, const void *d, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(write(fd, d, len), (ssize_t)len);
-    close(fd);
-}
-
 static tma_status_t read_it(const char *path, const tma_gnn_config_t *expect)
 {
     float *p = NULL;
@@ -99,14 +91,14 @@ int main(void)
     /* Truncated anywhere, or with bytes appended. */
     size_t cuts[] = {0, 7, 64, 127, 128, 200, len - 1};
     for (size_t i = 0; i < TMA_ARRAY_LEN(cuts); i++) {
-        spit(bad, good, cuts[i]);
+        CHECK_OK(tma_file_write_atomic(bad, good, cuts[i]));
         tma_status_t st = read_it(bad, &cfg);
         CHECK_MSG(st == TMA_ERR_FORMAT || st == TMA_ERR_CHECKSUM || st == TMA_ERR_IO, "cut at %zu: %d", cuts[i], st);
         ASSERT_NE(st, TMA_OK);
     }
     memcpy(buf, good, len);
     memset(buf + len, 0, 16);
-    spit(bad, buf, len + 16);
+    CHECK_OK(tma_file_write_atomic(bad, buf, len + 16));
     CHECK_STATUS(read_it(bad, &cfg), TMA_ERR_FORMAT);
     /* A flipped bit in the parameters, the config text, or the header. */
     size_t flips[] = {len - 5, 130, 20, 9};
@@ -114,13 +106,14 @@ int main(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(flips); i++) {
         memcpy(buf, good, len);
         buf[flips[i]] ^= 0x10;
-        spit(bad, buf, len);
+        CHECK_OK(tma_file_write_atomic(bad, buf, len));
         CHECK_STATUS(read_it(bad, &cfg), want[i]);
     }
     /* Not a weight file at all. */
-    spit(bad, "this is not a weight file, not even close; it has text in it................................"
-              "......................................................",
-         150);
+    CHECK_OK(tma_file_write_atomic(bad,
+                                   "this is not a weight file, not even close; it has text in it........................"
+                                   "..............................................................",
+                                   150));
     CHECK_STATUS(read_it(bad, &cfg), TMA_ERR_FORMAT);
     /* A future version (header checksum fixed up so only the version is wrong). */
     memcpy(buf, good, len);
@@ -128,7 +121,7 @@ int main(void)
     memcpy(buf + 8, &v, 4);
     crc = tma_crc32c(0, buf, 124);
     memcpy(buf + 124, &crc, 4);
-    spit(bad, buf, len);
+    CHECK_OK(tma_file_write_atomic(bad, buf, len));
     CHECK_STATUS(read_it(bad, &cfg), TMA_ERR_FORMAT);
     /* A missing file. */
     ASSERT_NE(read_it("/nonexistent/w.tmaw", &cfg), TMA_OK);
@@ -186,10 +179,10 @@ int main(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(oflips); i++) {
         memcpy(buf, good, len);
         buf[oflips[i]] ^= 0x10;
-        spit(bad, buf, len);
+        CHECK_OK(tma_file_write_atomic(bad, buf, len));
         ASSERT_EQ(tma_gnn_opt_read(bad, &cfg, &ow, &os, &oprog), TMA_ERR_CHECKSUM);
     }
-    spit(bad, good, len - 4);
+    CHECK_OK(tma_file_write_atomic(bad, good, len - 4));
     ASSERT_EQ(tma_gnn_opt_read(bad, &cfg, &ow, &os, &oprog), TMA_ERR_FORMAT);
     /* A weight file is not a state file, nor the other way round. */
     ASSERT_EQ(tma_gnn_opt_read(path, &cfg, &ow, &os, &oprog), TMA_ERR_FORMAT);

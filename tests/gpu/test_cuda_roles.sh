@@ -4,7 +4,6 @@
 # evaluator is on cuda, and a worker told --device cuda, each fail with a clear
 # error and exit 1 instead of hanging; with a GPU, a small cora job runs with the
 # evaluator and the workers on the GPU and finishes with a valid run.
-source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 etcd_start 1

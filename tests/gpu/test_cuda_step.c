@@ -35,19 +35,9 @@ static double max_rel(const float *a, const float *b, int64_t n)
 
 static tma_gnn_config_t step_config(tma_gnn_encoder_t enc, tma_gnn_decoder_t dec)
 {
-    tma_gnn_config_t c;
-    tma_gnn_config_default(&c);
-    c.encoder = enc;
+    tma_gnn_config_t c = gnn_test_config(enc, 48, 32, 128, 8, 5, 23);
     c.decoder = dec;
     c.bases = 3;
-    c.hidden = 48;
-    c.decoder_hidden = 32;
-    c.batch_size = 128;
-    c.fanouts[0] = 8;
-    c.fanouts[1] = 5;
-    c.lr = 0.01;
-    c.threads = 2;
-    c.seed = 23;
     return c;
 }
 

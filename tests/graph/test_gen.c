@@ -17,6 +17,14 @@ static tma_graph_build_opts_t build_opts(uint64_t seed)
     return b;
 }
 
+/* The graph a generator made (st), once it passed tma_graph_validate. */
+static tma_graph_t *validated(tma_status_t st, tma_graph_t *const *g_p, const char *what)
+{
+    CHECK_OK(st);
+    CHECK_OK(tma_graph_validate(*g_p, what));
+    return *g_p;
+}
+
 static tma_graph_t *sbm(int64_t n, int32_t k, double deg, double h, int32_t f, double noise, uint64_t seed,
                         tma_gen_report_t *rep)
 {
@@ -24,9 +32,7 @@ static tma_graph_t *sbm(int64_t n, int32_t k, double deg, double h, int32_t f, d
     tma_graph_build_opts_t b = build_opts(seed);
     tma_graph_t *g = NULL;
     tma_gen_report_t r;
-    CHECK_OK(tma_graph_gen_sbm(&o, &b, &g, rep ? rep : &r));
-    CHECK_OK(tma_graph_validate(g, "sbm"));
-    return g;
+    return validated(tma_graph_gen_sbm(&o, &b, &g, rep ? rep : &r), &g, "sbm");
 }
 
 static tma_graph_t *rmat(int64_t nodes, int32_t scale, int64_t edges, uint64_t seed, tma_gen_report_t *rep)
@@ -35,9 +41,7 @@ static tma_graph_t *rmat(int64_t nodes, int32_t scale, int64_t edges, uint64_t s
     tma_graph_build_opts_t b = build_opts(seed);
     tma_graph_t *g = NULL;
     tma_gen_report_t r;
-    CHECK_OK(tma_graph_gen_rmat(&o, &b, &g, rep ? rep : &r));
-    CHECK_OK(tma_graph_validate(g, "rmat"));
-    return g;
+    return validated(tma_graph_gen_rmat(&o, &b, &g, rep ? rep : &r), &g, "rmat");
 }
 
 int main(void)

@@ -6,41 +6,6 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct owned_sample {
-    tma_graph_sample_t s;
-} owned_sample_t;
-
-static void sample_alloc(const tma_graph_sampler_t *sp, int layers, int64_t max_seeds, owned_sample_t *o)
-{
-    tma_graph_sample_bounds_t b;
-    tma_graph_sampler_bounds(sp, &b);
-    memset(o, 0, sizeof *o);
-    o->s.nodes = calloc((size_t)b.max_nodes, sizeof(int64_t));
-    o->s.seed_local = calloc((size_t)max_seeds, sizeof(int32_t));
-    for (int l = 0; l < layers; l++) {
-        o->s.blocks[l].indptr = calloc((size_t)b.max_dst[l] + 1, sizeof(int32_t));
-        o->s.blocks[l].indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        o->s.blocks[l].weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
-        o->s.blocks[l].t_indptr = calloc((size_t)b.max_src[l] + 1, sizeof(int32_t));
-        o->s.blocks[l].t_indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        o->s.blocks[l].t_weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
-    }
-}
-
-static void sample_free(owned_sample_t *o)
-{
-    free(o->s.nodes);
-    free(o->s.seed_local);
-    for (int l = 0; l < TMA_GRAPH_MAX_LAYERS; l++) {
-        free(o->s.blocks[l].indptr);
-        free(o->s.blocks[l].indices);
-        free(o->s.blocks[l].weights);
-        free(o->s.blocks[l].t_indptr);
-        free(o->s.blocks[l].t_indices);
-        free(o->s.blocks[l].t_weights);
-    }
-}
-
 static int excluded(const int64_t *ex, int64_t n, int64_t a, int64_t b)
 {
     for (int64_t i = 0; i < n; i++)
@@ -260,46 +225,46 @@ int main(void)
         o.max_excluded = 10;
         tma_graph_sampler_t *sp;
         CHECK_OK(tma_graph_sampler_create(g, &o, &sp));
-        owned_sample_t a, b;
-        sample_alloc(sp, o.num_layers, 40, &a);
-        sample_alloc(sp, o.num_layers, 40, &b);
-        CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &a.s));
-        check_sample(g, &o, &a.s, seeds, 40, ex, nex);
+        tma_graph_sample_t a, b;
+        gnn_test_sample_alloc(sp, o.num_layers, 40, 0, &a);
+        gnn_test_sample_alloc(sp, o.num_layers, 40, 0, &b);
+        CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &a));
+        check_sample(g, &o, &a, seeds, 40, ex, nex);
         /* Same seed, same sample; the sampler's bookkeeping is reset between calls. */
-        CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b.s));
-        ASSERT_EQ(a.s.num_nodes, b.s.num_nodes);
-        ASSERT_EQ(memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8), 0);
+        CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b));
+        ASSERT_EQ(a.num_nodes, b.num_nodes);
+        ASSERT_EQ(memcmp(a.nodes, b.nodes, a.num_nodes * 8), 0);
         for (int l = 0; l < o.num_layers; l++) {
-            ASSERT_EQ(a.s.blocks[l].num_edges, b.s.blocks[l].num_edges);
-            ASSERT_EQ(memcmp(a.s.blocks[l].indices, b.s.blocks[l].indices,
-                             a.s.blocks[l].num_edges * 4),
+            ASSERT_EQ(a.blocks[l].num_edges, b.blocks[l].num_edges);
+            ASSERT_EQ(memcmp(a.blocks[l].indices, b.blocks[l].indices,
+                             a.blocks[l].num_edges * 4),
                       0);
-            ASSERT_EQ(memcmp(a.s.blocks[l].weights, b.s.blocks[l].weights,
-                             a.s.blocks[l].num_edges * 4),
+            ASSERT_EQ(memcmp(a.blocks[l].weights, b.blocks[l].weights,
+                             a.blocks[l].num_edges * 4),
                       0);
         }
         if (mode == 0) {
             /* Another seed gives another sample. */
-            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 999, &b.s));
-            check_sample(g, &o, &b.s, seeds, 40, ex, nex);
-            CHECK(b.s.num_nodes != a.s.num_nodes ||
-                  memcmp(a.s.blocks[0].indices, b.s.blocks[0].indices, a.s.blocks[0].num_edges * 4) != 0);
+            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 999, &b));
+            check_sample(g, &o, &b, seeds, 40, ex, nex);
+            CHECK(b.num_nodes != a.num_nodes ||
+                  memcmp(a.blocks[0].indices, b.blocks[0].indices, a.blocks[0].num_edges * 4) != 0);
             /* Without exclusions the excluded edges do appear somewhere. */
-            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, NULL, 0, 12345, &b.s));
-            check_sample(g, &o, &b.s, seeds, 40, NULL, 0);
+            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, NULL, 0, 12345, &b));
+            check_sample(g, &o, &b, seeds, 40, NULL, 0);
             /* Bad input. */
             int64_t bad = g->num_nodes;
-            CHECK_STATUS(tma_graph_sampler_sample(sp, &bad, 1, NULL, 0, 1, &b.s), TMA_ERR_RANGE);
-            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 41, NULL, 0, 1, &b.s), TMA_ERR_RANGE);
-            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 4, ex, 11, 1, &b.s), TMA_ERR_RANGE);
+            CHECK_STATUS(tma_graph_sampler_sample(sp, &bad, 1, NULL, 0, 1, &b), TMA_ERR_RANGE);
+            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 41, NULL, 0, 1, &b), TMA_ERR_RANGE);
+            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 4, ex, 11, 1, &b), TMA_ERR_RANGE);
             int64_t badex[2] = {0, -1};
-            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 4, badex, 1, 1, &b.s), TMA_ERR_RANGE);
+            CHECK_STATUS(tma_graph_sampler_sample(sp, seeds, 4, badex, 1, 1, &b), TMA_ERR_RANGE);
             /* ... and the sampler still works after refusing. */
-            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b.s));
-            ASSERT_EQ(memcmp(a.s.nodes, b.s.nodes, a.s.num_nodes * 8), 0);
+            CHECK_OK(tma_graph_sampler_sample(sp, seeds, 40, ex, nex, 12345, &b));
+            ASSERT_EQ(memcmp(a.nodes, b.nodes, a.num_nodes * 8), 0);
         }
-        sample_free(&a);
-        sample_free(&b);
+        gnn_test_sample_free(&a);
+        gnn_test_sample_free(&b);
         tma_graph_sampler_destroy(sp);
     }
 
@@ -314,27 +279,27 @@ int main(void)
         o.max_seeds = g->num_nodes;
         tma_graph_sampler_t *sp;
         CHECK_OK(tma_graph_sampler_create(g, &o, &sp));
-        owned_sample_t a;
-        sample_alloc(sp, 1, g->num_nodes, &a);
+        tma_graph_sample_t a;
+        gnn_test_sample_alloc(sp, 1, g->num_nodes, 0, &a);
         int64_t *all = malloc((size_t)g->num_nodes * 8);
         for (int64_t v = 0; v < g->num_nodes; v++)
             all[v] = v;
-        CHECK_OK(tma_graph_sampler_sample(sp, all, g->num_nodes, NULL, 0, 5, &a.s));
+        CHECK_OK(tma_graph_sampler_sample(sp, all, g->num_nodes, NULL, 0, 5, &a));
         int64_t ne = tma_graph_block_full_edges(g, 0, g->num_nodes, 1);
         tma_graph_block_t fb = {0};
         fb.indptr = calloc((size_t)g->num_nodes + 1, 4);
         fb.indices = calloc((size_t)ne, 4);
         fb.weights = calloc((size_t)ne, 4);
         CHECK_OK(tma_graph_block_full(g, TMA_GRAPH_NORM_GCN, 1, 0, g->num_nodes, &fb));
-        ASSERT_EQ(fb.num_edges, a.s.blocks[0].num_edges);
+        ASSERT_EQ(fb.num_edges, a.blocks[0].num_edges);
         ASSERT_EQ(fb.num_edges, ne);
         /* Sum of weights of each row (orders may differ). */
         for (int64_t v = 0; v < g->num_nodes; v++) {
             double s1 = 0, s2 = 0;
             for (int32_t e = fb.indptr[v]; e < fb.indptr[v + 1]; e++)
                 s1 += fb.weights[e] * (double)(fb.indices[e] + 1);
-            for (int32_t e = a.s.blocks[0].indptr[v]; e < a.s.blocks[0].indptr[v + 1]; e++)
-                s2 += a.s.blocks[0].weights[e] * (double)(a.s.nodes[a.s.blocks[0].indices[e]] + 1);
+            for (int32_t e = a.blocks[0].indptr[v]; e < a.blocks[0].indptr[v + 1]; e++)
+                s2 += a.blocks[0].weights[e] * (double)(a.nodes[a.blocks[0].indices[e]] + 1);
             CHECK_NEAR(s1, s2, 1e-6 * s1);
         }
         /* The symmetric normalisation: w(u,v) == w(v,u). */
@@ -392,7 +357,7 @@ int main(void)
         free(fb.indices);
         free(fb.weights);
         free(all);
-        sample_free(&a);
+        gnn_test_sample_free(&a);
         tma_graph_sampler_destroy(sp);
     }
 
@@ -412,14 +377,14 @@ int main(void)
         o.max_seeds = 1;
         tma_graph_sampler_t *sp;
         CHECK_OK(tma_graph_sampler_create(g, &o, &sp));
-        owned_sample_t a;
-        sample_alloc(sp, 1, 1, &a);
+        tma_graph_sample_t a;
+        gnn_test_sample_alloc(sp, 1, 1, 0, &a);
         int counts[256] = {0};
         const int trials = 20000;
         for (int t = 0; t < trials; t++) {
-            CHECK_OK(tma_graph_sampler_sample(sp, &hub, 1, NULL, 0, (uint64_t)t, &a.s));
-            for (int32_t e = 0; e < a.s.blocks[0].num_edges; e++) {
-                int64_t u = a.s.nodes[a.s.blocks[0].indices[e]];
+            CHECK_OK(tma_graph_sampler_sample(sp, &hub, 1, NULL, 0, (uint64_t)t, &a));
+            for (int32_t e = 0; e < a.blocks[0].num_edges; e++) {
+                int64_t u = a.nodes[a.blocks[0].indices[e]];
                 for (int64_t p = 0; p < d; p++)
                     if (g->indices[g->indptr[hub] + p] == u)
                         counts[p]++;
@@ -430,7 +395,7 @@ int main(void)
             chi2 += (counts[p] - expect) * (counts[p] - expect) / expect;
         /* d-1 degrees of freedom; 3x the mean is far in the tail. */
         CHECK_MSG(chi2 < 3.0 * (double)(d - 1) + 10, "chi2 %.1f for %lld neighbours", chi2, (long long)d);
-        sample_free(&a);
+        gnn_test_sample_free(&a);
         tma_graph_sampler_destroy(sp);
     }
 
@@ -450,7 +415,7 @@ int main(void)
             bex[2 * i] = bs[i];
             bex[2 * i + 1] = bg->indices[bg->indptr[bs[i]]];
         }
-        owned_sample_t r[2];
+        tma_graph_sample_t r[2];
         tma_graph_sampler_t *sp[2];
         for (int t = 0; t < 2; t++) {
             tma_graph_sampler_opts_t o;
@@ -465,16 +430,16 @@ int main(void)
             o.max_excluded = 50;
             o.threads = t ? 3 : 1;
             CHECK_OK(tma_graph_sampler_create(bg, &o, &sp[t]));
-            sample_alloc(sp[t], 2, 3000, &r[t]);
-            CHECK_OK(tma_graph_sampler_sample(sp[t], bs, 3000, bex, 50, 77, &r[t].s));
+            gnn_test_sample_alloc(sp[t], 2, 3000, 0, &r[t]);
+            CHECK_OK(tma_graph_sampler_sample(sp[t], bs, 3000, bex, 50, 77, &r[t]));
             if (t)
-                check_sample(bg, &o, &r[t].s, bs, 3000, bex, 50);
+                check_sample(bg, &o, &r[t], bs, 3000, bex, 50);
         }
-        ASSERT_EQ(r[0].s.num_nodes, r[1].s.num_nodes);
-        ASSERT_GT(r[0].s.blocks[1].num_dst, 2048);
-        ASSERT_EQ(memcmp(r[0].s.nodes, r[1].s.nodes, (size_t)r[0].s.num_nodes * 8), 0);
+        ASSERT_EQ(r[0].num_nodes, r[1].num_nodes);
+        ASSERT_GT(r[0].blocks[1].num_dst, 2048);
+        ASSERT_EQ(memcmp(r[0].nodes, r[1].nodes, (size_t)r[0].num_nodes * 8), 0);
         for (int l = 0; l < 2; l++) {
-            const tma_graph_block_t *x = &r[0].s.blocks[l], *y = &r[1].s.blocks[l];
+            const tma_graph_block_t *x = &r[0].blocks[l], *y = &r[1].blocks[l];
             ASSERT_EQ(x->num_edges, y->num_edges);
             ASSERT_EQ(memcmp(x->indptr, y->indptr, (size_t)(x->num_dst + 1) * 4), 0);
             ASSERT_EQ(memcmp(x->indices, y->indices, (size_t)x->num_edges * 4), 0);
@@ -482,7 +447,7 @@ int main(void)
             ASSERT_EQ(memcmp(x->t_indices, y->t_indices, (size_t)x->num_edges * 4), 0);
         }
         for (int t = 0; t < 2; t++) {
-            sample_free(&r[t]);
+            gnn_test_sample_free(&r[t]);
             tma_graph_sampler_destroy(sp[t]);
         }
         free(bs);

@@ -79,14 +79,6 @@ static tma_graph_t *make_graph(void)
     return g;
 }
 
-static void write_bytes(const char *path, const void *p, size_t n)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(write(fd, p, n), (ssize_t)n);
-    close(fd);
-}
-
 /* Writes g's sections through the streaming writer in blocks of `block`
  * bytes (the section order of tma_graph_write). */
 static tma_status_t write_streamed(const tma_graph_t *g, const char *path, size_t block)
@@ -232,23 +224,23 @@ int main(void)
     CHECK_OK(tma_file_read_all(path, &bytes, &len));
     char *bad = tma_path_join(dir, "bad.tmag");
     for (size_t cut = 0; cut < len; cut += len / 7 + 1) {
-        write_bytes(bad, bytes, cut);
+        CHECK_OK(tma_file_write_atomic(bad, bytes, cut));
         CHECK_MSG(tma_graph_open(bad, 0, &r) != TMA_OK, "truncated at %zu opened", cut);
     }
-    write_bytes(bad, bytes, len - 1);
+    CHECK_OK(tma_file_write_atomic(bad, bytes, len - 1));
     CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_FORMAT);
     bytes[4100] ^= 1; /* inside the row pointer section */
-    write_bytes(bad, bytes, len);
+    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
     CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_CHECKSUM);
     bytes[4100] ^= 1;
     bytes[40] ^= 1; /* header */
-    write_bytes(bad, bytes, len);
+    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
     CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_CHECKSUM);
     bytes[40] ^= 1;
     bytes[0] = 'X';
-    write_bytes(bad, bytes, len);
+    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
     CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_FORMAT);
-    write_bytes(bad, "", 0);
+    CHECK_OK(tma_file_write_atomic(bad, "", 0));
     CHECK_STATUS(tma_graph_open(bad, 0, &r), TMA_ERR_FORMAT);
     CHECK_STATUS(tma_graph_open("/nonexistent.tmag", 0, &r), TMA_ERR_NOT_FOUND);
     free(bytes);

@@ -4,6 +4,7 @@
  * and the sampler's relation ids and node types. */
 #include "tma_test.h"
 #include "tma_graph.h"
+#include "../gnn/gnn_testutil.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -60,6 +61,19 @@ static void check_typed_invariants(const tma_graph_t *g)
             for (int32_t j = 0; j < g->num_negatives; j++)
                 ASSERT_EQ(g->node_type[nv[s][i * g->num_negatives + j]], g->node_type[ev[s][2 * i + 1]]);
         }
+}
+
+
+/* The .tmag file `bytes` with the 4 bytes at `off` set to v and its header
+ * CRC fixed up, written to path: opening it fails with `want`. */
+static void patched_refused(const char *path, char *bytes, size_t len, size_t off, uint32_t v, tma_status_t want)
+{
+    memcpy(bytes + off, &v, 4);
+    uint32_t crc = tma_crc32c(0, bytes, 4092);
+    memcpy(bytes + 4092, &crc, 4);
+    CHECK_OK(tma_file_write_atomic(path, bytes, len));
+    tma_graph_t *g = NULL;
+    CHECK_STATUS(tma_graph_open(path, 0, &g), want);
 }
 
 static void test_round_trip(const char *dir)
@@ -120,31 +134,18 @@ static void test_round_trip(const char *dir)
     CHECK(!ur->edge_rel);
     ASSERT_EQ(tma_graph_num_rel_ids(ur), 1);
     tma_graph_destroy(ur);
-    /* A version 1 file that claims types is refused (header CRC fixed up). */
-    uint32_t two = 2;
-    memcpy(bytes + 112, &two, 4);
-    uint32_t crc = tma_crc32c(0, bytes, 4092);
-    memcpy(bytes + 4092, &crc, 4);
+    /* A version 1 file that claims types (node types at 112) is refused. */
     char *bad = tma_path_join(dir, "bad.tmag");
-    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
-    CHECK_STATUS(tma_graph_open(bad, 0, &ur), TMA_ERR_FORMAT);
+    patched_refused(bad, bytes, len, 112, 2, TMA_ERR_FORMAT);
     /* Version 3 is refused as a mismatch. */
-    uint32_t three = 3, zero = 0;
+    uint32_t zero = 0;
     memcpy(bytes + 112, &zero, 4);
-    memcpy(bytes + 8, &three, 4);
-    crc = tma_crc32c(0, bytes, 4092);
-    memcpy(bytes + 4092, &crc, 4);
-    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
-    CHECK_STATUS(tma_graph_open(bad, 0, &ur), TMA_ERR_MISMATCH);
+    patched_refused(bad, bytes, len, 8, 3, TMA_ERR_MISMATCH);
     free(bytes);
 
     /* A typed file with zero node types in its header is refused. */
     CHECK_OK(tma_file_read_all(path, &bytes, &len));
-    memcpy(bytes + 112, &zero, 4);
-    crc = tma_crc32c(0, bytes, 4092);
-    memcpy(bytes + 4092, &crc, 4);
-    CHECK_OK(tma_file_write_atomic(bad, bytes, len));
-    CHECK_STATUS(tma_graph_open(bad, 0, &ur), TMA_ERR_FORMAT);
+    patched_refused(bad, bytes, len, 112, 0, TMA_ERR_FORMAT);
     free(bytes);
     tma_graph_destroy(u);
     free(upath);
@@ -498,36 +499,13 @@ static void test_partition(const char *dir)
 static void test_sampler(void)
 {
     tma_graph_t *g = typed_sbm(300, 13);
-    tma_graph_sampler_opts_t so = {0};
-    so.num_layers = 2;
-    so.fanouts[0] = 4;
-    so.fanouts[1] = 3;
-    so.norm = TMA_GRAPH_NORM_MEAN;
-    so.self_loops = 1;
-    so.transpose = 1;
-    so.max_seeds = 16;
-    so.max_excluded = 4;
-    so.threads = 1;
+    const tma_graph_sampler_opts_t so = {.num_layers = 2, .fanouts = {4, 3}, .norm = TMA_GRAPH_NORM_MEAN,
+                                         .self_loops = 1, .transpose = 1, .max_seeds = 16, .max_excluded = 4,
+                                         .threads = 1};
     tma_graph_sampler_t *sp;
     CHECK_OK(tma_graph_sampler_create(g, &so, &sp));
-    tma_graph_sample_bounds_t b;
-    tma_graph_sampler_bounds(sp, &b);
     tma_graph_sample_t s;
-    memset(&s, 0, sizeof s);
-    s.nodes = calloc((size_t)b.max_nodes, sizeof(int64_t));
-    s.seed_local = calloc(16, sizeof(int32_t));
-    s.node_type = calloc((size_t)b.max_nodes, sizeof(int32_t));
-    for (int l = 0; l < 2; l++) {
-        tma_graph_block_t *k = &s.blocks[l];
-        k->indptr = calloc((size_t)b.max_dst[l] + 1, sizeof(int32_t));
-        k->indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        k->weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
-        k->rel = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        k->t_indptr = calloc((size_t)b.max_src[l] + 1, sizeof(int32_t));
-        k->t_indices = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-        k->t_weights = calloc((size_t)b.max_edges[l] + 1, sizeof(float));
-        k->t_rel = calloc((size_t)b.max_edges[l] + 1, sizeof(int32_t));
-    }
+    gnn_test_sample_alloc(sp, 2, 16, 1, &s);
     int64_t seeds[16];
     for (int i = 0; i < 16; i++)
         seeds[i] = i * 17 % 300;
@@ -572,20 +550,7 @@ static void test_sampler(void)
     free(fb.weights);
     free(fb.rel);
 
-    free(s.nodes);
-    free(s.seed_local);
-    free(s.node_type);
-    for (int l = 0; l < 2; l++) {
-        tma_graph_block_t *k = &s.blocks[l];
-        free(k->indptr);
-        free(k->indices);
-        free(k->weights);
-        free(k->rel);
-        free(k->t_indptr);
-        free(k->t_indices);
-        free(k->t_weights);
-        free(k->t_rel);
-    }
+    gnn_test_sample_free(&s);
     tma_graph_sampler_destroy(sp);
     tma_graph_destroy(g);
 }

@@ -316,6 +316,16 @@ static const char *json_token(cJSON *o)
     return cJSON_IsString(t) ? t->valuestring : NULL;
 }
 
+/* job's token is `token`, from src, and hidden in what etcd is given. */
+static void check_hidden_token(const tma_job_t *job, const char *token, tma_job_token_src_t src)
+{
+    ASSERT_STR_EQ(job->token, token);
+    ASSERT_EQ(job->token_src, src);
+    cJSON *shared = tma_job_to_etcd_json(job);
+    ASSERT_STR_EQ(json_token(shared), "(hidden)");
+    cJSON_Delete(shared);
+}
+
 static void test_token(void)
 {
     tma_job_t *job;
@@ -337,11 +347,7 @@ static void test_token(void)
     /* From the environment: in neither place. */
     setenv("TMA_JOB_TOKEN", "from-env", 1);
     CHECK_OK(tma_job_ensure_token(again));
-    ASSERT_STR_EQ(again->token, "from-env");
-    ASSERT_EQ(again->token_src, TMA_JOB_TOKEN_ENV);
-    shared = tma_job_to_etcd_json(again);
-    ASSERT_STR_EQ(json_token(shared), "(hidden)");
-    cJSON_Delete(shared);
+    check_hidden_token(again, "from-env", TMA_JOB_TOKEN_ENV);
     tma_job_destroy(again);
     unsetenv("TMA_JOB_TOKEN");
 
@@ -363,11 +369,7 @@ static void test_token(void)
     chmod(path, 0600);
     CHECK_OK(parse_text(text, &job));
     CHECK_OK(tma_job_load_token(job));
-    ASSERT_STR_EQ(job->token, "file-token");
-    ASSERT_EQ(job->token_src, TMA_JOB_TOKEN_FILE);
-    shared = tma_job_to_etcd_json(job);
-    ASSERT_STR_EQ(json_token(shared), "(hidden)");
-    cJSON_Delete(shared);
+    check_hidden_token(job, "file-token", TMA_JOB_TOKEN_FILE);
     tma_job_destroy(job);
     chmod(path, 0644);
     CHECK_OK(parse_text(text, &job));

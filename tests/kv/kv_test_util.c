@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 tma_kv_t *kvt_connect(const char *endpoints, double request_timeout_s)
 {
     tma_kv_config_t cfg;
@@ -13,6 +15,33 @@ tma_kv_t *kvt_connect(const char *endpoints, double request_timeout_s)
     tma_kv_t *kv = NULL;
     CHECK_OK(tma_kv_create(&cfg, &kv));
     return kv;
+}
+
+tma_kv_t *kvt_start(int argc, char **argv, int members, double request_timeout_s, tma_test_etcd_t **etcd_p)
+{
+    tma_test_under_valgrind(argc, argv);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    *etcd_p = tma_test_etcd_start(members, NULL);
+    return kvt_connect(tma_test_etcd_endpoints(*etcd_p), request_timeout_s);
+}
+
+int kvt_finish(tma_test_etcd_t *etcd)
+{
+    tma_test_etcd_stop(etcd);
+    curl_global_cleanup();
+    return tma_test_done();
+}
+
+int kvt_run(int argc, char **argv, double request_timeout_s, kvt_test_fn *const *tests, size_t n, void (*after)(void),
+            tma_test_etcd_t **etcd_p)
+{
+    tma_kv_t *kv = kvt_start(argc, argv, 1, request_timeout_s, etcd_p);
+    for (size_t i = 0; i < n; i++)
+        tests[i](kv);
+    tma_kv_destroy(kv);
+    if (after)
+        after();
+    return kvt_finish(*etcd_p);
 }
 
 void kvt_recorder_init(kvt_recorder_t *r)

@@ -1,6 +1,6 @@
 /*
  * kv_test_util.h: pieces shared by the kv tests that run against a real
- * etcd: a client with chosen timeouts, a watch recorder that keeps every
+ * etcd: their start and end, a client with chosen timeouts, a watch recorder that keeps every
  * update it receives, and a lease-loss recorder.
  */
 #ifndef TMA_KV_TEST_UTIL_H
@@ -10,9 +10,24 @@
 
 #include "tma_kv.h"
 #include "tma_test.h"
+#include "tma_test_etcd.h"
 
 /* A client for the endpoints; stops the test when it cannot be made. */
 tma_kv_t *kvt_connect(const char *endpoints, double request_timeout_s);
+
+/* The start of a test against real etcd members: valgrind's re-run
+ * (tma_test_under_valgrind), curl's global state, an etcd of `members`
+ * members into *etcd_p, and a client of it with the request timeout. */
+tma_kv_t *kvt_start(int argc, char **argv, int members, double request_timeout_s, tma_test_etcd_t **etcd_p);
+/* The end: stops the members and curl's global state; the exit status. */
+int kvt_finish(tma_test_etcd_t *etcd);
+
+/* The whole of a test against one etcd member: kvt_start, each of tests[0..n)
+ * in order with the client, the client destroyed, then `after` (may be
+ * NULL), kvt_finish.  Returns the exit status. */
+typedef void kvt_test_fn(tma_kv_t *kv);
+int kvt_run(int argc, char **argv, double request_timeout_s, kvt_test_fn *const *tests, size_t n, void (*after)(void),
+            tma_test_etcd_t **etcd_p);
 
 typedef struct kvt_event {
     tma_kv_event_type_t type;

@@ -10,18 +10,13 @@ EXTRA_DIST += tests/kv/fuzz_kv.c tests/kv/make_corpus.sh tests/fuzz/corpus/kv
 
 # Against real etcd members.
 KV_TEST_UTIL = tests/kv/kv_test_util.c tests/kv/kv_test_util.h
-check_PROGRAMS += tests/kv/test_kv_ops
+KV_ETCD_TESTS = tests/kv/test_kv_ops tests/kv/test_kv_watch tests/kv/test_kv_cluster tests/kv/test_kv_secure
+check_PROGRAMS += $(KV_ETCD_TESTS)
+TESTS += $(KV_ETCD_TESTS)
 tests_kv_test_kv_ops_SOURCES = tests/kv/test_kv_ops.c $(KV_TEST_UTIL)
-TESTS += tests/kv/test_kv_ops
-check_PROGRAMS += tests/kv/test_kv_watch
 tests_kv_test_kv_watch_SOURCES = tests/kv/test_kv_watch.c $(KV_TEST_UTIL)
-TESTS += tests/kv/test_kv_watch
-check_PROGRAMS += tests/kv/test_kv_cluster
 tests_kv_test_kv_cluster_SOURCES = tests/kv/test_kv_cluster.c $(KV_TEST_UTIL)
-TESTS += tests/kv/test_kv_cluster
-check_PROGRAMS += tests/kv/test_kv_secure
 tests_kv_test_kv_secure_SOURCES = tests/kv/test_kv_secure.c $(KV_TEST_UTIL)
-TESTS += tests/kv/test_kv_secure
 
 # The etcd helpers in tests/lib.sh for shell tests.
 dist_check_SCRIPTS += tests/kv/test_etcd_helper.sh

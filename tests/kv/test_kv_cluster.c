@@ -111,10 +111,7 @@ static void test_hung_member(tma_kv_t *kv)
 
 int main(int argc, char **argv)
 {
-    tma_test_under_valgrind(argc, argv);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    etcd = tma_test_etcd_start(3, NULL);
-    tma_kv_t *kv = kvt_connect(tma_test_etcd_endpoints(etcd), 5);
+    tma_kv_t *kv = kvt_start(argc, argv, 3, 5, &etcd);
 
     kvt_recorder_t r;
     kvt_recorder_init(&r);
@@ -176,7 +173,5 @@ int main(int argc, char **argv)
     tma_kv_watch_stop(w);
     kvt_recorder_free(&r);
     tma_kv_destroy(kv);
-    tma_test_etcd_stop(etcd);
-    curl_global_cleanup();
-    return tma_test_done();
+    return kvt_finish(etcd);
 }

@@ -16,8 +16,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 static tma_test_etcd_t *etcd;
 
 static void test_put_get(tma_kv_t *kv)
@@ -578,21 +576,7 @@ static void test_failures(void)
 
 int main(int argc, char **argv)
 {
-    tma_test_under_valgrind(argc, argv);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    etcd = tma_test_etcd_start(1, NULL);
-    tma_kv_t *kv = kvt_connect(tma_test_etcd_endpoints(etcd), 10);
-    test_put_get(kv);
-    test_range(kv);
-    test_delete(kv);
-    test_txn(kv);
-    test_helpers(kv);
-    test_threads(kv);
-    test_leases(kv);
-    test_compacted(kv);
-    tma_kv_destroy(kv);
-    test_failures();
-    tma_test_etcd_stop(etcd);
-    curl_global_cleanup();
-    return tma_test_done();
+    static kvt_test_fn *const tests[] = {test_put_get, test_range,   test_delete, test_txn,
+                                         test_helpers, test_threads, test_leases, test_compacted};
+    return kvt_run(argc, argv, 10, tests, TMA_ARRAY_LEN(tests), test_failures, &etcd);
 }

@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 static tma_test_etcd_t *etcd;
 
 static tma_kv_watch_t *watch(tma_kv_t *kv, const char *key, unsigned flags, int64_t from,
@@ -301,17 +299,6 @@ static void test_start_failures(void)
 
 int main(int argc, char **argv)
 {
-    tma_test_under_valgrind(argc, argv);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    etcd = tma_test_etcd_start(1, NULL);
-    tma_kv_t *kv = kvt_connect(tma_test_etcd_endpoints(etcd), 5);
-    test_order(kv);
-    test_compaction(kv);
-    test_self_stop_and_large(kv);
-    test_restart(kv);
-    tma_kv_destroy(kv);
-    test_start_failures();
-    tma_test_etcd_stop(etcd);
-    curl_global_cleanup();
-    return tma_test_done();
+    static kvt_test_fn *const tests[] = {test_order, test_compaction, test_self_stop_and_large, test_restart};
+    return kvt_run(argc, argv, 5, tests, TMA_ARRAY_LEN(tests), test_start_failures, &etcd);
 }

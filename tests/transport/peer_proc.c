@@ -2,6 +2,7 @@
 #include "peer_proc.h"
 
 #include "tma_common.h"
+#include "tma_test.h"
 #include "tma_transport.h"
 
 #include <errno.h>
@@ -188,4 +189,38 @@ tma_transport_t *peer_transport(uint32_t id, const char *listen)
         exit(99);
     }
     return t;
+}
+
+void peer_check_sole(tma_transport_t *t, uint32_t id)
+{
+    size_t n;
+    uint32_t ids[8];
+    tma_transport_peers(t, ids, 8, &n);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(ids[0], id);
+}
+
+static void *peer_send_main(void *arg)
+{
+    peer_send_t *s = arg;
+    s->st = tma_transport_send(s->t, s->peer, &s->meta, s->x, s->n, TMA_TRANSPORT_MEM_HOST, s->timeout_s);
+    s->done_at = tma_clock_now();
+    __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+void peer_send_start(peer_send_t *s)
+{
+    s->st = TMA_ERR_INVALID;
+    s->done = 0;
+    if (pthread_create(&s->thread, NULL, peer_send_main, s) != 0) {
+        fprintf(stderr, "peer_send_start: cannot start a thread\n");
+        exit(99);
+    }
+}
+
+tma_status_t peer_send_join(peer_send_t *s)
+{
+    pthread_join(s->thread, NULL);
+    return s->st;
 }

@@ -1,13 +1,16 @@
 /*
  * peer_proc.h: starting, reading and ending transport_peer processes from a
- * C test.  Every process started here is ended by peer_proc_kill() or
+ * C test, and a send from a thread of its own.  Every process started here is ended by peer_proc_kill() or
  * peer_proc_end(); a test calls one of them on every path.
  */
 #ifndef TMA_PEER_PROC_H
 #define TMA_PEER_PROC_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "tma_transport.h"
 
 typedef struct peer_proc {
     pid_t pid;
@@ -36,11 +39,31 @@ int peer_proc_end(peer_proc_t *p, double timeout_s);
 /* Sets UCX_NET_DEVICES=lo (unless set) so everything stays on loopback. */
 void peer_env_setup(void);
 
-struct tma_transport_config;
-struct tma_transport;
 /* A configuration with the tests' job and token, member id and listener. */
-void peer_config(struct tma_transport_config *cfg, uint32_t id, const char *listen);
+void peer_config(tma_transport_config_t *cfg, uint32_t id, const char *listen);
 /* A transport from peer_config; the test fails hard if it cannot be made. */
-struct tma_transport *peer_transport(uint32_t id, const char *listen);
+tma_transport_t *peer_transport(uint32_t id, const char *listen);
+
+/* Checks that t has one peer, member id `id` (fails the test otherwise). */
+void peer_check_sole(tma_transport_t *t, uint32_t id);
+
+/* tma_transport_send(t, peer, &meta, x, n, host memory, timeout_s) in a
+ * thread of its own, for a test that acts while the send is in flight. */
+typedef struct peer_send {
+    tma_transport_t *t;
+    uint32_t peer;
+    tma_transport_meta_t meta;
+    const float *x;
+    size_t n;
+    double timeout_s;
+    tma_status_t st; /* the send's status, once done */
+    double done_at;  /* when the send returned */
+    int done;        /* 1 once it returned (read with __atomic_load_n) */
+    pthread_t thread;
+} peer_send_t;
+/* Starts the send s describes (the fields up to timeout_s). */
+void peer_send_start(peer_send_t *s);
+/* Waits for the send to return; its status. */
+tma_status_t peer_send_join(peer_send_t *s);
 
 #endif

@@ -444,11 +444,7 @@ static void test_bad_frames(void)
         CHECK_MSG(st == TMA_ERR_UNAVAILABLE, "hello fault %d: %d", (int)hello_faults[i], st);
         tma_transport_destroy(c);
     }
-    size_t n;
-    uint32_t ids[8];
-    tma_transport_peers(srv, ids, 8, &n);
-    ASSERT_EQ(n, 1);
-    ASSERT_EQ(ids[0], 100);
+    peer_check_sole(srv, 100);
     free(x);
     tma_transport_destroy(good);
     tma_transport_destroy(srv);
@@ -456,22 +452,6 @@ static void test_bad_frames(void)
 
 /* A small pool holds a big arrival back until a buffer is posted; posts
  * match by peer, tag and size; filters pick by peer and tag; broadcast. */
-typedef struct {
-    tma_transport_t *t;
-    uint32_t peer;
-    const float *x;
-    size_t n;
-    tma_status_t st;
-} send_job_t;
-
-static void *send_thread(void *arg)
-{
-    send_job_t *j = arg;
-    tma_transport_meta_t m = {2, 0, 0};
-    j->st = tma_transport_send(j->t, j->peer, &m, j->x, j->n, HOST, 30);
-    return NULL;
-}
-
 static void test_backpressure_and_posts(void)
 {
     tma_transport_config_t cfg;
@@ -486,9 +466,8 @@ static void test_backpressure_and_posts(void)
     const size_t n = (10u << 20) / 4 + 5; /* 10 MiB and a bit: three chunks, over the pool */
     float *x = malloc(n * sizeof(float)), *dst = malloc(n * sizeof(float));
     fill(x, n, 3);
-    send_job_t job = {b, 0, x, n, 1};
-    pthread_t th;
-    pthread_create(&th, NULL, send_thread, &job);
+    peer_send_t job = {.t = b, .peer = 0, .meta = {2, 0, 0}, .x = x, .n = n, .timeout_s = 30};
+    peer_send_start(&job);
     tma_transport_stats_t s;
     double deadline = tma_clock_now() + 10;
     do {
@@ -517,8 +496,7 @@ static void test_backpressure_and_posts(void)
     ASSERT_EQ(msg.count, n);
     ASSERT_EQ(memcmp(dst, x, n * sizeof(float)), 0);
     tma_transport_msg_release(srv, &msg);
-    pthread_join(th, NULL);
-    CHECK_OK(job.st);
+    CHECK_OK(peer_send_join(&job));
     CHECK_OK(tma_transport_post_cancel(srv, wrong, 1));
 
     /* Filters: the tag-2 tensor is taken before an earlier tag-1 one. */

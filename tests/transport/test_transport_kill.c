@@ -119,30 +119,8 @@ static void test_sender_dies(tma_transport_t *srv, const float *x)
     CHECK_MSG(cb > 0 && cb - t0 < 2.0, "callback after %.3f s", cb - t0);
     tma_log_info("test", "sender killed mid-transfer: failure reported after %.3f s", cb - t0);
     wait_until_idle(srv);
-    size_t n;
-    uint32_t ids[4];
-    tma_transport_peers(srv, ids, 4, &n);
-    ASSERT_EQ(n, 1);
-    ASSERT_EQ(ids[0], 22);
+    peer_check_sole(srv, 22);
     echo_works(srv, 22, x, 1u << 20);
-}
-
-typedef struct {
-    tma_transport_t *t;
-    const float *x;
-    tma_status_t st;
-    double done_at;
-    int done;
-} send_job_t;
-
-static void *send_thread(void *arg)
-{
-    send_job_t *j = arg;
-    tma_transport_meta_t m = {1, 0, 0};
-    j->st = tma_transport_send(j->t, 23, &m, j->x, BIG, HOST, 60);
-    j->done_at = tma_clock_now();
-    __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
-    return NULL;
 }
 
 /* A peer dies while receiving 256 MiB from us: our send fails. */
@@ -157,9 +135,8 @@ static void test_receiver_dies(tma_transport_t *srv, const float *x)
     CHECK_OK(tma_transport_wait_peer(srv, 23, 10));
     int stopped = 0;
     for (int attempt = 0; attempt < 10 && !stopped; attempt++) {
-        send_job_t job = {srv, x, 1, 0, 0};
-        pthread_t th;
-        pthread_create(&th, NULL, send_thread, &job);
+        peer_send_t job = {.t = srv, .peer = 23, .meta = {1, 0, 0}, .x = x, .n = BIG, .timeout_s = 60};
+        peer_send_start(&job);
         char line[64];
         if (attempt == 0 && peer_proc_expect(&k, "RXACTIVE", 30, line, sizeof line) == 0) {
             kill(k.pid, SIGSTOP);
@@ -181,8 +158,7 @@ static void test_receiver_dies(tma_transport_t *srv, const float *x)
         if (stopped) {
             double t0 = tma_clock_now();
             peer_proc_kill(&k);
-            pthread_join(th, NULL);
-            CHECK_STATUS(job.st, TMA_ERR_PEER_FAILED);
+            CHECK_STATUS(peer_send_join(&job), TMA_ERR_PEER_FAILED);
             CHECK_MSG(job.done_at - t0 < 2.0, "send failed after %.3f s", job.done_at - t0);
             CHECK(wait_failed(srv, 23, 2.0));
             double cb = failed_time(23);
@@ -191,8 +167,7 @@ static void test_receiver_dies(tma_transport_t *srv, const float *x)
                          job.done_at - t0);
         } else {
             kill(k.pid, SIGCONT);
-            pthread_join(th, NULL);
-            CHECK_OK(job.st);
+            CHECK_OK(peer_send_join(&job));
         }
     }
     CHECK(stopped);
