@@ -87,6 +87,15 @@ tma_status_t coord_ranks_create(const coord_ranks_cfg_t *c, coord_ranks_t **r_p)
     return TMA_OK;
 }
 
+/* A step (abort, release) to each of n ranks, as best it can: one that is gone is not waited for. */
+static void tell_each(coord_ranks_t *r, const uint32_t *peers, size_t n, int what)
+{
+    float step[4] = {(float)what, 0, 0, 0};
+    tma_transport_meta_t meta = {TMA_TAG_EVAL_STEP, r->epoch, (uint64_t)r->seq};
+    for (size_t i = 0; i < n; i++)
+        tma_transport_send(r->tr, peers[i], &meta, step, 4, TMA_TRANSPORT_MEM_HOST, 2.0);
+}
+
 void coord_ranks_destroy(coord_ranks_t *r)
 {
     if (!r)
@@ -96,20 +105,12 @@ void coord_ranks_destroy(coord_ranks_t *r)
         uint32_t peers[256];
         size_t np = 0;
         tma_transport_peers(r->tr, peers, 256, &np);
-        float step[4] = {TMA_EVAL_RELEASE, 0, 0, 0};
-        tma_transport_meta_t meta = {TMA_TAG_EVAL_STEP, r->epoch, (uint64_t)r->seq};
-        for (size_t i = 0; i < TMA_MIN(np, (size_t)256); i++)
-            tma_transport_send(r->tr, peers[i], &meta, step, 4, TMA_TRANSPORT_MEM_HOST, 2.0);
+        tell_each(r, peers, TMA_MIN(np, (size_t)256), TMA_EVAL_RELEASE);
         tma_transport_destroy(r->tr);
     }
-    free(r->rank);
-    free(r->addr);
-    free(r->answered);
-    free(r->begin);
-    free(r->above);
-    free(r->ties);
-    free(r->seen);
-    free(r);
+    void *owned[] = {r->rank, r->addr, r->answered, r->begin, r->above, r->ties, r->seen, r};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(owned); i++)
+        free(owned[i]);
 }
 
 static int give_up(const coord_ranks_t *r)
@@ -304,11 +305,7 @@ tma_status_t coord_ranks_metrics(coord_ranks_t *r, const float *params, tma_gnn_
             st = TMA_ERR_MALFORMED;
         }
     if (st != TMA_OK) {
-        /* The others drop it (a rank that is gone is not waited for). */
-        float step[4] = {TMA_EVAL_ABORT, 0, 0, 0};
-        tma_transport_meta_t meta = {TMA_TAG_EVAL_STEP, r->epoch, (uint64_t)r->seq};
-        for (int j = 0; j < r->n; j++)
-            tma_transport_send(r->tr, r->rank[j], &meta, step, 4, TMA_TRANSPORT_MEM_HOST, 2.0);
+        tell_each(r, r->rank, (size_t)r->n, TMA_EVAL_ABORT); /* the others drop it */
         return st;
     }
     tma_gnn_metrics_t m;

@@ -736,6 +736,26 @@ tma_status_t tmag_header_read(const char *path, tmag_header_t *h_p)
     return st;
 }
 
+/* The header's scalars into g. */
+static void graph_from_header(tma_graph_t *g, const tmag_header_t *h)
+{
+    g->kind = (tma_graph_kind_t)h->kind;
+    g->num_nodes = (int64_t)h->num_nodes;
+    g->num_edges = (int64_t)h->num_edges;
+    g->num_train_edges = (int64_t)h->num_train_edges;
+    g->num_val = (int64_t)h->num_val;
+    g->num_test = (int64_t)h->num_test;
+    g->feature_dim = (int32_t)h->feature_dim;
+    g->feat_dtype = (tma_feat_dtype_t)h->feat_dtype;
+    g->num_negatives = (int32_t)h->num_negatives;
+    g->num_classes = (int32_t)h->num_classes;
+    g->shard_index = (int32_t)h->shard_index;
+    g->num_shards = (int32_t)h->num_shards;
+    g->split_seed = h->split_seed;
+    g->graph_id = h->graph_id;
+    g->given_split = (h->flags & TMAG_FLAG_GIVEN_SPLIT) != 0;
+}
+
 tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
 {
     tma_graph_t *g;
@@ -755,21 +775,7 @@ tma_status_t tma_graph_open(const char *path, unsigned flags, tma_graph_t **g_p)
         st = TMA_ERR_FORMAT;
         goto fail;
     }
-    g->kind = (tma_graph_kind_t)h.kind;
-    g->num_nodes = (int64_t)h.num_nodes;
-    g->num_edges = (int64_t)h.num_edges;
-    g->num_train_edges = (int64_t)h.num_train_edges;
-    g->num_val = (int64_t)h.num_val;
-    g->num_test = (int64_t)h.num_test;
-    g->feature_dim = (int32_t)h.feature_dim;
-    g->feat_dtype = (tma_feat_dtype_t)h.feat_dtype;
-    g->num_negatives = (int32_t)h.num_negatives;
-    g->num_classes = (int32_t)h.num_classes;
-    g->shard_index = (int32_t)h.shard_index;
-    g->num_shards = (int32_t)h.num_shards;
-    g->split_seed = h.split_seed;
-    g->graph_id = h.graph_id;
-    g->given_split = (h.flags & TMAG_FLAG_GIVEN_SPLIT) != 0;
+    graph_from_header(g, &h);
 
     int verify = !(flags & TMA_GRAPH_OPEN_NO_VERIFY);
     const uint64_t n = h.num_nodes;
@@ -879,21 +885,7 @@ tma_status_t tma_graph_open_header(const char *path, tma_graph_t **g_p)
     tma_graph_t *g;
     if ((st = tma_graph_create(&g)) != TMA_OK)
         return st;
-    g->kind = (tma_graph_kind_t)h.kind;
-    g->num_nodes = (int64_t)h.num_nodes;
-    g->num_edges = (int64_t)h.num_edges;
-    g->num_train_edges = (int64_t)h.num_train_edges;
-    g->num_val = (int64_t)h.num_val;
-    g->num_test = (int64_t)h.num_test;
-    g->feature_dim = (int32_t)h.feature_dim;
-    g->feat_dtype = (tma_feat_dtype_t)h.feat_dtype;
-    g->num_negatives = (int32_t)h.num_negatives;
-    g->num_classes = (int32_t)h.num_classes;
-    g->shard_index = (int32_t)h.shard_index;
-    g->num_shards = (int32_t)h.num_shards;
-    g->split_seed = h.split_seed;
-    g->graph_id = h.graph_id;
-    g->given_split = (h.flags & TMAG_FLAG_GIVEN_SPLIT) != 0;
+    graph_from_header(g, &h);
     if (h.version == TMA_TMAG_VERSION) {
         g->typed_header = 1;
         g->num_node_types = (int32_t)h.num_node_types;

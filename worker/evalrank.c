@@ -481,15 +481,7 @@ void worker_eval_stop(worker_eval_t *e, double linger_s)
         pthread_join(e->thread, NULL);
     tma_transport_destroy(e->tr);
     close_shards(e);
-    free(e->owner);
-    free(e->held);
-    free(e->g);
-    free(e->inf);
-    free(e->tx);
-    free(e->ids);
-    free(e->want);
-    free(e->fo);
-    free(e->fcnt);
-    free(e->fgot);
-    free(e);
+    void *owned[] = {e->owner, e->held, e->g, e->inf, e->tx, e->ids, e->want, e->fo, e->fcnt, e->fgot, e};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(owned); i++)
+        free(owned[i]);
 }

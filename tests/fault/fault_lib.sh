@@ -95,6 +95,18 @@ faulted_workers() {
   for i in 0 1 2; do TMA_FAULT=${WORKER_FAULT:-} start_worker f-w$i.log --job "${1}f" --name f$i; done
 }
 
+# faulted_with_backup P FAULT1: the faulted job's workers f0..f2 and a
+# backup fb (f-w0..2.log, f-backup.log), each sleeping 20 ms after a step
+# (the model does not change) so rounds last long enough for a loss to be
+# confirmed mid-job; f1 also gets TMA_FAULT item FAULT1.
+faulted_with_backup() {
+  local d=delay_step=0.02
+  TMA_FAULT=$d start_worker f-w0.log --job "${1}f" --name f0
+  TMA_FAULT=$d,$2 start_worker f-w1.log --job "${1}f" --name f1
+  TMA_FAULT=$d start_worker f-w2.log --job "${1}f" --name f2
+  TMA_FAULT=$d start_worker f-backup.log --job "${1}f" --name fb --backup
+}
+
 # restart_faulted JOB: once every faulted worker (f-w0..2.log) saw its
 # coordinator go, starts `tma coordinator --job JOB` (f-c2.log); then
 # finish_pair.

@@ -17,13 +17,7 @@ export ROUNDS=12
 FAULT='"fault": {"lease_ttl": 3, "round_deadline": 5, "start_timeout": 20, "on_failure": "reassign"}'
 export EVAL='"where": "workers", "rank_timeout": 10'
 step_pair e "$FAULT" f-c1.log
-# Rounds long enough (20 ms a step) for the loss to be confirmed mid-job.
-export TMA_FAULT=delay_step=0.02
-start_worker f-w0.log --job ef --name f0
-TMA_FAULT=$TMA_FAULT,crash=rank@3 start_worker f-w1.log --job ef --name f1
-start_worker f-w2.log --job ef --name f2
-start_worker f-backup.log --job ef --name fb --backup
-unset TMA_FAULT
+faulted_with_backup e crash=rank@3
 finish_pair "$FIRST"
 grep -q "injected crash at rank in round 3" f-w1.log || { dump_logs f-w1.log; fail "worker f1 did not crash at its third evaluation"; }
 grep -q "evaluator rank listening" f-backup.log || fail "the backup has no evaluator rank"

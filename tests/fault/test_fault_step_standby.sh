@@ -21,12 +21,7 @@ first=$FIRST
 # The faulted run's workers sleep 20 ms after each step (the model does not
 # change), so the rounds after the kill last long enough for the loss to be
 # confirmed and the backup to train.
-export TMA_FAULT=delay_step=0.02
-start_worker f-w0.log --job sf --name f0
-TMA_FAULT=$TMA_FAULT,crash=step@7 start_worker f-w1.log --job sf --name f1
-start_worker f-w2.log --job sf --name f2
-start_worker f-backup.log --job sf --name fb --backup
-unset TMA_FAULT
+faulted_with_backup s crash=step@7
 wait_for 20 grep -q "leading job sf" f-c1.log || fail "no leader"
 start_coordinator f-c2.log --job sf --standby --dump-dir fdump
 standby=$COORD_PID
