@@ -48,6 +48,10 @@ struct worker_eval {
     tma_graph_t **g;
     tma_graph_infer_t **inf;
     tma_gnn_rank_t *rk;
+    /* this evaluation's traffic, for the log */
+    int64_t rows_in, bytes_in, rows_out, bytes_out;
+    double fetch_wait;
+
     /* buffers, grown as needed */
     float *tx;
     size_t tx_cap;
@@ -100,6 +104,10 @@ static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
         for (int64_t i = 0; i < n; i++)
             e->ids[i] = tma_eval_get_i64(f + 2 + 2 * i);
         st = tma_gnn_rank_rows(e->rk, level, e->ids, n, e->tx + 1);
+    }
+    if (st == TMA_OK) {
+        e->rows_out += n;
+        e->bytes_out += n * cols * (int64_t)sizeof(float);
     }
     if (st != TMA_OK)
         tma_log_warn(COMP, "member %u's request for rows (evaluation %llu) refused: %s", m->peer,
@@ -182,7 +190,7 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
             tma_log_warn(COMP, "evaluation %lld: cannot ask member %lld for rows: %s", (long long)e->seq,
                          (long long)owners[j], tma_status_str(st));
     }
-    const double deadline = tma_clock_now() + e->cfg.eval_rank_timeout;
+    const double t0 = tma_clock_now(), deadline = t0 + e->cfg.eval_rank_timeout;
     int left = no;
     while (st == TMA_OK && left > 0) {
         if (__atomic_load_n(&e->quit, __ATOMIC_SEQ_CST))
@@ -222,6 +230,8 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
                         memcpy(out + i * cols, f + 1 + (c++) * cols, (size_t)cols * sizeof(float));
                 got[j] = 1;
                 left--;
+                e->rows_in += cnt[j];
+                e->bytes_in += cnt[j] * cols * (int64_t)sizeof(float);
             }
             if (st != TMA_OK)
                 tma_log_warn(COMP, "evaluation %lld: member %u sent no usable rows: %s", (long long)e->seq, m.peer,
@@ -229,6 +239,7 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
         }
         tma_transport_msg_release(e->tr, &m);
     }
+    e->fetch_wait += tma_clock_now() - t0;
     return st;
 }
 
@@ -359,12 +370,22 @@ static void step(worker_eval_t *e, const tma_transport_msg_t *m)
     const int64_t arg = (int64_t)f[1], limit = tma_eval_get_i64(f + 2);
     tma_status_t st = TMA_OK;
     switch (what) {
-    case TMA_EVAL_LAYER:
+    case TMA_EVAL_LAYER: {
         if (arg == 0)
             tma_inject_point(e->inj, "rank", e->seq); /* a test's fault: the rank fails mid-evaluation */
+        const double t0 = tma_clock_now();
+        e->rows_in = e->bytes_in = e->rows_out = e->bytes_out = 0;
+        e->fetch_wait = 0;
         st = e->active ? tma_gnn_rank_layer(e->rk, (int)arg) : TMA_ERR_INVALID;
         reply_done(e, st, what, arg);
+        if (st == TMA_OK)
+            tma_log_info(COMP, "evaluation %lld, layer %lld: %.2f s (%.2f s waiting for rows), %lld rows "
+                         "(%.1f MiB) fetched, %lld rows (%.1f MiB) served",
+                         (long long)e->seq, (long long)arg, tma_clock_now() - t0, e->fetch_wait,
+                         (long long)e->rows_in, (double)e->bytes_in / (1 << 20), (long long)e->rows_out,
+                         (double)e->bytes_out / (1 << 20));
         break;
+    }
     case TMA_EVAL_SCORE:
         st = e->active ? score(e, arg == 1 ? TMA_GNN_SPLIT_TEST : TMA_GNN_SPLIT_VAL, limit) : TMA_ERR_INVALID;
         if (st != TMA_OK) {
