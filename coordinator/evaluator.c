@@ -508,14 +508,14 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
         st = coord_eval_metrics(c->ev, params, split, m_p);
         /* Ranks: a rank that just failed still owns its shards until its
          * lease lapses and the policy deals them; try again after that. */
-        for (int again = 0; c->cfg.eval_on_workers && again < 3 && st != TMA_OK && st != TMA_ERR_NOT_FOUND &&
+        for (int again = 0; c->cfg.eval_on_workers > 0 && again < 3 && st != TMA_OK && st != TMA_ERR_NOT_FOUND &&
                             !coord_stopping(c);
              again++) {
             tma_log_info(COMP, "%s: evaluating it on the ranks again in %.0f s", path, c->job->lease_ttl + 1.0);
             tma_sleep(c->job->lease_ttl + 1.0);
             st = coord_eval_metrics(c->ev, params, split, m_p);
         }
-    } else if (c->cfg.eval_on_workers) {
+    } else if (c->cfg.eval_on_workers > 0) {
         /* Before the evaluator exists (a takeover's first steps) the ranks are not driven yet. */
         tma_log_warn(COMP, "%s: not evaluated: the evaluator ranks are not running yet", path);
         st = TMA_ERR_UNAVAILABLE;

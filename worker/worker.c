@@ -637,7 +637,7 @@ static tma_status_t join(worker_t *w)
         w->member = NULL;
         return st;
     }
-    if (w->cfg.eval_on_workers && w->vd->uses_shards) {
+    if (w->cfg.eval_on_workers > 0 && w->vd->uses_shards) {
         char listen[300];
         tma_job_listen_address(w->job, 1, listen, sizeof listen);
         worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id, w->lease, &w->cfg, w->pinfo, w->view, &w->inj};
