@@ -218,6 +218,17 @@ static tma_status_t eval_where(coord_t *c)
         *w = 0;
         return TMA_OK;
     }
+    /* Ranks compute on the CPU: an evaluator asked on a GPU is the coordinator's. */
+    const char *dev = c->o->eval_device ? c->o->eval_device : c->job->eval_device;
+    if (strcmp(dev, "cpu") != 0) {
+        if (*w > 0) {
+            tma_log_error(COMP, "eval.where \"workers\" evaluates on the workers' CPUs, but the evaluator device is "
+                          "\"%s\": set eval.where \"coordinator\" for an evaluator on a GPU", dev);
+            return TMA_ERR_CONFIG;
+        }
+        *w = 0;
+        return TMA_OK;
+    }
     if (*w < 0)
         *w = c->job->workers >= 2;
     return TMA_OK;
@@ -237,7 +248,7 @@ tma_status_t coord_open_model(coord_t *c)
                   : tma_graph_open(c->job->graph, 0, &c->graph)) != TMA_OK)
         goto fail;
     tma_log_info(COMP, "evaluation on %s%s", c->job->model.eval_on_workers > 0 ? "the workers' ranks" : "the coordinator",
-                 c->graph->indptr ? "" : ": this process reads the graph's header only");
+                 c->graph->indptr ? "" : ": this process reads the graph's header, not the graph");
     if ((st = model_config(c)) != TMA_OK)
         goto fail;
     c->P = tma_gnn_param_count(&c->cfg);
