@@ -93,9 +93,12 @@ static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
     tma_status_t st = TMA_OK;
     int64_t n = m->count >= 2 ? (int64_t)f[1] : -1;
     const int level = m->count >= 2 ? (int)f[0] : -1;
-    /* A request names distinct rows of ours: never more than we hold. */
+    /* A layer's request names distinct rows of ours, a scoring chunk's at
+     * most its pairs: never more (no request makes this rank allocate more). */
+    const int64_t most = (e->rk ? tma_gnn_rank_rows_held(e->rk) : 0) +
+                         (int64_t)e->cfg.eval_batch_edges * (1 + (e->nheld ? e->inf[0]->num_negatives : 0));
     if (n < 0 || m->count != (size_t)(2 + 2 * n) || !e->rk || !e->active || (int64_t)m->meta.round != e->seq ||
-        level < 0 || level > e->cfg.layers || n > tma_gnn_rank_rows_held(e->rk))
+        level < 0 || level > e->cfg.layers || n > most)
         st = TMA_ERR_MALFORMED;
     const int64_t cols = st == TMA_OK ? tma_gnn_rank_cols(e->rk, level) : 0;
     if (st == TMA_OK && (grow((void **)&e->ids, &e->ids_cap, (size_t)n + 1, sizeof *e->ids) ||
