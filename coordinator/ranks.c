@@ -176,6 +176,20 @@ static tma_status_t gather_ranks(coord_ranks_t *r, char *why, size_t cap)
     return st;
 }
 
+/* The index of the first rank whose member is no longer in the job, or -1. */
+static int rank_gone(coord_ranks_t *r)
+{
+    tma_job_view_snap_t s;
+    if (tma_job_view_snapshot(r->view, &s) != TMA_OK)
+        return -1;
+    int gone = -1;
+    for (int j = 0; j < r->n && gone < 0; j++)
+        if (!tma_job_view_snap_member(&s, r->rank[j]))
+            gone = j;
+    tma_job_view_snap_free(&s);
+    return gone;
+}
+
 static int rank_index(const coord_ranks_t *r, uint32_t peer)
 {
     for (int j = 0; j < r->n; j++)
@@ -188,8 +202,10 @@ static int rank_index(const coord_ranks_t *r, uint32_t peer)
 static tma_status_t send_all(coord_ranks_t *r, uint32_t tag, const float *data, size_t count, char *why, size_t cap)
 {
     tma_transport_meta_t meta = {tag, r->epoch, (uint64_t)r->seq};
+    /* A rank cut off by the network does not take its step: bounded well below
+     * rank_timeout, as a round's broadcast is. */
     tma_status_t st = tma_transport_send_many(r->tr, r->rank, (size_t)r->n, &meta, data, count, TMA_TRANSPORT_MEM_HOST,
-                                              r->cfg.eval_rank_timeout, NULL);
+                                              TMA_MIN(r->cfg.eval_rank_timeout, 30.0), NULL);
     if (st != TMA_OK)
         snprintf(why, cap, "a rank could not be sent the evaluation's step (%s)", tma_status_str(st));
     return st;
@@ -205,11 +221,21 @@ static tma_status_t wait_all(coord_ranks_t *r, uint32_t tag, const char *what,
         r->answered[j] = 0;
     int left = r->n;
     const double deadline = tma_clock_now() + r->cfg.eval_rank_timeout;
+    double next_check = tma_clock_now() + 1.0;
     tma_status_t st = TMA_OK;
     while (left > 0 && st == TMA_OK) {
         if (give_up(r)) {
             snprintf(why, cap, "the coordinator stops");
             return TMA_ERR_CANCELLED;
+        }
+        if (tma_clock_now() >= next_check) {
+            /* A rank cut off by the network never answers: its lease lapses. */
+            next_check = tma_clock_now() + 1.0;
+            const int j = rank_gone(r);
+            if (j >= 0) {
+                snprintf(why, cap, "member %u left the job during %s", r->rank[j], what);
+                return TMA_ERR_PEER_FAILED;
+            }
         }
         if (tma_clock_now() > deadline) {
             for (int j = 0; j < r->n; j++)

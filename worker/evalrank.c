@@ -75,7 +75,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 static tma_status_t send_to(worker_eval_t *e, uint32_t peer, uint32_t tag, int64_t seq, const float *data, size_t n)
 {
     tma_transport_meta_t meta = {tag, e->epoch, (uint64_t)seq};
-    return tma_transport_send(e->tr, peer, &meta, data, n, TMA_TRANSPORT_MEM_HOST, e->cfg.eval_rank_timeout);
+    return tma_transport_send(e->tr, peer, &meta, data, n, TMA_TRANSPORT_MEM_HOST, TMA_MIN(e->cfg.eval_rank_timeout, 30.0));
 }
 
 static void reply_done(worker_eval_t *e, tma_status_t st, int what, int64_t arg)
@@ -122,6 +122,21 @@ static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
                                    : send_to(e, m->peer, TMA_TAG_EVAL_ROWS, (int64_t)m->meta.round, &bad, 1);
     if (s2 != TMA_OK)
         tma_log_warn(COMP, "cannot send rows to member %u: %s", m->peer, tma_status_str(s2));
+}
+
+/* The first of the n members ids[] that is no longer in the job (its lease
+ * lapsed: a rank cut off by the network never answers), or -1. */
+static int64_t first_gone(tma_job_view_t *view, const int64_t *ids, int n)
+{
+    tma_job_view_snap_t s;
+    if (tma_job_view_snapshot(view, &s) != TMA_OK)
+        return -1;
+    int64_t gone = -1;
+    for (int j = 0; j < n && gone < 0; j++)
+        if (!tma_job_view_snap_member(&s, (uint32_t)ids[j]))
+            gone = ids[j];
+    tma_job_view_snap_free(&s);
+    return gone;
 }
 
 /* A coordinator's connection ended: its evaluation is over, unless a newer
@@ -203,10 +218,20 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
                          (long long)owners[j], tma_status_str(st));
     }
     const double t0 = tma_clock_now(), deadline = t0 + e->cfg.eval_rank_timeout;
+    double next_check = t0 + 1.0;
     int left = no;
     while (st == TMA_OK && left > 0) {
         if (__atomic_load_n(&e->quit, __ATOMIC_SEQ_CST))
             return TMA_ERR_CANCELLED;
+        if (tma_clock_now() >= next_check) {
+            next_check = tma_clock_now() + 1.0;
+            const int64_t gone = first_gone(e->view, owners, no);
+            if (gone >= 0) {
+                tma_log_warn(COMP, "evaluation %lld: member %lld left the job before sending its rows",
+                             (long long)e->seq, (long long)gone);
+                return TMA_ERR_PEER_FAILED;
+            }
+        }
         if (tma_clock_now() > deadline) {
             tma_log_warn(COMP, "evaluation %lld: rows did not come within eval.rank_timeout", (long long)e->seq);
             return TMA_ERR_TIMEOUT;
