@@ -405,7 +405,7 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     if (!job->vd->uses_shards || job->partition_dir)
         return TMA_OK;
     tma_graph_t *g;
-    tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
+    tma_status_t st = tma_graph_open_header(job->graph, &g);
     if (st != TMA_OK)
         return st; /* logged, naming the file "graph" gives: exit 1, as every command for a missing graph */
     int64_t nodes = g->num_nodes;
@@ -440,7 +440,7 @@ static tma_status_t launch_prepare_partition(launch_t *L)
 static tma_status_t launch_check_init(const tma_job_t *job)
 {
     tma_graph_t *g;
-    tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
+    tma_status_t st = tma_graph_open_header(job->graph, &g);
     if (st != TMA_OK)
         return st;
     tma_gnn_config_t cfg = job->model;

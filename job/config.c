@@ -537,7 +537,7 @@ tma_status_t tma_job_check_files(tma_job_t *job)
         return TMA_ERR_CONFIG;
     }
     tma_graph_t *g;
-    tma_status_t st = tma_graph_open(job->graph, TMA_GRAPH_OPEN_NO_VERIFY, &g);
+    tma_status_t st = tma_graph_open_header(job->graph, &g);
     if (st != TMA_OK)
         return st;
     uint64_t graph_id = g->graph_id;

@@ -64,4 +64,27 @@ compare gc gw g.tmag
 run hc typed.tmag coordinator '{"encoder": "rgcn", "decoder": "distmult", "hidden": 16, "bases": 2}'
 run hw typed.tmag workers '{"encoder": "rgcn", "decoder": "distmult", "hidden": 16, "bases": 2}'
 compare hc hw typed.tmag
-echo "evaluator ranks: the single evaluator's MRR and Hits@K for gcn+mlp and rgcn+distmult"
+# Nothing past the graph's header is read when the workers evaluate: a copy
+# of the graph whose row pointers are damaged (its header intact) runs the
+# job on the same partition, where the coordinator's own evaluator refuses
+# it.  (Before, the job's file check walked every row of the graph.)
+cp g.tmag bad.tmag
+python3 - bad.tmag <<'PY' || fail "damaging the copy"
+import os, sys
+with open(sys.argv[1], "r+b") as f:  # the row pointers: the first section, after the header
+    f.seek(4096 + 800)
+    f.write(b"\xff" * 4096)
+PY
+for w in workers coordinator; do
+  cat > bad-$w.json <<JSON
+{"job": "bad$w", "variant": "randomtma", "workers": 3, "graph": "bad.tmag", "partition": {"dir": "gw-run/partition"},
+ "aggregation": {"interval_steps": 6}, "duration": {"rounds": 2}, "model": {"hidden": 32, "decoder_hidden": 32},
+ "train": {"batch_size": 64, "threads": 1, "seed": 9}, "eval": {"threads": 1, "where": "$w"}}
+JSON
+  timeout 300 "$TMA" launch bad-$w.json -o bad-$w-run > bad-$w.out 2>&1; echo $? > bad-$w.rc
+done
+[ "$(cat bad-workers.rc)" = 0 ] && [ "$(json bad-workers-run/result.json 'd["test_mrr"] is not None')" = True ] ||
+  { tail -n 20 bad-workers.out >&2; fail "a job evaluating on the workers read the graph past its header"; }
+[ "$(cat bad-coordinator.rc)" != 0 ] && grep -qE "checksum|corrupt" bad-coordinator-run/logs/coordinator.log ||
+  { tail -n 20 bad-coordinator.out >&2; fail "the damaged graph was not noticed by the coordinator's own evaluator"; }
+echo "evaluator ranks: the single evaluator's MRR and Hits@K for gcn+mlp and rgcn+distmult; the graph's body unread"
