@@ -48,10 +48,12 @@ typedef struct coord_ranks_cfg {
     volatile sig_atomic_t *stop_flag;
 } coord_ranks_cfg_t;
 tma_status_t coord_ranks_create(const coord_ranks_cfg_t *c, coord_ranks_t **r_p);
-/* The metrics of `params` on `split`, computed by the ranks; on failure why
- * says what went wrong (a rank gone, late, or a shard without an owner). */
+/* The metrics of `params` on `split`, computed by the ranks, and with
+ * test_p also the test split's on the same embeddings (test_p->edges 0 when
+ * the graph has no test edges); on failure why says what went wrong (a rank
+ * gone, late, or a shard without an owner). */
 tma_status_t coord_ranks_metrics(coord_ranks_t *r, const float *params, tma_gnn_split_t split,
-                                 tma_gnn_metrics_t *m_p, char *why, size_t cap);
+                                 tma_gnn_metrics_t *m_p, tma_gnn_metrics_t *test_p, char *why, size_t cap);
 /* Releases the ranks (the job's evaluations are over) and frees it; accepts NULL. */
 void coord_ranks_destroy(coord_ranks_t *r);
 
@@ -108,6 +110,10 @@ void coord_eval_drain(coord_eval_t *e);
  * hold a second set of N x hidden tables); the thread takes no new work
  * meanwhile. */
 tma_status_t coord_eval_metrics(coord_eval_t *e, const float *params, tma_gnn_split_t split, tma_gnn_metrics_t *m_p);
+/* Evaluating on the ranks: the test metrics of round `round` when it is the
+ * best round, measured with its validation (kept, or RUN/best-test.json
+ * from the coordinator that measured them).  TMA_ERR_NOT_FOUND otherwise. */
+tma_status_t coord_eval_best_test(coord_eval_t *e, int64_t round, tma_gnn_metrics_t *m_p);
 /* The best round so far (-1: none), its validation MRR and training time. */
 void coord_eval_best(coord_eval_t *e, int64_t *round_p, double *val_p, double *time_p);
 /* Rounds evaluated and skipped so far. */

@@ -32,6 +32,11 @@ static void test_best(coord_t *c, int64_t best_round, const char *best_path, tma
     m->mrr = NAN;
     if (best_round < 0 || !best_path)
         return;
+    /* On the ranks the best round was tested when it was evaluated. */
+    if (c->cfg.eval_on_workers > 0 && coord_eval_best_test(c->ev, best_round, m) == TMA_OK) {
+        tma_log_info(COMP, "the best round %lld was tested on the ranks when it was evaluated", (long long)best_round);
+        return;
+    }
     tma_status_t st = coord_eval_weights_file(c, best_path, TMA_GNN_SPLIT_TEST, m, NULL);
     if (st != TMA_OK) {
         tma_log_error(COMP, "testing the best round failed: %s", tma_status_str(st));

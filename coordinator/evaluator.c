@@ -39,6 +39,9 @@ struct coord_eval {
     tma_gnn_evaluator_t *ev;
     coord_ranks_t *ranks; /* eval.where "workers": the ranks evaluate (ev is NULL) */
     char why[256];        /* why the last evaluation on the ranks failed */
+    char *best_test_path; /* RUN/best-test.json: the best round's test metrics, measured with it (ranks) */
+    tma_gnn_metrics_t best_test;
+    int64_t best_test_round; /* -1: none kept */
     const tma_inject_t *inj;
     coord_prom_t *prom;
     int64_t P;
@@ -109,12 +112,14 @@ static void set_error(coord_eval_t *e, tma_status_t st)
     pthread_mutex_unlock(&e->lock);
 }
 
-/* The metrics of params on split: on the ranks, or with the one evaluator. */
-static tma_status_t evaluate(coord_eval_t *e, const float *params, tma_gnn_split_t split, tma_gnn_metrics_t *m_p)
+/* The metrics of params on split: on the ranks (with test_p, the test
+ * split's too, on the same embeddings), or with the one evaluator. */
+static tma_status_t evaluate(coord_eval_t *e, const float *params, tma_gnn_split_t split, tma_gnn_metrics_t *m_p,
+                             tma_gnn_metrics_t *test_p)
 {
     if (!e->ranks)
         return tma_gnn_evaluator_metrics(e->ev, params, split, m_p);
-    tma_status_t st = coord_ranks_metrics(e->ranks, params, split, m_p, e->why, sizeof e->why);
+    tma_status_t st = coord_ranks_metrics(e->ranks, params, split, m_p, test_p, e->why, sizeof e->why);
     if (st != TMA_OK)
         tma_log_warn(COMP, "the evaluation on the ranks failed: %s", e->why);
     return st;
@@ -166,6 +171,77 @@ static void flush_records(coord_eval_t *e, pending_t *list, int64_t round, const
     }
 }
 
+/* RUN/best-test.json: round `round`'s test metrics as running sums (the
+ * numbers come back exactly), written after best.tmaw and before `best`. */
+static tma_status_t write_best_test(coord_eval_t *e, int64_t round, const tma_gnn_metrics_t *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return TMA_ERR_NOMEM;
+    cJSON_AddNumberToObject(o, "round", (double)round);
+    cJSON_AddNumberToObject(o, "edges", (double)m->edges);
+    cJSON_AddNumberToObject(o, "sum_rr_pessimistic", m->sum_rr_pessimistic);
+    cJSON_AddNumberToObject(o, "sum_rr_mean", m->sum_rr_mean);
+    cJSON_AddNumberToObject(o, "sum_auc", m->sum_auc);
+    double hc[TMA_GNN_MAX_HITS];
+    for (int k = 0; k < m->num_hits; k++)
+        hc[k] = (double)m->hit_count[k];
+    cJSON_AddItemToObject(o, "hit_count", cJSON_CreateDoubleArray(hc, m->num_hits));
+    coord_io_retry_t rt = {e->best_test_path, "the best round's test metrics", 0, 0};
+    tma_status_t st;
+    while ((st = tma_json_write_file(e->best_test_path, o)) != TMA_OK && coord_io_retry(&rt, st, give_up(e)))
+        ;
+    coord_io_retry_end(&rt, st);
+    cJSON_Delete(o);
+    if (st == TMA_OK) {
+        pthread_mutex_lock(&e->lock);
+        e->best_test = *m;
+        e->best_test_round = round;
+        pthread_mutex_unlock(&e->lock);
+    }
+    return st;
+}
+
+tma_status_t coord_eval_best_test(coord_eval_t *e, int64_t round, tma_gnn_metrics_t *m_p)
+{
+    pthread_mutex_lock(&e->lock);
+    const int have = e->best_test_round == round && round >= 0;
+    if (have)
+        *m_p = e->best_test;
+    pthread_mutex_unlock(&e->lock);
+    if (have)
+        return TMA_OK;
+    /* A coordinator that took over: the file its predecessor wrote. */
+    cJSON *o = NULL;
+    if (!e->best_test_path || tma_json_load_file(e->best_test_path, &o) != TMA_OK)
+        return TMA_ERR_NOT_FOUND;
+    tma_gnn_metrics_t m;
+    tma_gnn_metrics_init(&m, &e->cfg);
+    const cJSON *hc = cJSON_GetObjectItemCaseSensitive(o, "hit_count");
+    int64_t r = -1, edges = 0;
+    tma_status_t st = tma_json_get_int(o, "round", -1, 0, INT64_MAX, e->best_test_path, &r);
+    st = st ? st : tma_json_get_int(o, "edges", 0, 1, INT64_MAX, e->best_test_path, &edges);
+    st = st ? st : tma_json_get_double(o, "sum_rr_pessimistic", 0, 0, 1e18, e->best_test_path, &m.sum_rr_pessimistic);
+    st = st ? st : tma_json_get_double(o, "sum_rr_mean", 0, 0, 1e18, e->best_test_path, &m.sum_rr_mean);
+    st = st ? st : tma_json_get_double(o, "sum_auc", 0, 0, 1e18, e->best_test_path, &m.sum_auc);
+    if (st == TMA_OK && (r != round || !cJSON_IsArray(hc) || cJSON_GetArraySize(hc) != m.num_hits))
+        st = TMA_ERR_MISMATCH;
+    for (int k = 0; st == TMA_OK && k < m.num_hits; k++) {
+        const cJSON *it = cJSON_GetArrayItem(hc, k);
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > (double)edges)
+            st = TMA_ERR_MALFORMED;
+        else
+            m.hit_count[k] = (int64_t)it->valuedouble;
+    }
+    cJSON_Delete(o);
+    if (st != TMA_OK)
+        return st;
+    m.edges = edges;
+    tma_gnn_metrics_finish(&m);
+    *m_p = m;
+    return TMA_OK;
+}
+
 /* best.tmaw from e->work (round `round`), before `best` announces it; only
  * while this coordinator leads (a guard with no writes proves it). */
 static tma_status_t write_best(coord_eval_t *e, int64_t round)
@@ -213,7 +289,12 @@ static void *eval_main(void *arg)
         tma_inject_point(e->inj, "eval", round);
         tma_gnn_metrics_t m;
         double t0 = tma_clock_now();
-        tma_status_t st = evaluate(e, e->work, TMA_GNN_SPLIT_VAL, &m);
+        /* On the ranks the test edges are scored with every evaluation: the
+         * best round's test metrics are known when it becomes the best, and
+         * the end of the job needs no rank. */
+        tma_gnn_metrics_t tm;
+        memset(&tm, 0, sizeof tm);
+        tma_status_t st = evaluate(e, e->work, TMA_GNN_SPLIT_VAL, &m, e->ranks ? &tm : NULL);
         const double val = st == TMA_OK ? m.mrr : NAN;
         double secs = tma_clock_now() - t0;
         int ok = st == TMA_OK && isfinite(val);
@@ -238,6 +319,8 @@ static void *eval_main(void *arg)
         if (better && !fenced(e)) {
             /* Keep the best model's weights before saying it is the best. */
             tma_status_t ws = write_best(e, round);
+            if (ws == TMA_OK && e->ranks && tm.edges > 0)
+                ws = write_best_test(e, round, &tm);
             if (ws == TMA_OK) {
                 pthread_mutex_lock(&e->lock);
                 e->best_round = round;
@@ -340,6 +423,7 @@ static void eval_free(coord_eval_t *e)
     tma_free_aligned(e->best);
     free(e->metrics_path);
     free(e->best_path);
+    free(e->best_test_path);
     tma_tfevents_close(e->tb);
     free(e);
 }
@@ -367,6 +451,8 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
     e->progress_best = c->best_round >= 0 ? c->best_val : NAN;
     e->metrics_path = tma_job_run_path(c->run_dir, "metrics.jsonl");
     e->best_path = tma_job_run_path(c->run_dir, "best.tmaw");
+    e->best_test_path = tma_job_run_path(c->run_dir, "best-test.json");
+    e->best_test_round = -1;
     e->P = tma_gnn_param_count(&e->cfg);
     tma_status_t st = TMA_ERR_NOMEM;
     if (!e->metrics_path || !e->best_path || e->P <= 0)
@@ -437,7 +523,7 @@ tma_status_t coord_eval_metrics(coord_eval_t *e, const float *params, tma_gnn_sp
         pthread_cond_wait(&e->cond, &e->lock);
     e->held = 1;
     pthread_mutex_unlock(&e->lock);
-    tma_status_t st = evaluate(e, params, split, m_p);
+    tma_status_t st = evaluate(e, params, split, m_p, NULL);
     pthread_mutex_lock(&e->lock);
     e->held = 0;
     pthread_cond_broadcast(&e->cond);
@@ -508,14 +594,14 @@ tma_status_t coord_eval_weights_file(coord_t *c, const char *path, tma_gnn_split
         st = coord_eval_metrics(c->ev, params, split, m_p);
         /* Ranks: a rank that just failed still owns its shards until its
          * lease lapses and the policy deals them; try again after that. */
-        for (int again = 0; c->cfg.eval_on_workers && again < 3 && st != TMA_OK && st != TMA_ERR_NOT_FOUND &&
+        for (int again = 0; c->cfg.eval_on_workers > 0 && again < 3 && st != TMA_OK && st != TMA_ERR_NOT_FOUND &&
                             !coord_stopping(c);
              again++) {
             tma_log_info(COMP, "%s: evaluating it on the ranks again in %.0f s", path, c->job->lease_ttl + 1.0);
             tma_sleep(c->job->lease_ttl + 1.0);
             st = coord_eval_metrics(c->ev, params, split, m_p);
         }
-    } else if (c->cfg.eval_on_workers) {
+    } else if (c->cfg.eval_on_workers > 0) {
         /* Before the evaluator exists (a takeover's first steps) the ranks are not driven yet. */
         tma_log_warn(COMP, "%s: not evaluated: the evaluator ranks are not running yet", path);
         st = TMA_ERR_UNAVAILABLE;

@@ -267,16 +267,37 @@ static tma_status_t take_counts(coord_ranks_t *r, const tma_transport_msg_t *m)
     return TMA_OK;
 }
 
-tma_status_t coord_ranks_metrics(coord_ranks_t *r, const float *params, tma_gnn_split_t split,
-                                 tma_gnn_metrics_t *m_p, char *why, size_t cap)
+/* The scoring of split t after the layers: every edge's counts, summed into m. */
+static tma_status_t score_split(coord_ranks_t *r, int t, tma_gnn_metrics_t *m, char *why, size_t cap)
 {
-    const int t = split == TMA_GNN_SPLIT_TEST;
     const int64_t ne = r->num_edges[t];
-    why[0] = '\0';
     if (ne <= 0) {
         snprintf(why, cap, "the graph has no %s edges", t ? "test" : "validation");
         return TMA_ERR_NOT_FOUND;
     }
+    float step[4] = {TMA_EVAL_SCORE, (float)t, 0, 0};
+    tma_eval_put_i64(step + 2, r->cfg.eval_max_edges);
+    memset(r->seen, 0, (size_t)ne);
+    r->split = t;
+    tma_status_t st = send_all(r, TMA_TAG_EVAL_STEP, step, 4, why, cap);
+    st = st ? st : wait_all(r, TMA_TAG_EVAL_RESULT, t ? "scoring the test edges" : "scoring", take_counts, why, cap);
+    for (int64_t e = 0; e < ne && st == TMA_OK; e++)
+        if (!r->seen[e]) {
+            snprintf(why, cap, "no rank scored %s edge %lld", t ? "test" : "validation", (long long)e);
+            st = TMA_ERR_MALFORMED;
+        }
+    if (st == TMA_OK) {
+        tma_gnn_metrics_init(m, &r->cfg);
+        tma_gnn_metrics_add_counts(m, r->above, r->ties, ne, 1 + r->negatives);
+        tma_gnn_metrics_finish(m);
+    }
+    return st;
+}
+
+tma_status_t coord_ranks_metrics(coord_ranks_t *r, const float *params, tma_gnn_split_t split,
+                                 tma_gnn_metrics_t *m_p, tma_gnn_metrics_t *test_p, char *why, size_t cap)
+{
+    why[0] = '\0';
     r->seq++;
     tma_status_t st = gather_ranks(r, why, cap);
     if (st == TMA_OK) {
@@ -291,27 +312,13 @@ tma_status_t coord_ranks_metrics(coord_ranks_t *r, const float *params, tma_gnn_
         st = send_all(r, TMA_TAG_EVAL_STEP, step, 4, why, cap);
         st = st ? st : wait_all(r, TMA_TAG_EVAL_DONE, what, NULL, why, cap);
     }
-    if (st == TMA_OK) {
-        float step[4] = {TMA_EVAL_SCORE, (float)t, 0, 0};
-        tma_eval_put_i64(step + 2, r->cfg.eval_max_edges);
-        memset(r->seen, 0, (size_t)ne);
-        r->split = t;
-        st = send_all(r, TMA_TAG_EVAL_STEP, step, 4, why, cap);
-        st = st ? st : wait_all(r, TMA_TAG_EVAL_RESULT, "scoring", take_counts, why, cap);
-    }
-    for (int64_t e = 0; e < ne && st == TMA_OK; e++)
-        if (!r->seen[e]) {
-            snprintf(why, cap, "no rank scored %s edge %lld", t ? "test" : "validation", (long long)e);
-            st = TMA_ERR_MALFORMED;
-        }
+    st = st ? st : score_split(r, split == TMA_GNN_SPLIT_TEST, m_p, why, cap);
+    /* The test edges too, on the same embeddings (scoring is the cheap part). */
+    if (st == TMA_OK && test_p && r->num_edges[1] > 0)
+        st = score_split(r, 1, test_p, why, cap);
     if (st != TMA_OK) {
         tell_each(r, r->rank, (size_t)r->n, TMA_EVAL_ABORT); /* the others drop it */
         return st;
     }
-    tma_gnn_metrics_t m;
-    tma_gnn_metrics_init(&m, &r->cfg);
-    tma_gnn_metrics_add_counts(&m, r->above, r->ties, ne, 1 + r->negatives);
-    tma_gnn_metrics_finish(&m);
-    *m_p = m;
     return TMA_OK;
 }

@@ -195,17 +195,60 @@ static tma_status_t model_config(coord_t *c)
     return tma_gnn_config_resolve(&c->cfg, c->graph);
 }
 
+/* eval.where: "auto" is the workers' ranks for a job of two or more
+ * workers with shards whose partition has inference files, else the
+ * coordinator; "workers" needs those files.  Decided here, before the
+ * config is published, so every role reads the same. */
+static tma_status_t eval_where(coord_t *c)
+{
+    int *w = &c->job->model.eval_on_workers;
+    if (!c->vd->uses_shards || *w == 0) {
+        *w = 0;
+        return TMA_OK;
+    }
+    if (!c->pinfo->inference) {
+        if (*w > 0) {
+            tma_log_error(COMP, "eval.where \"workers\": the partition in %s has no inference files (an older tma "
+                          "partition made it): run tma partition again, or set eval.where \"coordinator\"",
+                          c->pinfo->dir);
+            return TMA_ERR_CONFIG;
+        }
+        tma_log_info(COMP, "evaluation on the coordinator: the partition in %s has no inference files (partition it "
+                     "again to evaluate on the workers)", c->pinfo->dir);
+        *w = 0;
+        return TMA_OK;
+    }
+    /* Ranks compute on the CPU: an evaluator asked on a GPU is the coordinator's. */
+    const char *dev = c->o->eval_device ? c->o->eval_device : c->job->eval_device;
+    if (strcmp(dev, "cpu") != 0) {
+        if (*w > 0) {
+            tma_log_error(COMP, "eval.where \"workers\" evaluates on the workers' CPUs, but the evaluator device is "
+                          "\"%s\": set eval.where \"coordinator\" for an evaluator on a GPU", dev);
+            return TMA_ERR_CONFIG;
+        }
+        *w = 0;
+        return TMA_OK;
+    }
+    if (*w < 0)
+        *w = c->job->workers >= 2;
+    return TMA_OK;
+}
+
 tma_status_t coord_open_model(coord_t *c)
 {
     tma_status_t st;
+    if (c->vd->uses_shards && (st = tma_partition_info_load(c->job->partition_dir, &c->pinfo)) != TMA_OK)
+        goto fail;
+    if ((st = eval_where(c)) != TMA_OK)
+        goto fail;
     /* Ranks evaluate: the graph's header is all this process needs, unless
      * the variant trains on the whole graph here (LLCG's correction). */
-    if ((st = c->job->model.eval_on_workers && !c->vd->after_average
+    if ((st = c->job->model.eval_on_workers > 0 && !c->vd->after_average
                   ? tma_graph_open_header(c->job->graph, &c->graph)
                   : tma_graph_open(c->job->graph, 0, &c->graph)) != TMA_OK)
         goto fail;
-    if (!c->graph->indptr)
-        tma_log_info(COMP, "evaluation on the workers' ranks: this process reads the graph's header only");
+    tma_log_info(COMP, "evaluation on %s%s", c->job->model.eval_on_workers > 0 ? "the workers' ranks" : "the coordinator",
+                 c->graph->indptr ? "" : ": this process reads the graph's header, not the graph");
     if ((st = model_config(c)) != TMA_OK)
         goto fail;
     c->P = tma_gnn_param_count(&c->cfg);
@@ -225,8 +268,6 @@ tma_status_t coord_open_model(coord_t *c)
         free(w);
     }
     if (c->vd->uses_shards) {
-        if ((st = tma_partition_info_load(c->job->partition_dir, &c->pinfo)) != TMA_OK)
-            goto fail;
         if ((st = tma_shard_map_create(c->pinfo->num_shards, c->pinfo->shard_edges, &c->map)) != TMA_OK)
             goto fail;
     } else if ((st = tma_shard_map_create(0, NULL, &c->map)) != TMA_OK) {
@@ -477,7 +518,7 @@ tma_status_t coord_open_run(coord_t *c)
     coord_ranks_cfg_t rc = {c->job->name, c->job->token[0] ? c->job->token : NULL, c->view, &c->cfg,
                             c->pinfo ? c->pinfo->num_shards : 0, c->graph->num_val, c->graph->num_test,
                             c->graph->num_negatives, c->epoch, &c->fenced, c->stop_flag};
-    if (c->cfg.eval_on_workers)
+    if (c->cfg.eval_on_workers > 0)
         ec.ranks = &rc;
     if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
         goto fail;

@@ -14,6 +14,7 @@
 #include "coord_int.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -141,8 +142,20 @@ static tma_status_t resume_best(coord_t *c, int64_t *round_p, double *val_p, dou
     }
     uint64_t r = 0;
     tma_gnn_metrics_t m;
-    tma_status_t st = coord_eval_weights_file(c, path, TMA_GNN_SPLIT_VAL, &m, &r);
-    const double val = m.mrr;
+    tma_status_t st;
+    /* The workers' ranks do not run yet: its MRR as recorded (the round's
+     * line, else the state's best), its round from the file. */
+    const int recorded = c->cfg.eval_on_workers > 0;
+    if (recorded) {
+        float *params = NULL;
+        int64_t count = 0;
+        st = tma_gnn_weights_read(path, &c->cfg, NULL, &params, &count, &r);
+        free(params);
+        m.mrr = (int64_t)r == c->prev.best_round ? c->prev.best_val_mrr : NAN;
+    } else {
+        st = coord_eval_weights_file(c, path, TMA_GNN_SPLIT_VAL, &m, &r);
+    }
+    double val = m.mrr;
     free(path);
     if (st != TMA_OK)
         return st;
@@ -151,8 +164,16 @@ static tma_status_t resume_best(coord_t *c, int64_t *round_p, double *val_p, dou
     int n = 0;
     if (tma_job_run_read_metrics(c->metrics_path, &rounds, &times, &vals, &n) == TMA_OK)
         for (int i = 0; i < n; i++)
-            if (rounds[i] == (int64_t)r)
+            if (rounds[i] == (int64_t)r) {
                 *time_p = times[i];
+                if (recorded && isfinite(vals[i]))
+                    val = vals[i];
+            }
+    if (!isfinite(val)) {
+        tma_log_warn(COMP, "the best model so far, round %llu, has no recorded validation MRR: later rounds are "
+                     "compared with 0", (unsigned long long)r);
+        val = 0;
+    }
     free(rounds);
     free(times);
     free(vals);

@@ -74,6 +74,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->eval_block_cache_mb = 256;
     cfg->eval_feature_copy_mb = 1024;
     cfg->eval_rank_timeout = 300;
+    cfg->eval_on_workers = -1;
     cfg->eval_ties = TMA_GNN_TIES_PESSIMISTIC;
     cfg->eval_num_hits = 3;
     cfg->eval_hits[0] = 10;
@@ -331,14 +332,15 @@ static tma_status_t parse_node_order(const cJSON *eval, const char *ectx, tma_gn
     }
     cfg->eval_locality = strcmp(order, "locality") == 0;
     const char *where;
-    if ((st = tma_json_get_string(eval, "where", "coordinator", ectx, &where)) != TMA_OK)
+    if ((st = tma_json_get_string(eval, "where", "auto", ectx, &where)) != TMA_OK)
         return st;
-    if (strcmp(where, "coordinator") != 0 && strcmp(where, "workers") != 0) {
+    if (strcmp(where, "coordinator") != 0 && strcmp(where, "workers") != 0 && strcmp(where, "auto") != 0) {
         tma_log_error(COMP, "%s.where: \"%s\" is not a place: \"workers\" (evaluator ranks on the shards' owners, "
-                      "no process holds the graph) or \"coordinator\" (one evaluator over the whole graph)", ectx, where);
+                      "no process holds the graph), \"coordinator\" (one evaluator over the whole graph) or \"auto\" "
+                      "(workers for jobs of two or more workers with shards)", ectx, where);
         return TMA_ERR_CONFIG;
     }
-    cfg->eval_on_workers = strcmp(where, "workers") == 0;
+    cfg->eval_on_workers = where[0] == 'w' ? 1 : where[0] == 'c' ? 0 : -1;
     return tma_json_get_double(eval, "rank_timeout", cfg->eval_rank_timeout, 1, 86400, ectx, &cfg->eval_rank_timeout);
 }
 
@@ -588,7 +590,7 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddStringToObject(e, "node_order", cfg->eval_locality ? "locality" : "id");
     cJSON_AddNumberToObject(e, "block_cache_mb", cfg->eval_block_cache_mb);
     cJSON_AddNumberToObject(e, "feature_copy_mb", cfg->eval_feature_copy_mb);
-    cJSON_AddStringToObject(e, "where", cfg->eval_on_workers ? "workers" : "coordinator");
+    cJSON_AddStringToObject(e, "where", cfg->eval_on_workers > 0 ? "workers" : cfg->eval_on_workers == 0 ? "coordinator" : "auto");
     cJSON_AddNumberToObject(e, "rank_timeout", cfg->eval_rank_timeout);
     cJSON_AddItemToObject(e, "hits", cJSON_CreateIntArray(cfg->eval_hits, cfg->eval_num_hits));
     cJSON_AddItemToObject(root, "eval", e);

@@ -250,7 +250,7 @@ typedef struct tma_gnn_config {
     int eval_locality;     /* eval.node_order: 1 "locality" (inference walks groups of neighbours), 0 "id" */
     int eval_block_cache_mb; /* eval.block_cache_mb: MiB the whole graph's inference blocks may take to be built once; 0: per inference */
     int eval_feature_copy_mb; /* eval.feature_copy_mb: MiB the dense features' copy in the locality order may take; larger: read in place */
-    int eval_on_workers;      /* eval.where "workers": evaluator ranks on the shards' owners (distributed jobs); 0: the coordinator */
+    int eval_on_workers;      /* eval.where: 1 "workers" (evaluator ranks on the shards' owners), 0 "coordinator", -1 "auto" (the coordinator decides) */
     double eval_rank_timeout; /* eval.rank_timeout: seconds a rank may take for one step of an evaluation */
     tma_gnn_ties_t eval_ties;
     int eval_num_hits;                  /* entries of eval_hits */

@@ -549,6 +549,7 @@ static tma_status_t write_json(const tma_graph_t *g, const char *graph_path, con
     cJSON_AddNumberToObject(o, "nodes", (double)r->nodes);
     cJSON_AddNumberToObject(o, "train_edges", (double)r->train_edges);
     cJSON_AddNumberToObject(o, "edge_ratio", r->edge_ratio);
+    cJSON_AddBoolToObject(o, "inference", 1); /* shard-NNNNN.infer.tmag beside each shard */
     cJSON_AddItemToObject(o, "label_tv", r->label_tv < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(r->label_tv));
     cJSON_AddNumberToObject(o, "feature_mean_dist", r->feature_mean_dist);
     cJSON_AddItemToObject(o, "shard_nodes", i64_array(r->shard_nodes, S));
@@ -824,7 +825,8 @@ tma_status_t tma_partition_info_load(const char *dir, tma_partition_info_t **inf
         (st = tma_json_get_int(root, "train_edges", 0, 0, INT64_MAX, path, &train)) != TMA_OK ||
         (st = tma_json_get_string(root, "graph_id", NULL, path, &gid)) != TMA_OK ||
         (st = tma_json_get_string(root, "graph_abspath", NULL, path, &gpath)) != TMA_OK ||
-        (st = tma_json_get_double(root, "edge_ratio", -1, 0, 1, path, &info->edge_ratio)) != TMA_OK)
+        (st = tma_json_get_double(root, "edge_ratio", -1, 0, 1, path, &info->edge_ratio)) != TMA_OK ||
+        (st = tma_json_get_bool(root, "inference", 0, path, &info->inference)) != TMA_OK)
         goto fail;
     if (!scheme || !gid || !gpath || shards < 1 || seed < 0 || info->edge_ratio < 0) {
         tma_log_error(COMP, "%s: scheme, shards, seed, edge_ratio, graph_id and graph_abspath are required", path);

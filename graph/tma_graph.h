@@ -589,6 +589,7 @@ typedef struct tma_partition_info {
     int64_t *shard_nodes;   /* [num_shards] */
     int64_t *shard_edges;   /* [num_shards] */
     char **shard_paths;     /* [num_shards]: dir joined with each file name */
+    int inference;          /* the folder has each shard's inference file (partition.json "inference") */
 } tma_partition_info_t;
 
 /* Reads DIR/partition.json.  TMA_ERR_NOT_FOUND when it is missing (an

@@ -443,7 +443,7 @@ static tma_status_t parse_model(tma_job_t *job, const cJSON *root, const char *c
     TRY(get_section(root, "eval", ctx, &eval));
     TRY(tma_gnn_config_from_sections(model, train, eval, ctx, &job->model));
     /* Ranks evaluate the nodes of the shards they own: a variant without shards has none. */
-    if (job->model.eval_on_workers && !job->vd->uses_shards)
+    if (job->model.eval_on_workers > 0 && !job->vd->uses_shards)
         BAD("%s: eval.where \"workers\" needs shards, and %s trains every worker on the whole graph: use "
             "\"where\": \"coordinator\"", ctx, tma_job_variant_name(job->variant));
     return TMA_OK;

@@ -120,6 +120,14 @@ static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
         tma_log_warn(COMP, "cannot send rows to member %u: %s", m->peer, tma_status_str(s2));
 }
 
+/* A coordinator's connection ended: its evaluation is over, unless a newer
+ * coordinator's connection replaced it (it drives its own evaluations). */
+static int coord_gone(worker_eval_t *e, const tma_transport_msg_t *m)
+{
+    return m->event.kind != TMA_TRANSPORT_EV_CONNECTED && m->event.reason != TMA_ERR_FENCED &&
+           tma_transport_wait_peer(e->tr, TMA_COORD_PEER, 0) != TMA_OK;
+}
+
 /* A connection to rank `peer`: the lower member id connects to the higher;
  * the higher waits for it. */
 static tma_status_t reach(worker_eval_t *e, uint32_t peer)
@@ -206,7 +214,7 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
         while (j < no && (uint32_t)owners[j] != m.peer)
             j++;
         if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
-            if (m.peer == TMA_COORD_PEER || j < no) {
+            if ((m.peer == TMA_COORD_PEER && coord_gone(e, &m)) || (m.peer != TMA_COORD_PEER && j < no)) {
                 tma_log_warn(COMP, "evaluation %lld: the connection to %s ended", (long long)e->seq,
                              m.peer == TMA_COORD_PEER ? "the coordinator" : "a rank it needs rows from");
                 st = TMA_ERR_PEER_FAILED;
@@ -421,11 +429,10 @@ static void *eval_main(void *arg)
         if (st != TMA_OK)
             continue;
         if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
-            if (m.peer == TMA_COORD_PEER) {
+            if (m.peer == TMA_COORD_PEER && m.event.kind == TMA_TRANSPORT_EV_CONNECTED)
+                __atomic_store_n(&e->coord_seen, 1, __ATOMIC_SEQ_CST);
+            else if (m.peer == TMA_COORD_PEER && coord_gone(e, &m))
                 e->active = 0;
-                if (m.event.kind == TMA_TRANSPORT_EV_CONNECTED)
-                    __atomic_store_n(&e->coord_seen, 1, __ATOMIC_SEQ_CST);
-            }
         } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
             serve(e, &m);
         } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_BEGIN && m.meta.epoch >= e->epoch) {

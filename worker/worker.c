@@ -163,6 +163,24 @@ static int has_shard(const int32_t *set, int n, int32_t k)
     return 0;
 }
 
+/* Evaluating on the workers: shard k's inference file is on this node too. */
+static int infer_file_here(worker_t *w, int32_t k)
+{
+    if (!w->ev)
+        return 1;
+    char *nm = tma_partition_infer_name(k), *path = nm ? tma_path_join(w->pinfo->dir, nm) : NULL;
+    const int ok = path && access(path, R_OK) == 0;
+    if (!ok) {
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        tma_log_error(COMP, "node %s: shard %d's inference file %s is missing (the workers evaluate: copy it beside "
+                      "the shard)", host, k, path ? path : "?");
+    }
+    free(nm);
+    free(path);
+    return ok;
+}
+
 /* Drops from want[] the shards this node cannot train: a shard not loaded
  * yet is checked (its file exists here and is shard k of the partition);
  * one that fails is refused for the rest of the incarnation and the ready
@@ -175,7 +193,8 @@ static int refuse_missing(worker_t *w, int32_t *want, int n_want)
         const int32_t k = want[i];
         if (has_shard(w->refused, w->n_refused, k))
             continue;
-        if (!has_shard(w->loaded, w->n_loaded, k) && tma_partition_shard_check(w->pinfo, k) != TMA_OK) {
+        if (!has_shard(w->loaded, w->n_loaded, k) &&
+            (tma_partition_shard_check(w->pinfo, k) != TMA_OK || !infer_file_here(w, k))) {
             tma_log_error(COMP, "member %u refuses shard %d: its file is not usable on this node (above); the "
                                 "coordinator deals it to another worker",
                           w->id, k);
@@ -637,7 +656,7 @@ static tma_status_t join(worker_t *w)
         w->member = NULL;
         return st;
     }
-    if (w->cfg.eval_on_workers && w->vd->uses_shards) {
+    if (w->cfg.eval_on_workers > 0 && w->vd->uses_shards) {
         char listen[300];
         tma_job_listen_address(w->job, 1, listen, sizeof listen);
         worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id, w->lease, &w->cfg, w->pinfo, w->view, &w->inj};

@@ -53,7 +53,7 @@ import json, sys
 e, r = (json.load(open(f)) for f in sys.argv[1:])
 assert abs(e["mrr"] - r["test_mrr"]) < 1e-9, (e["mrr"], r["test_mrr"])
 PY
-  grep -q "the graph's header only" $2-run/logs/coordinator.log ||
+  grep -q "reads the graph's header, not the graph" $2-run/logs/coordinator.log ||
     { tail -n 20 $2-run/logs/coordinator.log >&2; fail "$2: the coordinator read more than the graph's header"; }
   [ "$(cat $2-run/logs/worker-*.log | grep -c "evaluator rank listening")" -eq 3 ] || fail "$2: not three evaluator ranks"
 }

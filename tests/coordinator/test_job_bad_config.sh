@@ -40,6 +40,8 @@ expect_fail 1 'nope.tmag' -- "$TMA" launch nograph.json -o run-nograph
 expect_fail 1 'nope.tmag' -- "$TMA" coordinator --etcd http://127.0.0.1:9 --config nograph.json
 case_ "bad model key" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "model": {"hidden": 0}}' 'hidden'
 case_ "not JSON" '{"graph": "g.tmag",' 'invalid JSON'
+case_ "ranks without shards" '{"graph": "g.tmag", "variant": "ggs", "eval": {"where": "workers"}}' 'eval.where "workers" needs shards.*ggs'
+case_ "unknown eval place" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "eval": {"where": "everywhere"}}' 'eval.where: "everywhere" is not a place'
 
 # A worker for a job nobody started gives up after --wait with a clear error.
 etcd_start 1

@@ -13,11 +13,12 @@ need_unshare
 fault_setup 1
 HOST=$(hostname)
 
-# Each node's folder: partition.json and its one shard.
+# Each node's folder: partition.json and its one shard (with the shard's
+# inference file: the workers evaluate).
 for i in 0 1 2; do
   mkdir -p node$i
   cp part/partition.json node$i/
-  cp part/shard-0000$i.tmag node$i/
+  cp part/shard-0000$i.tmag part/shard-0000$i.infer.tmag node$i/
 done
 mkdir -p empty
 
@@ -58,7 +59,7 @@ wait_for 30 job_members nln 3 || { dump_logs n-w2.log; fail "worker n2 did not r
 # What each worker sees where the partition folder is.
 for i in 0 1 2; do
   seen=$(ls "/proc/${WORKER_PIDS[$i]}/root$TMP_ROOT/part" | tr '\n' ' ')
-  want="partition.json shard-0000$i.tmag "
+  want="partition.json shard-0000$i.infer.tmag shard-0000$i.tmag "
   [ "$i" = 2 ] && want=""
   [ "$seen" = "$want" ] || fail "worker n$i sees '$seen' in the partition folder, expected '$want'"
 done

@@ -15,8 +15,8 @@ fault_setup 1 2
 HOST=$(hostname)
 mkdir -p has0 has1 none
 for d in has0 has1 none; do cp part/partition.json $d/; done
-cp part/shard-00000.tmag has0/
-cp part/shard-00001.tmag has1/
+cp part/shard-00000.tmag part/shard-00000.infer.tmag has0/
+cp part/shard-00001.tmag part/shard-00001.infer.tmag has1/
 
 # member_id LOG: the member id a worker's log names.
 member_id() { grep -om1 'worker-[0-9]*' "$1" | cut -d- -f2; }

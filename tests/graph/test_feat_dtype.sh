@@ -132,7 +132,7 @@ import numpy as np
 import tma
 g = tma.open_graph(sys.argv[1])
 seen = 0
-for p in sorted(glob.glob(sys.argv[2] + "/shard-*.tmag")):
+for p in sorted(glob.glob(sys.argv[2] + "/shard-?????.tmag")):
     s = tma.open_graph(p)
     _, off, count = s.header["sections"][9]  # global ids
     gids = np.asarray(np.memmap(p, dtype="<i8", mode="r", offset=off, shape=(count,)))
