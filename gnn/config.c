@@ -341,6 +341,15 @@ static tma_status_t parse_node_order(const cJSON *eval, const char *ectx, tma_gn
         return TMA_ERR_CONFIG;
     }
     cfg->eval_on_workers = where[0] == 'w' ? 1 : where[0] == 'c' ? 0 : -1;
+    const char *td;
+    if ((st = tma_json_get_string(eval, "table_dtype", "f32", ectx, &td)) != TMA_OK)
+        return st;
+    if (strcmp(td, "f32") != 0 && strcmp(td, "bf16") != 0) {
+        tma_log_error(COMP, "%s.table_dtype: \"%s\" is not a table type: \"f32\" or \"bf16\" (the workers' ranks "
+                      "keep their embedding tables in bfloat16: half the memory)", ectx, td);
+        return TMA_ERR_CONFIG;
+    }
+    cfg->eval_table_bf16 = strcmp(td, "bf16") == 0;
     return tma_json_get_double(eval, "rank_timeout", cfg->eval_rank_timeout, 1, 86400, ectx, &cfg->eval_rank_timeout);
 }
 
@@ -416,7 +425,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              "beta2", "eps", "device", "weight_decay", "lr_schedule", "negatives",
                                              NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
-                                            "node_order", "block_cache_mb", "feature_copy_mb", "where", "rank_timeout",
+                                            "node_order", "block_cache_mb", "feature_copy_mb", "where", "rank_timeout", "table_dtype",
                                             NULL};
     char mctx[256], tctx[256], ectx[256];
     snprintf(mctx, sizeof mctx, "%s: model", ctx);
@@ -592,6 +601,7 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddNumberToObject(e, "feature_copy_mb", cfg->eval_feature_copy_mb);
     cJSON_AddStringToObject(e, "where", cfg->eval_on_workers > 0 ? "workers" : cfg->eval_on_workers == 0 ? "coordinator" : "auto");
     cJSON_AddNumberToObject(e, "rank_timeout", cfg->eval_rank_timeout);
+    cJSON_AddStringToObject(e, "table_dtype", cfg->eval_table_bf16 ? "bf16" : "f32");
     cJSON_AddItemToObject(e, "hits", cJSON_CreateIntArray(cfg->eval_hits, cfg->eval_num_hits));
     cJSON_AddItemToObject(root, "eval", e);
     return root;

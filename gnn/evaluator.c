@@ -254,6 +254,11 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
                       INT32_MAX);
         return TMA_ERR_UNSUPPORTED;
     }
+    if (cfg->eval_table_bf16) {
+        tma_log_error(COMP, "eval.table_dtype \"bf16\" is for the workers' evaluator ranks (eval.where \"workers\"); "
+                      "this evaluator keeps float32 tables: set \"f32\"");
+        return TMA_ERR_CONFIG;
+    }
     tma_gnn_evaluator_t *ev = calloc(1, sizeof *ev);
     if (!ev)
         return TMA_ERR_NOMEM;

@@ -46,6 +46,9 @@ struct tma_gnn_rank {
     void *fetch_arg;
     int typed_in; /* level 0 is the per-type projection (a table), not the features */
     tensor_t lvl[3]; /* level 0 (typed), odd levels, even levels >= 2: n x hidden */
+    int bf16;         /* eval.table_dtype "bf16": the levels in t16 instead, widened as they are read */
+    uint16_t *t16[3];
+    tensor_t Zo;      /* bf16: a chunk's output rows before they are narrowed into the table */
 
     int64_t chunk_rows, chunk_edges, max_src, widest_in;
     int64_t *cand;      /* chunk_edges: the chunk's neighbours, then sorted and unique */
@@ -65,6 +68,9 @@ void tma_gnn_rank_destroy(tma_gnn_rank_t *rk)
 {
     if (!rk)
         return;
+    for (int i = 0; i < 3; i++)
+        tma_free_aligned(rk->t16[i]);
+    tma_gnn_tensor_free(&rk->Zo);
     tensor_t *ts[] = {&rk->params, &rk->lvl[0], &rk->lvl[1], &rk->lvl[2], &rk->X,  &rk->T,    &rk->A,
                       &rk->Z,      &rk->mean,   &rk->rstd,   &rk->c_indptr, &rk->c_indices, &rk->c_weights,
                       &rk->c_rel,  &rk->R,      &rk->hi,     &rk->ti,     &rk->prel, &rk->dec[0], &rk->dec[1]};
@@ -142,9 +148,14 @@ tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank
     if ((st = alloc_t(b, TMA_GNN_F32, rk->layout.total, &rk->params)) ||
         (st = gnn_params_bind(&rk->cfg, &rk->layout, &rk->params, &rk->P)))
         goto fail;
-    for (int i = rk->typed_in ? 0 : 1; i < 3; i++)
-        if ((st = alloc_t(b, TMA_GNN_F32, n * H, &rk->lvl[i])))
+    rk->bf16 = c->eval_table_bf16;
+    for (int i = rk->typed_in ? 0 : 1; i < 3; i++) {
+        if (rk->bf16 ? !(rk->t16[i] = tma_alloc_aligned((size_t)TMA_MAX(n * H, 1) * sizeof(uint16_t)))
+                     : (st = alloc_t(b, TMA_GNN_F32, n * H, &rk->lvl[i])) != TMA_OK) {
+            st = st ? st : TMA_ERR_NOMEM;
             goto fail;
+        }
+    }
 
     /* Chunks: at most chunk_rows rows, and chunk_edges entries (so as many sources). */
     int64_t maxdeg = 0;
@@ -169,6 +180,7 @@ tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank
         (st = alloc_t(b, TMA_GNN_F32, proj_floats, &rk->T)) ||
         (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(rk->chunk_rows * rk->widest_in, ce * gnn_layer_edge_cols(c)), &rk->A)) ||
         (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows * H, &rk->Z)) ||
+        (rk->bf16 && (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows * H, &rk->Zo))) ||
         (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows, &rk->mean)) ||
         (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows, &rk->rstd)) ||
         (st = alloc_t(b, TMA_GNN_I32, rk->chunk_rows + 1, &rk->c_indptr)) ||
@@ -211,12 +223,21 @@ int64_t tma_gnn_rank_rows_held(const tma_gnn_rank_t *rk)
     return rk->n;
 }
 
-/* Level l's table (NULL for level 0 without the per-type projection: the features). */
-static const tensor_t *level_table(const tma_gnn_rank_t *rk, int level)
+/* Level l's table: 0 (the per-type projection), 1 (odd levels) or 2 (even
+ * levels from 2); -1 for level 0 without the projection (the features). */
+static int level_table(const tma_gnn_rank_t *rk, int level)
 {
     if (level == 0)
-        return rk->typed_in ? &rk->lvl[0] : NULL;
-    return &rk->lvl[level & 1 ? 1 : 2];
+        return rk->typed_in ? 0 : -1;
+    return level & 1 ? 1 : 2;
+}
+
+/* Rows [r0, r0 + n) of table t from n x hidden floats (narrowed to bf16 when the tables are). */
+static void table_put(tma_gnn_rank_t *rk, int t, int64_t r0, int64_t n, const float *rows)
+{
+    const int64_t H = rk->cfg.hidden;
+    if (rk->bf16)
+        tma_feat_narrow(rows, (size_t)(n * H), TMA_FEAT_BF16, rk->t16[t] + r0 * H);
 }
 
 static int64_t level_cols(const tma_gnn_rank_t *rk, int level)
@@ -228,9 +249,13 @@ static int64_t level_cols(const tma_gnn_rank_t *rk, int level)
 static void held_row(const tma_gnn_rank_t *rk, int level, int64_t r, float *out)
 {
     const int64_t d = level_cols(rk, level);
-    const tensor_t *t = level_table(rk, level);
-    if (t) {
-        memcpy(out, (const float *)t->data + r * d, (size_t)d * sizeof(float));
+    const int t = level_table(rk, level);
+    if (t >= 0 && rk->bf16) {
+        tma_feat_widen(rk->t16[t] + r * d, TMA_FEAT_BF16, (size_t)d, out);
+        return;
+    }
+    if (t >= 0) {
+        memcpy(out, (const float *)rk->lvl[t].data + r * d, (size_t)d * sizeof(float));
         return;
     }
     int s = 0;
@@ -297,12 +322,18 @@ static tma_status_t project_input(tma_gnn_rank_t *rk)
         }
         if (st == TMA_OK) {
             gnn_type_proj_t tp = {c->num_node_types, tf.feats, offsets, &order, &tids};
-            tensor_t S = tma_gnn_tensor_shape(&rk->X, n, H);
-            tensor_t out = tma_gnn_tensor_view(&rk->lvl[0], rk->off[s] * H, n, H);
+            tensor_t S = tma_gnn_tensor_shape(&rk->X, n, H), tmp = {0};
+            /* bf16 tables: the shard's rows in float32 for a moment, then narrowed. */
+            if (rk->bf16)
+                st = alloc_t(rk->b, TMA_GNN_F32, n * H, &tmp);
+            tensor_t out = rk->bf16 ? tma_gnn_tensor_shape(&tmp, n, H)
+                                    : tma_gnn_tensor_view(&rk->lvl[0], rk->off[s] * H, n, H);
             if (rk->X.capacity < n * H)
                 st = TMA_ERR_NOMEM; /* scratch below; one shard's rows at a time */
-            else
-                st = gnn_type_project_forward(&tp, rk->P.in_W, rk->P.in_b, &S, &out);
+            st = st ? st : gnn_type_project_forward(&tp, rk->P.in_W, rk->P.in_b, &S, &out);
+            if (st == TMA_OK)
+                table_put(rk, 0, rk->off[s], n, out.data);
+            tma_gnn_tensor_free(&tmp);
         }
         tma_gnn_tensor_free(&order);
         tma_gnn_tensor_free(&tids);
@@ -474,8 +505,8 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
     tma_gnn_feat_info_t fi;
     memset(&fi, 0, sizeof fi);
     const int pf = gnn_layer_project_first(c, l, &fi);
-    const tensor_t *out_t = level_table(rk, l + 1);
-    tensor_t out = tma_gnn_tensor_shape(out_t, rk->n, H);
+    const int out_t = level_table(rk, l + 1);
+    tensor_t out = rk->bf16 ? rk->Zo : tma_gnn_tensor_shape(&rk->lvl[out_t], rk->n, H);
     tma_status_t st = TMA_OK;
     for (int s = 0; s < rk->nsh && st == TMA_OK; s++) {
         for (int64_t r0 = rk->off[s]; r0 < rk->off[s + 1] && st == TMA_OK;) {
@@ -498,7 +529,7 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
                 A = tma_gnn_tensor_shape(&rk->A, blk.num_edges, ec);
             else if (!pf && !mlp)
                 A = tma_gnn_tensor_shape(&rk->A, n, d_in);
-            tensor_t Yout = tma_gnn_tensor_view(&out, r0 * H, n, H);
+            tensor_t Yout = rk->bf16 ? tma_gnn_tensor_shape(&rk->Zo, n, H) : tma_gnn_tensor_view(&out, r0 * H, n, H);
             tensor_t Z = last ? Yout : tma_gnn_tensor_shape(&rk->Z, n, H);
             st = st ? st
                     : gnn_layer_combine(c, &rk->P, l, mlp ? NULL : &blk, &src, 0, pf ? &T : NULL,
@@ -507,6 +538,8 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
                 tensor_t mean = tma_gnn_tensor_shape(&rk->mean, n, 1), rstd = tma_gnn_tensor_shape(&rk->rstd, n, 1);
                 st = gnn_layer_activate(&rk->P, l, &Z, &mean, &rstd, &Yout);
             }
+            if (st == TMA_OK)
+                table_put(rk, out_t, r0, n, Yout.data);
             r0 = r1;
         }
     }

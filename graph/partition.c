@@ -601,6 +601,44 @@ uint64_t tma_partition_peak_bytes(const tma_graph_t *g, const tma_partition_opts
     return b > 1.8e19 ? UINT64_MAX : (uint64_t)b;
 }
 
+/* Every shard's file and, beside it, its inference file (its full rows and
+ * duties, for an evaluator rank), then the statistics over the shards. */
+static tma_status_t write_shards(const tma_graph_t *g, const int32_t *part, const layout_t *l, int32_t S,
+                                 shard_bufs_t *b, const char *dir, const double *gmean, const double *gdist,
+                                 tma_partition_result_t *r)
+{
+    int64_t kept = 0;
+    double tv_sum = 0, fd_sum = 0;
+    int32_t nonempty = 0;
+    tma_status_t st = TMA_OK;
+    for (int32_t s = 0; s < S && st == TMA_OK; s++) {
+        char *nm = shard_name(s), *path = nm ? tma_path_join(dir, nm) : NULL;
+        free(nm);
+        st = path ? write_shard(g, part, l, s, S, b, path, gmean, gdist, r) : TMA_ERR_NOMEM;
+        free(path);
+        const double ti = tma_clock_now();
+        nm = tma_partition_infer_name(s);
+        path = nm ? tma_path_join(dir, nm) : NULL;
+        free(nm);
+        if (st == TMA_OK)
+            st = path ? graph_infer_write(g, part, l->local, l->order + l->start[s], l->start[s + 1] - l->start[s], s,
+                                          S, path)
+                      : TMA_ERR_NOMEM;
+        free(path);
+        r->seconds_write += tma_clock_now() - ti;
+        kept += r->shard_edges[s];
+        if (r->shard_nodes[s] > 0) {
+            nonempty++;
+            tv_sum += r->shard_label_tv[s];
+            fd_sum += r->shard_feature_dist[s];
+        }
+    }
+    r->edge_ratio = g->num_train_edges ? (double)kept / (double)g->num_train_edges : 0;
+    r->label_tv = g->labels ? tv_sum / nonempty : -1;
+    r->feature_mean_dist = fd_sum / nonempty;
+    return st;
+}
+
 tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, const tma_partition_opts_t *o,
                                const char *dir, tma_partition_result_t **res_p)
 {
@@ -636,7 +674,6 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
     double *gdist = calloc((size_t)(g->num_classes > 0 ? g->num_classes : 1), sizeof(double));
     layout_t l = {0};
     shard_bufs_t b = {0};
-    char *path = NULL;
     tma_status_t st = TMA_OK;
     if (!r || !part || !gmean || !gdist) {
         tma_log_error(COMP, "out of memory for %" PRId64 " nodes", n);
@@ -699,49 +736,12 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
     for (int32_t c = 0; c < g->num_classes; c++)
         gdist[c] /= (double)n;
 
-    if ((st = bufs_alloc(g, &b)) != TMA_OK)
+    if ((st = bufs_alloc(g, &b)) != TMA_OK || (st = write_shards(g, part, &l, S, &b, dir, gmean, gdist, r)) != TMA_OK)
         goto done;
-    int64_t kept = 0;
-    double tv_sum = 0, fd_sum = 0;
-    int32_t nonempty = 0;
-    for (int32_t s = 0; s < S; s++) {
-        char *nm = shard_name(s);
-        path = nm ? tma_path_join(dir, nm) : NULL;
-        free(nm);
-        if (!path) {
-            st = TMA_ERR_NOMEM;
-            goto done;
-        }
-        if ((st = write_shard(g, part, &l, s, S, &b, path, gmean, gdist, r)) != TMA_OK)
-            goto done;
-        free(path);
-        /* Beside it, the shard's full rows and duties for an evaluator rank. */
-        const double ti = tma_clock_now();
-        nm = tma_partition_infer_name(s);
-        path = nm ? tma_path_join(dir, nm) : NULL;
-        free(nm);
-        st = path ? graph_infer_write(g, part, l.local, l.order + l.start[s], l.start[s + 1] - l.start[s], s, S, path)
-                  : TMA_ERR_NOMEM;
-        r->seconds_write += tma_clock_now() - ti;
-        if (st != TMA_OK)
-            goto done;
-        free(path);
-        path = NULL;
-        kept += r->shard_edges[s];
-        if (r->shard_nodes[s] > 0) {
-            nonempty++;
-            tv_sum += r->shard_label_tv[s];
-            fd_sum += r->shard_feature_dist[s];
-        }
-    }
-    r->edge_ratio = g->num_train_edges ? (double)kept / (double)g->num_train_edges : 0;
-    r->label_tv = g->labels ? tv_sum / nonempty : -1;
-    r->feature_mean_dist = fd_sum / nonempty;
     r->seconds = tma_clock_now() - t0;
     r->seconds_shards = r->seconds - r->seconds_assign;
     st = write_json(g, graph_path, dir, r);
 done:
-    free(path);
     bufs_free(&b);
     layout_free(&l);
     free(part);

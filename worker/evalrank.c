@@ -93,8 +93,12 @@ static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
     tma_status_t st = TMA_OK;
     int64_t n = m->count >= 2 ? (int64_t)f[1] : -1;
     const int level = m->count >= 2 ? (int)f[0] : -1;
+    /* A layer's request names distinct rows of ours, a scoring chunk's at
+     * most its pairs: never more (no request makes this rank allocate more). */
+    const int64_t most = (e->rk ? tma_gnn_rank_rows_held(e->rk) : 0) +
+                         (int64_t)e->cfg.eval_batch_edges * (1 + (e->nheld ? e->inf[0]->num_negatives : 0));
     if (n < 0 || m->count != (size_t)(2 + 2 * n) || !e->rk || !e->active || (int64_t)m->meta.round != e->seq ||
-        level < 0 || level > e->cfg.layers)
+        level < 0 || level > e->cfg.layers || n > most)
         st = TMA_ERR_MALFORMED;
     const int64_t cols = st == TMA_OK ? tma_gnn_rank_cols(e->rk, level) : 0;
     if (st == TMA_OK && (grow((void **)&e->ids, &e->ids_cap, (size_t)n + 1, sizeof *e->ids) ||
@@ -512,4 +516,33 @@ void worker_eval_stop(worker_eval_t *e, double linger_s)
     void *owned[] = {e->owner, e->held, e->g, e->inf, e->tx, e->ids, e->want, e->fo, e->fcnt, e->fgot, e};
     for (size_t i = 0; i < TMA_ARRAY_LEN(owned); i++)
         free(owned[i]);
+}
+
+tma_status_t worker_eval_join(const worker_eval_cfg_t *c, tma_member_t *member, tma_job_member_rec_t *rec,
+                              worker_eval_t **e_p)
+{
+    tma_status_t st = worker_eval_start(c, e_p);
+    if (st != TMA_OK)
+        return st;
+    snprintf(rec->eval_address, sizeof rec->eval_address, "%s", worker_eval_address(*e_p));
+    if ((st = tma_member_update(member, c->job, rec)) != TMA_OK) {
+        worker_eval_stop(*e_p, 0);
+        *e_p = NULL;
+    }
+    return st;
+}
+
+int worker_eval_files_here(const tma_partition_info_t *pinfo, int32_t k)
+{
+    char *nm = tma_partition_infer_name(k), *path = nm ? tma_path_join(pinfo->dir, nm) : NULL;
+    const int ok = path && access(path, R_OK) == 0;
+    if (!ok) {
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        tma_log_error(COMP, "node %s: shard %d's inference file %s is missing (the workers evaluate: copy it beside "
+                      "the shard)", host, k, path ? path : "?");
+    }
+    free(nm);
+    free(path);
+    return ok;
 }

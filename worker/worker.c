@@ -163,24 +163,6 @@ static int has_shard(const int32_t *set, int n, int32_t k)
     return 0;
 }
 
-/* Evaluating on the workers: shard k's inference file is on this node too. */
-static int infer_file_here(worker_t *w, int32_t k)
-{
-    if (!w->ev)
-        return 1;
-    char *nm = tma_partition_infer_name(k), *path = nm ? tma_path_join(w->pinfo->dir, nm) : NULL;
-    const int ok = path && access(path, R_OK) == 0;
-    if (!ok) {
-        char host[256] = "?";
-        gethostname(host, sizeof host - 1);
-        tma_log_error(COMP, "node %s: shard %d's inference file %s is missing (the workers evaluate: copy it beside "
-                      "the shard)", host, k, path ? path : "?");
-    }
-    free(nm);
-    free(path);
-    return ok;
-}
-
 /* Drops from want[] the shards this node cannot train: a shard not loaded
  * yet is checked (its file exists here and is shard k of the partition);
  * one that fails is refused for the rest of the incarnation and the ready
@@ -194,7 +176,7 @@ static int refuse_missing(worker_t *w, int32_t *want, int n_want)
         if (has_shard(w->refused, w->n_refused, k))
             continue;
         if (!has_shard(w->loaded, w->n_loaded, k) &&
-            (tma_partition_shard_check(w->pinfo, k) != TMA_OK || !infer_file_here(w, k))) {
+            (tma_partition_shard_check(w->pinfo, k) != TMA_OK || (w->ev && !worker_eval_files_here(w->pinfo, k)))) {
             tma_log_error(COMP, "member %u refuses shard %d: its file is not usable on this node (above); the "
                                 "coordinator deals it to another worker",
                           w->id, k);
@@ -565,41 +547,14 @@ static void set_device(worker_t *w, const char *device)
     snprintf(w->cfg.device, sizeof w->cfg.device, "%s", device);
 }
 
-/* The rank a launcher gives each of its processes on one node (Slurm's
- * SLURM_LOCALID, Open MPI's OMPI_COMM_WORLD_LOCAL_RANK), or -1. */
-static int local_rank(void)
-{
-    static const char *const vars[] = {"SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        char *end;
-        long r = v && *v ? strtol(v, &end, 10) : -1;
-        if (v && *v && *end == '\0' && r >= 0 && r < (1 << 20))
-            return (int)r;
-    }
-    return -1;
-}
-
-/* The device, once for all incarnations: --device; else the job's one
- * devices.workers entry; else the entry the local rank picks, so the
- * workers of one node spread over its GPUs whatever their member ids (ids
- * grow with every failure, so two live workers may share one modulo n).
- * Without a local rank, join() picks by the first member id. */
+/* The device, once for all incarnations (worker_device_choose). */
 static tma_status_t choose_device(worker_t *w)
 {
-    int n = w->job->n_worker_devices, rank = local_rank();
-    if (w->o->device)
-        set_device(w, w->o->device);
-    else if (n == 1 || rank >= 0)
-        set_device(w, w->job->worker_devices[n == 1 ? 0 : rank % n]);
-    else
-        set_device(w, w->job->worker_devices[0]);
-    w->device_fixed = w->o->device || n == 1 || rank >= 0;
-    if (!tma_gnn_device_valid(w->device)) {
-        tma_log_error(COMP, "device \"%s\": expected cpu, cuda or cuda:N", w->device);
-        return TMA_ERR_INVALID;
-    }
-    return TMA_OK;
+    char dev[32];
+    tma_status_t st = worker_device_choose(w->o->device, w->job, dev, sizeof dev, &w->device_fixed);
+    if (st == TMA_OK)
+        set_device(w, dev);
+    return st;
 }
 
 static tma_status_t join(worker_t *w)
@@ -660,13 +615,7 @@ static tma_status_t join(worker_t *w)
         char listen[300];
         tma_job_listen_address(w->job, 1, listen, sizeof listen);
         worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id, w->lease, &w->cfg, w->pinfo, w->view, &w->inj};
-        if ((st = worker_eval_start(&ec, &w->ev)) == TMA_OK) {
-            snprintf(rec.eval_address, sizeof rec.eval_address, "%s", worker_eval_address(w->ev));
-            st = tma_member_update(w->member, w->job->name, &rec);
-        }
-        if (st != TMA_OK) {
-            worker_eval_stop(w->ev, 0);
-            w->ev = NULL;
+        if ((st = worker_eval_join(&ec, w->member, &rec, &w->ev)) != TMA_OK) {
             tma_transport_destroy(w->tr);
             w->tr = NULL;
             tma_member_leave(w->member);

@@ -48,6 +48,14 @@ int worker_state_load(const worker_state_key_t *k, int64_t round, tma_gnn_traine
  * committed one. */
 void worker_state_prune(const char *dir, const char *job, int64_t keep_from);
 
+/* The device a worker trains on (device.c): --device (opt_device, may be
+ * NULL), else the job's one devices.workers entry, else the entry the
+ * launcher's local rank picks (SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK),
+ * else the first; *fixed_p is 0 in that last case (the first member id
+ * picks then).  TMA_ERR_INVALID (logged) for a name that is no device. */
+tma_status_t worker_device_choose(const char *opt_device, const tma_job_t *job, char *device, size_t cap,
+                                  int *fixed_p);
+
 /* ------------------------------------------------------------------ the evaluator rank (evalrank.c) */
 
 typedef struct worker_eval worker_eval_t;
@@ -65,6 +73,12 @@ typedef struct worker_eval_cfg {
 
 /* Starts the rank: its transport, listening, and its thread. */
 tma_status_t worker_eval_start(const worker_eval_cfg_t *c, worker_eval_t **e_p);
+/* worker_eval_start, and the rank's address into the member record `rec`
+ * (written to etcd through `member`); on failure nothing is left running. */
+tma_status_t worker_eval_join(const worker_eval_cfg_t *c, tma_member_t *member, tma_job_member_rec_t *rec,
+                              worker_eval_t **e_p);
+/* Shard k's inference file is on this node (else logged, naming it). */
+int worker_eval_files_here(const tma_partition_info_t *pinfo, int32_t k);
 /* "host:port" for the member record. */
 const char *worker_eval_address(const worker_eval_t *e);
 /* Ends the rank.  When a coordinator's evaluator is connected and has not
