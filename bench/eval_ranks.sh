@@ -14,21 +14,25 @@
 # has no cgroup memory controller): the coordinator at COORD_CAP_MB, each
 # worker at 1.2 x (graph file bytes / M) + WORKER_EXTRA_MB. WHERE=coordinator
 # runs uncapped (the coordinator maps the whole graph and holds two N x hidden
-# tables). Each role runs under /usr/bin/time -v (its CPU time); its peak
-# RssAnon and RssFile are sampled from /proc/PID/status every 0.5 s until it
-# exits. The coordinator logs at debug level for its evaluation seconds
-# ("round R: validation MRR X (S s)"); the workers log each layer of each
-# evaluation ("evaluation N, layer L: X s (Y s waiting for rows), ...").
+# tables). Each role runs under /usr/bin/time -v (its CPU time and maximum
+# RSS, which also catches what falls between two samples); its peak RssAnon
+# and RssFile are sampled from /proc/PID/status every 0.5 s until it exits.
+# The coordinator logs at debug level for its evaluation seconds ("round R:
+# validation MRR X (S s)"); the workers log each layer of each evaluation
+# ("evaluation N, layer L: X s (Y s waiting for rows), ...").
 #
 # Usage: bench/eval_ranks.sh [WORKDIR]        (from the build folder)
 # Environment: SCALE (23: 2^23 nodes), EDGES (100000000 drawn), FEAT_DIM (64),
 #   HIDDEN (64: encoder and decoder width), STEPS (20 local steps a round),
 #   ROUNDS (3), MS ("3 4": the worker counts), WHERES ("workers coordinator"),
 #   COORD_CAP_MB (300), WORKER_EXTRA_MB (768), MEMORY (tma gen/partition
-#   --memory; default theirs), JOB_TIMEOUT (3600 s a job),
+#   --memory; default theirs), TABLE_DTYPE (eval.table_dtype of the ranks:
+#   f32 or bf16; default the config's), JOB_TIMEOUT (3600 s a job),
 #   KEEP=1 keeps the graph and partitions, REUSE=1 uses the ones a KEEP=1 run
-#   left in WORKDIR. Each job's folder WORKDIR/M<M>-<WHERE> keeps its logs, its
-#   run folder and peaks.txt; WORKDIR/summary.txt repeats what is printed.
+#   left in WORKDIR. Each job's folder WORKDIR/M<M>-<WHERE> keeps its run
+#   folder and, per role, ROLE.log, ROLE.time (time -v), ROLE.peak (peak
+#   RssAnon and RssFile, KiB) and rc.txt; WORKDIR/summary.txt repeats what is
+#   printed.
 set -euo pipefail
 BUILD=$(pwd)
 T=${TMA_BIN:-$BUILD/tma}
@@ -43,6 +47,8 @@ T=$(readlink -f "$T")
 mkdir -p "$W"
 W=$(readlink -f "$W")
 G=$W/rmat.tmag
+TD_JSON=
+[ -z "${TABLE_DTYPE:-}" ] || TD_JSON=", \"table_dtype\": \"$TABLE_DTYPE\""
 MEM=()
 [ -z "${MEMORY:-}" ] || MEM=(--memory "$MEMORY")
 exec > >(tee -a "$W/summary.txt") 2>&1
@@ -128,7 +134,7 @@ for M in $MS; do
  "aggregation": {"interval_steps": $STEPS}, "duration": {"rounds": $ROUNDS, "train_seconds": 7200},
  "model": {"encoder": "gcn", "hidden": $HIDDEN, "decoder_hidden": $HIDDEN},
  "train": {"batch_size": 512, "seed": 1, "threads": 1},
- "eval": {"where": "$WHERE", "threads": 1, "rank_timeout": 1800},
+ "eval": {"where": "$WHERE", "threads": 1, "rank_timeout": 1800$TD_JSON},
  "fault": {"start_timeout": 600, "round_deadline": 1800}}
 JSON
     CCAP=0 CAP=0
@@ -184,19 +190,23 @@ def cpu(name):
     t = open(f"{d}/{name}.time").read() if os.path.exists(f"{d}/{name}.time") else ""
     u = re.search(r"User time \(seconds\): ([\d.]+)", t); s = re.search(r"System time \(seconds\): ([\d.]+)", t)
     return float(u.group(1)) + float(s.group(1)) if u and s else float("nan")
+def maxrss(name):   # /usr/bin/time's: the whole run, between the samples too
+    t = open(f"{d}/{name}.time").read() if os.path.exists(f"{d}/{name}.time") else ""
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", t)
+    return int(m.group(1)) / 1024 if m else float("nan")
 def peak(name):
     try:
         a, f = open(f"{d}/{name}.peak").read().split()
         return int(a) / 1024, int(f) / 1024
     except (OSError, ValueError):
         return float("nan"), float("nan")
-print("  | role | cap (MiB) | peak RssAnon (MiB) | peak RssFile (MiB) | CPU (s) | exit |")
-print("  |---|---:|---:|---:|---:|---:|")
+print("  | role | cap (MiB) | peak RssAnon (MiB) | peak RssFile (MiB) | max RSS, time -v (MiB) | CPU (s) | exit |")
+print("  |---|---:|---:|---:|---:|---:|---:|")
 for name in sorted(rcs, key=lambda n: (n != "coordinator", len(n), n)):
     cap = ccap if name == "coordinator" else wcap
     a, f = peak(name)
     caps = "none" if cap == 0 else f"{cap / 2**20:,.0f}"
-    print(f"  | {name} | {caps} | {a:,.0f} | {f:,.0f} | {cpu(name):.1f} | {rcs[name]} |")
+    print(f"  | {name} | {caps} | {a:,.0f} | {f:,.0f} | {maxrss(name):,.0f} | {cpu(name):.1f} | {rcs[name]} |")
 run = f"{d}/run"
 res = json.load(open(f"{run}/result.json")) if os.path.exists(f"{run}/result.json") else None
 lines = [json.loads(l) for l in open(f"{run}/metrics.jsonl") if l.strip()] if os.path.exists(f"{run}/metrics.jsonl") else []
@@ -221,7 +231,8 @@ for m in lines:
 if res:
     print(f"  test_mrr {res.get('test_mrr')}, best_round {res.get('best_round')}, "
           f"rounds_evaluated {res.get('rounds_evaluated')}, rounds_skipped {res.get('rounds_skipped')}, "
-          f"test about {test_s if test_s is None else f'{test_s:.1f}'} s (the log's time from the last validation)")
+          + (f"test about {test_s:.1f} s (the log's time from the last validation)" if test_s and test_s > 0.05
+             else "tested with the best round's evaluation"))
 per_eval = {}   # evaluation -> [(worker, seconds summed over layers, waiting, MiB fetched)]
 for name in sorted(rcs):
     if not name.startswith("worker"):
