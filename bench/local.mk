@@ -7,4 +7,5 @@ CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_PROGRAMS += bench/bench_partition
 bench_bench_partition_LDADD = $(TMA_BENCH_LDADD)
 EXTRA_DIST += bench/partition_quality.sh bench/partition_speed.sh bench/gen_rmat_100m.sh bench/scale_rmat.sh
+EXTRA_DIST += bench/phase_lib.sh bench/eval_ranks.sh
 EXTRA_DIST += bench/paper/run.sh bench/paper/tables.py bench/fault/detect.sh bench/graph/ooc.sh bench/graph/feat_dtype.sh bench/prom_scrape.sh

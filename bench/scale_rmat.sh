@@ -26,16 +26,8 @@ mkdir -p "$W"
 G=$W/rmat.tmag P=$W/rmat-random-3 RUN=$W/run
 echo "# machine: $(nproc) CPUs, $(free -g | awk '/Mem:/ {print $2}') GiB; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# phase NAME CMD...: runs CMD under /usr/bin/time -v, prints wall, CPU and peak RSS.
-phase() {
-  local name=$1; shift
-  /usr/bin/time -v "$@" > "$W/$name.out" 2> "$W/$name.time" || { echo "$name failed:"; tail -20 "$W/$name.time"; exit 1; }
-  awk -v n="$name" -F': ' '
-    /Elapsed \(wall clock\)/ {wall = $2}
-    /User time/ {u = $2} /System time/ {s = $2}
-    /Maximum resident set size/ {rss = $2}
-    END {printf "%-10s wall %s  CPU %.0f s  peak RSS %.2f GiB\n", n, wall, u + s, rss / 1048576}' "$W/$name.time"
-}
+# phase NAME CMD... (phase_lib.sh): wall, CPU and peak RSS of a step.
+. "$(dirname "$0")/phase_lib.sh"
 
 rm -rf "$RUN"
 if [ "${REUSE:-0}" = 1 ] && [ -s "$G" ] && [ -s "$P/partition.json" ]; then
