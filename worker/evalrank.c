@@ -139,6 +139,17 @@ static int64_t first_gone(tma_job_view_t *view, const int64_t *ids, int n)
     return gone;
 }
 
+/* The job's state says it ended (its result is written): no evaluation follows. */
+static int job_over(tma_job_view_t *view)
+{
+    tma_job_view_snap_t s;
+    if (tma_job_view_snapshot(view, &s) != TMA_OK)
+        return 0;
+    const int over = s.has_state && (strcmp(s.state.phase, "done") == 0 || strcmp(s.state.phase, "failed") == 0);
+    tma_job_view_snap_free(&s);
+    return over;
+}
+
 /* A coordinator's connection ended: its evaluation is over, unless a newer
  * coordinator's connection replaced it (it drives its own evaluations). */
 static int coord_gone(worker_eval_t *e, const tma_transport_msg_t *m)
@@ -527,12 +538,22 @@ void worker_eval_stop(worker_eval_t *e, double linger_s)
     if (!e)
         return;
     /* A coordinator that evaluates on the ranks may still need them for the
-     * job's last evaluations: wait until it releases them or goes away. */
+     * job's last evaluations: wait until it releases them, the job's state
+     * says it is over, or no coordinator has been connected for a few
+     * seconds (a connection replaced by a new leader's counts as one). */
     const double until = tma_clock_now() + linger_s;
+    double lost_at = -1;
     while (e->started && __atomic_load_n(&e->coord_seen, __ATOMIC_SEQ_CST) &&
-           !__atomic_load_n(&e->released, __ATOMIC_SEQ_CST) && tma_clock_now() < until &&
-           tma_transport_wait_peer(e->tr, TMA_COORD_PEER, 0) == TMA_OK)
+           !__atomic_load_n(&e->released, __ATOMIC_SEQ_CST) && tma_clock_now() < until && !job_over(e->view)) {
+        const double now = tma_clock_now();
+        if (tma_transport_wait_peer(e->tr, TMA_COORD_PEER, 0) == TMA_OK)
+            lost_at = -1;
+        else if (lost_at < 0)
+            lost_at = now;
+        else if (now - lost_at > 5.0)
+            break;
         tma_sleep(0.1);
+    }
     __atomic_store_n(&e->quit, 1, __ATOMIC_SEQ_CST);
     if (e->started)
         pthread_join(e->thread, NULL);
