@@ -543,8 +543,11 @@ void worker_eval_stop(worker_eval_t *e, double linger_s)
      * seconds (a connection replaced by a new leader's counts as one). */
     const double until = tma_clock_now() + linger_s;
     double lost_at = -1;
-    while (e->started && __atomic_load_n(&e->coord_seen, __ATOMIC_SEQ_CST) &&
-           !__atomic_load_n(&e->released, __ATOMIC_SEQ_CST) && tma_clock_now() < until && !job_over(e->view)) {
+    /* The job's state is looked at once a second (a snapshot copies the view). */
+    for (int tick = 0; e->started && __atomic_load_n(&e->coord_seen, __ATOMIC_SEQ_CST) &&
+                       !__atomic_load_n(&e->released, __ATOMIC_SEQ_CST) && tma_clock_now() < until &&
+                       (tick % 10 != 0 || !job_over(e->view));
+         tick++) {
         const double now = tma_clock_now();
         if (tma_transport_wait_peer(e->tr, TMA_COORD_PEER, 0) == TMA_OK)
             lost_at = -1;
