@@ -346,7 +346,8 @@ int cli_cmd_worker(int argc, char **argv)
         CLI_ETCD_WAIT_OPT(etcd_wait),
         {"job", 0, CLI_STR, &job, "NAME", "the job to join (required)", NULL},
         {"backup", 0, CLI_FLAG, &backup, NULL, "a standby worker: takes shards only when an owner is lost", NULL},
-        {"name", 0, CLI_STR, &name, "LABEL", "a label for logs and tma status (default host:pid)", NULL},
+        {"name", 0, CLI_STR, &name, "LABEL", "the worker's name: its log tag, and how tma status and the progress lines show it (default host:pid, "
+         "with the tag worker-ID, ID its member id)", NULL},
         {"device", 0, CLI_STR, &device, "DEV",
          "cpu or cuda[:i] (default: the job's devices.workers entry the local rank picks)", NULL},
         {"threads", 0, CLI_INT, &threads, "N",

@@ -391,17 +391,64 @@ static double item_num(const cJSON *o, const char *key, double dflt)
     return cJSON_IsNumber(it) ? it->valuedouble : dflt;
 }
 
+typedef struct {
+    char label[72];
+    double sps;
+} progress_worker_t;
+
+static int progress_worker_cmp(const void *a, const void *b)
+{
+    /* worker-2 before worker-10 */
+    return strverscmp(((const progress_worker_t *)a)->label, ((const progress_worker_t *)b)->label);
+}
+
+static int id_in(const cJSON *arr, double id)
+{
+    for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next)
+        if (cJSON_IsNumber(e) && e->valuedouble == id)
+            return 1;
+    return 0;
+}
+
 void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, double *best_p, char *buf, size_t cap)
 {
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(rec, "workers");
     const cJSON *alive = cJSON_GetObjectItemCaseSensitive(rec, "alive");
-    char sps[256] = "";
-    size_t off = 0;
-    for (const cJSON *w = ws ? ws->child : NULL; w && off < sizeof sps - 20; w = w->next) {
-        double id = item_num(w, "id", NAN), s = item_num(w, "steps_per_s", NAN);
-        if (isfinite(id) && isfinite(s))
-            off += (size_t)snprintf(sps + off, sizeof sps - off, " %d:%.1f", (int)id, s);
+    const cJSON *owners = cJSON_GetObjectItemCaseSensitive(rec, "owners");
+    /* Each worker by its name (the launch's worker-N, its log's tag), in
+     * name order. */
+    progress_worker_t pw[64];
+    int n = 0;
+    for (const cJSON *w = ws ? ws->child : NULL; w && n < (int)TMA_ARRAY_LEN(pw); w = w->next) {
+        double id = item_num(w, "id", NAN), sps = item_num(w, "steps_per_s", NAN);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(w, "name");
+        if (!isfinite(id) || !isfinite(sps))
+            continue;
+        if (cJSON_IsString(name) && name->valuestring[0])
+            snprintf(pw[n].label, sizeof pw[n].label, "%.64s", name->valuestring);
+        else
+            snprintf(pw[n].label, sizeof pw[n].label, "member-%d", (int)id);
+        pw[n++].sps = sps;
     }
+    qsort(pw, (size_t)n, sizeof *pw, progress_worker_cmp);
+    char sps[512] = "";
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        if (off + strlen(pw[i].label) + 24 >= sizeof sps) {
+            snprintf(sps + off, sizeof sps - off, " ...");
+            break;
+        }
+        off += (size_t)snprintf(sps + off, sizeof sps - off, "%s %s %.1f", i ? "," : "", pw[i].label, pw[i].sps);
+    }
+    /* Alive members that own no shard stand by (backups): counted apart
+     * from the workers the job asked for. */
+    int n_alive = cJSON_GetArraySize(alive), n_spare = 0;
+    if (cJSON_GetArraySize(owners) > 0)
+        for (const cJSON *a = alive ? alive->child : NULL; a; a = a->next)
+            n_spare += cJSON_IsNumber(a) && !id_in(owners, a->valuedouble);
+    char spare[32] = "";
+    if (n_spare)
+        snprintf(spare, sizeof spare, " + %d backup%s", n_spare, n_spare == 1 ? "" : "s");
     double val = item_num(rec, "val_mrr", NAN);
     if (isfinite(val) && !(val <= *best_p))
         *best_p = val;
@@ -417,8 +464,8 @@ void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, 
     else
         snprintf(when, sizeof when, "%5.1f min, %lld rounds", minutes, (long long)b->rounds);
     int nmissed = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rec, "missed"));
-    snprintf(buf, cap, "round %3lld | %s | alive %d/%d%s | steps/s%s | val MRR %s (best %.4f) | aggregation %.2f s",
-             (long long)item_num(rec, "round", -1), when, cJSON_GetArraySize(alive), b->workers,
+    snprintf(buf, cap, "round %3lld | %s | alive %d/%d%s%s | steps/s%s | val MRR %s (best %.4f) | aggregation %.2f s",
+             (long long)item_num(rec, "round", -1), when, n_alive - n_spare, b->workers, spare,
              nmissed ? " (a worker missed the round)" : "", sps[0] ? sps : " -", vs,
              isfinite(*best_p) ? *best_p : 0.0, item_num(rec, "agg_seconds", 0));
 }

@@ -597,7 +597,9 @@ typedef struct tma_job_run_budget {
 /*
  * The one progress line, built from a metrics line (so it shows the
  * validation MRR of the round it names): "round R | T/TOTAL min | alive
- * A/M | steps/s ID:S... | val MRR V (best B) | aggregation S s".  *best_p
+ * A/M [+ K backups] | steps/s NAME S, ... | val MRR V (best B) | aggregation
+ * S s": A the alive members that own shards, K those that own none, each
+ * worker by its name (member-ID without one) in name order.  *best_p
  * carries the best across calls (start it at NAN).  Always NUL-terminated.
  */
 void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, double *best_p, char *buf, size_t cap);
