@@ -61,6 +61,7 @@ typedef struct train_run {
     int64_t best_step, best_round, last_eval_step;
     int evals;
     int tty;
+    int64_t printed_step; /* the step of the last progress line (not a tty): -1 none */
     cJSON *resumed; /* --resume: the progress object of RUN/last.opt */
     char *resume_config; /* --resume: RUN/config.json */
 } train_run_t;
@@ -174,18 +175,28 @@ static tma_status_t evaluate(train_run_t *r)
     return st;
 }
 
-static void progress(const train_run_t *r, int final)
+static void progress(train_run_t *r, int final)
 {
     const train_flags_t *f = r->f;
+    /* Without a tty a line is printed at each validation; the final one
+     * only when it says something new (a last validation). */
+    if (!r->tty && final && r->printed_step == r->steps)
+        return;
+    r->printed_step = r->steps;
     double sps = r->train_s > 0 ? (double)r->steps / r->train_s : 0;
     char budget[48];
     if (f->seen_steps)
         snprintf(budget, sizeof budget, "step %lld/%lld", (long long)r->steps, (long long)f->steps);
     else
         snprintf(budget, sizeof budget, "%.0f/%.0fs, step %lld", r->train_s, f->seconds, (long long)r->steps);
-    char val[64] = "val -";
-    if (r->evals)
+    /* The validation it shows is named by its step when the line has
+     * moved past it (a tty's line is refreshed between validations). */
+    char val[96] = "val -";
+    if (r->evals && r->last_eval_step == r->steps)
         snprintf(val, sizeof val, "val %.4f (best %.4f)", r->last_val, r->best_val);
+    else if (r->evals)
+        snprintf(val, sizeof val, "val %.4f at step %lld (best %.4f)", r->last_val, (long long)r->last_eval_step,
+                 r->best_val);
     fprintf(stderr, "%s[train] %s  %.1f steps/s  %.0f edges/s  loss %.4f  %s%s", r->tty ? "\r" : "", budget, sps,
             sps * r->cfg.batch_size, r->last_loss, val, r->tty && !final ? "   " : "\n");
     fflush(stderr);
@@ -671,6 +682,7 @@ int cli_cmd_train(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.f = &f;
     r.tty = isatty(2) && !f.quiet;
+    r.printed_step = -1;
     if (f.resume)
         rc = train_resume_state(&f, &r);
     else
