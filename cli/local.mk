@@ -19,12 +19,16 @@ man1_MANS = man/tma.1 man/tma-info.1 man/tma-import.1 man/tma-gen.1 man/tma-part
 $(man1_MANS): man/.stamp
 # One rule for every page: help2man runs a page's command through a
 # two-line wrapper; its NAME line is the command's summary in `tma --help`.
+# tma.1's commands and exit codes (subsections of help2man's DESCRIPTION)
+# become sections of their own.
 man/.stamp: tma$(EXEEXT) $(top_srcdir)/cli/local.mk
 	$(AM_V_GEN)$(MKDIR_P) man && \
 	printf '[SEE ALSO]\nThe documents named docs/NAME.md in this page are installed as $(docdir)/NAME.md, with README.md.\n' \
 	  > man/see-also.h2m && \
 	$(HELP2MAN) --no-info --include=man/see-also.h2m --version-string=$(VERSION) --output=man/tma.1 \
 	  --name="GNN link prediction on large graphs, with time-based model aggregation" ./tma$(EXEEXT) && \
+	sed -e 's/^\.SS "Commands:"/.SH COMMANDS/' -e 's/^\.SS "Exit status (every command):"/.SH "EXIT STATUS"/' \
+	  man/tma.1 > man/tma.1.tmp && mv man/tma.1.tmp man/tma.1 && \
 	for c in $(TMA_MAN_CMDS); do \
 	  printf '#!/bin/sh\nexec "%s" %s "$$@"\n' "$(abs_builddir)/tma$(EXEEXT)" "$$c" > man/tma-$$c && \
 	  chmod +x man/tma-$$c && \
