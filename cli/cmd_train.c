@@ -695,7 +695,9 @@ int cli_cmd_train(int argc, char **argv)
         st = train_loop(&r);
     if (st == TMA_OK)
         st = train_finish(&r);
-    if (st != TMA_OK)
+    /* A refused config was named where it was found (a folder that holds
+     * a run, a key): "bad configuration" after it would add nothing. */
+    if (st != TMA_OK && st != TMA_ERR_CONFIG)
         fprintf(stderr, "tma train: failed: %s\n", tma_status_str(st));
     rc = cli_exit_code(st, &g_stop);
 out:

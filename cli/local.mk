@@ -42,9 +42,14 @@ CLEANFILES += $(man1_MANS) man/.stamp man/see-also.h2m man/tma-info man/tma-impo
 	man/tma-report
 endif
 # tma-ogb-split: the converter `tma import` runs for an OGB dataset's official
-# split (PyTorch .pt files); built beside tma and installed beside it.
+# split (PyTorch .pt files); built beside tma and installed beside it.  Its
+# interpreter is the Python configure found with torch (TORCH_PYTHON, when
+# that is a path), else python3 on the PATH; TMA_PYTHON overrides either.
 bin_SCRIPTS = tma-ogb-split
-tma-ogb-split: $(top_srcdir)/python/tma_ogb_split.py
-	$(AM_V_GEN)cp $(top_srcdir)/python/tma_ogb_split.py $@ && chmod +x $@
+tma-ogb-split: $(top_srcdir)/python/tma_ogb_split.py Makefile
+	$(AM_V_GEN)case '$(TORCH_PYTHON)' in \
+	  /*) sed '1s|^#!.*|#!$(TORCH_PYTHON)|' $(top_srcdir)/python/tma_ogb_split.py > $@ ;; \
+	  *) cp $(top_srcdir)/python/tma_ogb_split.py $@ ;; \
+	esac && chmod +x $@
 CLEANFILES += tma-ogb-split
 EXTRA_DIST += python/tma_ogb_split.py
