@@ -4,8 +4,8 @@
 # when the last step was validated as it was taken).  On a terminal (script
 # gives one): the refreshed line's MRR is that of the validation it names,
 # the current step's or "at step K".  mrr.svg: titled with the graph's name
-# (not its path), a run under 3 minutes in seconds, the best round and the
-# test MRR of result.json marked.
+# (not its path), a run under 3 minutes in seconds, the curve from round 0
+# at t = 0, the best round and the test MRR of result.json marked.
 . "$TMA_SRCDIR/tests/lib.sh"
 need script bsdutils
 cd "$TMP_ROOT" || hard "cd"
@@ -15,7 +15,7 @@ cd "$TMP_ROOT" || hard "cd"
 "$TMA_BIN" train g.tmag --steps 5 --eval-every-seconds 0.000001 --threads 1 -o r1 > r1.out 2> r1.err ||
   { cat r1.err; fail "tma train failed"; }
 [ "$(grep -c '^\[train\] step 5/5 ' r1.err)" -eq 1 ] || { cat r1.err; fail "the final progress line is not printed once"; }
-[ "$(grep -c '^\[train\] step ' r1.err)" -eq 5 ] || { cat r1.err; fail "not one line per validation"; }
+[ "$(grep -c '^\[train\] step ' r1.err)" -eq 6 ] || { cat r1.err; fail "not one line per validation (round 0 and 5 steps)"; }
 
 # On a terminal: refreshed every 0.5 s of training, validated every 0.3 s.
 script -qec "'$TMA_BIN' train g.tmag --steps 400 --eval-every-seconds 0.3 --threads 1 -o r2" /dev/null > r2.tty ||
@@ -50,6 +50,7 @@ res = json.load(open(run + "/result.json"))
 title = re.search(r'font-size="15">([^<]*)<', svg).group(1)
 assert title.startswith("g: validation MRR") and "/" not in title, title
 assert "training time (seconds)" in svg
+assert re.search(r'points="70\.0,', svg), "the curve does not start at t = 0"
 assert "best: round %d, %.4f" % (res["best_round"], res["best_val_mrr"]) in svg
 assert 'class="best"' in svg and 'class="test"' in svg
 assert "test MRR %.4f" % res["test_mrr"] in svg
