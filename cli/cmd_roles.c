@@ -111,15 +111,16 @@ static tma_status_t etcd_ping_all(const tma_kv_config_t *cfg, double timeout_s, 
     for (size_t i = 0; i < n; i++) {
         if (p[i].started)
             pthread_join(p[i].thread, NULL);
-        if (p[i].st == TMA_OK)
+        if (p[i].st == TMA_OK) {
             st = TMA_OK;
-        else if (at < cap)
+        } else if (at < cap) {
             /* One endpoint: the line names it already. */
-            at += (size_t)snprintf(why + at, cap - at, "%s%s", i ? "; " : "",
-                                   p[i].why + (n == 1 && strncmp(p[i].why, p[i].url, strlen(p[i].url)) == 0 &&
-                                                       p[i].why[strlen(p[i].url)] == ':'
-                                                   ? strlen(p[i].url) + 2
-                                                   : 0));
+            const char *w = p[i].why;
+            size_t ul = strlen(p[i].url);
+            if (n == 1 && strncmp(w, p[i].url, ul) == 0 && w[ul] == ':' && w[ul + 1] == ' ')
+                w += ul + 2;
+            at += (size_t)snprintf(why + at, cap - at, "%s%s", i ? "; " : "", w);
+        }
     }
     free(p);
     return st;
