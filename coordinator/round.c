@@ -291,11 +291,18 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
         else
             cJSON_AddItemToArray(ws, worker_record(c, sl, have_snap ? &s : NULL));
     }
-    if (have_snap)
-        tma_job_view_snap_free(&s);
+
     cJSON *al = cJSON_AddArrayToObject(r, "alive");
     for (int i = 0; i < n_alive; i++)
         cJSON_AddItemToArray(al, cJSON_CreateNumber(alive[i]));
+    /* Backups standing by (started --backup, owning no shard; as
+     * tma_backups_idle counts them), so readers count them apart. */
+    cJSON *bk = cJSON_AddArrayToObject(r, "backups");
+    for (int i = 0; have_snap && i < s.n_members; i++) {
+        const tma_job_member_rec_t *m = &s.members[i].rec;
+        if (m->backup && !(c->vd->uses_shards && c->map_ready && tma_shard_map_count(&c->map, m->id, NULL) > 0))
+            cJSON_AddItemToArray(bk, cJSON_CreateNumber(m->id));
+    }
     cJSON_AddItemToObject(r, "missed", missed);
     /* Senders of NaN or infinite values since the last record. */
     cJSON *poisoned = cJSON_AddArrayToObject(r, "poisoned");
@@ -314,6 +321,8 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
             cJSON_AddItemToArray(owners, cJSON_CreateNumber((double)c->map.owner[k]));
     }
     cJSON_AddNumberToObject(r, "agg_seconds", agg_seconds);
+    if (have_snap)
+        tma_job_view_snap_free(&s);
     return r;
 }
 

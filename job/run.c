@@ -482,12 +482,14 @@ void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, 
         }
         off += (size_t)snprintf(sps + off, sizeof sps - off, "%s %s %.1f", i ? "," : "", pw[i].label, pw[i].sps);
     }
-    /* Alive members that own no shard stand by (backups): counted apart
-     * from the workers the job asked for. */
+    /* Backups standing by are counted apart from the workers the job asked
+     * for ("backups"; a record without it: alive members that own no shard). */
+    const cJSON *backups = cJSON_GetObjectItemCaseSensitive(rec, "backups");
     int n_alive = cJSON_GetArraySize(alive), n_spare = 0;
-    if (cJSON_GetArraySize(owners) > 0)
-        for (const cJSON *a = alive ? alive->child : NULL; a; a = a->next)
-            n_spare += cJSON_IsNumber(a) && !id_in(owners, a->valuedouble);
+    for (const cJSON *a = alive ? alive->child : NULL; a; a = a->next)
+        if (cJSON_IsNumber(a))
+            n_spare += cJSON_IsArray(backups) ? id_in(backups, a->valuedouble)
+                                              : cJSON_GetArraySize(owners) > 0 && !id_in(owners, a->valuedouble);
     char spare[32] = "";
     if (n_spare)
         snprintf(spare, sizeof spare, " + %d backup%s", n_spare, n_spare == 1 ? "" : "s");

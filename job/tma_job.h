@@ -609,7 +609,8 @@ typedef struct tma_job_run_budget {
  * The one progress line, built from a metrics line (so it shows the
  * validation MRR of the round it names): "round R | T/TOTAL min | alive
  * A/M [+ K backups] | steps/s NAME S, ... | val MRR V (best B) | aggregation
- * S s": A the alive members that own shards, K those that own none, each
+ * S s": K the alive backups standing by (the record's "backups"; without
+ * it, the alive members that own no shard), A the other alive members, each
  * worker by its name (member-ID without one) in name order.  *best_p
  * carries the best across calls (start it at NAN).  Always NUL-terminated.
  */
