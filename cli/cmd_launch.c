@@ -337,7 +337,7 @@ static tma_status_t launch_open_run(launch_t *L)
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
-    fprintf(L->say, "tma launch: %s job %s (%s, %d worker%s), run folder %s\n", L->resume ? "resuming" : "job",
+    fprintf(L->say, "tma launch: %s job %s (%s, %d worker%s), run folder %s\n", L->resume ? "resuming" : "starting",
             L->job->name, tma_job_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s",
             L->run_dir);
     fflush(L->say);
@@ -604,8 +604,11 @@ static tma_status_t launch_spawn_roles(launch_t *L)
     free(states);
     if (st != TMA_OK)
         return st;
+    char backups[40] = "";
+    if (L->backups)
+        snprintf(backups, sizeof backups, " plus %lld backup(s)", (long long)L->backups);
     fprintf(L->say, "%s etcd (%s), started the coordinator and %d worker(s)%s; logs in %s\n",
-            L->etcd_started ? "started" : "using", L->url, nworkers, L->backups ? " plus backups" : "", L->logs);
+            L->etcd_started ? "started" : "using", L->url, nworkers, backups, L->logs);
     if (job->train_s > 0)
         fprintf(L->say, "training for %.0f s", job->train_s);
     else

@@ -142,6 +142,8 @@ tma_status_t coord_open_job(coord_t *c)
         goto fail;
     }
     snprintf(c->jobname, sizeof c->jobname, "%s", jobname);
+    if (o->etcd_check && (st = o->etcd_check(o->etcd_check_arg)) != TMA_OK)
+        goto fail;
     if ((st = tma_kv_create(o->kv, &c->kv)) != TMA_OK)
         goto fail;
     if ((st = tma_job_view_start(c->kv, c->jobname, 30.0, &c->view)) != TMA_OK)
