@@ -6,7 +6,8 @@
 # lies between.  Each row is the mean over three partition seeds.  The
 # METIS-based schemes run with each clusterer of CLUSTERERS (default "metis
 # lp": METIS and the streaming label propagation clusterer) side by side, and
-# a third graph, a 10M-edge SBM (1M nodes), is added with BIG=1.
+# a third graph, a 10M-edge SBM (1M nodes), is added with BIG=1 (GRAPHS="big"
+# for it alone).  SEEDS (default "0 1 2") are the partition seeds.
 #
 # Usage: bench/partition_quality.sh [WORKDIR]
 #   TMA_BIN (default ./_build/tma or ./tma), TMA_DATASETS (default ../shared/datasets)
@@ -19,15 +20,17 @@ PY=${PYTHON:-python3}
 mkdir -p "$W"
 cd "$W"
 
-"$T" import "$D/facebook-pages" -o fb.tmag --feat-dim 128 --negatives 100 --seed 1 > fb.out
-"$T" gen sbm -o sbm.tmag --nodes 30000 --classes 4 --avg-degree 10 --homophily 0.9 --feat-dim 32 --noise 1.0 \
+[[ " ${GRAPHS:-fb} " != *" fb "* ]] ||
+  "$T" import "$D/facebook-pages" -o fb.tmag --feat-dim 128 --negatives 100 --seed 1 > fb.out
+[[ " ${GRAPHS:-sbm} " != *" sbm "* ]] ||
+  "$T" gen sbm -o sbm.tmag --nodes 30000 --classes 4 --avg-degree 10 --homophily 0.9 --feat-dim 32 --noise 1.0 \
   --seed 1 --negatives 100 > sbm.out
 
-graphs="fb sbm"
-if [ "${BIG:-0}" = 1 ]; then
+graphs=${GRAPHS:-fb sbm}
+if [ "${BIG:-0}" = 1 ] || [[ " $graphs " == *" big "* ]]; then
   "$T" gen sbm -o big.tmag --nodes 1000000 --classes 8 --avg-degree 20 --homophily 0.9 --feat-dim 16 \
     --noise 1.0 --seed 1 --negatives 100 > big.out
-  graphs+=" big"
+  [[ " $graphs " == *" big "* ]] || graphs+=" big"
 fi
 S=3
 echo "| graph | scheme | clusterer | edge_ratio r | label_tv | feature_mean_dist | seconds | max RSS MiB |"
@@ -39,12 +42,12 @@ for g in $graphs; do
     cls=${CLUSTERERS:-metis lp}
     [ "$scheme" = random ] && cls=-
     for cl in $cls; do
-      for seed in 0 1 2; do
+      for seed in ${SEEDS:-0 1 2}; do
         flag=(); [ "$cl" = - ] || flag=(--clusterer "$cl")
         /usr/bin/time -f %M -o "rss-$g-$scheme-$cl-$seed" "$T" partition "$g.tmag" --scheme "$scheme" \
           "${flag[@]}" --shards $S --seed $seed -o "p-$g-$scheme-$cl-$seed" > /dev/null
       done
-      $PY - "$g" "$scheme" "$cl" p-"$g"-"$scheme"-"$cl"-{0,1,2}/partition.json <<'PYEOF'
+      $PY - "$g" "$scheme" "$cl" $(for seed in ${SEEDS:-0 1 2}; do echo "p-$g-$scheme-$cl-$seed/partition.json"; done) <<'PYEOF'
 import json, os, sys
 name = {"fb": "facebook-pages (--feat-dim 128)", "sbm": "SBM n=30000, k=4, h=0.9",
         "big": "SBM n=1M, 10M edges, k=8, h=0.9"}[sys.argv[1]]
@@ -57,4 +60,7 @@ PYEOF
     done
   done
 done
-grep -E '^  (homophily|edges) ' sbm.out | sed 's/^/# sbm: /' >&2
+for g in sbm big; do
+  [ -f $g.out ] && grep -E '^  (homophily|edges) ' $g.out | sed "s/^/# $g: /" >&2
+done
+exit 0
