@@ -420,9 +420,10 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     char *part_dir = tma_path_join(L->run_dir, "partition");
     if (!part_dir)
         return TMA_ERR_NOMEM;
-    char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--shards", shards, "--seed", seed,
-                  "-o", part_dir, NULL};
-    fprintf(L->say, "partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
+    const char *cl = job->partition_clusterer[0] ? job->partition_clusterer : "auto";
+    char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--clusterer", (char *)cl, "--shards", shards,
+                  "--seed", seed, "-o", part_dir, NULL};
+    fprintf(L->say, "partitioning: tma partition --scheme %s --clusterer %s --shards %s\n", scheme, cl, shards);
     fflush(L->say);
     if ((st = run_step(L, av)) != TMA_OK) {
         if (st != TMA_ERR_CANCELLED)

@@ -122,6 +122,7 @@ typedef struct tma_job {
     char *partition_node_dir; /* partition.node_dir: the folder's path on each worker's node, when
                                * not partition_dir (no shared file system); absolute, or NULL */
     char partition_scheme[64]; /* "random", "supernode:N", "metis"; "" without shards (GGS) */
+    char partition_clusterer[16]; /* partition.clusterer: "metis", "lp", "auto"; "" unset (auto) */
     int shards;           /* S (>= workers); 0 without shards (GGS) */
     uint64_t partition_seed;
 
