@@ -32,6 +32,16 @@
 #   TMA_BACKUPS         cpu: how many of the workers are backups (default 0)
 #   TMA_EVAL_DEVICE     the coordinator's evaluator device (default: the config's)
 #   TMA_REQUEUE         1 (default): requeue the job when a signal suspended it
+#   TMA_STAGE           a node-local folder (e.g. /tmp or $SLURM_TMPDIR): the
+#                       partition (partition.json and the shard and inference
+#                       files of the config's partition.dir, read on this, the
+#                       first node) is copied with sbcast to TMA_STAGE/<job name>
+#                       on every node of the job, and the workers read it there
+#                       (--data-dir): no shared file system is needed for the
+#                       shards.  Every node gets every shard (the deal is made at
+#                       run time, and a reassigned shard must be found on its new
+#                       owner's node); a worker maps only the shards it is dealt.
+#                       Removed from the nodes when the job has its result.
 set -uo pipefail
 
 form=${1:-}
@@ -125,6 +135,37 @@ trap 'stop_etcd' EXIT
 
 # ---- the steps.
 mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+
+# ---- staging: the partition to node-local storage, with sbcast.
+data_flag=() stage=
+if [ -n "${TMA_STAGE:-}" ]; then
+  part=$(python3 - "$config" <<'PY'
+import json, os, sys
+try:
+    d = (json.load(open(sys.argv[1])).get("partition") or {}).get("dir")
+except (OSError, ValueError) as e:
+    sys.exit("cannot read %s: %s" % (sys.argv[1], e))
+if not isinstance(d, str) or not d:
+    sys.exit("%s names no partition.dir to stage" % sys.argv[1])
+print(d if os.path.isabs(d) else os.path.join(os.path.dirname(sys.argv[1]), d))
+PY
+) || { say "TMA_STAGE: the partition to stage is unknown (above)"; exit 2; }
+  [ -f "$part/partition.json" ] || { say "TMA_STAGE: $part holds no partition.json (run tma partition)"; exit 2; }
+  stage=$TMA_STAGE/$job
+  srun --ntasks="${#nodes[@]}" --ntasks-per-node=1 --cpus-per-task=1 mkdir -p -m 700 "$stage" ||
+    { say "TMA_STAGE: cannot make $stage on the nodes"; exit 1; }
+  files=("$part"/partition.json "$part"/shard-*.tmag)
+  for f in "${files[@]}"; do
+    sbcast --force "$f" "$stage/${f##*/}" || { say "TMA_STAGE: sbcast of $f to $stage failed"; exit 1; }
+  done
+  data_flag=(--data-dir "$stage")
+  say "staged ${#files[@]} files of $part to $stage on ${#nodes[@]} node(s) with sbcast"
+fi
+unstage() {
+  [ -n "$stage" ] || return 0
+  srun --ntasks="${#nodes[@]}" --ntasks-per-node=1 --cpus-per-task=1 rm -rf "$stage" ||
+    say "TMA_STAGE: $stage could not be removed from every node"
+}
 coord_where=(--nodes=1 --nodelist="${nodes[0]}")
 worker_where=(--nodes=1)
 if [ "$form" = gpu ]; then
@@ -154,7 +195,7 @@ srun --ntasks="$workers" --cpus-per-task="$cpus" "${worker_where[@]}" --kill-on-
   bash -c 'a=(); (( SLURM_PROCID >= $1 - $2 )) && a=(--backup)
            [ "$3" = gpu ] && a+=(--device "cuda:$SLURM_LOCALID"); shift 3
            exec "$@" "${a[@]}"' tma-worker "$workers" "$backups" "$form" \
-  "$tma" worker --etcd "$TMA_ETCD_ENDPOINTS" "${etcd_flags[@]}" --job "$job" --threads "$cpus" &
+  "$tma" worker --etcd "$TMA_ETCD_ENDPOINTS" "${etcd_flags[@]}" --job "$job" --threads "$cpus" "${data_flag[@]}" &
 wstep=$!
 
 # A signal to this shell (sbatch --signal=B:..., scancel --batch) goes on to
@@ -182,6 +223,7 @@ wait "$wstep" 2>/dev/null
 
 if [ -f "$run/result.json" ]; then
   say "finished: $run/result.json"
+  unstage
   stop_etcd
   [ -n "${url:-}" ] && rm -rf "$run/etcd"
   exit 0

@@ -3,8 +3,10 @@
 # the tma-job.sh it runs) on a real single-host Slurm (Debian's slurmctld,
 # slurmd and munge), set up here in a temp folder on free ports and stopped
 # at the end.  Three jobs:
-#   A  fault.on_failure continue: one worker step's process SIGKILLed; the
-#      job goes on with M-1 and writes its result;
+#   A  fault.on_failure continue, the partition staged to node-local storage
+#      with sbcast (TMA_STAGE): the workers read their shards there; one
+#      worker step's process SIGKILLed; the job goes on with M-1 and writes
+#      its result, and the staged copy is removed;
 #   B  reassign with one backup task: a worker killed, the backup takes its
 #      shard;
 #   C  scancel --signal=TERM mid-job: the coordinator suspends (no result,
@@ -265,7 +267,7 @@ PY
 }
 
 # ---- A and C run side by side (one CPU each), then B.
-A=$(submit 3 continue.json) || fail "sbatch A"
+A=$(submit 3 continue.json TMA_STAGE=$W/stage) || fail "sbatch A"
 C=$(submit 3 continue.json) || fail "sbatch C"
 note "jobs A=$A (kill a worker, continue) C=$C (TERM, requeue)"
 
@@ -329,6 +331,11 @@ done
 # after the loss rounds with one worker.
 finished "$A"
 grep -q "trains on cpu with 1 thread(s)" "$(out_of "$A")" || { show "$A"; fail "A: workers did not use the task's 1 CPU"; }
+grep -q "staged 5 files of .* to $W/stage/tma-$A on 1 node(s) with sbcast" "$(out_of "$A")" ||
+  { show "$A"; fail "A: the partition was not staged"; }
+[ "$(grep -c "loaded $W/stage/tma-$A/shard-0000[01].tmag" "$(out_of "$A")")" -ge 2 ] ||
+  { show "$A"; fail "A: the workers did not read the staged shards"; }
+[ ! -e "$W/stage/tma-$A" ] || fail "A: the staged partition was left on the node"
 rounds_check "$(run_of "$A")" \
   'any(r["lost"] for r in R) and len(R[-1]["workers"]) == 1 and all(len(r["workers"]) == 2 for r in R[1:4])' \
   "two workers until round 3, one lost, one to the end" || fail "A: rounds"
