@@ -345,8 +345,8 @@ static tma_status_t parse_node_order(const cJSON *eval, const char *ectx, tma_gn
     if ((st = tma_json_get_string(eval, "table_dtype", "f32", ectx, &td)) != TMA_OK)
         return st;
     if (strcmp(td, "f32") != 0 && strcmp(td, "bf16") != 0) {
-        tma_log_error(COMP, "%s.table_dtype: \"%s\" is not a table type: \"f32\" or \"bf16\" (the workers' ranks "
-                      "keep their embedding tables in bfloat16: half the memory)", ectx, td);
+        tma_log_error(COMP, "%s.table_dtype: \"%s\" is not a table type: \"f32\" or \"bf16\" (the evaluator's "
+                      "embedding tables in bfloat16: half the memory)", ectx, td);
         return TMA_ERR_CONFIG;
     }
     cfg->eval_table_bf16 = strcmp(td, "bf16") == 0;

@@ -252,7 +252,7 @@ typedef struct tma_gnn_config {
     int eval_feature_copy_mb; /* eval.feature_copy_mb: MiB the dense features' copy in the locality order may take; larger: read in place */
     int eval_on_workers;      /* eval.where: 1 "workers" (evaluator ranks on the shards' owners), 0 "coordinator", -1 "auto" (the coordinator decides) */
     double eval_rank_timeout; /* eval.rank_timeout: seconds a rank may take for one step of an evaluation */
-    int eval_table_bf16;      /* eval.table_dtype "bf16": a rank's embedding tables in bfloat16 (half the memory) */
+    int eval_table_bf16;      /* eval.table_dtype "bf16": the evaluator's embedding tables in bfloat16 (half the memory; CPU only) */
     tma_gnn_ties_t eval_ties;
     int eval_num_hits;                  /* entries of eval_hits */
     int eval_hits[TMA_GNN_MAX_HITS];    /* the K of each Hits@K */
