@@ -343,6 +343,8 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
 void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows);
 /* Caps a rank's layer chunks at `rows` rows and `edges` entries (tests: many chunks on a small graph). */
 void gnn_rank_set_chunk(tma_gnn_rank_t *rk, int64_t rows, int64_t edges);
+/* Tests: the rank's cache of remote rows made again for at most `rows` rows (0: none). */
+tma_status_t gnn_rank_set_cache(tma_gnn_rank_t *rk, int64_t rows);
 /* Creates an evaluator on a named backend. */
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                      tma_gnn_evaluator_t **ev_p);

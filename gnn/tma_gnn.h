@@ -253,6 +253,7 @@ typedef struct tma_gnn_config {
     int eval_on_workers;      /* eval.where: 1 "workers" (evaluator ranks on the shards' owners), 0 "coordinator", -1 "auto" (the coordinator decides) */
     double eval_rank_timeout; /* eval.rank_timeout: seconds a rank may take for one step of an evaluation */
     int eval_table_bf16;      /* eval.table_dtype "bf16": the evaluator's embedding tables in bfloat16 (half the memory; CPU only) */
+    int eval_rank_cache_mb;   /* eval.rank_cache_mb: MiB a rank may keep of other ranks' rows across a layer's chunks; 0: none */
     tma_gnn_ties_t eval_ties;
     int eval_num_hits;                  /* entries of eval_hits */
     int eval_hits[TMA_GNN_MAX_HITS];    /* the K of each Hits@K */
@@ -562,6 +563,11 @@ tma_status_t tma_gnn_rank_score(tma_gnn_rank_t *rk, tma_gnn_split_t split, int64
                                 float *logits, int64_t *count_p);
 /* Seconds of inference (begin and the layers) and of the last scoring. */
 void tma_gnn_rank_last_timing(const tma_gnn_rank_t *rk, double *infer_s_p, double *score_s_p);
+/* The last layer's remote sources (summed over its chunks: a row several
+ * chunks need counts in each) in *remote_p, of them taken from the rank's
+ * cache of fetched rows instead of fetched in *hits_p, and the rows the
+ * cache may hold (eval.rank_cache_mb) in *cap_p.  Each may be NULL. */
+void tma_gnn_rank_cache_stats(const tma_gnn_rank_t *rk, int64_t *hits_p, int64_t *remote_p, int64_t *cap_p);
 
 /* ------------------------------------------------------------------ weight files */
 

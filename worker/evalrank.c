@@ -441,12 +441,15 @@ static void step(worker_eval_t *e, const tma_transport_msg_t *m)
         e->fetch_wait = 0;
         st = e->active ? tma_gnn_rank_layer(e->rk, (int)arg) : TMA_ERR_INVALID;
         reply_done(e, st, what, arg);
-        if (st == TMA_OK)
+        if (st == TMA_OK) {
+            int64_t hits = 0, cap = 0;
+            tma_gnn_rank_cache_stats(e->rk, &hits, NULL, &cap);
             tma_log_info(COMP, "evaluation %lld, layer %lld: %.2f s (%.2f s waiting for rows), %lld rows "
-                         "(%.1f MiB) fetched, %lld rows (%.1f MiB) served",
+                         "(%.1f MiB) fetched, %lld rows (%.1f MiB) served, %lld rows from its cache (of %lld)",
                          (long long)e->seq, (long long)arg, tma_clock_now() - t0, e->fetch_wait,
                          (long long)e->rows_in, (double)e->bytes_in / (1 << 20), (long long)e->rows_out,
-                         (double)e->bytes_out / (1 << 20));
+                         (double)e->bytes_out / (1 << 20), (long long)hits, (long long)cap);
+        }
         break;
     }
     case TMA_EVAL_SCORE:

@@ -131,9 +131,13 @@ static double correlation(const float *x, const float *y, int64_t n)
 /* tol: the largest relative difference of a logit (1e-5: the same numbers).
  * tol 0 (bfloat16 tables, every row rounded to 8 bits of mantissa): the
  * logits' correlation with the single evaluator's is at least 0.99 instead. */
-static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
-                            double tol)
+/* cache_rows >= 0: each rank's cache of remote rows holds at most that many
+ * (else eval.rank_cache_mb's, which holds them all here).  Returns the rows
+ * fetched; *hash_p (may be NULL) is a hash of the ranks' logits' bits. */
+static int64_t check_model_cache(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
+                                 double tol, int64_t cache_rows, uint64_t *hash_p)
 {
+    uint64_t hash = 1469598103934665603ull;
     const int32_t S = p->info->num_shards;
     tma_gnn_evaluator_t *ev;
     tma_gnn_config_t ce = c;
@@ -157,6 +161,8 @@ static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_grap
         CHECK_OK(tma_gnn_rank_create(&c, held, nh, fetch, &w, &w.rank[r]));
         if (r == 1)
             gnn_rank_set_chunk(w.rank[r], 29, 150); /* many chunks, some of one row's worth of edges */
+        if (cache_rows >= 0)
+            CHECK_OK(gnn_rank_set_cache(w.rank[r], cache_rows));
     }
     for (int r = 0; r < M; r++)
         CHECK_OK(tma_gnn_rank_begin(w.rank[r], params));
@@ -189,6 +195,11 @@ static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_grap
             free(lg);
         }
         ASSERT_EQ(total, ne);
+        for (int64_t i = 0; i < ne * per; i++) {
+            uint32_t bits;
+            memcpy(&bits, got + i, sizeof bits);
+            hash = (hash ^ bits) * 1099511628211ull;
+        }
         const double corr = correlation(want, got, ne * per);
         if (tol == 0) {
             CHECK_MSG(corr >= 0.99, "%s: %s logits correlate %.4f with the single evaluator's", name,
@@ -216,6 +227,15 @@ static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_grap
     free(w.owner);
     free(params);
     tma_gnn_evaluator_destroy(ev);
+    if (hash_p)
+        *hash_p = hash;
+    return w.fetched;
+}
+
+static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
+                            double tol)
+{
+    check_model_cache(name, c, g, p, M, tol, -1, NULL);
 }
 
 /* The single evaluator with bfloat16 tables against its float32 tables, same
@@ -381,6 +401,21 @@ int main(void)
         snprintf(name, sizeof name, "%s+%s, %d layers", tma_gnn_encoder_name(c.encoder), tma_gnn_decoder_name(c.decoder),
                  c.layers);
         check_model(name, c, g, &p, untyped[i].M);
+    }
+    /* The ranks' cache of fetched rows: without one, with one of 40 rows a rank
+     * (a few of the remote rows: the highest degrees) and with eval.rank_cache_mb's
+     * (all of them), the same logits to the bit, and fewer rows fetched. */
+    {
+        tma_gnn_config_t cc = model(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_MLP);
+        cc.layers = 3;
+        uint64_t h[3];
+        const int64_t f0 = check_model_cache("gcn+mlp, no cache", cc, g, &p, 3, 1e-5, 0, &h[0]);
+        const int64_t f1 = check_model_cache("gcn+mlp, a cache of 40 rows", cc, g, &p, 3, 1e-5, 40, &h[1]);
+        const int64_t f2 = check_model_cache("gcn+mlp, eval.rank_cache_mb", cc, g, &p, 3, 1e-5, -1, &h[2]);
+        ASSERT_EQ(h[1], h[0]);
+        ASSERT_EQ(h[2], h[0]);
+        ASSERT_LT(f1, f0);
+        ASSERT_LT(f2, f1);
     }
     /* bfloat16 tables: the same scores within bfloat16's rounding. */
     tma_gnn_config_t cb = model(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_MLP);
