@@ -436,9 +436,11 @@ typedef struct tma_gnn_evaluator tma_gnn_evaluator_t;
 /*
  * An evaluator over a full graph (its training graph for message passing,
  * its validation/test edges and fixed negatives).  Holds two N x hidden
- * embedding buffers (a layer's input and output) and chunk scratch; the
- * graph must outlive it.  May be used from any one thread at a time,
- * independently of trainers.  It computes on cfg->eval_device.
+ * embedding buffers (a layer's input and output; bfloat16 with
+ * cfg->eval_table_bf16, float32 else) and chunk scratch; the graph must
+ * outlive it.  May be used from any one thread at a time, independently of
+ * trainers.  It computes on cfg->eval_device; TMA_ERR_CONFIG (logged, naming
+ * eval.table_dtype) for bfloat16 tables on a device that is not the CPU.
  */
 tma_status_t tma_gnn_evaluator_create(const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                       tma_gnn_evaluator_t **ev_p);
@@ -532,7 +534,9 @@ typedef struct tma_gnn_rank_shard {
     const tma_graph_infer_t *inf;  /* shard-NNNNN.infer.tmag */
 } tma_gnn_rank_shard_t;
 
-/* The shards (all of one partition; they must outlive the rank). */
+/* The shards (all of one partition; they must outlive the rank).  Beside
+ * its two tables and one chunk's buffers the rank keeps up to
+ * cfg->eval_rank_cache_mb of fetched rows for the rest of a layer. */
 tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank_shard_t *shards, int nshards,
                                  tma_gnn_fetch_fn fetch, void *fetch_arg, tma_gnn_rank_t **rk_p);
 void tma_gnn_rank_destroy(tma_gnn_rank_t *rk);
