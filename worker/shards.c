@@ -9,8 +9,8 @@
  * evaluates on it stays mapped until the rank lets go, and a rank that
  * opens a shard the trainer already holds reads the same pages instead of
  * a second mapping (which RssFile would count twice).  One mutex guards
- * the table; a file is opened and verified under it, so two threads that
- * want the same shard at once map it once.
+ * the table; a file is opened and verified outside it, and when two threads
+ * open the same shard at once the second keeps the first one's mapping.
  */
 #include "worker_int.h"
 
@@ -60,30 +60,49 @@ void worker_shards_destroy(worker_shards_t *s)
     free(s);
 }
 
-tma_status_t worker_shards_get(worker_shards_t *s, int32_t k, tma_graph_t **g_p)
+/* Takes a reference to shard k when it is mapped; 0 when it is not. */
+static int take(worker_shards_t *s, int32_t k, tma_graph_t **g_p)
 {
-    if (k < 0 || k >= s->pinfo->num_shards)
-        return TMA_ERR_RANGE;
-    tma_status_t st = TMA_OK;
     pthread_mutex_lock(&s->mu);
-    if (!s->g[k]) {
-        const char *path = s->pinfo->shard_paths[k];
-        tma_graph_t *g = NULL;
-        st = tma_graph_open(path, 0, &g);
-        if (st == TMA_OK && (g->graph_id != s->pinfo->graph_id || g->kind != TMA_GRAPH_SHARD || g->shard_index != k)) {
-            tma_log_error(COMP, "%s: not shard %d of the job's partition", path, k);
-            tma_graph_destroy(g);
-            st = TMA_ERR_MISMATCH;
-        }
-        if (st == TMA_OK)
-            s->g[k] = g;
-    }
-    if (st == TMA_OK) {
+    const int have = s->g[k] != NULL;
+    if (have) {
         s->refs[k]++;
         *g_p = s->g[k];
     }
     pthread_mutex_unlock(&s->mu);
-    return st;
+    return have;
+}
+
+tma_status_t worker_shards_get(worker_shards_t *s, int32_t k, tma_graph_t **g_p)
+{
+    if (k < 0 || k >= s->pinfo->num_shards)
+        return TMA_ERR_RANGE;
+    if (take(s, k, g_p))
+        return TMA_OK;
+    /* Mapped and verified outside the lock (seconds for a large shard: the
+     * other thread's shards stay available meanwhile). */
+    const char *path = s->pinfo->shard_paths[k];
+    tma_graph_t *g = NULL;
+    tma_status_t st = tma_graph_open(path, 0, &g);
+    if (st == TMA_OK && (g->graph_id != s->pinfo->graph_id || g->kind != TMA_GRAPH_SHARD || g->shard_index != k)) {
+        tma_log_error(COMP, "%s: not shard %d of the job's partition", path, k);
+        st = TMA_ERR_MISMATCH;
+    }
+    if (st != TMA_OK) {
+        tma_graph_destroy(g);
+        return st;
+    }
+    tma_graph_t *spare = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->g[k])
+        spare = g; /* the other thread mapped it meanwhile: one mapping, theirs */
+    else
+        s->g[k] = g;
+    s->refs[k]++;
+    *g_p = s->g[k];
+    pthread_mutex_unlock(&s->mu);
+    tma_graph_destroy(spare);
+    return TMA_OK;
 }
 
 void worker_shards_put(worker_shards_t *s, const tma_graph_t *g)
