@@ -529,10 +529,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             st = gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
         }
         /* GCN and SAGE from a dense source: the fused layer where the backend has it. */
-        const int64_t d_in = l == 0 ? Fd : H;
-        const int sparse_src = src.feat == ev->feat && ev->fi.sparse;
-        const int fused = ev->b->ops->layer_infer && !pf && enc->whole_graph && !sparse_src &&
-                          ev->A.capacity >= (2 * d_in + H) * tma_gnn_backend_threads(ev->b);
+        const int fused = gnn_layer_fusable(cfg, &ev->P, l, src.feat == ev->feat && ev->fi.sparse, pf, &ev->A);
         for (int64_t r0 = 0, c = 0; r0 < N && st == TMA_OK; c++) {
             int64_t r1 = ev->nchunks ? ev->crow[c + 1] : chunk_end(ev, r0, gcn), n = r1 - r0;
             tma_gnn_block_t blk;
@@ -582,14 +579,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             int last = l == cfg->layers - 1;
             if (st == TMA_OK && fused) {
                 /* The whole layer for this chunk in one op, the aggregate buffer its scratch. */
-                const gnn_enc_params_t *e = &ev->P.enc[l];
-                tma_gnn_layer_infer_t L = {
-                    .blk = &blk, .X = src.H, .feat = src.feat, .ids = src.ids,
-                    .W = gnn_enc_agg_weight(enc, e), .W_self = enc->self_term ? &e->W_self : NULL, .self0 = r0,
-                    .bias = &e->b, .gamma = &e->ln_w, .beta = &e->ln_b, .a = last ? NULL : &e->prelu,
-                    .eps = GNN_LN_EPS};
-                tensor_t scratch = tma_gnn_tensor_shape(&ev->A, ev->A.capacity, 1);
-                st = tma_gnn_op_layer_infer(&L, &scratch, &Yout);
+                st = gnn_layer_infer_fused(cfg, &ev->P, l, &blk, &src, r0, &ev->A, &Yout);
                 if (st == TMA_OK && bf16)
                     table16_put(ev, l & 1, r0, n, Yout.data);
                 r0 = r1;

@@ -89,6 +89,19 @@ tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *
 tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
                                const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, const tensor_t *T,
                                const tensor_t *rel, tensor_t *A, tensor_t *Z);
+/* Whether layer l (GCN or SAGE, not projecting first: pf 0) can run as the
+ * backend's one fused op (layer_infer) with `scratch` as its work space;
+ * src_sparse: its source is features stored as CSR, which the op does not
+ * read. */
+int gnn_layer_fusable(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, int src_sparse, int pf,
+                      const tensor_t *scratch);
+/* Layer l for the block's destination rows in one op: aggregate, the
+ * products, bias, and (but for the last layer) LayerNorm and PReLU, into Y;
+ * the destination rows' own rows are src rows self0 on.  The same numbers
+ * as gnn_layer_combine and gnn_layer_activate (gnn_backend.h, layer_infer). */
+tma_status_t gnn_layer_infer_fused(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
+                                   const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, tensor_t *scratch,
+                                   tensor_t *Y);
 /* H = PReLU(LayerNorm(Z)), keeping the LayerNorm's mean and rstd (H may be Z). */
 tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *mean, tensor_t *rstd,
                                 tensor_t *H);

@@ -755,10 +755,15 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
                 A = tma_gnn_tensor_shape(&rk->A, n, d_in);
             tensor_t Yout = rk->bf16 ? tma_gnn_tensor_shape(&rk->Zo, n, H) : tma_gnn_tensor_view(&out, r0 * H, n, H);
             tensor_t Z = last ? Yout : tma_gnn_tensor_shape(&rk->Z, n, H);
-            st = st ? st
-                    : gnn_layer_combine(c, &rk->P, l, mlp ? NULL : &blk, &src, 0, pf ? &T : NULL,
-                                        enc->relational ? &rel : NULL, (pf && !ec) || mlp ? NULL : &A, &Z);
-            if (st == TMA_OK && !last) {
+            /* GCN and SAGE: the single evaluator's fused op (the chunk's own rows are the first sources). */
+            const int fused = st == TMA_OK && gnn_layer_fusable(c, &rk->P, l, 0, pf, &rk->A);
+            if (fused)
+                st = gnn_layer_infer_fused(c, &rk->P, l, &blk, &src, 0, &rk->A, &Yout);
+            else
+                st = st ? st
+                        : gnn_layer_combine(c, &rk->P, l, mlp ? NULL : &blk, &src, 0, pf ? &T : NULL,
+                                            enc->relational ? &rel : NULL, (pf && !ec) || mlp ? NULL : &A, &Z);
+            if (st == TMA_OK && !last && !fused) {
                 tensor_t mean = tma_gnn_tensor_shape(&rk->mean, n, 1), rstd = tma_gnn_tensor_shape(&rk->rstd, n, 1);
                 st = gnn_layer_activate(&rk->P, l, &Z, &mean, &rstd, &Yout);
             }
