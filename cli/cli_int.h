@@ -177,6 +177,11 @@ typedef struct cli_etcd_flags {
     {"insecure-etcd", 0, CLI_FLAG, &(f).insecure, NULL, \
      "allow sending the etcd password over plain http:// (refused otherwise)", NULL}, \
     {"etcd-timeout", 0, CLI_DOUBLE, &(f).timeout, "S", "seconds per etcd request (default 5)", NULL}
+/* The roles' wait for etcd at start (cli_etcd_wait). */
+#define CLI_ETCD_WAIT_OPT(w) \
+    {"etcd-wait", 0, CLI_DOUBLE, &(w), "S", \
+     "seconds to wait at start for etcd to answer (default 2: fail at once, naming the URL and why, when it " \
+     "does not); a role started with etcd or beside it may wait longer", NULL}
 #define CLI_ETCD_OPTS(f) \
     {"etcd", 0, CLI_STR, &(f).endpoints, "URLS", \
      "etcd client URLs, comma-separated: http://, https:// or unix:///PATH (required)", NULL}, \
@@ -197,11 +202,13 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg);
  * password over plain http only with --insecure-etcd) and puts its password
  * in $TMA_ETCD_PASSWORD for the roles.  CLI_EXIT_OK or a usage error. */
 int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f);
-/* One read from etcd with a 2 s deadline: CLI_EXIT_OK when it answers,
- * CLI_EXIT_USAGE when the client refuses the settings, else prints why
- * (naming the URLs; the client's log line gives curl's reason) and returns
- * CLI_EXIT_RUNTIME. */
-int cli_etcd_probe(const char *cmd, const tma_kv_config_t *cfg);
+/* Waits up to wait_s seconds (each try at most 2 s, every endpoint at
+ * once) for etcd to answer a read: CLI_EXIT_OK when one endpoint answers,
+ * CLI_EXIT_USAGE when the client refuses the settings, 128 + the signal
+ * when *stop is set, else prints one line naming the URLs and each one's
+ * reason (curl's words) and returns CLI_EXIT_RUNTIME.  stop is NULL for a
+ * command without --etcd-wait (the line then does not offer it). */
+int cli_etcd_wait(const char *cmd, const tma_kv_config_t *cfg, double wait_s, volatile sig_atomic_t *stop);
 /* Appends the TLS/auth flags of f (never the password) to av[n..cap) for a
  * role's command line; returns the new n. */
 int cli_etcd_flags_argv(cli_etcd_flags_t *f, char **av, int n, int cap);

@@ -276,7 +276,10 @@ int cli_cmd_import(int argc, char **argv)
                                     : tma_graph_import(args.pos[0], &o, &g, &r);
     free(tool);
     if (st != TMA_OK) {
-        fprintf(stderr, "tma import: %s: %s; nothing was written\n", args.pos[0], tma_status_str(st));
+        /* The importer logged what is wrong: a status word after it ("not
+         * found" for a missing Python module) would only mislead. */
+        fprintf(stderr, "tma import: %s: nothing was written (%s)\n", args.pos[0],
+                st == TMA_ERR_NOMEM ? "out of memory" : "the error above says why");
         return CLI_EXIT_RUNTIME;
     }
     if (g) {

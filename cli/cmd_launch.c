@@ -337,7 +337,7 @@ static tma_status_t launch_open_run(launch_t *L)
     L->logs = tma_path_join(L->run_dir, "logs");
     if (!L->logs || tma_mkdir_p(L->logs) != TMA_OK)
         return TMA_ERR_IO;
-    fprintf(L->say, "tma launch: %s job %s (%s, %d worker%s), run folder %s\n", L->resume ? "resuming" : "job",
+    fprintf(L->say, "tma launch: %s job %s (%s, %d worker%s), run folder %s\n", L->resume ? "resuming" : "starting",
             L->job->name, tma_job_variant_name(L->job->variant), L->job->workers, L->job->workers == 1 ? "" : "s",
             L->run_dir);
     fflush(L->say);
@@ -420,9 +420,10 @@ static tma_status_t launch_prepare_partition(launch_t *L)
     char *part_dir = tma_path_join(L->run_dir, "partition");
     if (!part_dir)
         return TMA_ERR_NOMEM;
-    char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--shards", shards, "--seed", seed,
-                  "-o", part_dir, NULL};
-    fprintf(L->say, "partitioning: tma partition --scheme %s --shards %s\n", scheme, shards);
+    const char *cl = job->partition_clusterer[0] ? job->partition_clusterer : "auto";
+    char *av[] = {NULL, "partition", job->graph, "--scheme", scheme, "--clusterer", (char *)cl, "--shards", shards,
+                  "--seed", seed, "-o", part_dir, NULL};
+    fprintf(L->say, "partitioning: tma partition --scheme %s --clusterer %s --shards %s\n", scheme, cl, shards);
     fflush(L->say);
     if ((st = run_step(L, av)) != TMA_OK) {
         if (st != TMA_ERR_CANCELLED)
@@ -604,8 +605,11 @@ static tma_status_t launch_spawn_roles(launch_t *L)
     free(states);
     if (st != TMA_OK)
         return st;
+    char backups[40] = "";
+    if (L->backups)
+        snprintf(backups, sizeof backups, " plus %lld backup(s)", (long long)L->backups);
     fprintf(L->say, "%s etcd (%s), started the coordinator and %d worker(s)%s; logs in %s\n",
-            L->etcd_started ? "started" : "using", L->url, nworkers, L->backups ? " plus backups" : "", L->logs);
+            L->etcd_started ? "started" : "using", L->url, nworkers, backups, L->logs);
     if (job->train_s > 0)
         fprintf(L->say, "training for %.0f s", job->train_s);
     else

@@ -11,13 +11,18 @@
 
 int cli_cmd_partition(int argc, char **argv)
 {
-    const char *out = NULL, *scheme = NULL, *memory = NULL;
+    const char *out = NULL, *scheme = NULL, *memory = NULL, *clusterer = NULL;
     int64_t shards = 0, seed = 0;
     int shards_seen = 0, json = 0;
     const cli_opt_t opts[] = {
         {"scheme", 0, CLI_STR, &scheme, "SCHEME",
          "random (each node to a seeded random shard), supernode[:N] (METIS into N mini-clusters, "
          "shuffled and dealt to the shards) or metis (METIS into the shard count); required",
+         NULL},
+        {"clusterer", 0, CLI_STR, &clusterer, "C",
+         "what cuts the graph for supernode and metis: metis, lp (label propagation with capped groups packed "
+         "into the parts: any size, 16 bytes a node) or auto (default: metis unless the graph is beyond its "
+         "2^31 adjacency entries or its estimate is over --memory)",
          NULL},
         {"shards", 0, CLI_INT, &shards, "S", "number of shards (required)", &shards_seen},
         {"seed", 0, CLI_INT, &seed, "X", "seed of the assignment (default 0)", NULL},
@@ -28,7 +33,7 @@ int cli_cmd_partition(int argc, char **argv)
         {NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     const cli_spec_t spec = {
-        "partition", "G.tmag --scheme random|supernode[:N]|metis --shards S [--seed X] -o DIR",
+        "partition", "G.tmag --scheme random|supernode[:N]|metis [--clusterer metis|lp|auto] --shards S [--seed X] -o DIR",
         "Cuts the training graph of G.tmag into S shards; each shard file holds the induced training "
         "subgraph, its features, labels and global ids. Prints and saves the statistics: edge_ratio (share "
         "of training edges kept inside shards), label_tv (mean total-variation distance of the shards' "
@@ -59,6 +64,11 @@ int cli_cmd_partition(int argc, char **argv)
     if (o.scheme == TMA_PARTITION_SUPERNODE && o.num_clusters < shards && !default_n)
         return cli_usage_error("partition", "--scheme supernode:%" PRId64 ": needs at least as many clusters as "
                                "--shards (%" PRId64 ")", o.num_clusters, shards);
+    if (clusterer && tma_clusterer_parse(clusterer, &o.clusterer) != TMA_OK)
+        return cli_usage_error("partition", "--clusterer: expected metis, lp or auto, got '%s'", clusterer);
+    if (clusterer && o.scheme == TMA_PARTITION_RANDOM && o.clusterer != TMA_CLUSTERER_AUTO)
+        return cli_usage_error("partition", "--clusterer %s: the random scheme uses no clusterer (it is for "
+                               "supernode and metis)", clusterer);
     o.num_shards = (int32_t)shards;
     o.seed = (uint64_t)seed;
     char why[128];
@@ -84,6 +94,7 @@ int cli_cmd_partition(int argc, char **argv)
     }
     tma_partition_result_t *r;
     st = tma_partition_run(g, args.pos[0], &o, out, &r);
+    const tma_clusterer_t used = tma_partition_clusterer(g, &o);
     const uint64_t need = tma_partition_peak_bytes(g, &o);
     tma_graph_destroy(g);
     if (st != TMA_OK) {
@@ -100,6 +111,8 @@ int cli_cmd_partition(int argc, char **argv)
     printf("partitioned %s into %s: scheme %s", args.pos[0], out, tma_partition_scheme_str(o.scheme));
     if (o.scheme == TMA_PARTITION_SUPERNODE)
         printf(":%" PRId64, o.num_clusters);
+    if (used != TMA_CLUSTERER_AUTO)
+        printf(" (clusterer %s)", tma_clusterer_str(used));
     printf(", %d shards, seed %" PRId64 "; about %.0f MiB of the %.0f MiB budget (%s)\n", o.num_shards, seed,
            (double)need / (1 << 20), (double)o.memory / (1 << 20), why);
     printf("%6s %12s %14s %9s %10s %10s\n", "shard", "nodes", "edges", "clusters", "label_tv", "feat_dist");

@@ -243,7 +243,7 @@ static tma_status_t report_plot(const run_row_t *rows, int n, const char *plot)
             vs[i] = rows[i].vals;
             counts[i] = rows[i].n;
         }
-        pst = tma_job_run_plot_svg(plot, "validation MRR against training time", n, labels, ts, vs, counts);
+        pst = tma_job_run_plot_svg(plot, "validation MRR against training time", n, labels, ts, vs, counts, NULL);
     }
     free(labels);
     free(ts);

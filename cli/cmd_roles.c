@@ -55,27 +55,101 @@ int cli_etcd_config(const char *cmd, cli_etcd_flags_t *f, tma_kv_config_t *cfg)
     return CLI_EXIT_OK;
 }
 
-int cli_etcd_probe(const char *cmd, const tma_kv_config_t *cfg)
+/* One endpoint's ping, in a thread of its own: a hung member uses its own
+ * time, not the others'. */
+typedef struct {
+    tma_kv_config_t cfg;
+    char url[1024];
+    double timeout_s;
+    tma_status_t st;
+    char why[1536];
+    pthread_t thread;
+    int started;
+} etcd_ping_t;
+
+static void *etcd_ping_one(void *arg)
 {
-    /* One read with a 2 s deadline: an etcd that is down, unreachable or
-     * refusing TLS shows up now, not after the graph is prepared or a
-     * worker has waited for its job. */
-    tma_kv_config_t c = *cfg;
-    c.request_timeout_s = TMA_MIN(c.request_timeout_s, 2.0);
-    c.connect_timeout_s = TMA_MIN(c.connect_timeout_s, 1.0);
+    etcd_ping_t *p = arg;
     tma_kv_t *kv;
-    if (tma_kv_create(&c, &kv) != TMA_OK)
-        return cli_usage_error(cmd, "--etcd: the etcd settings are refused (the error above says why)");
-    tma_kv_result_t res;
-    memset(&res, 0, sizeof res);
-    tma_status_t st = tma_kv_get(kv, "/tma/", &res);
-    tma_kv_result_free(&res);
+    p->cfg.endpoints = p->url;
+    p->cfg.request_timeout_s = 3 * p->timeout_s; /* one attempt may use all of timeout_s */
+    p->cfg.connect_timeout_s = TMA_MIN(p->cfg.connect_timeout_s, p->timeout_s);
+    p->st = tma_kv_create(&p->cfg, &kv);
+    if (p->st != TMA_OK) {
+        snprintf(p->why, sizeof p->why, "%.1024s: %s", p->url, tma_status_str(p->st));
+        return NULL;
+    }
+    p->st = tma_kv_ping(kv, p->timeout_s, p->why, sizeof p->why);
     tma_kv_destroy(kv);
-    if (st == TMA_OK || st == TMA_ERR_NOT_FOUND)
-        return CLI_EXIT_OK;
-    fprintf(stderr, "tma %s: etcd at %s failed a first read within 2 s: %s (the line above gives curl's reason); "
-                    "start etcd there, or check --etcd and its TLS flags\n",
-            cmd, cfg->endpoints, tma_status_str(st));
+    return NULL;
+}
+
+/* Pings every endpoint of cfg at once for up to timeout_s: TMA_OK when
+ * one answers, else the reasons, "URL: why; URL: why", in why. */
+static tma_status_t etcd_ping_all(const tma_kv_config_t *cfg, double timeout_s, char *why, size_t cap)
+{
+    size_t n = 1;
+    for (const char *c = cfg->endpoints; *c; c++)
+        n += *c == ',';
+    etcd_ping_t *p = calloc(n, sizeof *p);
+    if (!p)
+        return TMA_ERR_NOMEM;
+    const char *s = cfg->endpoints;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(s, ",");
+        p[i].cfg = *cfg;
+        p[i].timeout_s = timeout_s;
+        snprintf(p[i].url, sizeof p[i].url, "%.*s", (int)len, s);
+        s += len + (s[len] == ',');
+        p[i].started = pthread_create(&p[i].thread, NULL, etcd_ping_one, &p[i]) == 0;
+        if (!p[i].started)
+            etcd_ping_one(&p[i]);
+    }
+    tma_status_t st = TMA_ERR_UNAVAILABLE;
+    size_t at = 0;
+    why[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].started)
+            pthread_join(p[i].thread, NULL);
+        if (p[i].st == TMA_OK) {
+            st = TMA_OK;
+        } else if (at < cap) {
+            /* One endpoint: the line names it already. */
+            const char *w = p[i].why;
+            size_t ul = strlen(p[i].url);
+            if (n == 1 && strncmp(w, p[i].url, ul) == 0 && w[ul] == ':' && w[ul + 1] == ' ')
+                w += ul + 2;
+            at += (size_t)snprintf(why + at, cap - at, "%s%s", i ? "; " : "", w);
+        }
+    }
+    free(p);
+    return st;
+}
+
+int cli_etcd_wait(const char *cmd, const tma_kv_config_t *cfg, double wait_s, volatile sig_atomic_t *stop)
+{
+    /* Pings until one answers or wait_s passes, each at most 2 s: an etcd
+     * that is down, unreachable or refusing TLS shows up now, not after
+     * the graph is prepared or a worker has waited for its job. */
+    tma_kv_t *kv;
+    if (tma_kv_create(cfg, &kv) != TMA_OK)
+        return cli_usage_error(cmd, "--etcd: the etcd settings are refused (the error above says why)");
+    tma_kv_destroy(kv);
+    double deadline = tma_clock_now() + wait_s;
+    char why[4096];
+    for (;;) {
+        double left = deadline - tma_clock_now();
+        if (etcd_ping_all(cfg, TMA_MAX(0.1, TMA_MIN(2.0, left)), why, sizeof why) == TMA_OK)
+            return CLI_EXIT_OK;
+        if (stop && *stop)
+            return CLI_EXIT_SIGNAL_BASE + *stop;
+        if (tma_clock_now() >= deadline)
+            break;
+        tma_sleep(TMA_MIN(0.25, deadline - tma_clock_now()));
+    }
+    fprintf(stderr, "tma %s: etcd at %s did not answer within %g s: %s; start etcd there, check --etcd and its TLS "
+                    "flags%s\n",
+            cmd, cfg->endpoints, wait_s, why, stop ? ", or give --etcd-wait SECONDS to wait longer for it" : "");
     return CLI_EXIT_RUNTIME;
 }
 
@@ -92,7 +166,7 @@ int cli_etcd_check_external(const char *cmd, cli_etcd_flags_t *f)
         return rc;
     /* The probe's client checks the URLs, the TLS files and where a password
      * may go, then reads once. */
-    if ((rc = cli_etcd_probe(cmd, &cfg)) != CLI_EXIT_OK)
+    if ((rc = cli_etcd_wait(cmd, &cfg, 2.0, NULL)) != CLI_EXIT_OK)
         return rc;
     /* The roles inherit the password in their environment, never on a
      * command line (which every user can read in /proc). */
@@ -150,6 +224,24 @@ void cli_install_stop_handler(volatile sig_atomic_t *flag)
 
 static volatile sig_atomic_t g_stop;
 
+/* The coordinator's wait for etcd, once (a leader that lost its lease
+ * opens the job again), after its config file is checked. */
+typedef struct {
+    const tma_kv_config_t *kc;
+    double wait_s;
+    int rc, done;
+} coord_etcd_check_t;
+
+static tma_status_t coord_etcd_check(void *arg)
+{
+    coord_etcd_check_t *e = arg;
+    if (!e->done) {
+        e->done = 1;
+        e->rc = cli_etcd_wait("coordinator", e->kc, e->wait_s, &g_stop);
+    }
+    return e->rc == CLI_EXIT_OK ? TMA_OK : TMA_ERR_UNAVAILABLE;
+}
+
 static int fault_flag(const char *cmd, const char *spec, tma_inject_t *inj)
 {
     tma_status_t st = spec ? tma_inject_parse(spec, inj) : tma_inject_from_env(inj);
@@ -167,8 +259,10 @@ int cli_cmd_coordinator(int argc, char **argv)
     const char *on_signal = "stop";
     int standby = 0, fresh = 0, resume = 0;
     int64_t eval_threads = 0;
+    double etcd_wait = 2;
     const cli_opt_t opts[] = {
         CLI_ETCD_OPTS(ef),
+        CLI_ETCD_WAIT_OPT(etcd_wait),
         {"job", 0, CLI_STR, &job, "NAME", "the job's name (default: the config's \"job\")", NULL},
         {"config", 0, CLI_STR, &config, "job.json", "the job config (omit to resume a job from etcd)", NULL},
         {"run-dir", 0, CLI_STR, &run_dir, "DIR", "the run folder (default runs/JOB)", NULL},
@@ -202,6 +296,8 @@ int cli_cmd_coordinator(int argc, char **argv)
     int rc = cli_etcd_config("coordinator", &ef, &kc);
     if (rc != CLI_EXIT_OK)
         return rc;
+    if (!(etcd_wait > 0 && etcd_wait <= 86400))
+        return cli_usage_error("coordinator", "--etcd-wait: expected seconds in (0, 86400], got %g", etcd_wait);
     if (!job && !config)
         return cli_usage_error("coordinator", "give --job NAME (and --config job.json for a new job)");
     if (cli_check_threads("coordinator", "--eval-threads", eval_threads) != CLI_EXIT_OK)
@@ -230,9 +326,12 @@ int cli_cmd_coordinator(int argc, char **argv)
     o.eval_threads = (int)eval_threads;
     o.inject = &inj;
     o.dump_dir = dump;
+    coord_etcd_check_t check = {&kc, etcd_wait, CLI_EXIT_OK, 0};
+    o.etcd_check = coord_etcd_check;
+    o.etcd_check_arg = &check;
     cli_install_stop_handler(&g_stop);
     tma_status_t st = tma_coordinator_run(&o, &g_stop);
-    return cli_exit_code(st, &g_stop);
+    return check.rc != CLI_EXIT_OK ? check.rc : cli_exit_code(st, &g_stop);
 }
 
 int cli_cmd_worker(int argc, char **argv)
@@ -242,12 +341,14 @@ int cli_cmd_worker(int argc, char **argv)
     const char *job = NULL, *name = NULL, *device = NULL, *fault = NULL, *data_dir = NULL, *state_dir = NULL;
     int backup = 0;
     int64_t threads = 0;
-    double wait = 300;
+    double wait = 300, etcd_wait = 2;
     const cli_opt_t opts[] = {
         CLI_ETCD_OPTS(ef),
+        CLI_ETCD_WAIT_OPT(etcd_wait),
         {"job", 0, CLI_STR, &job, "NAME", "the job to join (required)", NULL},
         {"backup", 0, CLI_FLAG, &backup, NULL, "a standby worker: takes shards only when an owner is lost", NULL},
-        {"name", 0, CLI_STR, &name, "LABEL", "a label for logs and tma status (default host:pid)", NULL},
+        {"name", 0, CLI_STR, &name, "LABEL", "the worker's name: its log tag, and how tma status and the progress lines show it (default host:pid, "
+         "with the tag worker-ID, ID its member id)", NULL},
         {"device", 0, CLI_STR, &device, "DEV",
          "cpu or cuda[:i] (default: the job's devices.workers entry the local rank picks)", NULL},
         {"threads", 0, CLI_INT, &threads, "N",
@@ -278,6 +379,8 @@ int cli_cmd_worker(int argc, char **argv)
     int rc = cli_etcd_config("worker", &ef, &kc);
     if (rc != CLI_EXIT_OK)
         return rc;
+    if (!(etcd_wait > 0 && etcd_wait <= 86400))
+        return cli_usage_error("worker", "--etcd-wait: expected seconds in (0, 86400], got %g", etcd_wait);
     if (!job)
         return cli_usage_error("worker", "--job NAME is required");
     if (cli_check_threads("worker", "--threads", threads) != CLI_EXIT_OK)
@@ -304,6 +407,8 @@ int cli_cmd_worker(int argc, char **argv)
     o.state_dir = state_dir;
     o.inject = &inj;
     cli_install_stop_handler(&g_stop);
+    if ((rc = cli_etcd_wait("worker", &kc, etcd_wait, &g_stop)) != CLI_EXIT_OK)
+        return rc;
     tma_status_t st = tma_worker_run(&o, &g_stop);
     return cli_exit_code(st, &g_stop);
 }

@@ -31,6 +31,18 @@ static int last_validation(const char *run_dir, int64_t *round_p, double *mrr_p)
     return found;
 }
 
+/* Members in the order a reader looks for them: workers, then backups,
+ * each by name (worker-2 before worker-10), then by id. */
+static int member_cmp(const void *a, const void *b)
+{
+    const tma_job_member_rec_t *x = &((const tma_job_view_member_t *)a)->rec;
+    const tma_job_member_rec_t *y = &((const tma_job_view_member_t *)b)->rec;
+    if (x->backup != y->backup)
+        return x->backup - y->backup;
+    int c = strverscmp(x->name, y->name);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
 /* One look at the job: printed, or as one JSON object. */
 static void render(const char *job, const tma_job_view_snap_t *sp, int as_json)
 {
@@ -238,6 +250,7 @@ int cli_cmd_status(int argc, char **argv)
             printf("\033[H\033[2J"); /* a fresh screen each second */
         else if (watch && seen && !as_json)
             printf("\n");
+        qsort(s.members, (size_t)s.n_members, sizeof *s.members, member_cmp);
         render(job, &s, as_json);
         fflush(stdout);
         int ended = s.has_state && (strcmp(s.state.phase, "done") == 0 || strcmp(s.state.phase, "failed") == 0);

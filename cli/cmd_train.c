@@ -59,8 +59,10 @@ typedef struct train_run {
     int64_t loss_n;
     double last_val, best_val, best_at;
     int64_t best_step, best_round, last_eval_step;
-    int evals;
+    int evals;     /* validations done in this process or before a resume (0: none) */
+    int64_t round; /* the last validation's round: 0 the weights training starts from; -1 none */
     int tty;
+    int64_t printed_step; /* the step of the last progress line (not a tty): -1 none */
     cJSON *resumed; /* --resume: the progress object of RUN/last.opt */
     char *resume_config; /* --resume: RUN/config.json */
 } train_run_t;
@@ -103,7 +105,7 @@ static tma_status_t save_state(train_run_t *r, const cJSON *line)
     add_exact(o, "started", r->started);
     add_exact(o, "train_seconds", r->train_s);
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
-    cJSON_AddNumberToObject(o, "rounds", r->evals);
+    cJSON_AddNumberToObject(o, "rounds", (double)r->round);
     add_exact(o, "last_val_mrr", r->last_val);
     add_exact(o, "best_val_mrr", r->best_val);
     add_exact(o, "best_at_seconds", r->best_at);
@@ -133,6 +135,7 @@ static tma_status_t evaluate(train_run_t *r)
     double infer_s, score_s;
     tma_gnn_evaluator_last_timing(r->ev, &infer_s, &score_s);
     r->evals++;
+    r->round++;
     r->last_val = mrr;
     r->last_eval_step = r->steps;
     const int better = r->evals == 1 || mrr > r->best_val;
@@ -140,17 +143,20 @@ static tma_status_t evaluate(train_run_t *r)
         r->best_val = mrr;
         r->best_at = r->train_s;
         r->best_step = r->steps;
-        r->best_round = r->evals;
+        r->best_round = r->round;
     }
     double loss = r->loss_n ? r->loss_sum / (double)r->loss_n : NAN;
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return TMA_ERR_NOMEM;
-    cJSON_AddNumberToObject(o, "round", r->evals);
+    cJSON_AddNumberToObject(o, "round", (double)r->round);
     cJSON_AddNumberToObject(o, "time", r->train_s);
     cJSON_AddNumberToObject(o, "wall", tma_clock_wall());
     cJSON_AddNumberToObject(o, "steps", (double)r->steps);
-    cJSON_AddNumberToObject(o, "loss", isfinite(loss) ? loss : -1.0);
+    if (isfinite(loss))
+        cJSON_AddNumberToObject(o, "loss", loss);
+    else
+        cJSON_AddNullToObject(o, "loss"); /* round 0: no step yet */
     cJSON_AddNumberToObject(o, "val_mrr", mrr);
     add_exact(o, "best_val_mrr", r->best_val);
     cJSON_AddNumberToObject(o, "edges_per_second",
@@ -161,7 +167,7 @@ static tma_status_t evaluate(train_run_t *r)
     r->loss_n = 0;
     st = save_state(r, o);
     if (st == TMA_OK && better)
-        st = tma_gnn_weights_write(r->best_path, &r->cfg, r->params, (uint64_t)r->evals);
+        st = tma_gnn_weights_write(r->best_path, &r->cfg, r->params, (uint64_t)r->round);
     /* last.tmaw's round is the step, so two runs that reach one step write
      * the same bytes. */
     if (st == TMA_OK)
@@ -174,20 +180,33 @@ static tma_status_t evaluate(train_run_t *r)
     return st;
 }
 
-static void progress(const train_run_t *r, int final)
+static void progress(train_run_t *r, int final)
 {
     const train_flags_t *f = r->f;
+    /* Without a tty a line is printed at each validation; the final one
+     * only when it says something new (a last validation). */
+    if (!r->tty && final && r->printed_step == r->steps)
+        return;
+    r->printed_step = r->steps;
     double sps = r->train_s > 0 ? (double)r->steps / r->train_s : 0;
     char budget[48];
     if (f->seen_steps)
         snprintf(budget, sizeof budget, "step %lld/%lld", (long long)r->steps, (long long)f->steps);
     else
         snprintf(budget, sizeof budget, "%.0f/%.0fs, step %lld", r->train_s, f->seconds, (long long)r->steps);
-    char val[64] = "val -";
-    if (r->evals)
+    /* The validation it shows is named by its step when the line has
+     * moved past it (a tty's line is refreshed between validations). */
+    char val[96] = "val -";
+    if (r->evals && r->last_eval_step == r->steps)
         snprintf(val, sizeof val, "val %.4f (best %.4f)", r->last_val, r->best_val);
-    fprintf(stderr, "%s[train] %s  %.1f steps/s  %.0f edges/s  loss %.4f  %s%s", r->tty ? "\r" : "", budget, sps,
-            sps * r->cfg.batch_size, r->last_loss, val, r->tty && !final ? "   " : "\n");
+    else if (r->evals)
+        snprintf(val, sizeof val, "val %.4f at step %lld (best %.4f)", r->last_val, (long long)r->last_eval_step,
+                 r->best_val);
+    char loss[24] = "-";
+    if (isfinite(r->last_loss))
+        snprintf(loss, sizeof loss, "%.4f", r->last_loss);
+    fprintf(stderr, "%s[train] %s  %.1f steps/s  %.0f edges/s  loss %s  %s%s", r->tty ? "\r" : "", budget, sps,
+            sps * r->cfg.batch_size, loss, val, r->tty && !final ? "   " : "\n");
     fflush(stderr);
 }
 
@@ -377,13 +396,14 @@ static int train_resume_state(train_flags_t *f, train_run_t *r)
     r->started = progress_num(o, "started", &ok);
     r->train_s = progress_num(o, "train_seconds", &ok);
     r->steps = (int64_t)progress_num(o, "steps", &ok);
-    r->evals = (int)progress_num(o, "rounds", &ok);
+    r->round = (int64_t)progress_num(o, "rounds", &ok);
+    r->evals = (int)r->round + 1;
     r->last_val = progress_num(o, "last_val_mrr", &ok);
     r->best_val = progress_num(o, "best_val_mrr", &ok);
     r->best_at = progress_num(o, "best_at_seconds", &ok);
     r->best_step = (int64_t)progress_num(o, "best_step", &ok);
     r->best_round = (int64_t)progress_num(o, "best_round", &ok);
-    if (!ok || r->steps != r->opt.steps || r->evals < 1 || r->best_round < 1 || r->best_round > r->evals) {
+    if (!ok || r->steps != r->opt.steps || r->round < 0 || r->best_round < 0 || r->best_round > r->round) {
         fprintf(stderr, "tma train: %s: the run's progress is incomplete or inconsistent; it cannot be resumed\n",
                 opt_path);
         rc = CLI_EXIT_RUNTIME;
@@ -429,24 +449,25 @@ out:
 static tma_status_t train_resume_files(train_run_t *r)
 {
     const cJSON *line = cJSON_GetObjectItemCaseSensitive(r->resumed, "line");
-    tma_status_t st = tma_job_run_trim_metrics(r->metrics_path, r->evals, line);
+    tma_status_t st = tma_job_run_trim_metrics(r->metrics_path, r->round, line);
     if (st != TMA_OK)
         return st;
     uint64_t round = 0;
     float *w = NULL;
-    if (tma_file_exists(r->best_path))
+    const int have_best = tma_file_exists(r->best_path);
+    if (have_best)
         st = tma_gnn_weights_read(r->best_path, &r->cfg, NULL, &w, NULL, &round);
     free(w);
     if (st != TMA_OK)
         return st;
-    if (round != (uint64_t)r->best_round) {
-        if (r->best_round != r->evals) {
+    if (!have_best || round != (uint64_t)r->best_round) {
+        if (r->best_round != r->round) {
             fprintf(stderr, "tma train: %s holds round %llu, the state of %s says the best is round %lld; the run "
                             "cannot be resumed\n", r->best_path, (unsigned long long)round, r->run_dir,
                     (long long)r->best_round);
             return TMA_ERR_FORMAT;
         }
-        if ((st = tma_gnn_weights_write(r->best_path, &r->cfg, r->params, (uint64_t)r->evals)) != TMA_OK)
+        if ((st = tma_gnn_weights_write(r->best_path, &r->cfg, r->params, (uint64_t)r->round)) != TMA_OK)
             return st;
     }
     return tma_gnn_weights_write(r->last_path, &r->cfg, r->params, (uint64_t)r->steps);
@@ -543,8 +564,8 @@ static tma_status_t train_open(train_run_t *r)
     if (st == TMA_OK && r->tensorboard)
         st = tma_tfevents_open(r->run_dir, &r->tb);
     if (st == TMA_OK && !f->quiet && r->resumed)
-        fprintf(stderr, "[train] resuming %s at step %lld, %.1f s of training, round %d (best validation MRR %.4f)\n",
-                r->run_dir, (long long)r->steps, r->train_s, r->evals, r->best_val);
+        fprintf(stderr, "[train] resuming %s at step %lld, %.1f s of training, round %lld (best validation MRR %.4f)\n",
+                r->run_dir, (long long)r->steps, r->train_s, (long long)r->round, r->best_val);
     if (st == TMA_OK && !f->quiet)
         fprintf(stderr, "[train] %s on %s: %lld nodes, %lld training edges, %lld parameters, batch %d, %d thread(s), "
                         "device %s; MRR ties %s\n",
@@ -566,6 +587,14 @@ static tma_status_t train_loop(train_run_t *r)
     r->last_loss = NAN;
     double next_eval = r->train_s + f->eval_every, next_print = 0;
     tma_status_t st = TMA_OK;
+    /* Round 0: the weights training starts from (fresh, or --init's), at
+     * t = 0, as a distributed job's round 0 (a resumed run has it). */
+    if (!r->resumed) {
+        if ((st = evaluate(r)) != TMA_OK)
+            return st;
+        if (!f->quiet && !r->tty)
+            progress(r, 0);
+    }
     while (!g_stop && (f->seen_steps ? r->steps < f->steps : r->train_s < f->seconds)) {
         double t0 = tma_clock_now();
         float loss;
@@ -615,7 +644,7 @@ static tma_status_t train_finish(train_run_t *r)
     const double test_mrr = test.mrr;
     /* The graph's absolute path, so `tma export RUN` finds it from anywhere. */
     tma_job_run_result_t res = {"centralized", NULL, r->graph_abs, r->g->graph_id, r->started, 1, 1.0,
-                                test_mrr, r->best_round, r->best_val, r->best_at, r->train_s, r->evals,
+                                test_mrr, r->best_round, r->best_val, r->best_at, r->train_s, r->round,
                                 g_stop ? "interrupted" : f->seen_steps ? "steps" : "time", r->best_path};
     tma_gnn_timing_t tm;
     tma_gnn_trainer_timing(r->tr, &tm);
@@ -671,6 +700,8 @@ int cli_cmd_train(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.f = &f;
     r.tty = isatty(2) && !f.quiet;
+    r.printed_step = -1;
+    r.round = -1;
     if (f.resume)
         rc = train_resume_state(&f, &r);
     else
@@ -683,7 +714,9 @@ int cli_cmd_train(int argc, char **argv)
         st = train_loop(&r);
     if (st == TMA_OK)
         st = train_finish(&r);
-    if (st != TMA_OK)
+    /* A refused config was named where it was found (a folder that holds
+     * a run, a key): "bad configuration" after it would add nothing. */
+    if (st != TMA_OK && st != TMA_ERR_CONFIG)
         fprintf(stderr, "tma train: failed: %s\n", tma_status_str(st));
     rc = cli_exit_code(st, &g_stop);
 out:

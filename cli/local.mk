@@ -19,12 +19,16 @@ man1_MANS = man/tma.1 man/tma-info.1 man/tma-import.1 man/tma-gen.1 man/tma-part
 $(man1_MANS): man/.stamp
 # One rule for every page: help2man runs a page's command through a
 # two-line wrapper; its NAME line is the command's summary in `tma --help`.
+# tma.1's commands and exit codes (subsections of help2man's DESCRIPTION)
+# become sections of their own.
 man/.stamp: tma$(EXEEXT) $(top_srcdir)/cli/local.mk
 	$(AM_V_GEN)$(MKDIR_P) man && \
 	printf '[SEE ALSO]\nThe documents named docs/NAME.md in this page are installed as $(docdir)/NAME.md, with README.md.\n' \
 	  > man/see-also.h2m && \
 	$(HELP2MAN) --no-info --include=man/see-also.h2m --version-string=$(VERSION) --output=man/tma.1 \
 	  --name="GNN link prediction on large graphs, with time-based model aggregation" ./tma$(EXEEXT) && \
+	sed -e 's/^\.SS "Commands:"/.SH COMMANDS/' -e 's/^\.SS "Exit status (every command):"/.SH "EXIT STATUS"/' \
+	  man/tma.1 > man/tma.1.tmp && mv man/tma.1.tmp man/tma.1 && \
 	for c in $(TMA_MAN_CMDS); do \
 	  printf '#!/bin/sh\nexec "%s" %s "$$@"\n' "$(abs_builddir)/tma$(EXEEXT)" "$$c" > man/tma-$$c && \
 	  chmod +x man/tma-$$c && \
@@ -38,9 +42,14 @@ CLEANFILES += $(man1_MANS) man/.stamp man/see-also.h2m man/tma-info man/tma-impo
 	man/tma-report
 endif
 # tma-ogb-split: the converter `tma import` runs for an OGB dataset's official
-# split (PyTorch .pt files); built beside tma and installed beside it.
+# split (PyTorch .pt files); built beside tma and installed beside it.  Its
+# interpreter is the Python configure found with torch (TORCH_PYTHON, when
+# that is a path), else python3 on the PATH; TMA_PYTHON overrides either.
 bin_SCRIPTS = tma-ogb-split
-tma-ogb-split: $(top_srcdir)/python/tma_ogb_split.py
-	$(AM_V_GEN)cp $(top_srcdir)/python/tma_ogb_split.py $@ && chmod +x $@
+tma-ogb-split: $(top_srcdir)/python/tma_ogb_split.py Makefile
+	$(AM_V_GEN)case '$(TORCH_PYTHON)' in \
+	  /*) sed '1s|^#!.*|#!$(TORCH_PYTHON)|' $(top_srcdir)/python/tma_ogb_split.py > $@ ;; \
+	  *) cp $(top_srcdir)/python/tma_ogb_split.py $@ ;; \
+	esac && chmod +x $@
 CLEANFILES += tma-ogb-split
 EXTRA_DIST += python/tma_ogb_split.py

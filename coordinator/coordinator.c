@@ -172,7 +172,8 @@ static tma_status_t end(coord_t *c, tma_status_t st, const char *reason)
 }
 
 /* After a run that ended fenced: 1 when it was because etcd let the leader
- * lease expire (a stall longer than the TTL) and nobody leads the job now,
+ * lease expire (a stall longer than the TTL) and nobody leads the job now
+ * (no coordinator key, or one bound to no lease),
  * so this coordinator should campaign again (logged). */
 static int lead_again(coord_t *c)
 {
@@ -187,7 +188,8 @@ static int lead_again(coord_t *c)
         if ((st = tma_kv_range(c->kv, key, NULL, &res)) != TMA_OK)
             tma_sleep(0.5); /* etcd may still be waking */
     }
-    int nobody = st == TMA_OK && res.n_pairs == 0;
+    /* A record bound to no lease is nobody's: the campaign removes it. */
+    int nobody = st == TMA_OK && (res.n_pairs == 0 || res.pairs[0].lease == 0);
     tma_kv_result_free(&res);
     if (nobody)
         tma_log_warn(COMP, "job %s: the leader lease expired (etcd stalled longer than its %d s TTL?) and nobody "

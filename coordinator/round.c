@@ -235,10 +235,22 @@ static void dump_tensor(coord_t *c, const char *what, uint32_t id, int64_t t, co
     free(path);
 }
 
-static cJSON *worker_record(coord_t *c, const slot_t *sl)
+/* The name of member id (--name, or host:pid), or NULL when it is gone. */
+static const char *member_name(const tma_job_view_snap_t *s, uint32_t id)
+{
+    for (int i = 0; s && i < s->n_members; i++)
+        if (s->members[i].rec.id == id)
+            return s->members[i].rec.name;
+    return NULL;
+}
+
+static cJSON *worker_record(coord_t *c, const slot_t *sl, const tma_job_view_snap_t *s)
 {
     cJSON *w = cJSON_CreateObject();
     cJSON_AddNumberToObject(w, "id", sl->id);
+    const char *name = member_name(s, sl->id);
+    if (name && name[0])
+        cJSON_AddStringToObject(w, "name", name);
     if (c->vd->averages == TMA_AVERAGE_GRADS) {
         cJSON_AddNumberToObject(w, "steps", (double)sl->steps);
         cJSON_AddNumberToObject(w, "loss", sl->steps ? sl->loss_sum / (double)sl->steps : 0.0);
@@ -266,6 +278,10 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
     cJSON_AddNumberToObject(r, "epoch", (double)c->epoch);
     cJSON *ws = cJSON_AddArrayToObject(r, "workers");
     cJSON *missed = cJSON_CreateArray();
+    /* The members' names, for the record's readers (a failed snapshot
+     * only leaves them out). */
+    tma_job_view_snap_t s;
+    int have_snap = c->view && tma_job_view_snapshot(c->view, &s) == TMA_OK;
     for (int i = 0; i < c->n_slots; i++) {
         slot_t *sl = &c->slots[i];
         if (!sl->used || !sl->expected)
@@ -273,11 +289,20 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
         if (!sl->got && c->vd->averages == TMA_AVERAGE_WEIGHTS)
             cJSON_AddItemToArray(missed, cJSON_CreateNumber(sl->id));
         else
-            cJSON_AddItemToArray(ws, worker_record(c, sl));
+            cJSON_AddItemToArray(ws, worker_record(c, sl, have_snap ? &s : NULL));
     }
+
     cJSON *al = cJSON_AddArrayToObject(r, "alive");
     for (int i = 0; i < n_alive; i++)
         cJSON_AddItemToArray(al, cJSON_CreateNumber(alive[i]));
+    /* Backups standing by (started --backup, owning no shard; as
+     * tma_backups_idle counts them), so readers count them apart. */
+    cJSON *bk = cJSON_AddArrayToObject(r, "backups");
+    for (int i = 0; have_snap && i < s.n_members; i++) {
+        const tma_job_member_rec_t *m = &s.members[i].rec;
+        if (m->backup && !(c->vd->uses_shards && c->map_ready && tma_shard_map_count(&c->map, m->id, NULL) > 0))
+            cJSON_AddItemToArray(bk, cJSON_CreateNumber(m->id));
+    }
     cJSON_AddItemToObject(r, "missed", missed);
     /* Senders of NaN or infinite values since the last record. */
     cJSON *poisoned = cJSON_AddArrayToObject(r, "poisoned");
@@ -296,6 +321,8 @@ cJSON *coord_round_record(coord_t *c, int64_t t, double time, const uint32_t *al
             cJSON_AddItemToArray(owners, cJSON_CreateNumber((double)c->map.owner[k]));
     }
     cJSON_AddNumberToObject(r, "agg_seconds", agg_seconds);
+    if (have_snap)
+        tma_job_view_snap_free(&s);
     return r;
 }
 

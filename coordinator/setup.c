@@ -142,6 +142,8 @@ tma_status_t coord_open_job(coord_t *c)
         goto fail;
     }
     snprintf(c->jobname, sizeof c->jobname, "%s", jobname);
+    if (o->etcd_check && (st = o->etcd_check(o->etcd_check_arg)) != TMA_OK)
+        goto fail;
     if ((st = tma_kv_create(o->kv, &c->kv)) != TMA_OK)
         goto fail;
     if ((st = tma_job_view_start(c->kv, c->jobname, 30.0, &c->view)) != TMA_OK)
@@ -321,9 +323,36 @@ static tma_status_t open_transport(coord_t *c)
     return tma_transport_create(&tc, &c->tr);
 }
 
+/* A coordinator record bound to no lease was written by something other
+ * than a coordinator (a leader's own record always carries its lease, and a
+ * live leader writes it again as soon as it sees it changed): no lease will
+ * ever lapse to remove it.  Deletes it if it is still the same write. */
+static void remove_unleased(coord_t *c, const char *key, int64_t mod_revision, double waited)
+{
+    tma_kv_cmp_t cmp = {key, TMA_KV_CMP_MOD, TMA_KV_EQUAL, mod_revision, NULL, 0};
+    tma_kv_op_t op;
+    memset(&op, 0, sizeof op);
+    op.type = TMA_KV_OP_DELETE;
+    op.key = key;
+    tma_kv_txn_t txn = {&cmp, 1, &op, 1, NULL, 0};
+    tma_kv_result_t res;
+    memset(&res, 0, sizeof res);
+    tma_status_t st = tma_kv_txn(c->kv, &txn, &res);
+    if (st == TMA_OK && res.succeeded)
+        tma_log_warn(COMP, "job %s: %s held a record bound to no lease for %.0f s (no coordinator wrote it; "
+                           "a leader would have written its own again): removed it to lead the job",
+                     c->job->name, key, waited);
+    else if (st != TMA_OK)
+        tma_log_warn(COMP, "job %s: removing the unleased record %s failed (%s); trying again", c->job->name, key,
+                     tma_status_str(st));
+    tma_kv_result_free(&res);
+}
+
 /* Leader election: create the coordinator key with our lease, waiting for a
  * current leader's lease to lapse (a standby waits for ever, others up to
- * twice the lease TTL plus a little).  Sets c->epoch. */
+ * twice the lease TTL plus a little).  A record bound to no lease that
+ * stays so longer than the lease TTL (and a little) is removed: nothing
+ * else would ever remove it.  Sets c->epoch. */
 static tma_status_t campaign(coord_t *c)
 {
     char key[TMA_KEY_MAX];
@@ -339,6 +368,8 @@ static tma_status_t campaign(coord_t *c)
     if (!val)
         return TMA_ERR_NOMEM;
     double give_up = tma_clock_now() + 2.0 * (double)c->job->lease_ttl + 5.0;
+    double unleased_grace = (double)c->job->lease_ttl + 2.0, unleased_since = 0;
+    int64_t unleased_rev = 0;
     int said = 0;
     tma_status_t st;
     for (;;) {
@@ -351,6 +382,24 @@ static tma_status_t campaign(coord_t *c)
             break;
         }
         if (st == TMA_ERR_COMPARE_FAILED) {
+            if (cur.n_pairs && cur.pairs[0].lease == 0) {
+                double now = tma_clock_now();
+                if (cur.pairs[0].mod_revision != unleased_rev) {
+                    tma_log_warn(COMP, "job %s: %s holds a record bound to no lease (not a coordinator's); removing it "
+                                       "unless a leader writes its own within %.0f s",
+                                 c->job->name, key, unleased_grace);
+                    unleased_rev = cur.pairs[0].mod_revision;
+                    unleased_since = now;
+                    said = 1;
+                } else if (now - unleased_since > unleased_grace) {
+                    remove_unleased(c, key, unleased_rev, now - unleased_since);
+                    unleased_rev = 0;
+                    tma_kv_result_free(&cur);
+                    continue;
+                }
+            } else {
+                unleased_rev = 0;
+            }
             if (!said) {
                 tma_job_coord_rec_t other;
                 if (cur.n_pairs &&

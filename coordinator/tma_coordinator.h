@@ -48,6 +48,12 @@ typedef struct tma_coordinator_opts {
     int eval_threads;     /* overrides eval.threads when > 0 */
     const tma_inject_t *inject;
     const char *dump_dir; /* testing: every received and averaged tensor as weight files */
+    /* Called (when not NULL) once the config file is checked, before the
+     * coordinator first talks to etcd, with etcd_check_arg: a status other
+     * than TMA_OK ends the run with that status (tma coordinator waits for
+     * etcd to answer here, so a bad config is still refused first). */
+    tma_status_t (*etcd_check)(void *arg);
+    void *etcd_check_arg;
 } tma_coordinator_opts_t;
 
 /*

@@ -27,6 +27,11 @@
 
 _Static_assert(sizeof(idx_t) == sizeof(int32_t), "METIS must be built with 32-bit idx_t");
 
+/* Shards are streamed a block of nodes at a time: SHARD_BLOCK nodes, or
+ * fewer where their entries pass SHARD_BLOCK_ENTRIES (at least one node). */
+#define SHARD_BLOCK 4096
+#define SHARD_BLOCK_ENTRIES ((int64_t)1 << 20)
+
 /* ------------------------------------------------------------------ schemes */
 
 const char *tma_partition_scheme_str(tma_partition_scheme_t s)
@@ -60,6 +65,61 @@ tma_status_t tma_partition_scheme_parse(const char *s, tma_partition_opts_t *o)
     return TMA_ERR_INVALID;
 }
 
+const char *tma_clusterer_str(tma_clusterer_t c)
+{
+    switch (c) {
+    case TMA_CLUSTERER_AUTO: return "auto";
+    case TMA_CLUSTERER_METIS: return "metis";
+    case TMA_CLUSTERER_LP: return "lp";
+    }
+    return "?";
+}
+
+tma_status_t tma_clusterer_parse(const char *s, tma_clusterer_t *c)
+{
+    for (tma_clusterer_t k = TMA_CLUSTERER_AUTO; k <= TMA_CLUSTERER_LP; k++)
+        if (strcmp(s, tma_clusterer_str(k)) == 0) {
+            *c = k;
+            return TMA_OK;
+        }
+    return TMA_ERR_INVALID;
+}
+
+/* Bytes beyond the per-node arrays: METIS's graph and its coarsening
+ * copies, or label propagation's four per-node arrays. */
+static double clusterer_bytes(const tma_graph_t *g, tma_clusterer_t c)
+{
+    const double n = (double)g->num_nodes, entries = 2.0 * (double)g->num_train_edges;
+    return c == TMA_CLUSTERER_LP ? 16 * n : (n + 1 + entries) * sizeof(idx_t) * 4 + 4 * n;
+}
+
+static double base_bytes(const tma_graph_t *g)
+{
+    return 28 * (double)g->num_nodes + (double)SHARD_BLOCK * ((double)g->feature_dim * 4 + 12) +
+           (double)SHARD_BLOCK_ENTRIES * 16;
+}
+
+tma_clusterer_t tma_partition_clusterer(const tma_graph_t *g, const tma_partition_opts_t *o)
+{
+    if (o->scheme == TMA_PARTITION_RANDOM || o->clusterer != TMA_CLUSTERER_AUTO)
+        return o->scheme == TMA_PARTITION_RANDOM ? TMA_CLUSTERER_AUTO : o->clusterer;
+    if (g->num_nodes > INT32_MAX || 2 * g->num_train_edges > INT32_MAX)
+        return TMA_CLUSTERER_LP;
+    const double base = base_bytes(g);
+    if (o->memory && base + clusterer_bytes(g, TMA_CLUSTERER_METIS) > (double)o->memory &&
+        base + clusterer_bytes(g, TMA_CLUSTERER_LP) <= (double)o->memory)
+        return TMA_CLUSTERER_LP;
+    return TMA_CLUSTERER_METIS;
+}
+
+/* g cut into `parts` by the clusterer c (resolved: METIS or LP). */
+static tma_status_t cluster_parts(const tma_graph_t *g, int64_t parts, uint64_t seed, tma_clusterer_t c,
+                                  int32_t *part)
+{
+    return c == TMA_CLUSTERER_LP ? tma_graph_partition_lp(g, parts, seed, part)
+                                 : tma_graph_partition_metis(g, parts, seed, part);
+}
+
 tma_status_t tma_graph_partition_random(const tma_graph_t *g, int32_t shards, uint64_t seed, int32_t *part)
 {
     if (shards < 1) {
@@ -80,7 +140,7 @@ tma_status_t tma_graph_partition_metis(const tma_graph_t *g, int64_t parts, uint
     if (n > INT32_MAX || entries > INT32_MAX) {
         tma_log_error(COMP,
                       "the training graph has %" PRId64 " nodes and %" PRId64 " adjacency entries; METIS (32-bit "
-                      "idx_t) takes at most 2^31 - 1 of each: use --scheme random",
+                      "idx_t) takes at most 2^31 - 1 of each: use --clusterer lp (or --scheme random)",
                       n, entries);
         return TMA_ERR_RANGE;
     }
@@ -130,7 +190,7 @@ tma_status_t tma_graph_partition_metis(const tma_graph_t *g, int64_t parts, uint
 }
 
 tma_status_t tma_graph_partition_supernode(const tma_graph_t *g, int64_t clusters, int32_t shards, uint64_t seed,
-                                           int32_t *cluster, int32_t *part)
+                                           tma_clusterer_t clusterer, int32_t *cluster, int32_t *part)
 {
     if (shards < 1 || clusters < shards) {
         tma_log_error(COMP, "supernode:%" PRId64 " needs at least as many clusters as shards (%d)", clusters, shards);
@@ -146,7 +206,7 @@ tma_status_t tma_graph_partition_supernode(const tma_graph_t *g, int64_t cluster
         st = TMA_ERR_NOMEM;
         goto done;
     }
-    if ((st = tma_graph_partition_metis(g, clusters, seed, cl)) != TMA_OK)
+    if ((st = cluster_parts(g, clusters, seed, clusterer, cl)) != TMA_OK)
         goto done;
     /* Shuffle the clusters, then deal them round-robin: shard cluster counts
      * differ by at most one. */
@@ -239,11 +299,6 @@ static tma_status_t clear_dir(const char *dir)
     closedir(d);
     return TMA_OK;
 }
-
-/* Shards are streamed a block of nodes at a time: SHARD_BLOCK nodes, or
- * fewer where their entries pass SHARD_BLOCK_ENTRIES (at least one node). */
-#define SHARD_BLOCK 4096
-#define SHARD_BLOCK_ENTRIES ((int64_t)1 << 20)
 
 /* Reused block buffers: memory bounded by the block, not the shard. */
 typedef struct shard_bufs {
@@ -541,6 +596,8 @@ static tma_status_t write_json(const tma_graph_t *g, const char *graph_path, con
     cJSON_AddStringToObject(o, "scheme", tma_partition_scheme_str(r->opts.scheme));
     if (r->opts.scheme == TMA_PARTITION_SUPERNODE)
         cJSON_AddNumberToObject(o, "clusters", (double)r->opts.num_clusters);
+    if (r->opts.scheme != TMA_PARTITION_RANDOM)
+        cJSON_AddStringToObject(o, "clusterer", tma_clusterer_str(r->opts.clusterer));
     cJSON_AddNumberToObject(o, "shards", S);
     cJSON_AddNumberToObject(o, "seed", (double)r->opts.seed);
     cJSON_AddStringToObject(o, "graph", graph_path);
@@ -594,10 +651,9 @@ static tma_status_t bufs_alloc(const tma_graph_t *g, shard_bufs_t *b)
 
 uint64_t tma_partition_peak_bytes(const tma_graph_t *g, const tma_partition_opts_t *o)
 {
-    const double n = (double)g->num_nodes, entries = 2.0 * (double)g->num_train_edges;
-    double b = 28 * n + (double)SHARD_BLOCK * ((double)g->feature_dim * 4 + 12) + (double)SHARD_BLOCK_ENTRIES * 16;
+    double b = base_bytes(g);
     if (o->scheme != TMA_PARTITION_RANDOM)
-        b += (n + 1 + entries) * sizeof(idx_t) * 4 + 4 * n;
+        b += clusterer_bytes(g, tma_partition_clusterer(g, o));
     return b > 1.8e19 ? UINT64_MAX : (uint64_t)b;
 }
 
@@ -658,16 +714,25 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
         return TMA_ERR_INVALID;
     }
     const uint64_t need = tma_partition_peak_bytes(g, o);
+    const tma_clusterer_t cl = tma_partition_clusterer(g, o);
     if (o->memory && need > o->memory) {
-        tma_log_error(COMP, "%s: the %s scheme needs about %.0f MiB for %" PRId64 " nodes and %" PRId64
+        tma_log_error(COMP, "%s: the %s scheme%s%s needs about %.0f MiB for %" PRId64 " nodes and %" PRId64
                       " training edges, over the memory budget of %.0f MiB: give a larger --memory%s",
-                      graph_path, tma_partition_scheme_str(o->scheme), (double)need / (1 << 20), n,
-                      g->num_train_edges, (double)o->memory / (1 << 20),
-                      o->scheme == TMA_PARTITION_RANDOM ? ""
-                                                        : ", or use --scheme random (there is no streaming "
-                                                          "clusterer for graphs beyond METIS's memory yet)");
+                      graph_path, tma_partition_scheme_str(o->scheme), cl ? " with clusterer " : "",
+                      cl ? tma_clusterer_str(cl) : "", (double)need / (1 << 20), n, g->num_train_edges,
+                      (double)o->memory / (1 << 20),
+                      cl == TMA_CLUSTERER_METIS ? ", or use --clusterer lp (label propagation, 16 bytes a node)"
+                      : cl == TMA_CLUSTERER_LP  ? ", or use --scheme random"
+                                                : "");
         return TMA_ERR_NOMEM;
     }
+    if (o->scheme != TMA_PARTITION_RANDOM && o->clusterer == TMA_CLUSTERER_AUTO && cl == TMA_CLUSTERER_LP)
+        tma_log_info(COMP, "%s: METIS cannot take this graph (%s): clustering by label propagation "
+                           "(--clusterer lp)",
+                     graph_path,
+                     g->num_nodes > INT32_MAX || 2 * g->num_train_edges > INT32_MAX
+                         ? "2^31 or more nodes or adjacency entries"
+                         : "over the memory budget");
     tma_partition_result_t *r = result_create(S);
     int32_t *part = malloc((size_t)n * sizeof *part), *cluster = NULL;
     double *gmean = calloc((size_t)(D > 0 ? D : 1), sizeof(double));
@@ -681,6 +746,7 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
         goto done;
     }
     r->opts = *o;
+    r->opts.clusterer = cl; /* as resolved */
     r->nodes = n;
     r->train_edges = g->num_train_edges;
     switch (o->scheme) {
@@ -688,7 +754,7 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
         st = tma_graph_partition_random(g, S, o->seed, part);
         break;
     case TMA_PARTITION_METIS:
-        st = tma_graph_partition_metis(g, S, o->seed, part);
+        st = cluster_parts(g, S, o->seed, cl, part);
         break;
     case TMA_PARTITION_SUPERNODE:
         if (o->num_clusters > n) {
@@ -702,7 +768,7 @@ tma_status_t tma_partition_run(const tma_graph_t *g, const char *graph_path, con
             st = TMA_ERR_NOMEM;
             goto done;
         }
-        st = tma_graph_partition_supernode(g, o->num_clusters, S, o->seed, cluster, part);
+        st = tma_graph_partition_supernode(g, o->num_clusters, S, o->seed, cl, cluster, part);
         if (st == TMA_OK) {
             /* Clusters per shard, as dealt (a cluster METIS left empty still counts). */
             for (int64_t i = 0; i < o->num_clusters; i++)

@@ -512,18 +512,35 @@ typedef enum {
     TMA_PARTITION_METIS = 2,     /* METIS k-way into the shard count (PSGD-PA) */
 } tma_partition_scheme_t;
 
+/* What cuts the graph for the METIS-based schemes (supernode, metis). */
+typedef enum {
+    TMA_CLUSTERER_AUTO = 0,  /* METIS when it can take the graph within the budget, else lp */
+    TMA_CLUSTERER_METIS = 1, /* METIS_PartGraphKway */
+    TMA_CLUSTERER_LP = 2,    /* label propagation with capped groups, packed (graph/order.c) */
+} tma_clusterer_t;
+
 typedef struct tma_partition_opts {
     tma_partition_scheme_t scheme;
     int32_t num_shards;
     int64_t num_clusters; /* supernode only: N mini-clusters */
     uint64_t seed;        /* < TMA_GRAPH_MAX_SEED */
     uint64_t memory;      /* working-memory budget in bytes (0: none); see tma_partition_peak_bytes */
+    tma_clusterer_t clusterer; /* supernode and metis; AUTO (0) by default */
 } tma_partition_opts_t;
 
 /* About the working memory tma_partition_run needs for g with o, beside the
  * mapped graph: per-node arrays (28 bytes a node) and block buffers, and for
- * METIS-based schemes METIS's graph and its coarsening copies. */
+ * METIS-based schemes METIS's graph and its coarsening copies (with METIS)
+ * or 16 bytes a node (with lp). */
 uint64_t tma_partition_peak_bytes(const tma_graph_t *g, const tma_partition_opts_t *o);
+
+/* The clusterer o's scheme uses on g: METIS or LP (AUTO resolved: METIS
+ * unless the graph is beyond its 32-bit ids or its estimate is over
+ * o->memory while lp's is not); AUTO for the random scheme (none). */
+tma_clusterer_t tma_partition_clusterer(const tma_graph_t *g, const tma_partition_opts_t *o);
+/* "auto", "metis" or "lp"; parse: TMA_ERR_INVALID (not logged) otherwise. */
+const char *tma_clusterer_str(tma_clusterer_t c);
+tma_status_t tma_clusterer_parse(const char *s, tma_clusterer_t *c);
 
 /* Parses "random", "metis" or "supernode:N" into o->scheme and
  * o->num_clusters; TMA_ERR_INVALID (not logged) otherwise. */
@@ -534,7 +551,8 @@ const char *tma_partition_scheme_str(tma_partition_scheme_t s);
 /* Node assignments over g's training graph; part[v] in [0, num_shards).
  * random: O(n), parallel, deterministic.  metis: METIS_PartGraphKway with
  * the seed.  supernode: METIS into `clusters` (written to cluster[] when not
- * NULL), clusters shuffled by the seed and dealt round-robin, so shards'
+ * NULL) by the clusterer given (METIS, or lp below), clusters shuffled by
+ * the seed and dealt round-robin, so shards'
  * cluster counts differ by at most one.  METIS needs 32-bit ids: a graph
  * beyond 2^31 - 1 nodes or adjacency entries is refused (TMA_ERR_RANGE). */
 tma_status_t tma_graph_partition_random(const tma_graph_t *g, int32_t shards, uint64_t seed,
@@ -542,7 +560,14 @@ tma_status_t tma_graph_partition_random(const tma_graph_t *g, int32_t shards, ui
 tma_status_t tma_graph_partition_metis(const tma_graph_t *g, int64_t parts, uint64_t seed,
                                        int32_t *part);
 tma_status_t tma_graph_partition_supernode(const tma_graph_t *g, int64_t clusters, int32_t shards,
-                                           uint64_t seed, int32_t *cluster, int32_t *part);
+                                           uint64_t seed, tma_clusterer_t clusterer, int32_t *cluster,
+                                           int32_t *part);
+/* Label propagation (graph/order.c) with groups of at most a quarter of a
+ * part (a whole part under 32 nodes), the groups packed largest first into
+ * the lightest of `parts` parts: part[v] in [0, parts).  Deterministic for
+ * a seed; reads the mapped adjacency, holds 16 bytes a node; any graph of
+ * up to 2^31 - 1 nodes (TMA_ERR_RANGE beyond). */
+tma_status_t tma_graph_partition_lp(const tma_graph_t *g, int64_t parts, uint64_t seed, int32_t *part);
 
 /* What a partition run produced (also in partition.json). */
 typedef struct tma_partition_result {

@@ -227,7 +227,7 @@ static tma_status_t parse_source(tma_job_t *job, const cJSON *root, const char *
 
 static tma_status_t parse_partition(tma_job_t *job, const cJSON *root, const char *ctx, const char *base_dir)
 {
-    static const char *const keys[] = {"dir", "node_dir", "scheme", "shards", "seed", NULL};
+    static const char *const keys[] = {"dir", "node_dir", "scheme", "clusterer", "shards", "seed", NULL};
     const cJSON *part;
     const char *s;
     int64_t i64;
@@ -257,6 +257,17 @@ static tma_status_t parse_partition(tma_job_t *job, const cJSON *root, const cha
                 "supernode:N, psgd-pa and llcg metis)",
                 ctx, s, job->vd->name);
         TRY(copy_str(job->partition_scheme, sizeof job->partition_scheme, s, ctx, "partition.scheme"));
+    }
+    TRY(tma_json_get_string(part, "clusterer", "", "partition", &s));
+    if (*s) {
+        tma_clusterer_t c;
+        if (tma_clusterer_parse(s, &c) != TMA_OK)
+            BAD("%s: partition.clusterer = \"%s\" is not metis, lp or auto", ctx, s);
+        if (c != TMA_CLUSTERER_AUTO && job->variant == TMA_VARIANT_RANDOMTMA)
+            BAD("%s: partition.clusterer \"%s\": variant randomtma's random partition uses no clusterer "
+                "(it is for supertma, psgd-pa and llcg)",
+                ctx, s);
+        TRY(copy_str(job->partition_clusterer, sizeof job->partition_clusterer, s, ctx, "partition.clusterer"));
     }
     TRY(tma_json_get_string(part, "dir", "", "partition", &s));
     if (*s) {
@@ -646,6 +657,8 @@ cJSON *tma_job_to_json(const tma_job_t *job)
             cJSON_AddStringToObject(p, "node_dir", job->partition_node_dir);
         if (job->partition_scheme[0])
             cJSON_AddStringToObject(p, "scheme", job->partition_scheme);
+        if (job->partition_clusterer[0])
+            cJSON_AddStringToObject(p, "clusterer", job->partition_clusterer);
         cJSON_AddNumberToObject(p, "shards", job->shards);
         cJSON_AddNumberToObject(p, "seed", (double)job->partition_seed);
     }

@@ -302,23 +302,41 @@ static void svg_escape(FILE *f, const char *s)
     }
 }
 
+/* A tick step of about a fifth of span: 1, 2, 2.5 or 5 times a power of ten. */
+static double nice_step(double span)
+{
+    double raw = span / 5.0, mag = pow(10.0, floor(log10(raw))), norm = raw / mag;
+    return (norm <= 1.0 ? 1.0 : norm <= 2.0 ? 2.0 : norm <= 2.5 ? 2.5 : norm <= 5.0 ? 5.0 : 10.0) * mag;
+}
+
 tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
-                            const double *const *times, const double *const *vals, const int *counts)
+                                  const double *const *times, const double *const *vals, const int *counts,
+                                  const tma_job_run_plot_marks_t *marks)
 {
     static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-    const double W = 720, H = 440, L = 70, R = 180, T = 40, B = 50;
+    const double W = 720, H = 440, L = 70, R = 190, T = 40, B = 50;
     double tmax = 0, vmax = 0;
     for (int s = 0; s < nseries; s++)
         for (int i = 0; i < counts[s]; i++) {
-            if (times[s][i] / 60.0 > tmax)
-                tmax = times[s][i] / 60.0;
+            if (times[s][i] > tmax)
+                tmax = times[s][i];
             if (isfinite(vals[s][i]) && vals[s][i] > vmax)
                 vmax = vals[s][i];
         }
-    if (tmax <= 0)
-        tmax = 1;
-    vmax = vmax <= 0 ? 1 : fmin(1.0, ceil(vmax * 11.0) / 10.0);
+    double test = marks && isfinite(marks->test_mrr) ? marks->test_mrr : NAN;
+    if (isfinite(test) && test > vmax)
+        vmax = test;
+    /* Seconds for a run under 3 minutes, else minutes; both axes from 0 to
+     * a whole number of round tick steps. */
+    int in_s = tmax < 180.0;
+    double tu = in_s ? 1.0 : 60.0;
+    double tstep = nice_step(tmax > 0 ? tmax / tu : 1.0), vstep = nice_step(vmax > 0 ? fmin(vmax, 1.0) : 1.0);
+    double xmax = tstep * ceil(tmax / tu / tstep - 1e-9), ymax = fmin(1.0, vstep * ceil(vmax / vstep - 1e-9));
+    if (xmax <= 0)
+        xmax = tstep * 5;
+    if (ymax <= 0)
+        ymax = vstep * 5;
     char *tmp = tma_strdup_printf("%s.tmp", path);
     if (!tmp)
         return TMA_ERR_NOMEM;
@@ -338,19 +356,22 @@ tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseri
     svg_escape(f, title);
     fprintf(f, "</text>\n");
     double pw = W - L - R, ph = H - T - B;
-    /* Axes and grid. */
-    for (int k = 0; k <= 5; k++) {
-        double y = T + ph - ph * k / 5.0;
+#define PX(t) (L + pw * ((t) / tu) / xmax)
+#define PY(v) (T + ph - ph * (v) / ymax)
+    /* Axes, grid and ticks at the round values. */
+    for (int k = 0; k * vstep <= ymax + 1e-9; k++) {
+        double v = k * vstep, y = PY(v);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, y, L + pw, y);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", L - 6, y + 4, vmax * k / 5.0);
-        double x = L + pw * k / 5.0;
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.1f</text>\n", x, T + ph + 18,
-                tmax * k / 5.0);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 6, y + 4, v);
+    }
+    for (int k = 0; k * tstep <= xmax + 1e-9; k++) {
+        double x = L + pw * k * tstep / xmax;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", x, T + ph + 18, k * tstep);
     }
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"black\"/>\n",
             L, T, pw, ph);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">training time (minutes)</text>\n",
-            L + pw / 2, H - 12);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">training time (%s)</text>\n", L + pw / 2,
+            H - 12, in_s ? "seconds" : "minutes");
     fprintf(f, "<text transform=\"translate(18,%.1f) rotate(-90)\" text-anchor=\"middle\">validation MRR</text>\n",
             T + ph / 2);
     for (int s = 0; s < nseries; s++) {
@@ -358,12 +379,12 @@ tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseri
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
         for (int i = 0; i < counts[s]; i++)
             if (isfinite(vals[s][i]))
-                fprintf(f, "%.1f,%.1f ", L + pw * (times[s][i] / 60.0) / tmax, T + ph - ph * vals[s][i] / vmax);
+                fprintf(f, "%.1f,%.1f ", PX(times[s][i]), PY(vals[s][i]));
         fprintf(f, "\"/>\n");
         for (int i = 0; i < counts[s]; i++)
             if (isfinite(vals[s][i]))
-                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
-                        L + pw * (times[s][i] / 60.0) / tmax, T + ph - ph * vals[s][i] / vmax, c);
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", PX(times[s][i]),
+                        PY(vals[s][i]), c);
         double ly = T + 14 + 18 * s;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n",
                 L + pw + 12, ly - 4, L + pw + 32, ly - 4, c);
@@ -371,6 +392,27 @@ tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseri
         svg_escape(f, labels[s]);
         fprintf(f, "</text>\n");
     }
+    /* The best round (a ring around its point) and the test MRR of its
+     * weights (a dashed line), each with its legend entry. */
+    double ly = T + 14 + 18 * nseries;
+    if (marks && marks->best_round >= 0 && isfinite(marks->best_val)) {
+        fprintf(f, "<circle class=\"best\" cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" stroke=\"black\" "
+                   "stroke-width=\"1.5\"/>\n", PX(marks->best_time), PY(marks->best_val));
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"black\" stroke-width=\"1.5\"/>\n",
+                L + pw + 22, ly - 4);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">best: round %lld, %.4f</text>\n", L + pw + 38, ly,
+                (long long)marks->best_round, marks->best_val);
+        ly += 18;
+    }
+    if (isfinite(test)) {
+        fprintf(f, "<line class=\"test\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\" "
+                   "stroke-dasharray=\"6,4\"/>\n", L, PY(test), L + pw, PY(test));
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\" "
+                   "stroke-dasharray=\"6,4\"/>\n", L + pw + 12, ly - 4, L + pw + 32, ly - 4);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">test MRR %.4f</text>\n", L + pw + 38, ly, test);
+    }
+#undef PX
+#undef PY
     fprintf(f, "</svg>\n");
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
@@ -391,17 +433,66 @@ static double item_num(const cJSON *o, const char *key, double dflt)
     return cJSON_IsNumber(it) ? it->valuedouble : dflt;
 }
 
+typedef struct {
+    char label[72];
+    double sps;
+} progress_worker_t;
+
+static int progress_worker_cmp(const void *a, const void *b)
+{
+    /* worker-2 before worker-10 */
+    return strverscmp(((const progress_worker_t *)a)->label, ((const progress_worker_t *)b)->label);
+}
+
+static int id_in(const cJSON *arr, double id)
+{
+    for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next)
+        if (cJSON_IsNumber(e) && e->valuedouble == id)
+            return 1;
+    return 0;
+}
+
 void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, double *best_p, char *buf, size_t cap)
 {
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(rec, "workers");
     const cJSON *alive = cJSON_GetObjectItemCaseSensitive(rec, "alive");
-    char sps[256] = "";
-    size_t off = 0;
-    for (const cJSON *w = ws ? ws->child : NULL; w && off < sizeof sps - 20; w = w->next) {
-        double id = item_num(w, "id", NAN), s = item_num(w, "steps_per_s", NAN);
-        if (isfinite(id) && isfinite(s))
-            off += (size_t)snprintf(sps + off, sizeof sps - off, " %d:%.1f", (int)id, s);
+    const cJSON *owners = cJSON_GetObjectItemCaseSensitive(rec, "owners");
+    /* Each worker by its name (the launch's worker-N, its log's tag), in
+     * name order. */
+    progress_worker_t pw[64];
+    int n = 0;
+    for (const cJSON *w = ws ? ws->child : NULL; w && n < (int)TMA_ARRAY_LEN(pw); w = w->next) {
+        double id = item_num(w, "id", NAN), sps = item_num(w, "steps_per_s", NAN);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(w, "name");
+        if (!isfinite(id) || !isfinite(sps))
+            continue;
+        if (cJSON_IsString(name) && name->valuestring[0])
+            snprintf(pw[n].label, sizeof pw[n].label, "%.64s", name->valuestring);
+        else
+            snprintf(pw[n].label, sizeof pw[n].label, "member-%d", (int)id);
+        pw[n++].sps = sps;
     }
+    qsort(pw, (size_t)n, sizeof *pw, progress_worker_cmp);
+    char sps[512] = "";
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        if (off + strlen(pw[i].label) + 24 >= sizeof sps) {
+            snprintf(sps + off, sizeof sps - off, " ...");
+            break;
+        }
+        off += (size_t)snprintf(sps + off, sizeof sps - off, "%s %s %.1f", i ? "," : "", pw[i].label, pw[i].sps);
+    }
+    /* Backups standing by are counted apart from the workers the job asked
+     * for ("backups"; a record without it: alive members that own no shard). */
+    const cJSON *backups = cJSON_GetObjectItemCaseSensitive(rec, "backups");
+    int n_alive = cJSON_GetArraySize(alive), n_spare = 0;
+    for (const cJSON *a = alive ? alive->child : NULL; a; a = a->next)
+        if (cJSON_IsNumber(a))
+            n_spare += cJSON_IsArray(backups) ? id_in(backups, a->valuedouble)
+                                              : cJSON_GetArraySize(owners) > 0 && !id_in(owners, a->valuedouble);
+    char spare[32] = "";
+    if (n_spare)
+        snprintf(spare, sizeof spare, " + %d backup%s", n_spare, n_spare == 1 ? "" : "s");
     double val = item_num(rec, "val_mrr", NAN);
     if (isfinite(val) && !(val <= *best_p))
         *best_p = val;
@@ -417,8 +508,8 @@ void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, 
     else
         snprintf(when, sizeof when, "%5.1f min, %lld rounds", minutes, (long long)b->rounds);
     int nmissed = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rec, "missed"));
-    snprintf(buf, cap, "round %3lld | %s | alive %d/%d%s | steps/s%s | val MRR %s (best %.4f) | aggregation %.2f s",
-             (long long)item_num(rec, "round", -1), when, cJSON_GetArraySize(alive), b->workers,
+    snprintf(buf, cap, "round %3lld | %s | alive %d/%d%s%s | steps/s%s | val MRR %s (best %.4f) | aggregation %.2f s",
+             (long long)item_num(rec, "round", -1), when, n_alive - n_spare, b->workers, spare,
              nmissed ? " (a worker missed the round)" : "", sps[0] ? sps : " -", vs,
              isfinite(*best_p) ? *best_p : 0.0, item_num(rec, "agg_seconds", 0));
 }
@@ -464,10 +555,20 @@ static double curve(const char *run_dir, const tma_job_run_result_t *r)
     if (mpath && plot && tma_job_run_read_metrics(mpath, &rounds, &times, &vals, &n) == TMA_OK) {
         conv = tma_job_run_convergence_time(times, vals, n, NULL, NULL);
         const double *tp = times, *vp = vals;
-        char title[192];
-        snprintf(title, sizeof title, "%s: validation MRR (%s, M = %d)", r->job ? r->job : r->graph, r->variant,
-                 r->workers);
-        (void)tma_job_run_plot_svg(plot, title, 1, &r->variant, &tp, &vp, &n);
+        /* The graph by its name (the file's, less .tmag), not its path. */
+        const char *slash = r->graph ? strrchr(r->graph, '/') : NULL;
+        const char *base = slash ? slash + 1 : r->graph ? r->graph : "?";
+        size_t blen = strlen(base);
+        if (blen > 5 && strcmp(base + blen - 5, ".tmag") == 0)
+            blen -= 5;
+        char title[256];
+        if (r->job)
+            snprintf(title, sizeof title, "%s on %.*s: validation MRR (%s, M = %d)", r->job, (int)TMA_MIN(blen, 96),
+                     base, r->variant, r->workers);
+        else
+            snprintf(title, sizeof title, "%.*s: validation MRR (%s)", (int)TMA_MIN(blen, 96), base, r->variant);
+        tma_job_run_plot_marks_t marks = {r->best_round, r->best_at_seconds, r->best_val_mrr, r->test_mrr};
+        (void)tma_job_run_plot_svg(plot, title, 1, &r->variant, &tp, &vp, &n, &marks);
     }
     free(rounds);
     free(times);

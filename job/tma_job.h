@@ -122,6 +122,7 @@ typedef struct tma_job {
     char *partition_node_dir; /* partition.node_dir: the folder's path on each worker's node, when
                                * not partition_dir (no shared file system); absolute, or NULL */
     char partition_scheme[64]; /* "random", "supernode:N", "metis"; "" without shards (GGS) */
+    char partition_clusterer[16]; /* partition.clusterer: "metis", "lp", "auto"; "" unset (auto) */
     int shards;           /* S (>= workers); 0 without shards (GGS) */
     uint64_t partition_seed;
 
@@ -561,10 +562,21 @@ tma_status_t tma_job_run_read_metrics(const char *path, int64_t **rounds_p, doub
  * convergence time), or -1 when there is no evaluated round. */
 double tma_job_run_convergence_time(const double *times, const double *vals, int n, double *best_p,
                                 int *best_index_p);
-/* Writes an SVG line chart of validation MRR against training minutes for
- * one or more runs (labels[i] names series i). */
+/* What the plot of one run marks besides its curve. */
+typedef struct tma_job_run_plot_marks {
+    int64_t best_round; /* the best round, ringed at (best_time, best_val); -1: none */
+    double best_time, best_val;
+    double test_mrr; /* a dashed line at the test MRR; NaN: none */
+} tma_job_run_plot_marks_t;
+/* Writes an SVG line chart of validation MRR against training time for one
+ * or more runs (labels[i] names series i; times in seconds): the time axis
+ * in seconds for runs under 3 minutes, else in minutes, both axes from 0
+ * with ticks at round values (1, 2, 2.5 or 5 times a power of ten), and
+ * marks (may be NULL) with their legend entries.  Atomic (a temporary file
+ * renamed). */
 tma_status_t tma_job_run_plot_svg(const char *path, const char *title, int nseries, const char *const *labels,
-                              const double *const *times, const double *const *vals, const int *counts);
+                                  const double *const *times, const double *const *vals, const int *counts,
+                                  const tma_job_run_plot_marks_t *marks);
 
 /* Appends a metrics line's values to a TensorBoard event file as scalars
  * at step = its round: val/mrr, val/hits@K, val/eval_seconds,
@@ -597,7 +609,10 @@ typedef struct tma_job_run_budget {
 /*
  * The one progress line, built from a metrics line (so it shows the
  * validation MRR of the round it names): "round R | T/TOTAL min | alive
- * A/M | steps/s ID:S... | val MRR V (best B) | aggregation S s".  *best_p
+ * A/M [+ K backups] | steps/s NAME S, ... | val MRR V (best B) | aggregation
+ * S s": K the alive backups standing by (the record's "backups"; without
+ * it, the alive members that own no shard), A the other alive members, each
+ * worker by its name (member-ID without one) in name order.  *best_p
  * carries the best across calls (start it at NAN).  Always NUL-terminated.
  */
 void tma_job_run_progress_line(const cJSON *rec, const tma_job_run_budget_t *b, double *best_p, char *buf, size_t cap);

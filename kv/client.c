@@ -445,9 +445,10 @@ tma_status_t kv_curl_status(CURLcode cc, const char *errbuf)
 
 /* Logs a final failure once: misconfiguration loudly, transient trouble as
  * a warning (the caller decides whether it is fatal). */
-static void log_failure(unsigned flags, tma_status_t st, const char *ep, const char *path,
+static void log_failure(kv_conn_t *c, unsigned flags, tma_status_t st, const char *ep, const char *path,
                         const char *what)
 {
+    snprintf(c->why, sizeof c->why, "%s: %s", ep, what);
     tma_log_level_t lvl = TMA_LOG_WARN;
     if (st == TMA_ERR_PERMISSION || st == TMA_ERR_MALFORMED || st == TMA_ERR_INVALID)
         lvl = TMA_LOG_ERROR;
@@ -481,7 +482,7 @@ static tma_status_t call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned 
             /* "Unavailable" answers until the end mean the cluster could not
              * serve; anything else is a plain timeout. */
             tma_status_t st = last == TMA_ERR_UNAVAILABLE ? TMA_ERR_UNAVAILABLE : TMA_ERR_TIMEOUT;
-            log_failure(flags, st, kv->endpoints[at], path, last_what);
+            log_failure(c, flags, st, kv->endpoints[at], path, last_what);
             return st;
         }
         at = ep;
@@ -535,7 +536,7 @@ static tma_status_t call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned 
                 if (err.status == TMA_ERR_PERMISSION || err.status == TMA_ERR_MALFORMED ||
                     err.status == TMA_ERR_INVALID || err.status == TMA_ERR_UNAVAILABLE ||
                     err.status == TMA_ERR_TIMEOUT)
-                    log_failure(flags, err.status, kv->endpoints[at], path, err.message);
+                    log_failure(c, flags, err.status, kv->endpoints[at], path, err.message);
                 return err.status;
             }
             last = err.status;
@@ -551,7 +552,7 @@ static tma_status_t call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned 
         }
 
         if (cc == CURLE_WRITE_ERROR && c->write_status != TMA_OK) {
-            log_failure(flags, c->write_status, kv->endpoints[at], path,
+            log_failure(c, flags, c->write_status, kv->endpoints[at], path,
                         c->write_status == TMA_ERR_NOMEM ? "out of memory for the answer"
                                                          : "the answer is too large");
             return c->write_status;
@@ -559,7 +560,7 @@ static tma_status_t call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned 
         st = kv_curl_status(cc, c->errbuf);
         const char *why = c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc);
         if (st == TMA_ERR_PERMISSION || st == TMA_ERR_NOMEM || st == TMA_ERR_INVALID) {
-            log_failure(flags, st, kv->endpoints[at], path, why);
+            log_failure(c, flags, st, kv->endpoints[at], path, why);
             return st;
         }
         /* Bytes of the request went out: the server may have acted on it. */
@@ -574,13 +575,13 @@ static tma_status_t call(tma_kv_t *kv, kv_conn_t *c, const char *path, unsigned 
                       sent ? " (after sending)" : "");
         kv_endpoint_advance(kv, ep);
         if (sent && !(flags & KV_CALL_RETRY)) {
-            log_failure(flags, st, kv->endpoints[at], path, why);
+            log_failure(c, flags, st, kv->endpoints[at], path, why);
             return st;
         }
         ep = (ep + 1) % n;
         if (!sent && (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)) {
             if (++refused >= n) {
-                log_failure(flags, TMA_ERR_UNAVAILABLE, kv->endpoints[at], path,
+                log_failure(c, flags, TMA_ERR_UNAVAILABLE, kv->endpoints[at], path,
                             n > 1 ? "every endpoint refused the connection" : why);
                 return TMA_ERR_UNAVAILABLE;
             }

@@ -122,6 +122,7 @@ typedef struct kv_conn {
     kv_buf_t req, resp, url;
     tma_status_t write_status;  /* why the write callback refused bytes */
     char errbuf[CURL_ERROR_SIZE];
+    char why[CURL_ERROR_SIZE + 256]; /* the endpoint and reason of the last failed call */
     struct kv_conn *next;
 } kv_conn_t;
 

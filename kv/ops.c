@@ -161,6 +161,25 @@ tma_status_t tma_kv_get(tma_kv_t *kv, const char *key, tma_kv_result_t *res_p)
     return TMA_OK;
 }
 
+tma_status_t tma_kv_ping(tma_kv_t *kv, double timeout_s, char *why, size_t why_cap)
+{
+    if (!kv || !(timeout_s > 0))
+        return TMA_ERR_INVALID;
+    kv_conn_t *c = kv_conn_get(kv);
+    if (!c)
+        return TMA_ERR_NOMEM;
+    c->why[0] = '\0';
+    /* A count of the key "/tma/" ("L3RtYS8=" in base64): a few bytes back. */
+    tma_status_t st = kv_buf_adds(&c->req, "{\"key\":\"L3RtYS8=\",\"count_only\":true}")
+                          ? TMA_ERR_NOMEM
+                          : kv_call(kv, c, "/v3/kv/range", KV_CALL_RETRY | KV_CALL_QUIET,
+                                    tma_clock_now() + timeout_s);
+    if (st != TMA_OK && why && why_cap)
+        snprintf(why, why_cap, "%s", c->why[0] ? c->why : tma_status_str(st));
+    kv_conn_put(kv, c);
+    return st;
+}
+
 tma_status_t tma_kv_range_each(tma_kv_t *kv, const char *key, const tma_kv_range_opts_t *opts,
                                tma_kv_pair_fn fn, void *arg, int64_t *revision_p)
 {

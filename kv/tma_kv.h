@@ -151,6 +151,13 @@ enum {
  * the key does not exist. */
 tma_status_t tma_kv_get(tma_kv_t *kv, const char *key, tma_kv_result_t *res_p);
 
+/* Whether etcd answers: one small read (the count of the key "/tma/") with
+ * a deadline of timeout_s, tried on the endpoints in turn, logged at debug
+ * level only.  TMA_OK when an endpoint answered; else the status of the
+ * last failure, and (when why is not NULL) "ENDPOINT: reason" in why
+ * (curl's or etcd's words).  Thread-safe. */
+tma_status_t tma_kv_ping(tma_kv_t *kv, double timeout_s, char *why, size_t why_cap);
+
 /* Sets key to value, bound to `lease` (0: none).  *revision_p (may be NULL)
  * gets the revision of the write.  TMA_ERR_LEASE_EXPIRED when the lease is
  * gone. */

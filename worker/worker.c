@@ -591,9 +591,11 @@ static tma_status_t join(worker_t *w)
             tma_member_update(w->member, w->job->name, &rec);
         }
     }
-    char tag[32];
-    snprintf(tag, sizeof tag, "worker-%u", w->id);
-    tma_log_set_tag(tag);
+    if (!w->o->name) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "worker-%u", w->id);
+        tma_log_set_tag(tag);
+    }
 
     st = tma_job_load_token(w->job);
     if (st != TMA_OK) {
@@ -1005,6 +1007,11 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
     memset(&w, 0, sizeof w);
     w.o = opts;
     w.stop_flag = stop_flag;
+    /* The log tag is the worker's name, as in its launch's log file name,
+     * tma status and the progress line; without --name, worker-ID once it
+     * has joined (join). */
+    if (opts->name)
+        tma_log_set_tag(opts->name);
     if (opts->inject)
         w.inj = *opts->inject;
     else

@@ -7,7 +7,7 @@
 #
 #   bench/paper/run.sh [-o OUT] [--budget SECONDS] [--seeds N] [--graphs "fb sbm big ml"]
 #                      [--variants "randomtma supertma psgd-pa llcg ggs"] [--tma PATH]
-#                      [--interval-steps N --rounds R]
+#                      [--interval-steps N --rounds R] [--clusterer metis|lp]
 #                      [--table6 [--policies "continue reassign"]]
 #                      [--table8 [--models "gcn-mlp gcn-distmult rgcn-mlp rgcn-distmult"]
 #                                [--hidden H] [--bases B]]
@@ -22,6 +22,10 @@
 # loaded the machine is; --budget stays a cap, 1800 s unless given, 120 s in
 # time mode). The tables below always run in
 # step mode.
+#
+# --clusterer C: partition.clusterer of the jobs that cluster (supertma,
+# psgd-pa, llcg): metis or lp, the streaming clusterer (default: tma's auto).
+# Give each clusterer its own -o folder to compare them.
 #
 # --table6 runs the paper's Table 6 drill instead (default variants randomtma,
 # supertma, psgd-pa; graph fb): F = 1, the trainer of one shard never starts
@@ -55,7 +59,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=bench-paper-out; budget=""; seeds=3; graphs=""
 variants=""; table=""; policies="continue reassign"; isteps=0; rounds=0
 models="gcn-mlp gcn-distmult rgcn-mlp rgcn-distmult"; hidden=64; bases=4
-intervals="5 50 500"; total_steps=1000; workers_list="3 5 8"
+intervals="5 50 500"; total_steps=1000; workers_list="3 5 8"; clusterer=""
 tma=${TMA:-$here/../../tma}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -75,6 +79,7 @@ while [ $# -gt 0 ]; do
     --intervals) intervals=$2; shift 2 ;;
     --total-steps) total_steps=$2; shift 2 ;;
     --workers-list) workers_list=$2; shift 2 ;;
+    --clusterer) clusterer=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -150,6 +155,8 @@ run_one() {
   local name part fault
   name=$(basename "$(dirname "$run")")-$v-s$s
   part='"partition": {"shards": '$workers', "seed": '$s'},'
+  [ -n "$clusterer" ] && [ "$v" != randomtma ] &&
+    part='"partition": {"shards": '$workers', "seed": '$s', "clusterer": "'$clusterer'"},'
   [ "$v" = ggs ] && part=''
   fault='"start_timeout": 120'
   [ -n "$absent" ] && fault+=', "absent_shards": ['$absent'], "on_failure": "'$policy'"'

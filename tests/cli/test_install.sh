@@ -1,6 +1,7 @@
 #!/bin/bash
 # test_install.sh: `make install DESTDIR=...` installs the tma program (and its
-# CUDA module, in a CUDA build), the documents in share/doc/tma, a man
+# CUDA module, in a CUDA build), the static libraries and libtma.so with a
+# tma.pc that builds a program against it, the documents in share/doc/tma, a man
 # page for tma and each command (made from the --help texts by help2man, when
 # configure found it), and a bash completion that completes the commands and
 # each command's options from the installed tma.
@@ -31,7 +32,8 @@ if [ -n "$TMA_HELP2MAN" ]; then
   for c in $cmds; do
     [ -s "$mandir/tma-$c.1" ] || fail "no man page for tma $c"
   done
-  grep -q 'Exit status' "$mandir/tma.1" || fail "tma.1 lacks the exit status table of tma --help"
+  grep -q '^\.SH "EXIT STATUS"' "$mandir/tma.1" || fail "tma.1 lacks the exit status section (tma --help's table)"
+  sed -n '/^\.SH COMMANDS/,/^\.SH/p' "$mandir/tma.1" | grep -q 'launch' || fail "tma.1 has no COMMANDS section listing them"
   grep -q 'eval\\-every\\-seconds' "$mandir/tma-train.1" || fail "tma-train.1 lacks train's options"
   grep -q 'rmat' "$mandir/tma-gen.1" || fail "tma-gen.1 lacks gen's models"
   grep -q '^\.SH NAME' "$mandir/tma-launch.1" && grep -A1 '^\.SH NAME' "$mandir/tma-launch.1" | grep -q 'distributed job' ||
@@ -54,6 +56,38 @@ done
 if [ -n "$TMA_HELP2MAN" ]; then
   grep -q "share/doc/tma/NAME.md" "$mandir/tma-export.1" || fail "tma-export.1 does not say where docs/ is installed"
 fi
+
+# The libraries: the static archives and libtma.so.0 (its soname) with the
+# link libtma.so, exporting the tma_* names only and needing no CUDA; tma.pc
+# builds and links a program against it without CUDA.
+need readelf binutils
+need pkg-config pkgconf
+libdir=$(dirname "$(find "$D" -name libtma_common.a -type f)")
+[ -f "$libdir/libtma_common.a" ] || fail "no libtma_common.a under $D"
+[ -f "$libdir/libtma.so.0" ] && [ -L "$libdir/libtma.so" ] && [ "$(readlink "$libdir/libtma.so")" = libtma.so.0 ] ||
+  fail "no libtma.so.0 and libtma.so -> libtma.so.0 beside the static libraries in $libdir"
+readelf -d "$libdir/libtma.so.0" | grep -q 'SONAME.*\[libtma\.so\.0\]' || fail "libtma.so.0 has no soname libtma.so.0"
+readelf -d "$libdir/libtma.so.0" | grep -E 'NEEDED.*(cudart|cublas|libcuda)' && fail "libtma.so links CUDA"
+others=$(readelf --dyn-syms -W "$libdir/libtma.so.0" | awk '$5 == "GLOBAL" && $7 != "UND" {print $8}' | grep -v '^tma_')
+[ -z "$others" ] || fail "libtma.so exports names outside tma_*: $(echo $others | head -c 300)"
+readelf --dyn-syms -W "$libdir/libtma.so.0" | grep -q ' tma_kv_create$' || fail "libtma.so does not export tma_kv_create"
+pc=$(find "$D" -name tma.pc -type f)
+[ -n "$pc" ] || fail "no tma.pc under $D"
+export PKG_CONFIG_PATH=$(dirname "$pc")
+# (Its prefix moved under DESTDIR.)
+pcx() { pkg-config --define-variable=prefix="$D$(pkg-config --variable=prefix tma)" "$@"; }
+pcx --libs tma | grep -qw -- -ltma || fail "pkg-config --libs tma: $(pcx --libs tma)"
+pcx --cflags --libs --static tma | grep -iE 'cuda|cublas' && fail "tma.pc asks a consumer for CUDA"
+cat > "$TMP_ROOT/consumer.c" <<'C'
+#include <stdio.h>
+#include "tma_common.h"
+int main(void) { printf("%s\n", tma_status_str(TMA_ERR_NOT_FOUND)); return 0; }
+C
+cc "$TMP_ROOT/consumer.c" $(pcx --cflags --libs tma) -Wl,-rpath,"$libdir" -o "$TMP_ROOT/consumer" 2> "$TMP_ROOT/cc.err" ||
+  { cat "$TMP_ROOT/cc.err" >&2; fail "a program cannot be built with pkg-config tma"; }
+readelf -d "$TMP_ROOT/consumer" | grep -q 'NEEDED.*libtma\.so\.0' || fail "the consumer does not link libtma.so.0"
+[ "$("$TMP_ROOT/consumer")" = "not found" ] ||
+  fail "the consumer printed '$("$TMP_ROOT/consumer")', not tma_status_str(TMA_ERR_NOT_FOUND)"
 
 # Bash completion: commands, options (gen's per model), and files for arguments.
 comp=$(find "$D" -path '*/bash-completion/completions/tma' -type f) || fail "no bash completion under $D"

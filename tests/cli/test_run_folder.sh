@@ -14,11 +14,14 @@ G=$TMA_BUILDDIR/tests/gnn/write_test_graph
 "$TMA_BIN" train g.tmag --steps 6 --eval-every-seconds 1000 -o t -q > /dev/null 2>&1 || fail "the first tma train failed"
 cp t/result.json first.json
 expect_fail 2 "t already holds a run.*--force" -- "$TMA_BIN" train g.tmag --steps 6 -o t -q
+[ "$(wc -l < "$TMP_ROOT/stderr.$$")" -eq 1 ] ||
+  { cat "$TMP_ROOT/stderr.$$"; fail "tma train says more than the one line about the folder (a status word after it)"; }
 cmp -s t/result.json first.json || fail "a refused tma train changed the run in its -o folder"
 "$TMA_BIN" train g.tmag --steps 9 --eval-every-seconds 1000 -o t -q --force > /dev/null 2>&1 ||
   fail "tma train --force into a folder that holds a run failed"
 [ "$(json t/result.json 'd["steps"]')" = 9 ] || fail "tma train --force did not replace result.json (steps $(json t/result.json 'd["steps"]'))"
-[ "$(wc -l < t/metrics.jsonl)" -eq 1 ] || fail "tma train --force kept the old run's metrics lines ($(wc -l < t/metrics.jsonl) lines)"
+# (Round 0 and the last round: 2 lines.)
+[ "$(wc -l < t/metrics.jsonl)" -eq 2 ] || fail "tma train --force kept the old run's metrics lines ($(wc -l < t/metrics.jsonl) lines)"
 
 # --- tma launch --------------------------------------------------------------
 mkdir -p held

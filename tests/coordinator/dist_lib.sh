@@ -11,10 +11,13 @@ make_graph() {
   "$TMA" import "$TMA_FIXTURES/cora" -o "$1" --feat-dim 32 >/dev/null || fail "tma import cora"
 }
 
+# The roles of these helpers wait up to 30 s for etcd at start (--etcd-wait),
+# as a supervisor's would: test_fault_chaos.sh starts roles while the whole
+# etcd cluster is down (without it they exit 1 after 2 s).
 # start_coordinator LOG ARGS...: runs tma coordinator in the background; sets COORD_PID.
 start_coordinator() {
   local log=$1; shift
-  "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" "$@" >>"$log" 2>&1 &
+  "$TMA" coordinator --etcd "$ETCD_ENDPOINTS" --etcd-wait 30 "$@" >>"$log" 2>&1 &
   COORD_PID=$!
   track "$COORD_PID"
 }
@@ -23,7 +26,7 @@ start_coordinator() {
 WORKER_PIDS=()
 start_worker() {
   local log=$1; shift
-  "$TMA" worker --etcd "$ETCD_ENDPOINTS" --threads 1 "$@" >>"$log" 2>&1 &
+  "$TMA" worker --etcd "$ETCD_ENDPOINTS" --etcd-wait 30 --threads 1 "$@" >>"$log" 2>&1 &
   WORKER_PIDS+=($!)
   track "$!"
 }

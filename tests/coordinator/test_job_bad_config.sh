@@ -44,6 +44,8 @@ case_ "ranks without shards" '{"graph": "g.tmag", "variant": "ggs", "eval": {"wh
 case_ "unknown eval place" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "eval": {"where": "everywhere"}}' 'eval.where: "everywhere" is not a place'
 case_ "negative rank cache" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "eval": {"rank_cache_mb": -1}}' 'rank_cache_mb'
 case_ "unknown table type" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "eval": {"table_dtype": "f16"}}' 'table_dtype: "f16" is not a table type'
+case_ "unknown clusterer" '{"graph": "g.tmag", "variant": "supertma", "partition": {"clusterer": "kmeans"}}' 'partition.clusterer = "kmeans" is not metis, lp or auto'
+case_ "clusterer for random" '{"graph": "g.tmag", "partition": {"dir": "part3", "clusterer": "lp"}}' 'randomtma.*uses no clusterer'
 
 # A worker for a job nobody started gives up after --wait with a clear error.
 etcd_start 1

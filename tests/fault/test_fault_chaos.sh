@@ -5,8 +5,15 @@
 # started; the coordinator SIGKILLed (taken over by a standby when one is
 # running, else restarted with `tma coordinator --job`) and paused past its
 # lease; standbys started; one etcd member killed and restarted; the whole
-# cluster down for a few seconds; the run folder's disk filled for a few
-# seconds.  The script acts as the operator's supervisor: when no coordinator
+# cluster down for a few seconds; the whole cluster frozen (SIGSTOP) past the
+# lease TTL, so every lease expires when it resumes; a control record
+# (`coordinator` or a `shards/<k>`) overwritten with a value that does not
+# decode; the run folder's disk filled for a few seconds.  Half of the
+# seeds (odd ones) run the job in step mode (`interval_steps`,
+# `duration.rounds`), where a coordinator restart must not run the rounds
+# left without the workers; those runs must reach every round, and their
+# final model is compared with an undisturbed step-mode run of the same
+# seed.  The script acts as the operator's supervisor: when no coordinator
 # process is left and the job is not done, it starts one.  Each run must
 # finish with a valid result, every round once, the best weights matching
 # result.json, and leave nothing behind.  `make check` runs one seed; `make
@@ -17,11 +24,29 @@ source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 cd "$TMP_ROOT"
 runs=${CHAOS_RUNS:-1}
 seed0=${CHAOS_SEED:-$(( $(date +%s) % 100000 ))}
+CHAOS_ROUNDS=24   # step mode: 15 steps of 0.05 s or more a round, about 20 s of rounds
+# A step-mode run ends within this test MRR of the undisturbed one: killed,
+# paused-past-the-lease or fenced workers start again from the global weights
+# with a fresh optimizer state (0.0053 apart at most in 27 step-mode seeds; a model
+# frozen by a restart, issue 30 item 1, is 0.03 or more below).
+CHAOS_MRR_TOL=${CHAOS_MRR_TOL:-0.015}
 have_disk=1
 small_disk 4m || { have_disk=0; echo "no tmpfs could be mounted (needs root): the disk faults are left out"; }
 etcd_start 3
 fault_graph
 : > all-faults.tsv; : > all-runs.tsv
+# The undisturbed step-mode run the step-mode seeds are compared with (every
+# seed runs the same job: the seed only draws the faults).
+if (( runs > 1 || seed0 % 2 )); then
+  STEPS=15 ROUNDS=$CHAOS_ROUNDS step_job ref.json chaosref \
+    '"fault": {"on_failure": "reassign", "lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
+  WORKER_PIDS=()
+  start_coordinator ref-c.log --config ref.json --run-dir ref-run
+  for i in 0 1 2; do start_worker ref-w$i.log --job chaosref --name w$i; done
+  start_worker ref-b.log --job chaosref --name backup --backup
+  finish_job ref-c.log ref-w0.log
+  check_run ref-run >/dev/null || fail "the undisturbed step-mode run folder is invalid"
+fi
 
 now() { echo "$EPOCHREALTIME"; }
 alive() { local p; for p in "$@"; do kill -0 "$p" 2>/dev/null && echo "$p"; done; }
@@ -44,7 +69,24 @@ supervise() {
   start_coordinator $name-c$nc.log --job $name
   coords+=($COORD_PID); nc=$((nc + 1)); restarts=$((restarts + 1))
 }
-etcd_all_up() { local i; for i in 0 1 2; do [ -z "${etcd_back[$i]:-}" ] || return 1; done; }
+etcd_all_up() {
+  local i
+  (( EPOCHSECONDS >= etcd_thaw )) || return 1
+  for i in 0 1 2; do [ -z "${etcd_back[$i]:-}" ] || return 1; done
+}
+# A worker: in a step-mode run each step takes DELAY seconds longer (no
+# effect on the model), so the rounds last about a second, as in time mode.
+chaos_worker() {
+  if (( step )); then TMA_FAULT=delay_step=0.05 start_worker "$@"; else start_worker "$@"; fi
+}
+# A record overwritten with a value that does not decode, as a stray writer
+# would (a plain put: no lease).  Nothing happens while etcd does not answer.
+damage_record() {
+  local key
+  if (( RANDOM % 2 )); then key=coordinator; else key=shards/0000000$((RANDOM % 3)); fi
+  etcdctl --dial-timeout 1s --command-timeout 1s put "/tma/$name/$key" '{"damaged": true}' >/dev/null 2>&1 &&
+    fault "bad-record" "$(now)"
+}
 # Brings back paused processes, etcd members and the disk whose fault has run
 # its time ("force": all now).  (No background sleeps: they would outlive a run.)
 heal() {
@@ -55,7 +97,7 @@ heal() {
     IFS=: read -r at pid kind from <<<"$e"
     if [ "${1:-}" = force ] || (( t >= at )); then
       kill -CONT "$pid" 2>/dev/null
-      fault "$kind" "$from" "$(now)"
+      [ "$kind" = - ] || fault "$kind" "$from" "$(now)"
     else
       keep+=("$e")
     fi
@@ -82,12 +124,19 @@ for ((run = 0; run < runs; run++)); do
   run_dir=$name-run
   (( have_disk )) && run_dir=disk/$name-run
   WORKER_PIDS=(); coords=(); nc=1; restarts=0; actions=""
-  etcd_back=(); etcd_kind=(); etcd_from=(); disk_back=""; disk_from=""; resume_at=()
-  TRAIN=22 write_job $name.json $name '"fault": {"on_failure": "reassign", "lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
+  etcd_back=(); etcd_kind=(); etcd_from=(); disk_back=""; disk_from=""; resume_at=(); etcd_thaw=0
+  step=$((seed % 2)); sfx=""
+  fault_keys='"fault": {"on_failure": "reassign", "lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
+  if (( step )); then
+    sfx=-step
+    STEPS=15 ROUNDS=$CHAOS_ROUNDS step_job $name.json $name "$fault_keys"
+  else
+    TRAIN=22 write_job $name.json $name "$fault_keys"
+  fi
   start_coordinator $name-c0.log --config $name.json --run-dir $run_dir
   coords+=($COORD_PID)
-  for i in 0 1 2; do start_worker $name-w$i.log --job $name --name w$i; done
-  start_worker $name-b.log --job $name --name backup --backup
+  for i in 0 1 2; do chaos_worker $name-w$i.log --job $name --name w$i; done
+  chaos_worker $name-b.log --job $name --name backup --backup
   wait_round $run_dir 1 || { dump_logs $name-c0.log; fail "seed $seed: no first round"; }
   end=$((SECONDS + 14))
   n=4
@@ -96,19 +145,19 @@ for ((run = 0; run < runs; run++)); do
     heal
     supervise
     live=($(alive "${WORKER_PIDS[@]}"))
-    (( ${#live[@]} )) || { start_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)); actions+=" start"; continue; }
+    (( ${#live[@]} )) || { chaos_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)); actions+=" start"; continue; }
     victim=${live[$((RANDOM % ${#live[@]}))]}
-    case $((RANDOM % 10)) in
+    case $((RANDOM % 12)) in
       0) kill -KILL "$victim"; fault worker-kill "$(now)"
-         start_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)) ;;
+         chaos_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)) ;;
       1) kill -STOP "$victim"; resume_at+=("$((EPOCHSECONDS + 1 + RANDOM % 6)):$victim:worker-pause:$(now)") ;;
-      2) start_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)); actions+=" start" ;;
+      2) chaos_worker $name-n$n.log --job $name --name n$n; n=$((n + 1)); actions+=" start" ;;
       3) actions+=" -" ;;
       4) lp=$(leader_pid)
          if [ -n "$lp" ] && kill -0 "$lp" 2>/dev/null; then
            others=$(alive "${coords[@]}" | grep -vx "$lp" | wc -l)
            kill -KILL "$lp"
-           if (( others )); then fault coord-kill-standby "$(now)"; else fault coord-kill "$(now)"; fi
+           if (( others )); then fault coord-kill-standby$sfx "$(now)"; else fault coord-kill$sfx "$(now)"; fi
          fi ;;
       5) lp=$(leader_pid)
          if [ -n "$lp" ] && kill -0 "$lp" 2>/dev/null; then
@@ -131,6 +180,15 @@ for ((run = 0; run < runs; run++)); do
            dd if=/dev/zero of=disk/fill bs=4k 2>/dev/null
            disk_from=$(now); disk_back=$((EPOCHSECONDS + 1 + RANDOM % 3))
          fi ;;
+      10) # Every member stopped past the lease TTL (3 s): a paused VM, a long fsync.
+         if etcd_all_up; then
+           etcd_thaw=$((EPOCHSECONDS + 4 + RANDOM % 3)); from=$(now)
+           for i in 0 1 2; do
+             kill -STOP "${ETCD_PIDS[$i]}"
+             resume_at+=("$etcd_thaw:${ETCD_PIDS[$i]}:$( ((i == 2)) && echo etcd-freeze || echo -):$from")
+           done
+         fi ;;
+      11) etcd_all_up && damage_record ;;
     esac
   done
   # The end of the chaos: everything comes back; the supervisor sees the job through.
@@ -148,6 +206,14 @@ for ((run = 0; run < runs; run++)); do
     [ $? -ne 124 ] || { dump_logs "${logs[@]}"; fail "seed $seed: process $p did not stop after the job ended"; }
   done
   check_run $run_dir >/dev/null || { dump_logs "${logs[@]}"; fail "seed $seed: run folder invalid (actions:$actions)"; }
+  model=""
+  if (( step )); then
+    rounds_check $run_dir "len(R) == $CHAOS_ROUNDS + 1" "seed $seed: not every round of the step-mode job" ||
+      { dump_logs "${logs[@]}"; fail "seed $seed: rounds (actions:$actions)"; }
+    model=$(same_model ref-run $run_dir $CHAOS_MRR_TOL) ||
+      { dump_logs "${logs[@]}"; fail "seed $seed: the final model is far from the undisturbed run's: $model (actions:$actions)"; }
+    model="; $model"
+  fi
   touch $name-faults.tsv
   summary=$(python3 - $run_dir $name-faults.tsv <<'PY'
 import json, sys
@@ -168,7 +234,7 @@ print("%d rounds, %d evaluations lost, %d rounds without weights; recovery (s): 
     len(R), lost, empty, " ".join(out) or "-"))
 PY
 )
-  echo "seed $seed: actions:$actions; $restarts coordinator restart(s) -> $summary; result $(json $run_dir/result.json 'd["test_mrr"]')"
+  echo "seed $seed$sfx: actions:$actions; $restarts coordinator restart(s) -> $summary; result $(json $run_dir/result.json 'd["test_mrr"]')$model"
   rm -rf "$run_dir"   # the tmpfs is small
 done
 # The figures over every run (docs/faults.md).

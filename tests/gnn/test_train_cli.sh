@@ -40,11 +40,13 @@ assert rows[-1]["steps"] == res["steps"]
 conv = [r["time"] for r in rows if r["val_mrr"] >= 0.99 * best][0]
 assert abs(conv - res["convergence_seconds"]) < 1e-3, (conv, res)
 assert 0 < res["test_mrr"] <= 1 and res["train_seconds"] > 0
-# The run folder's one schema: every line is a round (1, 2, ...), the result
-# names its variant, the best round and the run's start.
-assert [r["round"] for r in rows] == list(range(1, len(rows) + 1)), [r["round"] for r in rows]
+# The run folder's one schema: every line is a round (0, 1, ...; round 0 the
+# weights training starts from, at t = 0 and step 0, as a distributed job's),
+# the result names its variant, the last and the best round and the run's start.
+assert [r["round"] for r in rows] == list(range(len(rows))), [r["round"] for r in rows]
+assert rows[0]["time"] == 0 and rows[0]["steps"] == 0 and rows[0]["loss"] is None, rows[0]
 assert res["variant"] == "centralized" and res["schema_version"] == 1 and res["stopped"] == "steps", res
-assert res["rounds"] == len(rows) and rows[res["best_round"] - 1]["val_mrr"] == res["best_val_mrr"], res
+assert res["rounds"] == len(rows) - 1 and rows[res["best_round"]]["val_mrr"] == res["best_val_mrr"], res
 import datetime, re
 assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", res["started"]), res["started"]
 start = datetime.datetime.strptime(res["started"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)

@@ -53,7 +53,7 @@ assert a[56:88] == b[56:88], "the batch RNG differs"
 PY
 }
 
-# metrics_ok RUN: rounds 1..n once each, steps never going back, and
+# metrics_ok RUN: rounds 0..n once each, steps never going back, and
 # result.json's steps and rounds agreeing with the last line.
 metrics_ok() {
   python3 - "$1" <<'PY'
@@ -61,13 +61,13 @@ import json, sys
 run = sys.argv[1]
 rows = [json.loads(l) for l in open(run + "/metrics.jsonl")]
 rounds = [r["round"] for r in rows]
-assert rounds == list(range(1, len(rows) + 1)), rounds
+assert rounds == list(range(len(rows))), rounds
 assert all(rows[i]["steps"] <= rows[i + 1]["steps"] for i in range(len(rows) - 1)), [r["steps"] for r in rows]
 res = json.load(open(run + "/result.json"))
-assert res["rounds"] == len(rows) and res["steps"] == rows[-1]["steps"], (res, rows[-1])
+assert res["rounds"] == len(rows) - 1 and res["steps"] == rows[-1]["steps"], (res, rows[-1])
 assert res["stopped"] in ("steps", "time"), res["stopped"]
 best = max(r["val_mrr"] for r in rows)
-assert abs(best - res["best_val_mrr"]) < 1e-9 and rows[res["best_round"] - 1]["val_mrr"] == best, res
+assert abs(best - res["best_val_mrr"]) < 1e-9 and rows[res["best_round"]]["val_mrr"] == best, res
 PY
 }
 

@@ -10,10 +10,10 @@ tests_graph_test_sampler_LDADD = tests/gnn/libgnn_testutil.a $(TMA_TEST_LDADD)
 TESTS += tests/graph/test_sampler
 dist_check_SCRIPTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \
 	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh tests/graph/test_typed_cli.sh tests/graph/test_ooc.sh \
-	tests/graph/test_feat_dtype.sh
+	tests/graph/test_feat_dtype.sh tests/graph/test_clusterer.sh
 TESTS += tests/graph/test_bad_input.sh tests/graph/test_cli_graph.sh tests/graph/fuzz_input.sh \
 	tests/graph/test_npz_formats.sh tests/graph/test_ogb_split.sh tests/graph/test_typed_cli.sh tests/graph/test_ooc.sh \
-	tests/graph/test_feat_dtype.sh
+	tests/graph/test_feat_dtype.sh tests/graph/test_clusterer.sh
 EXTRA_DIST += tests/graph/bad tests/graph/data tests/graph/make_formats.py tests/fuzz/fuzz_graph_input.c \
 	tests/fuzz/corpus/graph tests/graph/ogb_fixture.py
 

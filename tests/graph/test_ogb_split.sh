@@ -62,6 +62,16 @@ rmdir ds/split/second
 # torch missing for the interpreter that runs the converter.
 printf '#!/bin/sh\nexec %s -S "$@"\n' "$PY" > nosite && chmod +x nosite
 TMA_PYTHON=$TMP_ROOT/nosite expect_fail 1 'needs PyTorch.*install the Debian package python3-torch' -- "$T" import ds -o none.tmag
+tail -n 1 "$TMP_ROOT/stderr.$$" | grep -qi "not found" &&
+  { cat "$TMP_ROOT/stderr.$$"; fail "the last line says 'not found' for a missing Python module"; }
+# Without TMA_PYTHON the converter runs under the Python configure found with
+# torch (its #! line), also when the python3 on the PATH has none.
+case ${TMA_TORCH_PYTHON:-} in
+  /*) mkdir -p nopy && cp nosite nopy/python3
+      env -u TMA_PYTHON PATH="$TMP_ROOT/nopy:$PATH" "$T" import ds -o bypath.tmag > /dev/null 2> bypath.err ||
+        { cat bypath.err; fail "the converter did not run under configure's $TMA_TORCH_PYTHON"; } ;;
+  *) echo "configure found no Python with torch: the converter's #! line is not checked" ;;
+esac
 
 # Bad splits: each refused, naming the file and what is wrong.
 bad() {

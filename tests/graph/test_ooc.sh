@@ -123,7 +123,7 @@ expect_fail 1 'memory budget of 1\.0 MiB is too small to make progress' -- \
 expect_fail 1 'typed SBM is built in memory only' -- \
   "$TMA_BIN" gen sbm --nodes 60000 --node-types 2 --relations 2 -o "$d/out/g.tmag" --memory 1M
 "$TMA_BIN" gen sbm --nodes 20000 -o "$d/s.tmag" >/dev/null || fail "gen sbm failed"
-expect_fail 1 'the metis scheme needs about [0-9]+ MiB .* over the memory budget of 2 MiB.*--scheme random' -- \
+expect_fail 1 'the metis scheme with clusterer metis needs about [0-9]+ MiB .* over the memory budget of 2 MiB.*--clusterer lp' -- \
   "$TMA_BIN" partition "$d/s.tmag" --scheme metis --shards 3 -o "$d/out/p" --memory 2M
 expect_fail 1 'the random scheme needs about [0-9]+ MiB' -- \
   "$TMA_BIN" partition "$d/s.tmag" --scheme random --shards 3 -o "$d/out/p" --memory 2M

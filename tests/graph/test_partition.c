@@ -3,7 +3,9 @@
  * by its nodes; no evaluation edge in a shard; features, labels and the
  * parent's id carried), byte-identical shards for a seed on 1 or 2 threads,
  * supernode balance, the statistics in partition.json, the paper's ordering
- * of the schemes on a homophilous SBM, and the folder loader's errors. */
+ * of the schemes on a homophilous SBM (with METIS and with the label
+ * propagation clusterer), the clusterer's choice, and the folder loader's
+ * errors. */
 #include "tma_test.h"
 #include "tma_graph.h"
 
@@ -13,11 +15,14 @@
 
 static char *dir_root;
 
+static tma_clusterer_t clusterer; /* what run() asks for (AUTO unless a test sets it) */
+
 static char *run(const tma_graph_t *g, const char *gpath, const char *scheme, int32_t shards, uint64_t seed,
                  const char *tag, tma_partition_result_t **res_p)
 {
     tma_partition_opts_t o = {0};
     CHECK_OK(tma_partition_scheme_parse(scheme, &o));
+    o.clusterer = clusterer;
     o.num_shards = shards;
     o.seed = seed;
     char *dir = tma_path_join(dir_root, tag);
@@ -197,7 +202,7 @@ int main(void)
     {
         const int64_t n = g->num_nodes;
         int32_t *cl = malloc((size_t)n * 4), *part = malloc((size_t)n * 4);
-        CHECK_OK(tma_graph_partition_supernode(g, 60, 7, 7, cl, part));
+        CHECK_OK(tma_graph_partition_supernode(g, 60, 7, 7, TMA_CLUSTERER_METIS, cl, part));
         int32_t shard_of[60];
         for (int c = 0; c < 60; c++)
             shard_of[c] = -1;
@@ -228,6 +233,75 @@ int main(void)
         free(part);
     }
 
+    /* The label propagation clusterer: the same invariants, deterministic
+     * for a seed, balanced parts, and the paper's ordering of the schemes
+     * (it keeps fewer edges inside than METIS, far more than random). */
+    {
+        tma_partition_result_t *rl, *rsl;
+        clusterer = TMA_CLUSTERER_LP;
+        omp_set_num_threads(1);
+        char *dl1 = run(g, gpath, "metis", 3, 7, "lp-1t", NULL);
+        omp_set_num_threads(2);
+        char *dl = run(g, gpath, "metis", 3, 7, "lp", &rl);
+        char *dsl = run(g, gpath, "supernode:60", 3, 7, "super-lp", &rsl);
+        clusterer = TMA_CLUSTERER_AUTO;
+        check_partition(g, dl, "metis", 3);
+        check_partition(g, dsl, "supernode", 3);
+        CHECK(same_shards(dl, dl1, 3));
+        ASSERT_EQ(rl->opts.clusterer, TMA_CLUSTERER_LP);
+        ASSERT_EQ(rm->opts.clusterer, TMA_CLUSTERER_METIS);
+        ASSERT_GT(rl->edge_ratio, 0.6);
+        ASSERT_GT(rl->edge_ratio, rsl->edge_ratio);
+        ASSERT_GT(rsl->edge_ratio, rr->edge_ratio + 0.1);
+        ASSERT_GT(rl->label_tv, rr->label_tv);
+        ASSERT_GT(rsl->label_tv, rr->label_tv);
+        for (int s = 0; s < 3; s++)
+            CHECK_MSG(rl->shard_nodes[s] <= g->num_nodes * 13 / 30, "lp shard %d holds %lld of %lld nodes", s,
+                      (long long)rl->shard_nodes[s], (long long)g->num_nodes);
+        int32_t *part = malloc((size_t)g->num_nodes * 4);
+        CHECK_STATUS(tma_graph_partition_lp(g, g->num_nodes + 1, 1, part), TMA_ERR_INVALID);
+        CHECK_STATUS(tma_graph_partition_lp(g, 0, 1, part), TMA_ERR_INVALID);
+        /* As many parts as nodes: every part one node. */
+        CHECK_OK(tma_graph_partition_lp(g, g->num_nodes, 1, part));
+        char *seen = calloc((size_t)g->num_nodes, 1);
+        int64_t twice = 0;
+        for (int64_t v = 0; v < g->num_nodes; v++)
+            twice += seen[part[v]]++ > 0;
+        ASSERT_EQ(twice, 0);
+        free(seen);
+        free(part);
+        free(dl1);
+        free(dl);
+        free(dsl);
+        tma_partition_result_destroy(rl);
+        tma_partition_result_destroy(rsl);
+    }
+    /* The clusterer AUTO resolves to: METIS when it can take the graph, lp
+     * beyond METIS's 32-bit ids or when only lp fits the budget; none for
+     * random; an explicit choice stays. */
+    {
+        tma_partition_opts_t o = {0};
+        CHECK_OK(tma_partition_scheme_parse("metis", &o));
+        o.num_shards = 3;
+        ASSERT_EQ(tma_partition_clusterer(g, &o), TMA_CLUSTERER_METIS);
+        tma_graph_t huge = *g;
+        huge.num_train_edges = (int64_t)1 << 30;
+        ASSERT_EQ(tma_partition_clusterer(&huge, &o), TMA_CLUSTERER_LP);
+        o.memory = tma_partition_peak_bytes(g, &o) - 1;
+        ASSERT_EQ(tma_partition_clusterer(g, &o), TMA_CLUSTERER_LP);
+        CHECK(tma_partition_peak_bytes(g, &o) <= o.memory);
+        o.clusterer = TMA_CLUSTERER_METIS;
+        ASSERT_EQ(tma_partition_clusterer(&huge, &o), TMA_CLUSTERER_METIS);
+        CHECK(tma_partition_peak_bytes(g, &o) > o.memory);
+        CHECK_OK(tma_partition_scheme_parse("random", &o));
+        o.clusterer = TMA_CLUSTERER_AUTO;
+        ASSERT_EQ(tma_partition_clusterer(g, &o), TMA_CLUSTERER_AUTO);
+        tma_clusterer_t c;
+        CHECK_OK(tma_clusterer_parse("lp", &c));
+        ASSERT_EQ(c, TMA_CLUSTERER_LP);
+        CHECK_STATUS(tma_clusterer_parse("kmeans", &c), TMA_ERR_INVALID);
+    }
+
     /* A rerun into the same folder replaces it: fewer shards, old files gone. */
     char *again = run(g, gpath, "random", 2, 7, "random", NULL);
     check_partition(g, again, "random", 2);
@@ -242,13 +316,13 @@ int main(void)
         CHECK_OK(tma_partition_info_load(dr, &info));
         tma_graph_t *shard;
         CHECK_OK(tma_graph_open(info->shard_paths[0], 0, &shard));
-        tma_partition_opts_t o = {TMA_PARTITION_RANDOM, 2, 0, 1, 0};
+        tma_partition_opts_t o = {TMA_PARTITION_RANDOM, 2, 0, 1, 0, TMA_CLUSTERER_AUTO};
         tma_partition_result_t *r;
         char *d = tma_path_join(dir_root, "refused");
         CHECK_STATUS(tma_partition_run(shard, info->shard_paths[0], &o, d, &r), TMA_ERR_INVALID);
         o.num_shards = (int32_t)g->num_nodes + 1;
         CHECK_STATUS(tma_partition_run(g, gpath, &o, d, &r), TMA_ERR_INVALID);
-        o = (tma_partition_opts_t){TMA_PARTITION_SUPERNODE, 3, g->num_nodes + 1, 1, 0};
+        o = (tma_partition_opts_t){TMA_PARTITION_SUPERNODE, 3, g->num_nodes + 1, 1, 0, TMA_CLUSTERER_AUTO};
         CHECK_STATUS(tma_partition_run(g, gpath, &o, d, &r), TMA_ERR_INVALID);
         CHECK(!tma_dir_exists(d));
         tma_graph_t huge = *g;

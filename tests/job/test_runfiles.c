@@ -1,6 +1,8 @@
 /* test_runfiles.c: the run folder's files (job/run.c) on a real file system.  A metrics line is
  * written whole or not at all: a write cut short (here by RLIMIT_FSIZE, as a
- * full disk would) leaves the file as it was, so no torn line is left. */
+ * full disk would) leaves the file as it was, so no torn line is left.  The
+ * plot: seconds or minutes by the run's length, ticks at round values, the
+ * best round and the test MRR marked. */
 #include "tma_test.h"
 #include "tma_job.h"
 
@@ -64,6 +66,52 @@ static void test_line_whole_or_nothing(const char *dir)
     free(path);
 }
 
+/* The plot of a run of `seconds` into dir/mrr.svg, read back whole (caller frees). */
+static char *plot_text(const char *dir, double seconds, const tma_job_run_plot_marks_t *marks)
+{
+    double t[4] = {0, seconds / 3, 2 * seconds / 3, seconds}, v[4] = {0.01, 0.30, 0.37, 0.33};
+    const double *tp = t, *vp = v;
+    const char *label = "randomtma";
+    int n = 4;
+    char *path = tma_path_join(dir, "mrr.svg"), *text = NULL;
+    size_t len;
+    CHECK_OK(tma_job_run_plot_svg(path, "g: validation MRR", 1, &label, &tp, &vp, &n, marks));
+    CHECK_OK(tma_file_read_all(path, &text, &len));
+    unlink(path);
+    free(path);
+    return text;
+}
+
+static void test_plot(const char *dir)
+{
+    /* 100 s: in seconds, ticks 0 20 ... 100; MRR ticks 0 0.1 ... 0.4. */
+    tma_job_run_plot_marks_t marks = {2, 200.0 / 3, 0.37, 0.35};
+    char *s = plot_text(dir, 100, &marks);
+    ASSERT_NOT_NULL(s);
+    if (s) {
+        CHECK(strstr(s, "training time (seconds)") != NULL);
+        CHECK(strstr(s, "text-anchor=\"middle\">20</text>") && strstr(s, "text-anchor=\"middle\">100</text>"));
+        CHECK(!strstr(s, "text-anchor=\"middle\">120</text>"));
+        CHECK(strstr(s, "text-anchor=\"end\">0.1</text>") && strstr(s, "text-anchor=\"end\">0.4</text>"));
+        CHECK(!strstr(s, "text-anchor=\"end\">0.5</text>"));
+        CHECK(strstr(s, "best: round 2, 0.3700") != NULL);
+        CHECK(strstr(s, "class=\"best\"") != NULL);
+        CHECK(strstr(s, "test MRR 0.3500") && strstr(s, "class=\"test\""));
+        /* The first point at t = 0 is drawn at the axis's start (x = 70). */
+        CHECK(strstr(s, "points=\"70.0,") != NULL);
+    }
+    free(s);
+    /* 10 minutes: in minutes, ticks 0 2 ... 10; no marks without them. */
+    s = plot_text(dir, 600, NULL);
+    ASSERT_NOT_NULL(s);
+    if (s) {
+        CHECK(strstr(s, "training time (minutes)") != NULL);
+        CHECK(strstr(s, "text-anchor=\"middle\">2</text>") && strstr(s, "text-anchor=\"middle\">10</text>"));
+        CHECK(!strstr(s, "best:") && !strstr(s, "test MRR"));
+    }
+    free(s);
+}
+
 int main(void)
 {
     char tmpl[] = "/tmp/tma-runfiles-XXXXXX";
@@ -71,6 +119,7 @@ int main(void)
     ASSERT_NOT_NULL(dir);
     if (dir) {
         test_line_whole_or_nothing(dir);
+        test_plot(dir);
         rmdir(dir);
     }
     return tma_test_done();
