@@ -27,7 +27,8 @@
 #   ROUNDS (3), MS ("3 4": the worker counts), WHERES ("workers coordinator"),
 #   COORD_CAP_MB (300), WORKER_EXTRA_MB (768), MEMORY (tma gen/partition
 #   --memory; default theirs), TABLE_DTYPE (eval.table_dtype of the ranks:
-#   f32 or bf16; default the config's), JOB_TIMEOUT (3600 s a job),
+#   f32 or bf16; default the config's), RANK_CACHE_MB (eval.rank_cache_mb:
+#   MiB a rank keeps of fetched rows; default the config's), JOB_TIMEOUT (3600 s a job),
 #   KEEP=1 keeps the graph and partitions, REUSE=1 uses the ones a KEEP=1 run
 #   left in WORKDIR. Each job's folder WORKDIR/M<M>-<WHERE> keeps its run
 #   folder and, per role, ROLE.log, ROLE.time (time -v), ROLE.peak (peak
@@ -49,6 +50,7 @@ W=$(readlink -f "$W")
 G=$W/rmat.tmag
 TD_JSON=
 [ -z "${TABLE_DTYPE:-}" ] || TD_JSON=", \"table_dtype\": \"$TABLE_DTYPE\""
+[ -z "${RANK_CACHE_MB:-}" ] || TD_JSON="$TD_JSON, \"rank_cache_mb\": $RANK_CACHE_MB"
 MEM=()
 [ -z "${MEMORY:-}" ] || MEM=(--memory "$MEMORY")
 exec > >(tee -a "$W/summary.txt") 2>&1
@@ -239,12 +241,14 @@ for name in sorted(rcs):
         continue
     for l in open(f"{d}/{name}.log", errors="replace"):
         m = re.search(r"evaluation (\d+), layer (\d+): ([\d.]+) s \(([\d.]+) s waiting for rows\), (\d+) rows "
-                      r"\(([\d.]+) MiB\) fetched, (\d+) rows \(([\d.]+) MiB\) served", l)
+                      r"\(([\d.]+) MiB\) fetched, (\d+) rows \(([\d.]+) MiB\) served"
+                      r"(?:, (\d+) rows from its cache \(of (\d+)\))?", l)
         if m:
             e = per_eval.setdefault(int(m.group(1)), {}).setdefault(name, [0.0, 0.0, 0.0])
             e[0] += float(m.group(3)); e[1] += float(m.group(4)); e[2] += float(m.group(6))
             print(f"  {name} eval {m.group(1)} layer {m.group(2)}: {m.group(3)} s ({m.group(4)} s waiting), "
-                  f"fetched {m.group(5)} rows {m.group(6)} MiB, served {m.group(7)} rows {m.group(8)} MiB")
+                  f"fetched {m.group(5)} rows {m.group(6)} MiB, served {m.group(7)} rows {m.group(8)} MiB"
+                  + (f", {m.group(9)} rows from its cache (of {m.group(10)})" if m.group(9) else ""))
 for e in sorted(per_eval):
     r = per_eval[e]
     print(f"  evaluation {e} (the evaluated rounds in order, then the test), layers summed: "

@@ -295,10 +295,11 @@ typedef struct cli_model {
     tma_gnn_evaluator_t *ev;
 } cli_model_t;
 /* Opens it; an exit code (errors printed, naming the file; 2 when the
- * weights do not fit the graph).  `ties` NULL keeps the weights' eval.ties.
+ * weights do not fit the graph).  `ties` NULL keeps the weights' eval.ties;
+ * table_bf16 1 keeps the evaluator's tables in bfloat16 (eval.table_dtype).
  * Close it also on failure. */
 int cli_model_open(const char *cmd, const char *graph, const char *weights, int64_t threads, const char *device,
-                   int64_t max_edges, const tma_gnn_ties_t *ties, cli_model_t *m);
+                   int64_t max_edges, const tma_gnn_ties_t *ties, int table_bf16, cli_model_t *m);
 void cli_model_close(cli_model_t *m);
 
 #endif

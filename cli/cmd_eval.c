@@ -1,6 +1,6 @@
 /*
  * cmd_eval.c: `tma eval G.tmag WEIGHTS [--split test|val] [--ties RULE]
- * [--json] [--scores FILE.npz]`: the MRR and Hits@K of saved weights on a
+ * [--table-dtype f32|bf16] [--json] [--scores FILE.npz]`: the MRR and Hits@K of saved weights on a
  * graph's test (or validation) edges against their fixed negatives, with
  * full-neighbourhood inference, and every score if asked.  The weight file
  * carries its model config, so no config file is needed.  Also the model
@@ -15,7 +15,7 @@
 #include <string.h>
 
 int cli_model_open(const char *cmd, const char *graph, const char *weights, int64_t threads, const char *device,
-                   int64_t max_edges, const tma_gnn_ties_t *ties, cli_model_t *m)
+                   int64_t max_edges, const tma_gnn_ties_t *ties, int table_bf16, cli_model_t *m)
 {
     memset(m, 0, sizeof *m);
     int64_t count = 0;
@@ -25,6 +25,7 @@ int cli_model_open(const char *cmd, const char *graph, const char *weights, int6
     m->cfg.eval_max_edges = max_edges;
     if (ties)
         m->cfg.eval_ties = *ties;
+    m->cfg.eval_table_bf16 = table_bf16;
     snprintf(m->cfg.eval_device, sizeof m->cfg.eval_device, "%s", device ? device : "cpu");
     if (tma_graph_open(graph, 0, &m->g) != TMA_OK)
         return CLI_EXIT_RUNTIME;
@@ -78,7 +79,7 @@ static tma_status_t write_scores(const char *path, const cli_model_t *m, tma_gnn
 
 int cli_cmd_eval(int argc, char **argv)
 {
-    const char *split = "test", *device = NULL, *scores_path = NULL, *ties = "pessimistic";
+    const char *split = "test", *device = NULL, *scores_path = NULL, *ties = "pessimistic", *table_dtype = "f32";
     int as_json = 0;
     int64_t threads = 0, max_edges = 0;
     const cli_opt_t opts[] = {
@@ -88,6 +89,8 @@ int cli_cmd_eval(int argc, char **argv)
         {"max-edges", 0, CLI_INT, &max_edges, "N", "only the first N edges of the split (default all)", NULL},
         {"ties", 0, CLI_STR, &ties, "RULE",
          "pessimistic (a tie counts against the positive; default) or mean (OGB's Evaluator)", NULL},
+        {"table-dtype", 0, CLI_STR, &table_dtype, "f32|bf16",
+         "the evaluator's two N x hidden tables in float32 (default) or bfloat16 (half the memory; CPU only)", NULL},
         {"scores", 0, CLI_STR, &scores_path, "FILE.npz",
          "also write every score: head [n], tail [n, 1+K] (the positive, then the negatives), score [n, 1+K]", NULL},
         {"json", 0, CLI_FLAG, &as_json, NULL, "print one JSON object", NULL},
@@ -120,12 +123,17 @@ int cli_cmd_eval(int argc, char **argv)
         return cli_usage_error("eval", "--ties: expected pessimistic or mean, got '%s'", ties);
     if (device && !tma_gnn_device_valid(device))
         return cli_usage_error("eval", "--device: expected cpu, cuda or cuda:N, got '%s'", device);
+    if (strcmp(table_dtype, "f32") != 0 && strcmp(table_dtype, "bf16") != 0)
+        return cli_usage_error("eval", "--table-dtype: expected f32 or bf16, got '%s'", table_dtype);
+    if (table_dtype[0] == 'b' && device && strcmp(device, "cpu") != 0)
+        return cli_usage_error("eval", "--table-dtype bf16 is for the CPU evaluator, not --device %s", device);
 
     cli_model_t m;
     tma_gnn_metrics_t mt;
     double t0 = tma_clock_now();
     float *scores = NULL;
-    int rc = cli_model_open("eval", args.pos[0], args.pos[1], threads, device, max_edges, &rule, &m);
+    int rc = cli_model_open("eval", args.pos[0], args.pos[1], threads, device, max_edges, &rule, table_dtype[0] == 'b',
+                            &m);
     if (rc != CLI_EXIT_OK)
         goto out;
     rc = CLI_EXIT_RUNTIME;

@@ -282,7 +282,7 @@ int cli_cmd_export(int argc, char **argv)
     if (rc == CLI_EXIT_OK && (!weights || !graph || !out))
         rc = CLI_EXIT_RUNTIME;
     if (rc == CLI_EXIT_OK)
-        rc = cli_model_open("export", graph, weights, threads, device, 0, NULL, &m);
+        rc = cli_model_open("export", graph, weights, threads, device, 0, NULL, 0, &m);
     int64_t nodes = 0, dim = 0, floats = 0;
     tma_status_t st = TMA_OK;
     if (rc == CLI_EXIT_OK && (st = export_files(out, &m, &nodes, &dim, &floats)) != TMA_OK) {

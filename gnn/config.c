@@ -72,6 +72,7 @@ void tma_gnn_config_default(tma_gnn_config_t *cfg)
     cfg->eval_threads = 0;
     cfg->eval_locality = 1;
     cfg->eval_block_cache_mb = 256;
+    cfg->eval_rank_cache_mb = 256;
     cfg->eval_feature_copy_mb = 1024;
     cfg->eval_rank_timeout = 300;
     cfg->eval_on_workers = -1;
@@ -176,6 +177,9 @@ tma_status_t tma_gnn_config_validate(const tma_gnn_config_t *cfg, const char *ct
     if (cfg->eval_block_cache_mb < 0 || cfg->eval_block_cache_mb > (1 << 20))
         BAD("%s: eval.block_cache_mb = %d is out of range [0, 1048576] (0: build the blocks at every inference)", ctx,
             cfg->eval_block_cache_mb);
+    if (cfg->eval_rank_cache_mb < 0 || cfg->eval_rank_cache_mb > (1 << 20))
+        BAD("%s: eval.rank_cache_mb = %d is out of range [0, 1048576] (0: a rank fetches other ranks' rows again "
+            "for every chunk)", ctx, cfg->eval_rank_cache_mb);
     if (cfg->eval_feature_copy_mb < 0 || cfg->eval_feature_copy_mb > (1 << 20))
         BAD("%s: eval.feature_copy_mb = %d is out of range [0, 1048576] (0: never copy the features)", ctx,
             cfg->eval_feature_copy_mb);
@@ -345,8 +349,8 @@ static tma_status_t parse_node_order(const cJSON *eval, const char *ectx, tma_gn
     if ((st = tma_json_get_string(eval, "table_dtype", "f32", ectx, &td)) != TMA_OK)
         return st;
     if (strcmp(td, "f32") != 0 && strcmp(td, "bf16") != 0) {
-        tma_log_error(COMP, "%s.table_dtype: \"%s\" is not a table type: \"f32\" or \"bf16\" (the workers' ranks "
-                      "keep their embedding tables in bfloat16: half the memory)", ectx, td);
+        tma_log_error(COMP, "%s.table_dtype: \"%s\" is not a table type: \"f32\" or \"bf16\" (the evaluator's "
+                      "embedding tables in bfloat16: half the memory)", ectx, td);
         return TMA_ERR_CONFIG;
     }
     cfg->eval_table_bf16 = strcmp(td, "bf16") == 0;
@@ -426,7 +430,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
                                              NULL};
     static const char *const eval_keys[] = {"batch_edges", "max_edges", "threads", "device", "ties", "hits",
                                             "node_order", "block_cache_mb", "feature_copy_mb", "where", "rank_timeout", "table_dtype",
-                                            NULL};
+                                            "rank_cache_mb", NULL};
     char mctx[256], tctx[256], ectx[256];
     snprintf(mctx, sizeof mctx, "%s: model", ctx);
     snprintf(tctx, sizeof tctx, "%s: train", ctx);
@@ -474,6 +478,7 @@ tma_status_t tma_gnn_config_from_sections(const cJSON *model, const cJSON *train
         (st = tma_json_get_int(eval, "max_edges", 0, 0, INT64_MAX, ectx, &cfg.eval_max_edges)) ||
         (st = get_intv(eval, "threads", 0, 0, 1024, ectx, &cfg.eval_threads)) ||
         (st = get_intv(eval, "block_cache_mb", cfg.eval_block_cache_mb, 0, 1 << 20, ectx, &cfg.eval_block_cache_mb)) ||
+        (st = get_intv(eval, "rank_cache_mb", cfg.eval_rank_cache_mb, 0, 1 << 20, ectx, &cfg.eval_rank_cache_mb)) ||
         (st = get_intv(eval, "feature_copy_mb", cfg.eval_feature_copy_mb, 0, 1 << 20, ectx,
                        &cfg.eval_feature_copy_mb)) ||
         (st = parse_ranking(eval, ectx, &cfg)) || (st = parse_node_order(eval, ectx, &cfg)))
@@ -602,6 +607,7 @@ cJSON *tma_gnn_config_to_json(const tma_gnn_config_t *cfg)
     cJSON_AddStringToObject(e, "where", cfg->eval_on_workers > 0 ? "workers" : cfg->eval_on_workers == 0 ? "coordinator" : "auto");
     cJSON_AddNumberToObject(e, "rank_timeout", cfg->eval_rank_timeout);
     cJSON_AddStringToObject(e, "table_dtype", cfg->eval_table_bf16 ? "bf16" : "f32");
+    cJSON_AddNumberToObject(e, "rank_cache_mb", cfg->eval_rank_cache_mb);
     cJSON_AddItemToObject(e, "hits", cJSON_CreateIntArray(cfg->eval_hits, cfg->eval_num_hits));
     cJSON_AddItemToObject(root, "eval", e);
     return root;

@@ -13,6 +13,12 @@
  * above the positive and e equal to it, rank = 1 + g + e (pessimistic: a tie
  * counts against the positive) or 1 + g + e/2 (mean, OGB's rule).  MRR and
  * Hits@K follow from the ranks (tma_gnn_metrics_*).
+ *
+ * eval.table_dtype "bf16" (CPU only) keeps the two tables in bfloat16: each
+ * layer reads the previous one through a feature store over it (rows widened
+ * to float32 as they are gathered, as 16-bit features are), writes a chunk
+ * in float32 and narrows it into its table; scoring widens the rows a chunk
+ * of edges needs.
  */
 #include "gnn_int.h"
 
@@ -42,6 +48,13 @@ struct tma_gnn_evaluator {
     tma_gnn_feat_t *feat;
     tma_gnn_feat_info_t fi;
     tensor_t emb[2]; /* N x hidden */
+    /* eval.table_dtype "bf16": the tables in t16 instead of emb, read through
+     * tfeat (widened as gathered, rows by idn: table row p is t16 row p); a
+     * chunk's output in Zo before it is narrowed; a scoring chunk's rows in Rs. */
+    int bf16;
+    uint16_t *t16[2];
+    tma_gnn_feat_t *tfeat[2];
+    tensor_t idn, Zo, Rs;
     tensor_t ids;    /* i64: the feature row of each table row (node[p] for sparse features in the locality order, else p) */
     /* The locality order (tma_graph_locality_order), NULL for id order:
      * table row p holds node node[p], node v is in row pos[v]. */
@@ -85,7 +98,7 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
     tensor_t *ts[] = {&ev->params,  &ev->emb[0], &ev->emb[1], &ev->ids,  &ev->c_indptr, &ev->c_indices,
                       &ev->c_weights, &ev->A,    &ev->Z,      &ev->mean, &ev->rstd,     &ev->hi,
                       &ev->ti,      &ev->dec[0], &ev->dec[1], &ev->c_rel, &ev->T, &ev->prel, &ev->order, &ev->tids,
-                      &ev->k_indptr, &ev->k_indices, &ev->k_weights};
+                      &ev->k_indptr, &ev->k_indices, &ev->k_weights, &ev->idn, &ev->Zo, &ev->Rs};
     for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
         tma_gnn_tensor_free(ts[i]);
     if (ev->b) {
@@ -95,8 +108,12 @@ void tma_gnn_evaluator_destroy(tma_gnn_evaluator_t *ev)
         tma_gnn_backend_host_free(ev->b, ev->h_hi);
         tma_gnn_backend_host_free(ev->b, ev->h_ti);
         tma_gnn_feat_destroy(ev->b, ev->feat);
+        for (int i = 0; i < 2; i++)
+            tma_gnn_feat_destroy(ev->b, ev->tfeat[i]);
         gnn_type_feats_destroy(ev->b, &ev->tf);
     }
+    for (int i = 0; i < 2; i++)
+        tma_free_aligned(ev->t16[i]);
     tma_free_aligned(ev->h_logits);
     free(ev->node);
     free(ev->pos);
@@ -244,6 +261,30 @@ static tma_status_t block_cache_setup(tma_gnn_evaluator_t *ev)
     return tma_gnn_backend_wait(b);
 }
 
+/* eval.table_dtype "bf16": the two tables in bfloat16, each behind a feature
+ * store (dense: nothing is scanned), read by table row (idn). */
+static tma_status_t tables16_setup(tma_gnn_evaluator_t *ev)
+{
+    const int64_t N = ev->g->num_nodes, H = ev->cfg.hidden;
+    tma_status_t st = alloc_t(ev->b, TMA_GNN_I64, N, &ev->idn);
+    int64_t *idh = st == TMA_OK ? malloc((size_t)N * sizeof *idh) : NULL;
+    if (st == TMA_OK && !idh)
+        st = TMA_ERR_NOMEM;
+    for (int64_t i = 0; st == TMA_OK && i < N; i++)
+        idh[i] = i;
+    if (st == TMA_OK) {
+        ev->idn = tma_gnn_tensor_shape(&ev->idn, N, 1);
+        st = tma_gnn_tensor_upload(&ev->idn, idh);
+    }
+    free(idh);
+    for (int i = 0; i < 2 && st == TMA_OK; i++) {
+        if (!(ev->t16[i] = tma_alloc_aligned((size_t)(N * H) * sizeof(uint16_t))))
+            return TMA_ERR_NOMEM;
+        st = tma_gnn_feat_create(ev->b, ev->t16[i], TMA_FEAT_BF16, N, H, TMA_GNN_FEAT_DENSE, &ev->tfeat[i]);
+    }
+    return st;
+}
+
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                      tma_gnn_evaluator_t **ev_p)
 {
@@ -253,11 +294,6 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         tma_log_error(COMP, "the graph has %lld nodes; evaluation supports 1 to %d", (long long)g->num_nodes,
                       INT32_MAX);
         return TMA_ERR_UNSUPPORTED;
-    }
-    if (cfg->eval_table_bf16) {
-        tma_log_error(COMP, "eval.table_dtype \"bf16\" is for the workers' evaluator ranks (eval.where \"workers\"); "
-                      "this evaluator keeps float32 tables: set \"f32\"");
-        return TMA_ERR_CONFIG;
     }
     tma_gnn_evaluator_t *ev = calloc(1, sizeof *ev);
     if (!ev)
@@ -271,6 +307,14 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     if ((st = tma_gnn_backend_create(device, threads, &ev->b)) || (st = gnn_encoder_check_backend(&ev->cfg, ev->b)))
         goto fail;
     tma_gnn_backend_t *b = ev->b;
+    ev->bf16 = cfg->eval_table_bf16;
+    if (ev->bf16 && !b->ops->host_addressable) {
+        /* A device's feature store widens 16-bit rows once, on upload: no table would shrink. */
+        tma_log_error(COMP, "eval.table_dtype \"bf16\" is for evaluators on the CPU; this one runs on %s: set "
+                      "eval.table_dtype \"f32\" or eval.device \"cpu\"", device);
+        st = TMA_ERR_CONFIG;
+        goto fail;
+    }
     const int64_t N = g->num_nodes, H = ev->cfg.hidden, Fd = ev->cfg.feature_dim;
     if ((st = alloc_t(b, TMA_GNN_F32, ev->layout.total, &ev->params)) ||
         (st = gnn_params_bind(&ev->cfg, &ev->layout, &ev->params, &ev->P)) ||
@@ -280,8 +324,13 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
     int64_t widest_in = (ev->fi.sparse ? H : TMA_MAX(H, Fd));
     if ((st = order_setup(ev, widest_in)) != TMA_OK)
         goto fail;
-    if ((st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[0])) || (st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[1])) ||
-        (st = alloc_t(b, TMA_GNN_I64, N, &ev->ids)))
+    if (ev->bf16) {
+        if ((st = tables16_setup(ev)) != TMA_OK)
+            goto fail;
+    } else if ((st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[0])) || (st = alloc_t(b, TMA_GNN_F32, N * H, &ev->emb[1]))) {
+        goto fail;
+    }
+    if ((st = alloc_t(b, TMA_GNN_I64, N, &ev->ids)))
         goto fail;
     {
         int64_t *idh = malloc((size_t)N * sizeof *idh);
@@ -311,6 +360,7 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(ev->chunk_rows * widest_in, ev->chunk_edges * gnn_layer_edge_cols(&ev->cfg)),
                       &ev->A)) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows * H, &ev->Z)) ||
+        (ev->bf16 && (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows * H, &ev->Zo))) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows, &ev->mean)) ||
         (st = alloc_t(b, TMA_GNN_F32, ev->chunk_rows, &ev->rstd)))
         goto fail;
@@ -319,11 +369,15 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
      * the first too, runs on pages already touched (a first touch costs
      * microseconds a page: about 0.15 s for two 200 MB tables). */
     {
-        tensor_t *touch[] = {&ev->emb[0], &ev->emb[1], &ev->A, &ev->Z};
+        tensor_t *touch[] = {&ev->emb[0], &ev->emb[1], &ev->A, &ev->Z, &ev->Zo};
         for (size_t i = 0; i < TMA_ARRAY_LEN(touch) && st == TMA_OK; i++) {
+            if (!touch[i]->capacity)
+                continue; /* bf16: no float32 tables */
             tensor_t all = tma_gnn_tensor_shape(touch[i], touch[i]->capacity, 1);
             st = tma_gnn_op_fill(&all, 0.0f);
         }
+        for (int i = 0; i < 2 && ev->t16[i]; i++)
+            memset(ev->t16[i], 0, (size_t)(N * H) * sizeof(uint16_t));
         if (st)
             goto fail;
     }
@@ -336,6 +390,10 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         for (int l = 0; l < ev->cfg.layers; l++)
             tf = TMA_MAX(tf, gnn_layer_proj_floats(&ev->cfg, l, N));
         if ((st = alloc_t(b, TMA_GNN_F32, tf, &ev->T)))
+            goto fail;
+    } else if (ev->bf16 && gnn_layer_project_first(&ev->cfg, 0, &ev->fi)) {
+        /* Sparse features: layer 0's projection of every node, in float32 (the f32 tables lend a table). */
+        if ((st = alloc_t(b, TMA_GNN_F32, N * H, &ev->T)))
             goto fail;
     }
     if (gnn_encoder_of(&ev->cfg)->relational) {
@@ -364,6 +422,10 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
         }
     }
     if ((st = gnn_score_bufs_alloc(&ev->cfg, &ev->P, b, ev->pairs, &ev->hi, &ev->ti, ev->dec)))
+        goto fail;
+    /* bf16: a scoring chunk's rows widened, each edge's head, tail and negatives. */
+    if (ev->bf16 &&
+        (st = alloc_t(b, TMA_GNN_F32, (int64_t)ev->cfg.eval_batch_edges * (2 + TMA_MAX(g->num_negatives, 0)) * H, &ev->Rs)))
         goto fail;
     ev->h_hi = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t));
     ev->h_ti = tma_gnn_backend_host_alloc(b, (size_t)ev->pairs * sizeof(int32_t));
@@ -404,6 +466,16 @@ static int64_t chunk_end(const tma_gnn_evaluator_t *ev, int64_t r0, int self_loo
     return r1;
 }
 
+/* Rows [r0, r0 + n) of bf16 table t from a chunk's n x hidden float32 rows. */
+static void table16_put(tma_gnn_evaluator_t *ev, int t, int64_t r0, int64_t n, const float *rows)
+{
+    const int64_t H = ev->cfg.hidden;
+    tma_feat_narrow(rows, (size_t)(n * H), TMA_FEAT_BF16, ev->t16[t] + r0 * H);
+}
+
+/* Layer-wise inference over every node.  Float32 tables: *R_p is the last
+ * layer's table.  bf16 tables: the last layer's is t16[(layers - 1) & 1]
+ * and *R_p is left alone. */
 static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
 {
     const tma_gnn_config_t *cfg = &ev->cfg;
@@ -414,19 +486,35 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
     const tma_graph_norm_t norm = enc->norm;
     tma_status_t st = TMA_OK;
     tensor_t in, out;
+    const int bf16 = ev->bf16;
     for (int l = 0; l < cfg->layers && st == TMA_OK; l++) {
-        out = tma_gnn_tensor_shape(&ev->emb[l & 1], N, H);
+        if (!bf16)
+            out = tma_gnn_tensor_shape(&ev->emb[l & 1], N, H);
         gnn_src_t src = {0};
         if (l == 0 && cfg->num_node_types > 0) {
-            /* Layer 0 writes emb[0]: emb[1] holds the projected input, T its scratch until layer 0's projection. */
+            /* Layer 0 writes emb[0]: emb[1] holds the projected input, T its scratch until layer 0's projection.
+             * bf16: the projection in float32 for a moment, then narrowed into t16[1]. */
             gnn_type_proj_t tp = {cfg->num_node_types, ev->tf.feats, ev->offsets, &ev->order, &ev->tids};
-            tensor_t S = tma_gnn_tensor_shape(&ev->T, N, H);
-            in = tma_gnn_tensor_shape(&ev->emb[1], N, H);
-            st = gnn_type_project_forward(&tp, ev->P.in_W, ev->P.in_b, &S, &in);
-            src.H = &in;
+            tensor_t S = tma_gnn_tensor_shape(&ev->T, N, H), tmp = {0};
+            if (bf16)
+                st = alloc_t(ev->b, TMA_GNN_F32, N * H, &tmp);
+            in = tma_gnn_tensor_shape(bf16 ? &tmp : &ev->emb[1], N, H);
+            st = st ? st : gnn_type_project_forward(&tp, ev->P.in_W, ev->P.in_b, &S, &in);
+            if (bf16 && st == TMA_OK)
+                table16_put(ev, 1, 0, N, in.data);
+            tma_gnn_tensor_free(&tmp);
+            if (bf16) {
+                src.feat = ev->tfeat[1];
+                src.ids = &ev->idn;
+            } else {
+                src.H = &in;
+            }
         } else if (l == 0) {
             src.feat = ev->feat;
             src.ids = &ev->ids;
+        } else if (bf16) {
+            src.feat = ev->tfeat[(l - 1) & 1];
+            src.ids = &ev->idn;
         } else {
             src.H = &in;
         }
@@ -436,14 +524,12 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
             T = tma_gnn_tensor_shape(&ev->T, N, gnn_layer_proj_cols(cfg, l));
             st = st ? st : gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
         } else if (pf) {
-            /* Layer 0 only, so the other table is free to hold the projection. */
-            T = tma_gnn_tensor_shape(&ev->emb[1], N, H);
+            /* Layer 0 only, so the other table is free to hold the projection (bf16: T, float32). */
+            T = tma_gnn_tensor_shape(bf16 ? &ev->T : &ev->emb[1], N, H);
             st = gnn_layer_project(cfg, &ev->P, l, &src, N, &T);
         }
         /* GCN and SAGE from a dense source: the fused layer where the backend has it. */
-        const int64_t d_in = l == 0 ? Fd : H;
-        const int fused = ev->b->ops->layer_infer && !pf && enc->whole_graph && (src.H || !ev->fi.sparse) &&
-                          ev->A.capacity >= (2 * d_in + H) * tma_gnn_backend_threads(ev->b);
+        const int fused = gnn_layer_fusable(cfg, &ev->P, l, src.feat == ev->feat && ev->fi.sparse, pf, &ev->A);
         for (int64_t r0 = 0, c = 0; r0 < N && st == TMA_OK; c++) {
             int64_t r1 = ev->nchunks ? ev->crow[c + 1] : chunk_end(ev, r0, gcn), n = r1 - r0;
             tma_gnn_block_t blk;
@@ -489,18 +575,13 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
                 A = tma_gnn_tensor_shape(&ev->A, blk.num_edges, ec);
             else if (!pf && !mlp)
                 A = tma_gnn_tensor_shape(&ev->A, n, l == 0 ? Fd : H);
-            tensor_t Yout = tma_gnn_tensor_view(&out, r0 * H, n, H);
+            tensor_t Yout = bf16 ? tma_gnn_tensor_shape(&ev->Zo, n, H) : tma_gnn_tensor_view(&out, r0 * H, n, H);
             int last = l == cfg->layers - 1;
             if (st == TMA_OK && fused) {
                 /* The whole layer for this chunk in one op, the aggregate buffer its scratch. */
-                const gnn_enc_params_t *e = &ev->P.enc[l];
-                tma_gnn_layer_infer_t L = {
-                    .blk = &blk, .X = src.H, .feat = src.feat, .ids = src.ids,
-                    .W = gnn_enc_agg_weight(enc, e), .W_self = enc->self_term ? &e->W_self : NULL, .self0 = r0,
-                    .bias = &e->b, .gamma = &e->ln_w, .beta = &e->ln_b, .a = last ? NULL : &e->prelu,
-                    .eps = GNN_LN_EPS};
-                tensor_t scratch = tma_gnn_tensor_shape(&ev->A, ev->A.capacity, 1);
-                st = tma_gnn_op_layer_infer(&L, &scratch, &Yout);
+                st = gnn_layer_infer_fused(cfg, &ev->P, l, &blk, &src, r0, &ev->A, &Yout);
+                if (st == TMA_OK && bf16)
+                    table16_put(ev, l & 1, r0, n, Yout.data);
                 r0 = r1;
                 continue;
             }
@@ -512,11 +593,13 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
                 tensor_t mean = tma_gnn_tensor_shape(&ev->mean, n, 1), rstd = tma_gnn_tensor_shape(&ev->rstd, n, 1);
                 st = gnn_layer_activate(&ev->P, l, &Z, &mean, &rstd, &Yout);
             }
+            if (st == TMA_OK && bf16)
+                table16_put(ev, l & 1, r0, n, Yout.data);
             r0 = r1;
         }
         in = out;
     }
-    if (st == TMA_OK)
+    if (st == TMA_OK && !bf16)
         *R_p = out;
     return st;
 }
@@ -658,6 +741,22 @@ tma_status_t gnn_score_pairs(const tma_gnn_config_t *cfg, const gnn_params_t *Pm
     return st;
 }
 
+/* bf16 tables: edge i of a scoring chunk has rows i * (2 + K) (its head) to
+ * i * (2 + K) + 1 + K (its tail and negatives) of Rs, widened from the last
+ * layer's table; its pairs (hh, tt: table rows) are rewritten to those rows. */
+static void score_rows16(tma_gnn_evaluator_t *ev, int64_t i, int32_t *hh, int32_t *tt)
+{
+    const int64_t H = ev->cfg.hidden, per = 1 + ev->g->num_negatives, base = i * (1 + per);
+    const uint16_t *t = ev->t16[(ev->cfg.layers - 1) & 1];
+    float *R = ev->Rs.data;
+    tma_feat_widen(t + (int64_t)hh[0] * H, TMA_FEAT_BF16, (size_t)H, R + base * H);
+    for (int64_t j = 0; j < per; j++) {
+        tma_feat_widen(t + (int64_t)tt[j] * H, TMA_FEAT_BF16, (size_t)H, R + (base + 1 + j) * H);
+        hh[j] = (int32_t)base;
+        tt[j] = (int32_t)(base + 1 + j);
+    }
+}
+
 /* The metrics of a split, and with `scores` non-NULL every logit of it (row
  * i: edge i's positive, then its negatives), downloaded whatever the device. */
 static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma_gnn_split_t split,
@@ -704,6 +803,8 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
                 hh[1 + j] = u;
                 tt[1 + j] = row_of(ev, negs[(e0 + i) * K + j]);
             }
+            if (ev->bf16)
+                score_rows16(ev, i, hh, tt);
             /* DistMult: the edge's relation scores it and its negatives alike. */
             for (int64_t j = 0; distmult && j < per; j++)
                 ev->h_rel[i * per + j] = erel ? erel[e0 + i] : 0;
@@ -716,6 +817,8 @@ static tma_status_t eval_split(tma_gnn_evaluator_t *ev, const float *params, tma
             st = st ? st : tma_gnn_tensor_upload(&rel, ev->h_rel);
         }
         tensor_t logits_t;
+        if (ev->bf16)
+            R = tma_gnn_tensor_shape(&ev->Rs, ce * (1 + per), ev->cfg.hidden);
         st = st ? st : gnn_score_pairs(&ev->cfg, &ev->P, &R, &hi, &ti, distmult ? &rel : NULL, ev->dec, P, &logits_t);
         const tensor_t *logits = &logits_t;
         if (st == TMA_OK && on_device) {
@@ -845,7 +948,10 @@ tma_status_t tma_gnn_evaluator_embeddings(tma_gnn_evaluator_t *ev, const float *
     tensor_t R;
     tma_status_t st = tma_gnn_tensor_upload(&ev->params, params);
     st = st ? st : infer(ev, &R);
-    st = st ? st : tma_gnn_tensor_download(&R, out);
+    if (st == TMA_OK && ev->bf16)
+        tma_feat_widen(ev->t16[(ev->cfg.layers - 1) & 1], TMA_FEAT_BF16, (size_t)(ev->g->num_nodes * ev->cfg.hidden), out);
+    else
+        st = st ? st : tma_gnn_tensor_download(&R, out);
     return st ? st : unpermute_rows(ev, out);
 }
 

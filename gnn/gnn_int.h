@@ -89,6 +89,19 @@ tma_status_t gnn_layer_project(const tma_gnn_config_t *cfg, const gnn_params_t *
 tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
                                const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, const tensor_t *T,
                                const tensor_t *rel, tensor_t *A, tensor_t *Z);
+/* Whether layer l (GCN or SAGE, not projecting first: pf 0) can run as the
+ * backend's one fused op (layer_infer) with `scratch` as its work space;
+ * src_sparse: its source is features stored as CSR, which the op does not
+ * read. */
+int gnn_layer_fusable(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, int src_sparse, int pf,
+                      const tensor_t *scratch);
+/* Layer l for the block's destination rows in one op: aggregate, the
+ * products, bias, and (but for the last layer) LayerNorm and PReLU, into Y;
+ * the destination rows' own rows are src rows self0 on.  The same numbers
+ * as gnn_layer_combine and gnn_layer_activate (gnn_backend.h, layer_infer). */
+tma_status_t gnn_layer_infer_fused(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
+                                   const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, tensor_t *scratch,
+                                   tensor_t *Y);
 /* H = PReLU(LayerNorm(Z)), keeping the LayerNorm's mean and rstd (H may be Z). */
 tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *mean, tensor_t *rstd,
                                 tensor_t *H);
@@ -343,6 +356,8 @@ tma_status_t gnn_trainer_create_on(const char *device, const tma_gnn_config_t *c
 void gnn_evaluator_set_chunk_rows(tma_gnn_evaluator_t *ev, int64_t rows);
 /* Caps a rank's layer chunks at `rows` rows and `edges` entries (tests: many chunks on a small graph). */
 void gnn_rank_set_chunk(tma_gnn_rank_t *rk, int64_t rows, int64_t edges);
+/* Tests: the rank's cache of remote rows made again for at most `rows` rows (0: none). */
+tma_status_t gnn_rank_set_cache(tma_gnn_rank_t *rk, int64_t rows);
 /* Creates an evaluator on a named backend. */
 tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                      tma_gnn_evaluator_t **ev_p);

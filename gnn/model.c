@@ -170,6 +170,32 @@ tma_status_t gnn_layer_combine(const tma_gnn_config_t *cfg, const gnn_params_t *
     return gnn_encoder_of(cfg)->combine(&P->enc[l], blk, src, self0, T, rel, A, Z);
 }
 
+int gnn_layer_fusable(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l, int src_sparse, int pf,
+                      const tensor_t *scratch)
+{
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    tma_gnn_backend_t *b = scratch->backend;
+    if (!b || !b->ops->layer_infer || pf || !enc->whole_graph || src_sparse)
+        return 0;
+    const int64_t d_in = gnn_enc_agg_weight(enc, &P->enc[l])->rows; /* the op's input width */
+    return scratch->capacity >= (2 * d_in + cfg->hidden) * tma_gnn_backend_threads(b);
+}
+
+tma_status_t gnn_layer_infer_fused(const tma_gnn_config_t *cfg, const gnn_params_t *P, int l,
+                                   const tma_gnn_block_t *blk, const gnn_src_t *src, int64_t self0, tensor_t *scratch,
+                                   tensor_t *Y)
+{
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    const gnn_enc_params_t *e = &P->enc[l];
+    tma_gnn_layer_infer_t L = {
+        .blk = blk, .X = src->H, .feat = src->feat, .ids = src->ids,
+        .W = gnn_enc_agg_weight(enc, e), .W_self = enc->self_term ? &e->W_self : NULL, .self0 = self0,
+        .bias = &e->b, .gamma = &e->ln_w, .beta = &e->ln_b, .a = l == cfg->layers - 1 ? NULL : &e->prelu,
+        .eps = GNN_LN_EPS};
+    tensor_t all = tma_gnn_tensor_shape(scratch, scratch->capacity, 1);
+    return tma_gnn_op_layer_infer(&L, &all, Y);
+}
+
 tma_status_t gnn_layer_activate(const gnn_params_t *P, int l, const tensor_t *Z, tensor_t *mean, tensor_t *rstd,
                                 tensor_t *H)
 {

@@ -17,6 +17,14 @@
  * edge's head; the tails' and negatives' final rows are fetched the same way.
  * Every rank must finish layer l before any rank starts layer l + 1 (its
  * level l rows are read by the others meanwhile).
+ *
+ * A remote row that several chunks need would be fetched for each of them;
+ * within eval.rank_cache_mb a rank keeps the rows it fetched for the rest of
+ * the layer.  Which rows is fixed when the rank is made: the remote
+ * neighbours of highest degree first (a node of degree d is in about
+ * d * n_k / N of the rank's rows, so in that many chunks until there are
+ * fewer chunks), as many as the budget holds.  A chunk's cached rows are
+ * copied instead of fetched, so its sources hold the same numbers.
  */
 #include "gnn_int.h"
 
@@ -51,13 +59,28 @@ struct tma_gnn_rank {
     tensor_t Zo;      /* bf16: a chunk's output rows before they are narrowed into the table */
 
     int64_t chunk_rows, chunk_edges, max_src, widest_in;
-    int64_t *cand;      /* chunk_edges: the chunk's neighbours, then sorted and unique */
+    int64_t *cand;      /* chunk_edges: the chunk's neighbours, sorted and unique */
+    int64_t *doff;      /* [num_shards + 1]: node (k, i)'s dense id is doff[k] + i, in the packed ids' order */
+    uint64_t *skey[2];  /* chunk_edges: a chunk's entries' dense ids, radix-sorted (and the scratch) */
+    int32_t *sidx[2];   /* chunk_edges: ... with their entry (and the scratch) */
+    int32_t *eu;        /* chunk_edges: entry -> its neighbour's index in cand */
     int32_t *u2s;       /* chunk_edges: unique neighbour -> source row */
     int64_t *remote;    /* the remote sources' packed ids (a chunk's, or a scoring chunk's) */
     int64_t *own_src;   /* the held sources' rank rows (scoring: where a fetched row goes) */
     float *row;         /* widest_in: one feature row widened */
     tensor_t X, T, A, Z, mean, rstd, c_indptr, c_indices, c_weights, c_rel;
     int32_t *norm_count;
+
+    /* The cache of remote rows (cache_setup): the packed ids it may hold, in
+     * an open-addressing table (ckey, -1 empty; cslot the row), cap rows of
+     * width cwidth; a row is this layer's when cgen[row] == gen. */
+    int64_t ccap, cmask, cwidth, gen;
+    int64_t *ckey;
+    int32_t *cslot;
+    int64_t *cgen;
+    float *crows;
+    int64_t hits, lookups; /* the last layer's: remote sources taken from the cache, and all remote sources */
+    int32_t *chit;         /* a chunk's remote sources: the cache row of each (-1 none) */
 
     int64_t pairs; /* scoring pairs a chunk */
     tensor_t R, hi, ti, prel, dec[2];
@@ -76,10 +99,13 @@ void tma_gnn_rank_destroy(tma_gnn_rank_t *rk)
                       &rk->c_rel,  &rk->R,      &rk->hi,     &rk->ti,     &rk->prel, &rk->dec[0], &rk->dec[1]};
     for (size_t i = 0; i < TMA_ARRAY_LEN(ts); i++)
         tma_gnn_tensor_free(ts[i]);
-    void *owned[] = {(void *)rk->sh, (void *)rk->inf, rk->off, rk->slot_of, rk->cand, rk->u2s,
-                     rk->remote,      rk->own_src,      rk->row, rk->norm_count};
+    void *owned[] = {(void *)rk->sh, (void *)rk->inf, rk->off,      rk->slot_of, rk->cand,    rk->u2s,
+                     rk->remote,     rk->own_src,      rk->row,      rk->norm_count, rk->ckey, rk->cslot,
+                     rk->cgen,       rk->chit,         rk->doff,     rk->skey[0], rk->skey[1], rk->sidx[0],
+                     rk->sidx[1],    rk->eu};
     for (size_t i = 0; i < TMA_ARRAY_LEN(owned); i++)
         free(owned[i]);
+    tma_free_aligned(rk->crows);
     tma_gnn_backend_destroy(rk->b);
     free(rk);
 }
@@ -119,6 +145,141 @@ static tma_status_t shards_setup(tma_gnn_rank_t *rk, const tma_gnn_rank_shard_t 
     }
     rk->n = rk->off[nshards];
     return TMA_OK;
+}
+
+/* Dense ids: every shard's nodes numbered one after the other (a held
+ * shard's count from its file, another's from the highest local id among
+ * the rank's neighbours), so they sort as the packed ids do. */
+static tma_status_t dense_setup(tma_gnn_rank_t *rk)
+{
+    const int32_t S = rk->num_shards;
+    if (!(rk->doff = calloc((size_t)S + 1, sizeof *rk->doff)))
+        return TMA_ERR_NOMEM;
+    for (int s = 0; s < rk->nsh; s++) {
+        const tma_graph_infer_t *f = rk->inf[s];
+        rk->doff[f->shard + 1] = TMA_MAX(rk->doff[f->shard + 1], f->num_nodes);
+        for (int64_t q = 0; q < f->num_entries; q++) {
+            const int32_t k = TMA_INFER_SHARD(f->nbr[q]);
+            rk->doff[k + 1] = TMA_MAX(rk->doff[k + 1], TMA_INFER_LOCAL(f->nbr[q]) + 1);
+        }
+    }
+    for (int32_t k = 0; k < S; k++)
+        rk->doff[k + 1] += rk->doff[k];
+    return TMA_OK;
+}
+
+static inline uint64_t cache_hash(int64_t p)
+{
+    return (uint64_t)p * 0x9E3779B97F4A7C15ull;
+}
+
+/* The cache row of packed node p, -1 when the cache may not hold it. */
+static inline int32_t cache_find(const tma_gnn_rank_t *rk, int64_t p)
+{
+    if (!rk->ccap)
+        return -1;
+    for (uint64_t h = cache_hash(p) >> 20;; h++) {
+        const int64_t k = rk->ckey[h & (uint64_t)rk->cmask];
+        if (k == p)
+            return rk->cslot[h & (uint64_t)rk->cmask];
+        if (k < 0)
+            return -1;
+    }
+}
+
+static void cache_free(tma_gnn_rank_t *rk)
+{
+    free(rk->ckey);
+    free(rk->cslot);
+    free(rk->cgen);
+    free(rk->chit);
+    tma_free_aligned(rk->crows);
+    rk->ckey = NULL;
+    rk->cslot = NULL;
+    rk->cgen = NULL;
+    rk->chit = NULL;
+    rk->crows = NULL;
+    rk->ccap = rk->cmask = 0;
+}
+
+/* The remote rows the cache may hold, at most `rows` of them: the distinct
+ * remote neighbours by degree, highest first (of the degree where the budget
+ * ends, those met first in the rank's rows).  A bitmap of one bit a node
+ * (by dense id) counts each once. */
+static tma_status_t cache_setup(tma_gnn_rank_t *rk, int64_t rows)
+{
+    cache_free(rk);
+    if (rows <= 0 || !gnn_encoder_of(&rk->cfg)->neighbours)
+        return TMA_OK;
+    const int64_t *boff = rk->doff;
+    int64_t maxdeg = 0;
+    for (int s = 0; s < rk->nsh; s++)
+        for (int64_t q = 0; q < rk->inf[s]->num_entries; q++)
+            if (rk->slot_of[TMA_INFER_SHARD(rk->inf[s]->nbr[q])] < 0)
+                maxdeg = TMA_MAX(maxdeg, rk->inf[s]->nbr_deg[q]);
+    uint64_t *seen = calloc((size_t)(boff[rk->num_shards] / 64 + 1), sizeof *seen);
+    int64_t *hist = calloc((size_t)maxdeg + 2, sizeof *hist);
+    tma_status_t st = seen && hist ? TMA_OK : TMA_ERR_NOMEM;
+    for (int s = 0; s < rk->nsh && st == TMA_OK; s++)
+        for (int64_t q = 0; q < rk->inf[s]->num_entries; q++) {
+            const int64_t p = rk->inf[s]->nbr[q];
+            const int32_t k = TMA_INFER_SHARD(p);
+            const int64_t bit = boff[k] + TMA_INFER_LOCAL(p);
+            if (rk->slot_of[k] < 0 && !(seen[bit >> 6] >> (bit & 63) & 1)) {
+                seen[bit >> 6] |= (uint64_t)1 << (bit & 63);
+                hist[rk->inf[s]->nbr_deg[q]]++;
+            }
+        }
+    /* Every node of degree above d fits, and `part` of those of degree d. */
+    int64_t d = maxdeg, n = 0, total = 0;
+    for (int64_t i = 0; st == TMA_OK && i <= maxdeg; i++)
+        total += hist[i];
+    while (st == TMA_OK && d >= 1 && n + hist[d] <= rows)
+        n += hist[d--];
+    int64_t part = st == TMA_OK && d >= 1 ? rows - n : 0;
+    n += part;
+    if (st == TMA_OK && n > 0) {
+        rk->ccap = n;
+        rk->cwidth = rk->widest_in;
+        int64_t slots = 1;
+        while (slots < 2 * n)
+            slots <<= 1;
+        rk->cmask = slots - 1;
+        rk->ckey = malloc((size_t)slots * sizeof *rk->ckey);
+        rk->cslot = malloc((size_t)slots * sizeof *rk->cslot);
+        rk->cgen = calloc((size_t)n, sizeof *rk->cgen);
+        rk->chit = malloc((size_t)(rk->chunk_edges + rk->chunk_rows) * sizeof *rk->chit);
+        rk->crows = tma_alloc_aligned((size_t)(n * rk->cwidth) * sizeof(float));
+        if (!rk->ckey || !rk->cslot || !rk->cgen || !rk->chit || !rk->crows)
+            st = TMA_ERR_NOMEM;
+        for (int64_t i = 0; st == TMA_OK && i < slots; i++)
+            rk->ckey[i] = -1;
+        int64_t used = 0;
+        for (int s = 0; s < rk->nsh && st == TMA_OK; s++)
+            for (int64_t q = 0; q < rk->inf[s]->num_entries; q++) {
+                const int64_t p = rk->inf[s]->nbr[q];
+                const int32_t dq = rk->inf[s]->nbr_deg[q];
+                if (rk->slot_of[TMA_INFER_SHARD(p)] >= 0 || dq < d || (dq == d && part == 0))
+                    continue;
+                uint64_t h = cache_hash(p) >> 20;
+                while (rk->ckey[h & (uint64_t)rk->cmask] >= 0 && rk->ckey[h & (uint64_t)rk->cmask] != p)
+                    h++;
+                if (rk->ckey[h & (uint64_t)rk->cmask] < 0) {
+                    rk->ckey[h & (uint64_t)rk->cmask] = p;
+                    rk->cslot[h & (uint64_t)rk->cmask] = (int32_t)used++;
+                    part -= dq == d;
+                }
+            }
+        if (st == TMA_OK && used != n)
+            st = TMA_ERR_INTERNAL;
+        tma_log_debug(COMP, "evaluator rank: a cache of %lld of the %lld remote neighbours' rows (degree %lld and "
+                      "above)", (long long)n, (long long)total, (long long)TMA_MAX(d, 1));
+    }
+    free(seen);
+    free(hist);
+    if (st != TMA_OK)
+        cache_free(rk);
+    return st;
 }
 
 tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank_shard_t *shards, int nshards,
@@ -188,6 +349,11 @@ tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank
         (st = alloc_t(b, TMA_GNN_I32, ce, &rk->c_rel)))
         goto fail;
     rk->cand = malloc((size_t)ce * sizeof *rk->cand);
+    for (int i = 0; i < 2; i++) {
+        rk->skey[i] = malloc((size_t)ce * sizeof *rk->skey[i]);
+        rk->sidx[i] = malloc((size_t)ce * sizeof *rk->sidx[i]);
+    }
+    rk->eu = malloc((size_t)ce * sizeof *rk->eu);
     rk->u2s = malloc((size_t)ce * sizeof *rk->u2s);
     rk->remote = malloc((size_t)ids * sizeof *rk->remote);
     rk->own_src = malloc((size_t)ids * sizeof *rk->own_src);
@@ -200,10 +366,15 @@ tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank
         (st = alloc_t(b, TMA_GNN_I32, rk->pairs, &rk->prel)) ||
         (st = gnn_score_bufs_alloc(c, &rk->P, b, rk->pairs, &rk->hi, &rk->ti, rk->dec)))
         goto fail;
-    if (!rk->cand || !rk->u2s || !rk->remote || !rk->own_src || !rk->row || !rk->norm_count) {
-        st = TMA_ERR_NOMEM;
+    if (!rk->cand || !rk->u2s || !rk->remote || !rk->own_src || !rk->row || !rk->norm_count || !rk->skey[0] ||
+        !rk->skey[1] || !rk->sidx[0] || !rk->sidx[1] || !rk->eu || (st = dense_setup(rk)) != TMA_OK) {
+        st = st ? st : TMA_ERR_NOMEM;
         goto fail;
     }
+    /* The cache: its rows, their keys (two slots a row) and generations within eval.rank_cache_mb. */
+    const int64_t cache_rows = ((int64_t)c->eval_rank_cache_mb << 20) / (rk->widest_in * (int64_t)sizeof(float) + 32);
+    if ((st = cache_setup(rk, TMA_MIN(cache_rows, (int64_t)INT32_MAX))) != TMA_OK)
+        goto fail;
     *rk_p = rk;
     return TMA_OK;
 fail:
@@ -366,23 +537,41 @@ tma_status_t tma_gnn_rank_begin(tma_gnn_rank_t *rk, const float *params)
     return st;
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* Sorts rk->skey[0][0..n) (keys up to maxkey) with rk->sidx[0] along,
+ * stable, by 11-bit digits from the lowest (a pass a digit of maxkey);
+ * the result is left in skey[0] and sidx[0].  Replaces a qsort per chunk
+ * that took a fifth of a rank's time. */
+static void sort_entries(tma_gnn_rank_t *rk, int64_t n, uint64_t maxkey)
 {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int64_t find_i64(const int64_t *v, int64_t n, int64_t key)
-{
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
+    enum { BITS = 11, BUCKETS = 1 << BITS };
+    int64_t cnt[BUCKETS];
+    uint64_t *k = rk->skey[0], *k2 = rk->skey[1];
+    int32_t *x = rk->sidx[0], *x2 = rk->sidx[1];
+    for (int shift = 0; shift == 0 || (shift < 64 && maxkey >> shift); shift += BITS) {
+        memset(cnt, 0, sizeof cnt);
+        for (int64_t i = 0; i < n; i++)
+            cnt[(k[i] >> shift) & (BUCKETS - 1)]++;
+        for (int64_t b = 0, sum = 0; b < BUCKETS; b++) {
+            const int64_t c = cnt[b];
+            cnt[b] = sum;
+            sum += c;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t j = cnt[(k[i] >> shift) & (BUCKETS - 1)]++;
+            k2[j] = k[i];
+            x2[j] = x[i];
+        }
+        uint64_t *tk = k;
+        k = k2;
+        k2 = tk;
+        int32_t *tx = x;
+        x = x2;
+        x2 = tx;
     }
-    return lo;
+    if (k != rk->skey[0]) {
+        memcpy(rk->skey[0], k, (size_t)n * sizeof *k);
+        memcpy(rk->sidx[0], x, (size_t)n * sizeof *x);
+    }
 }
 
 /* The next chunk of rows from r0 within slot s: at most chunk_rows rows and chunk_edges entries. */
@@ -412,44 +601,77 @@ static tma_status_t gather_chunk(tma_gnn_rank_t *rk, int level, int s, int64_t r
     const int64_t n = r1 - r0, d = level_cols(rk, level), i0 = r0 - rk->off[s];
     const int64_t e0 = f->indptr[i0], ne = f->indptr[i0 + n] - e0;
     float *X = rk->X.data;
-    /* The chunk's neighbours, sorted and unique. */
+    /* The chunk's neighbours, sorted and unique, and each entry's among them. */
     int64_t nu = 0;
     if (enc->neighbours) {
-        memcpy(rk->cand, f->nbr + e0, (size_t)ne * sizeof *rk->cand);
-        qsort(rk->cand, (size_t)ne, sizeof *rk->cand, cmp_i64);
-        for (int64_t e = 0; e < ne; e++)
-            if (nu == 0 || rk->cand[e] != rk->cand[nu - 1])
-                rk->cand[nu++] = rk->cand[e];
+        uint64_t most = 0;
+        for (int64_t e = 0; e < ne; e++) {
+            const int64_t p = f->nbr[e0 + e];
+            const uint64_t key = (uint64_t)(rk->doff[TMA_INFER_SHARD(p)] + TMA_INFER_LOCAL(p));
+            rk->skey[0][e] = key;
+            rk->sidx[0][e] = (int32_t)e;
+            most = key > most ? key : most;
+        }
+        sort_entries(rk, ne, most);
+        for (int64_t e = 0; e < ne; e++) {
+            if (e == 0 || rk->skey[0][e] != rk->skey[0][e - 1])
+                rk->cand[nu++] = f->nbr[e0 + rk->sidx[0][e]];
+            rk->eu[rk->sidx[0][e]] = (int32_t)(nu - 1);
+        }
     }
-    /* Source rows: the chunk's own rows, the other held rows, then the remote ones. */
-    int64_t n_own = 0, n_rem = 0;
+    /* Source rows: the chunk's own rows, the other held rows, then the remote
+     * ones: first those to fetch, then those in the cache (this layer's). */
+    int64_t n_own = 0, n_rem = 0, n_hit = 0;
     for (int64_t u = 0; u < nu; u++) {
         const int64_t r = held(rk, rk->cand[u]);
         if (r >= r0 && r < r1)
             rk->u2s[u] = (int32_t)(r - r0);
         else if (r >= 0)
             rk->own_src[n_own++] = r;
-        else
-            rk->remote[n_rem++] = rk->cand[u];
+        else {
+            const int32_t cr = cache_find(rk, rk->cand[u]);
+            if (cr >= 0 && rk->cgen[cr] == rk->gen)
+                n_hit++;
+            else
+                rk->remote[n_rem++] = rk->cand[u];
+        }
     }
-    int64_t k_own = 0, k_rem = 0;
+    int64_t k_own = 0, k_rem = 0, k_hit = 0;
     for (int64_t u = 0; u < nu; u++) {
         const int64_t r = held(rk, rk->cand[u]);
-        if (r >= 0 && (r < r0 || r >= r1))
+        if (r >= 0 && (r < r0 || r >= r1)) {
             rk->u2s[u] = (int32_t)(n + k_own++);
-        else if (r < 0)
-            rk->u2s[u] = (int32_t)(n + n_own + k_rem++);
+        } else if (r < 0) {
+            const int32_t cr = cache_find(rk, rk->cand[u]);
+            if (cr >= 0 && rk->cgen[cr] == rk->gen) {
+                memcpy(X + (n + n_own + n_rem + k_hit) * d, rk->crows + (int64_t)cr * rk->cwidth,
+                       (size_t)d * sizeof(float));
+                rk->u2s[u] = (int32_t)(n + n_own + n_rem + k_hit++);
+            } else {
+                if (rk->chit)
+                    rk->chit[k_rem] = cr; /* fetched below, then kept when the cache may hold it */
+                rk->u2s[u] = (int32_t)(n + n_own + k_rem++);
+            }
+        }
     }
-    const int64_t n_src = n + n_own + n_rem;
+    const int64_t n_src = n + n_own + n_rem + n_hit;
     if (n_src > rk->max_src)
         return TMA_ERR_INTERNAL;
+    rk->hits += n_hit;
+    rk->lookups += n_hit + n_rem;
     for (int64_t i = 0; i < n; i++)
         held_row(rk, level, r0 + i, X + i * d);
     for (int64_t j = 0; j < n_own; j++)
         held_row(rk, level, rk->own_src[j], X + (n + j) * d);
-    tma_status_t st = n_rem ? rk->fetch(rk->fetch_arg, level, rk->remote, n_rem, d, X + (n + n_own) * d) : TMA_OK;
+    float *fetched = X + (n + n_own) * d;
+    tma_status_t st = n_rem ? rk->fetch(rk->fetch_arg, level, rk->remote, n_rem, d, fetched) : TMA_OK;
     if (st != TMA_OK)
         return st;
+    for (int64_t j = 0; j < n_rem && rk->chit; j++)
+        if (rk->chit[j] >= 0) {
+            memcpy(rk->crows + (int64_t)rk->chit[j] * rk->cwidth, fetched + j * d, (size_t)d * sizeof(float));
+            rk->cgen[rk->chit[j]] = rk->gen;
+        }
     *n_src_p = n_src;
     if (!enc->neighbours)
         return TMA_OK;
@@ -472,7 +694,7 @@ static tma_status_t gather_chunk(tma_gnn_rank_t *rk, int level, int s, int64_t r
             e++;
         }
         for (int64_t q = a; q < z; q++, e++) {
-            ix[e] = rk->u2s[find_i64(rk->cand, nu, f->nbr[q])];
+            ix[e] = rk->u2s[rk->eu[q - e0]];
             w[e] = gcn_norm ? (float)(scale / sqrt(di * (double)(f->nbr_deg[q] + 1))) : (float)scale;
             if (relational)
                 rl[e] = f->rel ? (f->rel[q] + R2 / 2) % R2 : 0; /* the message runs back: the inverse */
@@ -498,6 +720,8 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
     if (l < 0 || l >= c->layers)
         return TMA_ERR_RANGE;
     const double t0 = tma_clock_now();
+    rk->gen++; /* the cache's rows of the last layer are another level's */
+    rk->hits = rk->lookups = 0;
     const gnn_encoder_desc_t *enc = gnn_encoder_of(c);
     const int64_t H = c->hidden, d_in = level_cols(rk, l);
     const int mlp = !enc->neighbours, last = l == c->layers - 1;
@@ -531,10 +755,15 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
                 A = tma_gnn_tensor_shape(&rk->A, n, d_in);
             tensor_t Yout = rk->bf16 ? tma_gnn_tensor_shape(&rk->Zo, n, H) : tma_gnn_tensor_view(&out, r0 * H, n, H);
             tensor_t Z = last ? Yout : tma_gnn_tensor_shape(&rk->Z, n, H);
-            st = st ? st
-                    : gnn_layer_combine(c, &rk->P, l, mlp ? NULL : &blk, &src, 0, pf ? &T : NULL,
-                                        enc->relational ? &rel : NULL, (pf && !ec) || mlp ? NULL : &A, &Z);
-            if (st == TMA_OK && !last) {
+            /* GCN and SAGE: the single evaluator's fused op (the chunk's own rows are the first sources). */
+            const int fused = st == TMA_OK && gnn_layer_fusable(c, &rk->P, l, 0, pf, &rk->A);
+            if (fused)
+                st = gnn_layer_infer_fused(c, &rk->P, l, &blk, &src, 0, &rk->A, &Yout);
+            else
+                st = st ? st
+                        : gnn_layer_combine(c, &rk->P, l, mlp ? NULL : &blk, &src, 0, pf ? &T : NULL,
+                                            enc->relational ? &rel : NULL, (pf && !ec) || mlp ? NULL : &A, &Z);
+            if (st == TMA_OK && !last && !fused) {
                 tensor_t mean = tma_gnn_tensor_shape(&rk->mean, n, 1), rstd = tma_gnn_tensor_shape(&rk->rstd, n, 1);
                 st = gnn_layer_activate(&rk->P, l, &Z, &mean, &rstd, &Yout);
             }
@@ -646,6 +875,21 @@ tma_status_t tma_gnn_rank_score(tma_gnn_rank_t *rk, tma_gnn_split_t split, int64
     *count_p = out;
     rk->last_score_s = tma_clock_now() - t0;
     return st;
+}
+
+void tma_gnn_rank_cache_stats(const tma_gnn_rank_t *rk, int64_t *hits_p, int64_t *remote_p, int64_t *cap_p)
+{
+    if (hits_p)
+        *hits_p = rk->hits;
+    if (remote_p)
+        *remote_p = rk->lookups;
+    if (cap_p)
+        *cap_p = rk->ccap;
+}
+
+tma_status_t gnn_rank_set_cache(tma_gnn_rank_t *rk, int64_t rows)
+{
+    return cache_setup(rk, rows);
 }
 
 void gnn_rank_set_chunk(tma_gnn_rank_t *rk, int64_t rows, int64_t edges)

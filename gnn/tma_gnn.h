@@ -252,7 +252,8 @@ typedef struct tma_gnn_config {
     int eval_feature_copy_mb; /* eval.feature_copy_mb: MiB the dense features' copy in the locality order may take; larger: read in place */
     int eval_on_workers;      /* eval.where: 1 "workers" (evaluator ranks on the shards' owners), 0 "coordinator", -1 "auto" (the coordinator decides) */
     double eval_rank_timeout; /* eval.rank_timeout: seconds a rank may take for one step of an evaluation */
-    int eval_table_bf16;      /* eval.table_dtype "bf16": a rank's embedding tables in bfloat16 (half the memory) */
+    int eval_table_bf16;      /* eval.table_dtype "bf16": the evaluator's embedding tables in bfloat16 (half the memory; CPU only) */
+    int eval_rank_cache_mb;   /* eval.rank_cache_mb: MiB a rank may keep of other ranks' rows across a layer's chunks; 0: none */
     tma_gnn_ties_t eval_ties;
     int eval_num_hits;                  /* entries of eval_hits */
     int eval_hits[TMA_GNN_MAX_HITS];    /* the K of each Hits@K */
@@ -435,9 +436,11 @@ typedef struct tma_gnn_evaluator tma_gnn_evaluator_t;
 /*
  * An evaluator over a full graph (its training graph for message passing,
  * its validation/test edges and fixed negatives).  Holds two N x hidden
- * embedding buffers (a layer's input and output) and chunk scratch; the
- * graph must outlive it.  May be used from any one thread at a time,
- * independently of trainers.  It computes on cfg->eval_device.
+ * embedding buffers (a layer's input and output; bfloat16 with
+ * cfg->eval_table_bf16, float32 else) and chunk scratch; the graph must
+ * outlive it.  May be used from any one thread at a time, independently of
+ * trainers.  It computes on cfg->eval_device; TMA_ERR_CONFIG (logged, naming
+ * eval.table_dtype) for bfloat16 tables on a device that is not the CPU.
  */
 tma_status_t tma_gnn_evaluator_create(const tma_gnn_config_t *cfg, const tma_graph_t *g,
                                       tma_gnn_evaluator_t **ev_p);
@@ -531,7 +534,9 @@ typedef struct tma_gnn_rank_shard {
     const tma_graph_infer_t *inf;  /* shard-NNNNN.infer.tmag */
 } tma_gnn_rank_shard_t;
 
-/* The shards (all of one partition; they must outlive the rank). */
+/* The shards (all of one partition; they must outlive the rank).  Beside
+ * its two tables and one chunk's buffers the rank keeps up to
+ * cfg->eval_rank_cache_mb of fetched rows for the rest of a layer. */
 tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank_shard_t *shards, int nshards,
                                  tma_gnn_fetch_fn fetch, void *fetch_arg, tma_gnn_rank_t **rk_p);
 void tma_gnn_rank_destroy(tma_gnn_rank_t *rk);
@@ -562,6 +567,11 @@ tma_status_t tma_gnn_rank_score(tma_gnn_rank_t *rk, tma_gnn_split_t split, int64
                                 float *logits, int64_t *count_p);
 /* Seconds of inference (begin and the layers) and of the last scoring. */
 void tma_gnn_rank_last_timing(const tma_gnn_rank_t *rk, double *infer_s_p, double *score_s_p);
+/* The last layer's remote sources (summed over its chunks: a row several
+ * chunks need counts in each) in *remote_p, of them taken from the rank's
+ * cache of fetched rows instead of fetched in *hits_p, and the rows the
+ * cache may hold (eval.rank_cache_mb) in *cap_p.  Each may be NULL. */
+void tma_gnn_rank_cache_stats(const tma_gnn_rank_t *rk, int64_t *hits_p, int64_t *remote_p, int64_t *cap_p);
 
 /* ------------------------------------------------------------------ weight files */
 

@@ -24,6 +24,7 @@ include tests/transport/local.mk
 include tests/gnn/local.mk
 include tests/gpu/local.mk
 include tests/job/local.mk
+include tests/worker/local.mk
 include tests/fault/local.mk
 include tests/coordinator/local.mk
 include tests/cli/local.mk

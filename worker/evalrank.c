@@ -31,6 +31,7 @@ struct worker_eval {
     int coord_seen; /* atomic: a coordinator's evaluator connected */
     tma_gnn_config_t cfg;
     const tma_partition_info_t *pinfo;
+    worker_shards_t *shards; /* the worker's mapped shard files: the rank takes references, never maps its own */
     tma_job_view_t *view;
     const tma_inject_t *inj;
     uint32_t self;
@@ -296,31 +297,42 @@ static void close_shards(worker_eval_t *e)
     tma_gnn_rank_destroy(e->rk);
     e->rk = NULL;
     for (int i = 0; i < e->nheld; i++) {
-        tma_graph_destroy(e->g[i]);
+        worker_shards_put(e->shards, e->g[i]);
         tma_graph_infer_close(e->inf[i]);
     }
     e->nheld = 0;
 }
 
 /* The rank over the shards the coordinator says this member owns (opened
- * again only when they change). */
+ * again only when they change).  The shard files are the worker's own
+ * mappings (worker_shards_get: the trainer's, when it holds the shard). */
 static tma_status_t open_shards(worker_eval_t *e, const int32_t *want, int n)
 {
     if (e->rk && n == e->nheld && memcmp(want, e->held, (size_t)n * sizeof *want) == 0)
         return TMA_OK;
-    close_shards(e);
     tma_status_t st = TMA_OK;
     tma_gnn_rank_shard_t *rs = calloc((size_t)n, sizeof *rs);
-    if (!rs)
+    tma_graph_t **keep = calloc((size_t)n, sizeof *keep);
+    if (!rs || !keep) {
+        free(rs);
+        free(keep);
         return TMA_ERR_NOMEM;
+    }
+    /* A shard of the last set that stays is held across the change, so it is
+     * not unmapped and mapped again when the trainer does not hold it. */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < e->nheld; j++)
+            if (e->held[j] == want[i] && worker_shards_get(e->shards, want[i], &keep[i]) != TMA_OK)
+                keep[i] = NULL;
+    close_shards(e);
     for (int i = 0; i < n && st == TMA_OK; i++) {
         const int32_t k = want[i];
         char *nm = tma_partition_infer_name(k), *path = nm ? tma_path_join(e->pinfo->dir, nm) : NULL;
-        st = path ? tma_graph_open(e->pinfo->shard_paths[k], 0, &e->g[i]) : TMA_ERR_NOMEM;
+        st = path ? worker_shards_get(e->shards, k, &e->g[i]) : TMA_ERR_NOMEM;
         if (st == TMA_OK) {
             st = tma_graph_infer_open(path, 0, k, e->S, e->pinfo->graph_id, e->pinfo->shard_nodes, &e->inf[i]);
             if (st != TMA_OK)
-                tma_graph_destroy(e->g[i]);
+                worker_shards_put(e->shards, e->g[i]);
         }
         if (st == TMA_OK) {
             e->held[e->nheld++] = k;
@@ -338,6 +350,9 @@ static tma_status_t open_shards(worker_eval_t *e, const int32_t *want, int n)
     free(rs);
     if (st != TMA_OK)
         close_shards(e);
+    for (int i = 0; i < n; i++)
+        worker_shards_put(e->shards, keep[i]);
+    free(keep);
     return st;
 }
 
@@ -426,12 +441,15 @@ static void step(worker_eval_t *e, const tma_transport_msg_t *m)
         e->fetch_wait = 0;
         st = e->active ? tma_gnn_rank_layer(e->rk, (int)arg) : TMA_ERR_INVALID;
         reply_done(e, st, what, arg);
-        if (st == TMA_OK)
+        if (st == TMA_OK) {
+            int64_t hits = 0, cap = 0;
+            tma_gnn_rank_cache_stats(e->rk, &hits, NULL, &cap);
             tma_log_info(COMP, "evaluation %lld, layer %lld: %.2f s (%.2f s waiting for rows), %lld rows "
-                         "(%.1f MiB) fetched, %lld rows (%.1f MiB) served",
+                         "(%.1f MiB) fetched, %lld rows (%.1f MiB) served, %lld rows from its cache (of %lld)",
                          (long long)e->seq, (long long)arg, tma_clock_now() - t0, e->fetch_wait,
                          (long long)e->rows_in, (double)e->bytes_in / (1 << 20), (long long)e->rows_out,
-                         (double)e->bytes_out / (1 << 20));
+                         (double)e->bytes_out / (1 << 20), (long long)hits, (long long)cap);
+        }
         break;
     }
     case TMA_EVAL_SCORE:
@@ -493,6 +511,7 @@ tma_status_t worker_eval_start(const worker_eval_cfg_t *c, worker_eval_t **e_p)
         return TMA_ERR_NOMEM;
     e->cfg = *c->cfg;
     e->pinfo = c->pinfo;
+    e->shards = c->shards;
     e->view = c->view;
     e->inj = c->inj;
     e->self = c->self_id;

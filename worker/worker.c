@@ -31,6 +31,7 @@ typedef struct worker {
     tma_job_t *job;
     const tma_job_variant_desc_t *vd; /* job->vd */
     tma_partition_info_t *pinfo;
+    worker_shards_t *shards; /* the shard files mapped, shared by the trainer and the rank */
     tma_inject_t inj;
     tma_gnn_config_t cfg;
     char device[32];
@@ -122,12 +123,22 @@ static tma_status_t read_config(worker_t *w)
 
 /* ------------------------------------------------------------------ shards */
 
+/* Gives back a graph load_shards opened: a shard's reference (the rank may
+ * still hold the file), or GGS's whole graph. */
+static void drop_graph(worker_t *w, tma_graph_t *g)
+{
+    if (w->vd->uses_shards)
+        worker_shards_put(w->shards, g);
+    else
+        tma_graph_destroy(g);
+}
+
 static void unload_all(worker_t *w)
 {
     tma_gnn_trainer_destroy(w->trainer);
     w->trainer = NULL;
     for (int i = 0; i < w->n_loaded; i++)
-        tma_graph_destroy(w->graphs[i]);
+        drop_graph(w, w->graphs[i]);
     w->n_loaded = 0;
     w->have_weights = 0;
 }
@@ -276,19 +287,10 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
         }
         const char *path = w->vd->uses_shards ? w->pinfo->shard_paths[want[i]] : w->job->graph;
         double t0 = tma_clock_now();
-        st = tma_graph_open(path, 0, &graphs[i]);
+        /* A shard's file may be mapped already by the rank: one mapping. */
+        st = w->vd->uses_shards ? worker_shards_get(w->shards, want[i], &graphs[i]) : tma_graph_open(path, 0, &graphs[i]);
         if (st != TMA_OK)
             goto fail;
-        uint64_t want_id = w->vd->uses_shards ? w->pinfo->graph_id : graphs[i]->graph_id;
-        if (graphs[i]->graph_id != want_id ||
-            (w->vd->uses_shards &&
-             (graphs[i]->kind != TMA_GRAPH_SHARD || graphs[i]->shard_index != want[i]))) {
-            tma_log_error(COMP, "%s: not shard %d of the job's partition", path, want[i]);
-            tma_graph_destroy(graphs[i]);
-            graphs[i] = NULL;
-            st = TMA_ERR_MISMATCH;
-            goto fail;
-        }
         tma_log_info(COMP, "member %u loaded %s (%lld nodes, %lld training edges) in %.2f s", w->id, path,
                      (long long)graphs[i]->num_nodes, (long long)graphs[i]->num_train_edges,
                      tma_clock_now() - t0);
@@ -318,7 +320,7 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
         for (int i = 0; i < n_want; i++)
             kept |= reuse[i] == j;
         if (!kept)
-            tma_graph_destroy(w->graphs[j]);
+            drop_graph(w, w->graphs[j]);
     }
     int had = w->n_loaded;
     for (int i = 0; i < n_want; i++) {
@@ -339,7 +341,7 @@ static tma_status_t load_shards(worker_t *w, const int32_t *want, int n_want)
 fail:
     for (int i = 0; i < n_want; i++)
         if (graphs[i] && reuse[i] < 0)
-            tma_graph_destroy(graphs[i]);
+            drop_graph(w, graphs[i]);
     return st;
 }
 
@@ -616,7 +618,8 @@ static tma_status_t join(worker_t *w)
     if (w->cfg.eval_on_workers > 0 && w->vd->uses_shards) {
         char listen[300];
         tma_job_listen_address(w->job, 1, listen, sizeof listen);
-        worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id, w->lease, &w->cfg, w->pinfo, w->view, &w->inj};
+        worker_eval_cfg_t ec = {w->job->name, tc.token, listen, w->id,   w->lease,
+                                &w->cfg,     w->pinfo, w->shards, w->view, &w->inj};
         if ((st = worker_eval_join(&ec, w->member, &rec, &w->ev)) != TMA_OK) {
             tma_transport_destroy(w->tr);
             w->tr = NULL;
@@ -1034,7 +1037,7 @@ tma_status_t tma_worker_run(const tma_worker_opts_t *opts, volatile sig_atomic_t
      * host memory only. */
     if ((st = choose_device(&w)) != TMA_OK)
         goto out;
-    if (w.vd->uses_shards && (st = open_partition(&w)) != TMA_OK)
+    if (w.vd->uses_shards && ((st = open_partition(&w)) != TMA_OK || (st = worker_shards_create(w.pinfo, &w.shards))))
         goto out;
     w.max_shards = w.vd->uses_shards ? w.pinfo->num_shards : 1;
     w.meta_floats = tma_job_msg_meta_floats(w.vd->uses_shards ? w.pinfo->num_shards : 0);
@@ -1079,6 +1082,7 @@ out:
     free(w.refused);
     free(w.opening);
     free(w.reuse);
+    worker_shards_destroy(w.shards);
     tma_partition_info_destroy(w.pinfo);
     tma_job_destroy(w.job);
     tma_kv_destroy(w.kv);

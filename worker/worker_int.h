@@ -56,6 +56,34 @@ void worker_state_prune(const char *dir, const char *job, int64_t keep_from);
 tma_status_t worker_device_choose(const char *opt_device, const tma_job_t *job, char *device, size_t cap,
                                   int *fixed_p);
 
+/* ------------------------------------------------------------------ shared shard files (shards.c) */
+
+/*
+ * The shard files of this worker's partition folder, each mapped once in the
+ * process and shared by the trainer and the evaluator rank: a reference
+ * counts each user, and the file is unmapped when the last one is given
+ * back, whichever part gives it back last (a shard reassigned while the
+ * rank still evaluates on it stays mapped for the rank).  Thread-safe: the
+ * trainer's thread and the rank's thread call it.  The table does not own
+ * pinfo, which must outlive it.
+ */
+typedef struct worker_shards worker_shards_t;
+
+tma_status_t worker_shards_create(const tma_partition_info_t *pinfo, worker_shards_t **s_p);
+/* Frees the table, unmapping what is still mapped (a reference not given
+ * back is logged); accepts NULL. */
+void worker_shards_destroy(worker_shards_t *s);
+/* A reference to shard k: mapped and verified (tma_graph_open) on the first
+ * reference, the same graph after that.  Errors: tma_graph_open's, logged
+ * naming the file; TMA_ERR_MISMATCH (logged) for a file that is not shard k
+ * of the partition; TMA_ERR_RANGE for k outside it. */
+tma_status_t worker_shards_get(worker_shards_t *s, int32_t k, tma_graph_t **g_p);
+/* Gives back a reference from worker_shards_get; the last one unmaps the
+ * file.  Accepts NULL for either. */
+void worker_shards_put(worker_shards_t *s, const tma_graph_t *g);
+/* The references to shard k now given out (0 when it is not mapped). */
+int worker_shards_refs(worker_shards_t *s, int32_t k);
+
 /* ------------------------------------------------------------------ the evaluator rank (evalrank.c) */
 
 typedef struct worker_eval worker_eval_t;
@@ -67,6 +95,7 @@ typedef struct worker_eval_cfg {
     int64_t lease;                    /* its lease, bound into hellos */
     const tma_gnn_config_t *cfg;      /* the model, eval.rank_timeout, eval threads */
     const tma_partition_info_t *pinfo; /* this node's partition folder (shard and inference files) */
+    worker_shards_t *shards;          /* the shard files, shared with the trainer (outlives the rank) */
     tma_job_view_t *view;             /* other ranks' addresses (member records) */
     const tma_inject_t *inj;          /* TMA_FAULT's point "rank" (evaluation number); may be NULL */
 } worker_eval_cfg_t;

@@ -7,7 +7,8 @@
 # and the test MRR the ranks give the best weights is what tma eval gives.
 # GCN + MLP on cora; RGCN + DistMult on a typed SBM.  The coordinator of the
 # ranked run reads only the graph's header (it logs so), and the ranks
-# connect to each other (the workers log their rows fetched).
+# connect to each other (the workers log their rows fetched).  While the
+# ranks hold their shards, no worker maps a shard file twice (/proc/W/maps).
 source "$TMA_SRCDIR/tests/lib.sh"
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
@@ -15,15 +16,58 @@ make_graph g.tmag
 "$TMA" gen sbm -o typed.tmag --nodes 1200 --classes 12 --noise 2 --node-types 2 --relations 3 --feat-dim 12 \
   --seed 4 --negatives 20 > /dev/null || fail "gen typed sbm"
 
-run() { # NAME GRAPH WHERE MODEL
+# watch_maps JOB PID: until PID ends, samples /proc/W/maps of each worker of
+# JOB every 0.05 s; of the samples where a worker maps an inference file (its
+# rank holds its shards), prints how many there were and the most mappings
+# of one shard file a worker had (1: the rank reads the trainer's mapping).
+watch_maps() {
+  python3 - "$1" "$2" <<'PY'
+import os, re, sys, time
+job, pid = sys.argv[1], int(sys.argv[2])
+samples, most = 0, 0
+while os.path.exists("/proc/%d" % pid) and open("/proc/%d/stat" % pid).read().split(")")[-1].split()[0] != "Z":
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            args = open("/proc/%s/cmdline" % d, "rb").read().split(b"\0")
+            if b"worker" not in args or b"--job" not in args or args[args.index(b"--job") + 1] != job.encode():
+                continue
+            maps = open("/proc/%s/maps" % d).read().splitlines()
+        except (OSError, IndexError):
+            continue
+        if not any(l.endswith(".infer.tmag") for l in maps):
+            continue
+        samples += 1
+        counts = {}
+        for l in maps:
+            m = re.search(r"(shard-\d+\.tmag)$", l)
+            if m:
+                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+        most = max([most] + list(counts.values()))
+    time.sleep(0.05)
+print(samples, most)
+PY
+}
+
+run() { # NAME GRAPH WHERE MODEL [watch]
   cat > $1.json <<JSON
 {"job": "$1", "variant": "randomtma", "workers": 3, "graph": "$2", "partition": {"shards": 4, "seed": 3},
  "aggregation": {"interval_steps": 6}, "duration": {"rounds": 4},
  "model": $4, "train": {"batch_size": 64, "fanouts": [5, 3], "lr": 0.01, "threads": 1, "seed": 9},
  "eval": {"threads": 1, "where": "$3", "rank_timeout": 60}}
 JSON
-  timeout 300 "$TMA" launch $1.json -o $1-run > $1.out 2>&1 || { tail -n 40 $1.out >&2; fail "tma launch $1 failed"; }
+  timeout 300 "$TMA" launch $1.json -o $1-run > $1.out 2>&1 &
+  local lpid=$!
+  track $lpid
+  [ -z "${5:-}" ] || watch_maps $1 $lpid > $1.maps
+  wait $lpid || { tail -n 40 $1.out >&2; fail "tma launch $1 failed"; }
   check_run $1-run >/dev/null || { tail -n 40 $1.out >&2; fail "$1: run folder invalid"; }
+  # A rank reads its shards through the worker's own mappings: each shard
+  # file is mapped once in a worker's process, never a second time for the rank.
+  [ -z "${5:-}" ] || { read n most < $1.maps; [ "$n" -gt 0 ] && [ "$most" -eq 1 ]; } ||
+    fail "$1: a worker mapped a shard file $most times while its rank held its shards ($n samples)"
+  [ -z "${5:-}" ] || echo "$1: in $n samples of a worker whose rank held its shards, each shard file mapped once"
 }
 
 compare() { # A B GRAPH
@@ -59,7 +103,7 @@ PY
 }
 
 run gc g.tmag coordinator '{"hidden": 32, "decoder_hidden": 32}'
-run gw g.tmag workers '{"hidden": 32, "decoder_hidden": 32}'
+run gw g.tmag workers '{"hidden": 32, "decoder_hidden": 32}' watch
 compare gc gw g.tmag
 run hc typed.tmag coordinator '{"encoder": "rgcn", "decoder": "distmult", "hidden": 16, "bases": 2}'
 run hw typed.tmag workers '{"encoder": "rgcn", "decoder": "distmult", "hidden": 16, "bases": 2}'

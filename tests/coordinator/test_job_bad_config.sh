@@ -42,6 +42,8 @@ case_ "bad model key" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "model
 case_ "not JSON" '{"graph": "g.tmag",' 'invalid JSON'
 case_ "ranks without shards" '{"graph": "g.tmag", "variant": "ggs", "eval": {"where": "workers"}}' 'eval.where "workers" needs shards.*ggs'
 case_ "unknown eval place" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "eval": {"where": "everywhere"}}' 'eval.where: "everywhere" is not a place'
+case_ "negative rank cache" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "eval": {"rank_cache_mb": -1}}' 'rank_cache_mb'
+case_ "unknown table type" '{"graph": "g.tmag", "partition": {"dir": "part3"}, "eval": {"table_dtype": "f16"}}' 'table_dtype: "f16" is not a table type'
 case_ "unknown clusterer" '{"graph": "g.tmag", "variant": "supertma", "partition": {"clusterer": "kmeans"}}' 'partition.clusterer = "kmeans" is not metis, lp or auto'
 case_ "clusterer for random" '{"graph": "g.tmag", "partition": {"dir": "part3", "clusterer": "lp"}}' 'randomtma.*uses no clusterer'
 

@@ -281,7 +281,7 @@ int main(void)
                    "\"fanouts\": [5, 4, -1], \"lr\": 0.01, \"clip\": 0, \"threads\": 2, \"seed\": 9, "
                    "\"beta1\": 0.8, \"beta2\": 0.99, \"eps\": 1e-6}, \"eval\": {\"batch_edges\": 8, "
                    "\"max_edges\": 100, \"threads\": 1, \"ties\": \"mean\", \"hits\": [1, 20], \"node_order\": \"id\", "
-                   "\"block_cache_mb\": 0}}",
+                   "\"block_cache_mb\": 0, \"rank_cache_mb\": 7, \"table_dtype\": \"bf16\"}}",
                    &c));
     ASSERT_EQ(c.encoder, TMA_GNN_ENCODER_GCN);
     ASSERT_EQ(c.layers, 3);
@@ -306,6 +306,8 @@ int main(void)
     ASSERT_EQ(c.eval_ties, TMA_GNN_TIES_MEAN);
     ASSERT_EQ(c.eval_locality, 0);
     ASSERT_EQ(c.eval_block_cache_mb, 0);
+    ASSERT_EQ(c.eval_rank_cache_mb, 7);
+    ASSERT_EQ(c.eval_table_bf16, 1);
     ASSERT_EQ(c.eval_num_hits, 2);
     ASSERT_EQ(c.eval_hits[0], 1);
     ASSERT_EQ(c.eval_hits[1], 20);
@@ -313,6 +315,8 @@ int main(void)
     ASSERT_EQ(d.eval_ties, TMA_GNN_TIES_PESSIMISTIC);
     ASSERT_EQ(d.eval_locality, 1); /* eval.node_order "locality" */
     ASSERT_EQ(d.eval_block_cache_mb, 256);
+    ASSERT_EQ(d.eval_rank_cache_mb, 256);
+    ASSERT_EQ(d.eval_table_bf16, 0);
     ASSERT_EQ(d.eval_num_hits, 3);
     ASSERT_EQ(d.eval_hits[0] * 10000 + d.eval_hits[1] * 100 + d.eval_hits[2], 10 * 10000 + 50 * 100 + 100);
 
@@ -375,6 +379,9 @@ int main(void)
     refused("{\"eval\": {\"block_cache_mb\": -1}}", "block_cache_mb");
     refused("{\"eval\": {\"block_cache_mb\": 1.5}}", "block_cache_mb");
     refused("{\"eval\": {\"block_cache_mb\": \"all\"}}", "block_cache_mb");
+    refused("{\"eval\": {\"rank_cache_mb\": -1}}", "rank_cache_mb");
+    refused("{\"eval\": {\"rank_cache_mb\": 2097152}}", "rank_cache_mb");
+    refused("{\"eval\": {\"table_dtype\": \"f16\"}}", "table_dtype");
     refused("{\"eval\": {\"hits\": 10}}", "hits");
     refused("{\"eval\": {\"hits\": [10, 0]}}", "hits");
     refused("{\"eval\": {\"hits\": [2.5]}}", "hits");

@@ -7,7 +7,8 @@
  * must equal the single evaluator's within 1e-5 relative, for GCN, SAGE, MLP
  * and GAT on an untyped graph and RGCN and GCN with DistMult on a typed one.
  * The inference files themselves are checked against the graph, and damaged
- * or foreign ones are refused.
+ * or foreign ones are refused.  The single evaluator's bfloat16 tables are
+ * checked against its float32 tables (check_single_bf16).
  */
 #include "gnn_int.h"
 #include "gnn_testutil.h"
@@ -111,13 +112,32 @@ static void check_files(const tma_graph_t *g, const part_t *p)
     ASSERT_EQ(duties[1], g->num_test);
 }
 
+/* Pearson's correlation of n pairs. */
+static double correlation(const float *x, const float *y, int64_t n)
+{
+    double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+    for (int64_t i = 0; i < n; i++) {
+        sx += x[i];
+        sy += y[i];
+        sxx += (double)x[i] * x[i];
+        syy += (double)y[i] * y[i];
+        sxy += (double)x[i] * y[i];
+    }
+    const double k = (double)n;
+    return (sxy - sx * sy / k) / sqrt((sxx - sx * sx / k) * (syy - sy * sy / k));
+}
+
 /* Both paths' logits of every validation and test edge for random weights. */
 /* tol: the largest relative difference of a logit (1e-5: the same numbers).
  * tol 0 (bfloat16 tables, every row rounded to 8 bits of mantissa): the
  * logits' correlation with the single evaluator's is at least 0.99 instead. */
-static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
-                            double tol)
+/* cache_rows >= 0: each rank's cache of remote rows holds at most that many
+ * (else eval.rank_cache_mb's, which holds them all here).  Returns the rows
+ * fetched; *hash_p (may be NULL) is a hash of the ranks' logits' bits. */
+static int64_t check_model_cache(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
+                                 double tol, int64_t cache_rows, uint64_t *hash_p)
 {
+    uint64_t hash = 1469598103934665603ull;
     const int32_t S = p->info->num_shards;
     tma_gnn_evaluator_t *ev;
     tma_gnn_config_t ce = c;
@@ -141,6 +161,8 @@ static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_grap
         CHECK_OK(tma_gnn_rank_create(&c, held, nh, fetch, &w, &w.rank[r]));
         if (r == 1)
             gnn_rank_set_chunk(w.rank[r], 29, 150); /* many chunks, some of one row's worth of edges */
+        if (cache_rows >= 0)
+            CHECK_OK(gnn_rank_set_cache(w.rank[r], cache_rows));
     }
     for (int r = 0; r < M; r++)
         CHECK_OK(tma_gnn_rank_begin(w.rank[r], params));
@@ -173,15 +195,12 @@ static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_grap
             free(lg);
         }
         ASSERT_EQ(total, ne);
-        double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
         for (int64_t i = 0; i < ne * per; i++) {
-            sx += want[i];
-            sy += got[i];
-            sxx += (double)want[i] * want[i];
-            syy += (double)got[i] * got[i];
-            sxy += (double)want[i] * got[i];
+            uint32_t bits;
+            memcpy(&bits, got + i, sizeof bits);
+            hash = (hash ^ bits) * 1099511628211ull;
         }
-        const double k = (double)(ne * per), corr = (sxy - sx * sy / k) / sqrt((sxx - sx * sx / k) * (syy - sy * sy / k));
+        const double corr = correlation(want, got, ne * per);
         if (tol == 0) {
             CHECK_MSG(corr >= 0.99, "%s: %s logits correlate %.4f with the single evaluator's", name,
                       t ? "test" : "validation", corr);
@@ -208,6 +227,86 @@ static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_grap
     free(w.owner);
     free(params);
     tma_gnn_evaluator_destroy(ev);
+    if (hash_p)
+        *hash_p = hash;
+    return w.fetched;
+}
+
+static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
+                            double tol)
+{
+    check_model_cache(name, c, g, p, M, tol, -1, NULL);
+}
+
+/* The single evaluator with bfloat16 tables against its float32 tables, same
+ * weights: every logit, the MRR of both splits and the embeddings.  Each
+ * level's table (and a typed model's projected input) is rounded to 8
+ * significant bits, a relative error up to 2^-9 (0.002) a value; a layer
+ * passes its input's error on through a weighted mean and LayerNorm, so with
+ * three layers the rows could be about 4 x 2^-9 = 0.008 off if every error
+ * added up (measured: at most 0.0055).  The bounds leave 2.5 times that for
+ * the weights' gain: 0.02 a row (relative), 0.05 of the logits' RMS a logit
+ * (measured 0.019), a correlation of 0.999 (measured 0.99999), and an MRR
+ * within 0.02 (measured 0.0014: a rank moves only where a negative's logit
+ * is within that rounding of the positive's). */
+static void check_single_bf16(const char *name, tma_gnn_config_t c, const tma_graph_t *g)
+{
+    tma_gnn_config_t c16 = c;
+    c.eval_table_bf16 = 0;
+    c16.eval_table_bf16 = 1;
+    tma_gnn_evaluator_t *e32, *e16;
+    CHECK_OK(tma_gnn_evaluator_create(&c, g, &e32));
+    CHECK_OK(tma_gnn_evaluator_create(&c16, g, &e16));
+    CHECK_OK(tma_gnn_config_resolve(&c, g));
+    tma_gnn_layout_t lay;
+    CHECK_OK(tma_gnn_layout_build(&c, &lay));
+    float *params = malloc((size_t)lay.total * sizeof(float));
+    CHECK_OK(tma_gnn_params_init(&c, 11, params));
+    const int64_t per = 1 + g->num_negatives;
+    for (int t = 0; t < 2; t++) {
+        const tma_gnn_split_t split = t ? TMA_GNN_SPLIT_TEST : TMA_GNN_SPLIT_VAL;
+        const int64_t ne = tma_gnn_evaluator_edges(e32, split);
+        float *want = malloc((size_t)(ne * per) * sizeof(float)), *got = malloc((size_t)(ne * per) * sizeof(float));
+        double m32, m16, sd = 0, worst = 0;
+        CHECK_OK(tma_gnn_evaluator_scores(e32, params, split, want, &m32));
+        CHECK_OK(tma_gnn_evaluator_scores(e16, params, split, got, &m16));
+        for (int64_t i = 0; i < ne * per; i++)
+            sd += (double)want[i] * want[i];
+        sd = sqrt(sd / (double)(ne * per));
+        for (int64_t i = 0; i < ne * per; i++)
+            worst = fmax(worst, fabs((double)got[i] - want[i]) / sd);
+        const double corr = correlation(want, got, ne * per);
+        fprintf(stderr, "%s, single evaluator, bf16 tables: %s logits' correlation with float32's %.6f, largest "
+                "difference %.4f of their RMS; MRR %.6f (float32 %.6f)\n", name, t ? "test" : "validation", corr,
+                worst, m16, m32);
+        CHECK_MSG(corr >= 0.999, "%s: bf16 logits correlate %.6f with float32's", name, corr);
+        CHECK_MSG(worst <= 0.05, "%s: a bf16 logit is %.4f of the logits' RMS from float32's", name, worst);
+        CHECK_MSG(fabs(m16 - m32) <= 0.02, "%s: bf16 MRR %.6f, float32 %.6f", name, m16, m32);
+        free(want);
+        free(got);
+    }
+    /* The embeddings: float32's within bfloat16's rounding of each row. */
+    const int64_t N = g->num_nodes, H = c.hidden;
+    float *x = malloc((size_t)(N * H) * sizeof(float)), *y = malloc((size_t)(N * H) * sizeof(float));
+    CHECK_OK(tma_gnn_evaluator_embeddings(e32, params, x));
+    CHECK_OK(tma_gnn_evaluator_embeddings(e16, params, y));
+    double worst = 0;
+    for (int64_t v = 0; v < N; v++) {
+        double nx = 0, d = 0;
+        for (int64_t j = 0; j < H; j++) {
+            nx += (double)x[v * H + j] * x[v * H + j];
+            d += ((double)y[v * H + j] - x[v * H + j]) * ((double)y[v * H + j] - x[v * H + j]);
+        }
+        worst = fmax(worst, sqrt(d / fmax(nx, 1e-30)));
+    }
+    fprintf(stderr, "%s, single evaluator, bf16 tables: embeddings within %.4f of float32's (relative, per row)\n",
+            name, worst);
+    CHECK_MSG(worst <= 0.02, "%s: a bf16 embedding is %.4f (relative) from float32's", name, worst);
+    free(x);
+    free(y);
+    free(params);
+    tma_gnn_evaluator_destroy(e32);
+    tma_gnn_evaluator_destroy(e16);
 }
 
 static void check_model(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M)
@@ -303,13 +402,36 @@ int main(void)
                  c.layers);
         check_model(name, c, g, &p, untyped[i].M);
     }
+    /* The ranks' cache of fetched rows: without one, with one of 40 rows a rank
+     * (a few of the remote rows: the highest degrees) and with eval.rank_cache_mb's
+     * (all of them), the same logits to the bit, and fewer rows fetched. */
+    {
+        tma_gnn_config_t cc = model(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_MLP);
+        cc.layers = 3;
+        uint64_t h[3];
+        const int64_t f0 = check_model_cache("gcn+mlp, no cache", cc, g, &p, 3, 1e-5, 0, &h[0]);
+        const int64_t f1 = check_model_cache("gcn+mlp, a cache of 40 rows", cc, g, &p, 3, 1e-5, 40, &h[1]);
+        const int64_t f2 = check_model_cache("gcn+mlp, eval.rank_cache_mb", cc, g, &p, 3, 1e-5, -1, &h[2]);
+        ASSERT_EQ(h[1], h[0]);
+        ASSERT_EQ(h[2], h[0]);
+        ASSERT_LT(f1, f0);
+        ASSERT_LT(f2, f1);
+    }
     /* bfloat16 tables: the same scores within bfloat16's rounding. */
     tma_gnn_config_t cb = model(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_MLP);
     cb.eval_table_bf16 = 1;
     check_model_tol("sage+mlp, bf16 tables", cb, g, &p, 3, 0);
-    /* The single evaluator keeps float32: it refuses bf16 by name. */
-    tma_gnn_evaluator_t *ev16;
-    CHECK_STATUS(tma_gnn_evaluator_create(&cb, g, &ev16), TMA_ERR_CONFIG);
+    /* The single evaluator's bf16 tables: GCN (its fused layer), SAGE, GAT, MLP. */
+    const tma_gnn_encoder_t single16[] = {TMA_GNN_ENCODER_GCN, TMA_GNN_ENCODER_SAGE, TMA_GNN_ENCODER_GAT,
+                                          TMA_GNN_ENCODER_MLP};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(single16); i++) {
+        tma_gnn_config_t cs = model(single16[i], TMA_GNN_DECODER_MLP);
+        cs.layers = 3;
+        check_single_bf16(tma_gnn_encoder_name(cs.encoder), cs, g);
+    }
+    tma_gnn_config_t cn = model(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_DOT);
+    cn.eval_locality = 0; /* id order */
+    check_single_bf16("sage+dot, id order", cn, g);
     part_close(&p);
     tma_graph_destroy(g);
     free(d1);
@@ -326,6 +448,7 @@ int main(void)
     tma_gnn_config_t rb = model(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT);
     rb.eval_table_bf16 = 1;
     check_model_tol("rgcn+distmult, bf16 tables", rb, g, &p, 3, 0);
+    check_single_bf16("rgcn+distmult", rb, g);
     part_close(&p);
     tma_graph_destroy(g);
     free(d1);

@@ -80,6 +80,17 @@ got=$("$TMA_BIN" eval "$G" "$RUN/best.tmaw" | awk '/^test_mrr/ {print $2}')
 want=$(json "$RUN/result.json" "'%.6f' % d['best_val_mrr']")
 got=$("$TMA_BIN" eval "$G" "$RUN/best.tmaw" --split val --json | python3 -c 'import json,sys; print("%.6f" % json.load(sys.stdin)["mrr"])')
 [ "$got" = "$want" ] || fail "tma eval --split val says $got, the run's best was $want"
+# bfloat16 tables (eval.table_dtype): tma train's evaluator and tma eval --table-dtype bf16 agree, and
+# stay within bfloat16's rounding of float32's MRR (tests/gnn/test_rank bounds it at 0.02).
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["eval"] = {"table_dtype": "bf16"}; print(json.dumps(c))' \
+  "$TMP_ROOT/small.json" > "$TMP_ROOT/bf16.json"
+"$TMA_BIN" train "$G" --config "$TMP_ROOT/bf16.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/bf16" -q \
+  > /dev/null || fail "tma train with eval.table_dtype bf16"
+want=$(json "$TMP_ROOT/bf16/result.json" "'%.6f' % d['test_mrr']")
+got=$("$TMA_BIN" eval "$G" "$TMP_ROOT/bf16/best.tmaw" --table-dtype bf16 | awk '/^test_mrr/ {print $2}')
+[ "$got" = "$want" ] || fail "tma eval --table-dtype bf16 says $got, the bf16 run said $want"
+f32=$("$TMA_BIN" eval "$G" "$TMP_ROOT/bf16/best.tmaw" | awk '/^test_mrr/ {print $2}')
+python3 -c "import sys; sys.exit(abs($got - $f32) > 0.02)" || fail "bf16 tables' test MRR $got, float32's $f32"
 
 # The same seed gives the same run.
 "$TMA_BIN" train "$G" --config "$TMP_ROOT/small.json" --steps 60 --eval-every-seconds 1000 -o "$TMP_ROOT/a" -q > /dev/null || fail "run a"
@@ -183,6 +194,8 @@ expect_fail 1 "missing.tmag" -- "$TMA_BIN" train "$TMP_ROOT/missing.tmag" --step
 [ -e "$TMP_ROOT/x" ] && fail "a refused run left $TMP_ROOT/x behind"
 
 expect_fail 2 "split" -- "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --split train
+expect_fail 2 "table-dtype" -- "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --table-dtype f16
+expect_fail 2 "table-dtype" -- "$TMA_BIN" eval "$G" "$RUN/best.tmaw" --table-dtype bf16 --device cuda
 expect_fail 2 "" -- "$TMA_BIN" eval "$G"
 expect_fail 2 "features" -- "$TMA_BIN" eval "$G2" "$RUN/best.tmaw"
 cp "$RUN/best.tmaw" "$TMP_ROOT/corrupt.tmaw"
