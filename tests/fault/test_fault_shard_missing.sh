@@ -19,7 +19,7 @@ cp part/shard-00000.tmag part/shard-00000.infer.tmag has0/
 cp part/shard-00001.tmag part/shard-00001.infer.tmag has1/
 
 # member_id LOG: the member id a worker's log names.
-member_id() { grep -om1 'worker-[0-9]*' "$1" | cut -d- -f2; }
+member_id() { grep -om1 'joined job [^ ]* as member [0-9]*' "$1" | awk '{print $NF}'; }
 
 # --- the swap: a registers first (slot 0, shard 0) but holds only shard 1.
 WORKERS=2 STEPS=10 ROUNDS=4 step_job s.json sm '"fault": {"lease_ttl": 3, "start_timeout": 30}'
