@@ -28,7 +28,6 @@ struct worker_eval {
     int started;
     int quit;       /* atomic: the worker asks the thread to end */
     int released;   /* atomic: the coordinator said the job ends, or its connection ended after one */
-    int coord_seen; /* atomic: a coordinator's evaluator connected */
     tma_gnn_config_t cfg;
     const tma_partition_info_t *pinfo;
     worker_shards_t *shards; /* the worker's mapped shard files: the rank takes references, never maps its own */
@@ -487,14 +486,11 @@ static void *eval_main(void *arg)
         if (st != TMA_OK)
             continue;
         if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
-            if (m.peer == TMA_COORD_PEER && m.event.kind == TMA_TRANSPORT_EV_CONNECTED)
-                __atomic_store_n(&e->coord_seen, 1, __ATOMIC_SEQ_CST);
-            else if (m.peer == TMA_COORD_PEER && coord_gone(e, &m))
+            if (m.peer == TMA_COORD_PEER && coord_gone(e, &m))
                 e->active = 0;
         } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
             serve(e, &m);
         } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_BEGIN && m.meta.epoch >= e->epoch) {
-            __atomic_store_n(&e->coord_seen, 1, __ATOMIC_SEQ_CST);
             begin(e, &m);
         } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_STEP && m.meta.epoch == e->epoch) {
             step(e, &m);
@@ -559,12 +555,13 @@ void worker_eval_stop(worker_eval_t *e, double linger_s)
     /* A coordinator that evaluates on the ranks may still need them for the
      * job's last evaluations: wait until it releases them, the job's state
      * says it is over, or no coordinator has been connected for a few
-     * seconds (a connection replaced by a new leader's counts as one). */
+     * seconds (a connection replaced by a new leader's counts as one).  Also
+     * when none has connected yet: a job whose training ended before its
+     * first evaluation reached the ranks evaluates on them after the stop. */
     const double until = tma_clock_now() + linger_s;
     double lost_at = -1;
     /* The job's state is looked at once a second (a snapshot copies the view). */
-    for (int tick = 0; e->started && __atomic_load_n(&e->coord_seen, __ATOMIC_SEQ_CST) &&
-                       !__atomic_load_n(&e->released, __ATOMIC_SEQ_CST) && tma_clock_now() < until &&
+    for (int tick = 0; e->started && !__atomic_load_n(&e->released, __ATOMIC_SEQ_CST) && tma_clock_now() < until &&
                        (tick % 10 != 0 || !job_over(e->view));
          tick++) {
         const double now = tma_clock_now();
