@@ -48,11 +48,17 @@ static void print_usage(FILE *out)
 static void print_version(void)
 {
     printf("tma %s\n", tma_version());
-#ifdef HAVE_CUDA
-    printf("CUDA support: compiled in\n");
-#else
-    printf("CUDA support: not compiled in\n");
-#endif
+    if (!tma_gnn_cuda_built()) {
+        printf("CUDA support: not compiled in\n");
+        return;
+    }
+    /* Compiled in is not usable: the backend is a module that may be missing
+     * or lack its CUDA libraries. */
+    const char *why = tma_gnn_cuda_module_problem();
+    if (why)
+        printf("CUDA support: compiled in, but unusable: %s\n", why);
+    else
+        printf("CUDA support: compiled in (module loaded; %d GPU(s) usable here)\n", tma_gnn_cuda_device_count());
 }
 
 /*

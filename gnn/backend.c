@@ -161,6 +161,17 @@ int tma_gnn_cuda_device_count(void)
 #endif
 }
 
+const char *tma_gnn_cuda_module_problem(void)
+{
+#ifdef HAVE_CUDA
+    const gnn_cuda_module_t *mod;
+    const char *why;
+    return gnn_cuda_module_load(&mod, &why) == TMA_OK ? NULL : why;
+#else
+    return "this build has no CUDA backend (configure found no CUDA toolkit)";
+#endif
+}
+
 void tma_gnn_backend_set_sync_timing(tma_gnn_backend_t *b, int on) { b->sync_timing = on != 0; }
 
 void *tma_gnn_backend_host_alloc(tma_gnn_backend_t *b, size_t bytes)

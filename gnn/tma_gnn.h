@@ -66,6 +66,10 @@ int tma_gnn_cuda_built(void);
  * runtime.  0 on any error (no CUDA in the build, no module, no driver, no
  * GPU); the reason is logged at debug level.  Thread-safe. */
 int tma_gnn_cuda_device_count(void);
+/* NULL when the CUDA module loads (the build has CUDA, the module is where
+ * it is looked for and the CUDA libraries it needs load), else a sentence
+ * saying why not.  Loads the module (see above). */
+const char *tma_gnn_cuda_module_problem(void);
 /* "cpu", "ref", ... */
 const char *tma_gnn_backend_name(const tma_gnn_backend_t *b);
 int tma_gnn_backend_threads(const tma_gnn_backend_t *b);

@@ -18,6 +18,12 @@ bin=$(find "$D" -path '*/bin/tma' -type f) && [ -x "$bin" ] || fail "no bin/tma 
 if "$bin" --version | grep -q "CUDA support: compiled in"; then
   mod=$(find "$D" -path '*/lib/tma/tma-cuda.so' -type f) && [ -n "$mod" ] || fail "no lib/tma/tma-cuda.so under $D"
   ! ldd "$bin" | grep -E 'libcudart|libcublas' || fail "the installed tma links CUDA itself"
+  # --version says whether the module is usable, not only that CUDA was compiled in.
+  env -u TMA_CUDA_MODULE "$bin" --version | grep -q "CUDA support: compiled in (module loaded" ||
+    fail "the installed tma's --version did not load its module: $(env -u TMA_CUDA_MODULE "$bin" --version)"
+  TMA_CUDA_MODULE=$TMP_ROOT/none.so "$bin" --version |
+    grep -q "CUDA support: compiled in, but unusable: cannot load .*none.so" ||
+    fail "--version does not say the CUDA module is missing: $(TMA_CUDA_MODULE=$TMP_ROOT/none.so "$bin" --version)"
   "$TMA_BUILDDIR/tests/gnn/write_test_graph" "$TMP_ROOT/g.tmag" 200 8 0 1 || hard "cannot write the test graph"
   env -u TMA_CUDA_MODULE "$bin" train "$TMP_ROOT/g.tmag" --device cuda --steps 1 -q -o "$TMP_ROOT/run" \
     > /dev/null 2> "$TMP_ROOT/cuda.err"
