@@ -108,35 +108,51 @@ tma_status_t cpu_gat_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *
         for (int32_t e = ip[i]; e < ip[i + 1]; e++)
             for (int64_t k = 0; k < K; k++)
                 ds[(int64_t)ix[e] * 2 * K + k] += de[(int64_t)e * K + k];
-    /* 3: dT, the columns split between threads (each thread scatters into
-     * its own columns, in edge order), then the scores' share. */
-    const int64_t nblk = (KC + 15) / 16;
+    /* 3: dT, the columns split between threads in blocks of 16 within a
+     * head (each thread scatters into its own columns, in edge order), then
+     * the scores' share.  A block's head and offsets are worked out once:
+     * a division per element made this op most of a GAT step. */
+    const int64_t per_head = (C + 15) / 16, nblk = K * per_head;
 #pragma omp parallel for num_threads(NT(b)) schedule(static) if (par)
     for (int64_t cb = 0; cb < nblk; cb++) {
-        const int64_t c0 = cb * 16, c1 = TMA_MIN(KC, c0 + 16);
+        const int64_t k = cb / per_head, c0 = (cb % per_head) * 16, w = TMA_MIN(C, c0 + 16) - c0;
+        const int64_t col = k * C + c0, gcol = (mean ? 0 : k * C) + c0;
         for (int64_t u = 0; u < n; u++)
-            for (int64_t j = c0; j < c1; j++)
-                dt[u * KC + j] = 0;
-        for (int64_t i = 0; i < nd; i++)
+            for (int64_t j = 0; j < w; j++)
+                dt[u * KC + col + j] = 0;
+        for (int64_t i = 0; i < nd; i++) {
+            const float *g = dy + i * d + gcol;
             for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
-                float *du = dt + (int64_t)ix[e] * KC;
-                for (int64_t j = c0; j < c1; j++)
-                    du[j] += al[(int64_t)e * K + j / C] * scale * dy[i * d + (mean ? j % C : j)];
+                float *du = dt + (int64_t)ix[e] * KC + col;
+                const float a = al[(int64_t)e * K + k] * scale;
+                for (int64_t j = 0; j < w; j++)
+                    du[j] += a * g[j];
             }
-        for (int64_t u = 0; u < n; u++)
-            for (int64_t j = c0; j < c1; j++)
-                dt[u * KC + j] += ds[u * 2 * K + j / C] * as[j] + ds[u * 2 * K + K + j / C] * ad[j];
-    }
-    /* 4: the attention vectors' gradients, a column each (double sums). */
-#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * KC > PAR_MIN)
-    for (int64_t j = 0; j < KC; j++) {
-        double x = 0, y = 0;
-        for (int64_t u = 0; u < n; u++) {
-            x += (double)ds[u * 2 * K + j / C] * t[u * KC + j];
-            y += (double)ds[u * 2 * K + K + j / C] * t[u * KC + j];
         }
-        F(da_src)[j] = (float)x;
-        F(da_dst)[j] = (float)y;
+        for (int64_t u = 0; u < n; u++) {
+            const float gs = ds[u * 2 * K + k], gd = ds[u * 2 * K + K + k];
+            for (int64_t j = 0; j < w; j++)
+                dt[u * KC + col + j] += gs * as[col + j] + gd * ad[col + j];
+        }
+    }
+    /* 4: the attention vectors' gradients, double sums over the rows in
+     * order, 16 columns of one head a thread's block (row-major reads). */
+#pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * KC > PAR_MIN)
+    for (int64_t cb = 0; cb < nblk; cb++) {
+        const int64_t k = cb / per_head, c0 = (cb % per_head) * 16, w = TMA_MIN(C, c0 + 16) - c0, col = k * C + c0;
+        double x[16] = {0}, y[16] = {0};
+        for (int64_t u = 0; u < n; u++) {
+            const double gs = ds[u * 2 * K + k], gd = ds[u * 2 * K + K + k];
+            const float *tu = t + u * KC + col;
+            for (int64_t j = 0; j < w; j++) {
+                x[j] += gs * tu[j];
+                y[j] += gd * tu[j];
+            }
+        }
+        for (int64_t j = 0; j < w; j++) {
+            F(da_src)[col + j] = (float)x[j];
+            F(da_dst)[col + j] = (float)y[j];
+        }
     }
     return TMA_OK;
 }
