@@ -176,7 +176,7 @@ def _module_class():
             K, C = a_src.shape
             t = F.linear(h, P("lin.weight")).view(n, K, C)
             s_src, s_dst = (t * a_src).sum(-1), (t * a_dst).sum(-1)  # [n, heads]
-            # tma's blocks put each node's own edge first; the order does not change the sum.
+            # Each node's own edge, as tma's blocks have it (first: the order changes the sums by rounding only).
             loop = torch.arange(n)
             src, dst = torch.cat([loop, src]), torch.cat([loop, dst])
             e = F.leaky_relu(s_src[src] + s_dst[dst], 0.2)  # [edges, heads]
