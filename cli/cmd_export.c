@@ -21,6 +21,7 @@
 /* How a tensor of the layout is stored in model.npz. */
 typedef enum {
     EXPORT_AS_IS,  /* as tma holds it, [rows, cols] (a vector [n]) */
+    EXPORT_MATRIX, /* as tma holds it, [rows, cols] even with one row */
     EXPORT_LINEAR, /* a Linear weight: tma's [in x out] as PyTorch's [out, in] */
     EXPORT_BASES,  /* RGCN bases: tma's [in x bases*out] as [bases, in, out] */
 } export_shape_t;
@@ -45,10 +46,10 @@ static export_shape_t torch_name(const tma_gnn_config_t *cfg, const char *tma, c
             {"weight_self", "lin_self.weight", 0, EXPORT_LINEAR},
             {"weight_neigh", "lin_neigh.weight", 0, EXPORT_LINEAR},
             {"bases", "weight", 1, EXPORT_BASES},
-            {"coef", "comp", 1, EXPORT_AS_IS},
-            {"weight_self", "root", 1, EXPORT_AS_IS},
-            {"att_src", "att_src", -1, EXPORT_AS_IS}, /* GAT: [heads, C] (GATConv's, less its leading 1) */
-            {"att_dst", "att_dst", -1, EXPORT_AS_IS},
+            {"coef", "comp", 1, EXPORT_MATRIX},
+            {"weight_self", "root", 1, EXPORT_MATRIX},
+            {"att_src", "att_src", -1, EXPORT_MATRIX}, /* GAT: [heads, C] (GATConv's, less its leading 1) */
+            {"att_dst", "att_dst", -1, EXPORT_MATRIX},
             {"bias", "bias", -1, EXPORT_AS_IS},
             {"ln_weight", "norm.weight", -1, EXPORT_AS_IS},
             {"ln_bias", "norm.bias", -1, EXPORT_AS_IS},
@@ -94,7 +95,8 @@ static tma_status_t write_model(const char *path, const cli_model_t *m, const tm
         float *dst = buf + p->offset;
         const int64_t R = p->rows, C = p->cols, B = m->cfg.bases;
         a[i] = (tma_npy_array_t){names[i], TMA_NPY_F32, 1, {R * C}, dst};
-        switch (torch_name(&m->cfg, p->name, names[i], sizeof names[i])) {
+        const export_shape_t torch_shape = torch_name(&m->cfg, p->name, names[i], sizeof names[i]);
+        switch (torch_shape) {
         case EXPORT_LINEAR:
             a[i].ndim = 2;
             a[i].shape[0] = C;
@@ -113,7 +115,8 @@ static tma_status_t write_model(const char *path, const cli_model_t *m, const tm
                     dst[(c / (C / B)) * R * (C / B) + r * (C / B) + c % (C / B)] = src[r * C + c];
             break;
         case EXPORT_AS_IS:
-            if (R > 1) {
+        case EXPORT_MATRIX:
+            if (R > 1 || torch_shape == EXPORT_MATRIX) {
                 a[i].ndim = 2;
                 a[i].shape[0] = R;
                 a[i].shape[1] = C;

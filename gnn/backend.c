@@ -650,6 +650,7 @@ tma_status_t tma_gnn_op_rows_scatter(const tensor_t *X, const tensor_t *idx, ten
 static int gat_shapes_ok(const tensor_t *T, const tensor_t *a_src, const tensor_t *a_dst)
 {
     return IS(T, TMA_GNN_F32) && IS(a_src, TMA_GNN_F32) && IS(a_dst, TMA_GNN_F32) && a_src->rows >= 1 &&
+           a_src->rows <= TMA_GNN_MAX_HEADS &&
            a_src->cols >= 1 && a_dst->rows == a_src->rows && a_dst->cols == a_src->cols &&
            T->cols == a_src->rows * a_src->cols;
 }

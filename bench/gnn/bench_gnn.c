@@ -8,7 +8,7 @@
  * the work.  Prints one JSON object (bench/gnn/bench_gnn.sh
  * compares it with the PyTorch implementation).
  *
- *   bench_gnn G.tmag [--config FILE] [--encoder E] [--batch B] [--threads T]
+ *   bench_gnn G.tmag [--config FILE] [--encoder E] [--heads H] [--batch B] [--threads T]
  *             [--warmup W] [--steps N | --seconds S] [--no-eval]
  *             [--device cpu|cuda[:i]] [--sync-timing]
  * --device runs the trainer and the evaluator there (sampling stays on the
@@ -148,7 +148,8 @@ static double gather_rate(tma_gnn_backend_t *be, int64_t width)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: bench_gnn G.tmag [--config FILE] [--encoder gcn|sage|mlp] [--batch B] [--threads T]\n"
+    fprintf(stderr, "usage: bench_gnn G.tmag [--config FILE] [--encoder gcn|sage|mlp|gat] [--heads H] [--batch B]\n"
+                    "                 [--threads T]\n"
                     "                 [--warmup W] [--steps N | --seconds S] [--no-eval]\n"
                     "                 [--device cpu|cuda[:i]] [--sync-timing]\n");
     return 2;
@@ -157,7 +158,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     const char *graph = NULL, *config = NULL, *encoder = NULL, *device = NULL;
-    int64_t batch = 0, threads = -1, warmup = 3, steps = 0;
+    int64_t batch = 0, threads = -1, warmup = 3, steps = 0, heads = 0;
     double seconds = 0;
     int do_eval = 1, sync_timing = 0;
     for (int i = 1; i < argc; i++) {
@@ -184,6 +185,8 @@ int main(int argc, char **argv)
             device = v;
         else if (strcmp(a, "--encoder") == 0)
             encoder = v;
+        else if (strcmp(a, "--heads") == 0)
+            bad = tma_parse_i64(v, &heads) || heads < 1;
         else if (strcmp(a, "--batch") == 0)
             bad = tma_parse_i64(v, &batch);
         else if (strcmp(a, "--threads") == 0)
@@ -207,11 +210,10 @@ int main(int argc, char **argv)
     tma_gnn_config_t cfg;
     if (config ? tma_gnn_config_load(config, &cfg) != TMA_OK : (tma_gnn_config_default(&cfg), 0))
         return 1;
-    if (encoder) {
-        for (int e = 0; e < 3; e++)
-            if (strcmp(encoder, tma_gnn_encoder_name((tma_gnn_encoder_t)e)) == 0)
-                cfg.encoder = (tma_gnn_encoder_t)e;
-    }
+    if (encoder && tma_gnn_encoder_parse(encoder, &cfg.encoder) != TMA_OK)
+        return usage();
+    if (heads > 0)
+        cfg.heads = (int)heads;
     if (batch > 0)
         cfg.batch_size = (int)batch;
     if (threads >= 0)
@@ -257,6 +259,7 @@ int main(int argc, char **argv)
     cJSON_AddStringToObject(o, "impl", "tma");
     cJSON_AddStringToObject(o, "graph", graph);
     cJSON_AddStringToObject(o, "encoder", tma_gnn_encoder_name(rc->encoder));
+    cJSON_AddNumberToObject(o, "heads", rc->heads);
     cJSON_AddStringToObject(o, "device", rc->device);
     cJSON_AddBoolToObject(o, "sync_timing", sync_timing);
     cJSON_AddNumberToObject(o, "batch_size", rc->batch_size);

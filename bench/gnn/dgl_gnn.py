@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dgl_gnn.py: tma's GNN benchmark written the way a DGL user writes it.
 
-The model of torch_gnn.py (GCN or GraphSAGE-mean encoder, LayerNorm + PReLU
+The model of torch_gnn.py (GCN, GraphSAGE-mean or GAT encoder, LayerNorm + PReLU
 between layers, decoder MLP with PReLU on r_u * r_v, BCE on one uniform negative
 tail per positive edge, Adam, gradient clipping), with the batch size, fan-outs,
 hidden width and thread count of the other sides, but built from DGL's parts as
@@ -9,12 +9,17 @@ its link-prediction examples are: dgl.dataloading.NeighborSampler wrapped in
 as_edge_prediction_sampler (exclude="reverse_id", so a batch's edges and their
 reverses leave its message-passing blocks; negative_sampler.Uniform(1)), a
 DataLoader over the training edges (shuffled, one epoch after another), and
-dgl.nn.GraphConv / SAGEConv(aggregator_type="mean") on the blocks, with dense
-input features as they come.  GCN runs on the graph with self-loops added
-(dgl.add_self_loop, as GraphConv asks), so its full-graph operator is tma's.
+dgl.nn.GraphConv / SAGEConv(aggregator_type="mean") / GATConv on the blocks, with
+dense input features as they come.  GCN and GAT run on the graph with self-loops
+added (dgl.add_self_loop, as GraphConv and GATConv ask), so their full-graph
+operators are tma's.  GAT is tma's: GATConv with --heads heads (LeakyReLU 0.2,
+no dropout), hidden layers concatenating heads of hidden / heads, the last
+averaging heads of hidden, then one bias of hidden (GATConv's own bias is per
+head, so it is off and the bias added after, as tma adds it).
 What DGL decides differs from tma's sampler in details a DGL user does not
-choose: GraphConv normalises by the degrees within each sampled block, and a
-negative tail may hit an endpoint of its edge.
+choose: GraphConv normalises by the degrees within each sampled block, a
+node's self-loop is one of the edges its fan-out samples (tma always keeps it,
+beside fan-out neighbours), and a negative tail may hit an endpoint of its edge.
 
 Evaluation is full-graph layer-wise inference (each layer on the whole graph,
 as GraphConv / SAGEConv run in full-graph training) and the MRR of every
@@ -22,7 +27,7 @@ validation edge against its fixed negatives, scored by torch_gnn.py's val_mrr;
 the .tmag file is read by torch_gnn.py's reader.  Runs in the venv that
 dgl_env.sh makes.
 
-  dgl_gnn.py G.tmag [--encoder sage] [--batch 1024] [--threads 2] [--steps N | --seconds S]
+  dgl_gnn.py G.tmag [--encoder sage] [--heads 1] [--batch 1024] [--threads 2] [--steps N | --seconds S]
                     [--hidden 256] [--fanouts 25,10] [--no-eval]
 
 Prints one JSON object like torch_gnn.py and bench_gnn.
@@ -40,7 +45,7 @@ import gnn_args  # noqa: E402
 
 # DGL's sampler runs on the system's OpenMP runtime, not the one torch bundles, so
 # torch.set_num_threads does not reach it; it reads OMP_NUM_THREADS when it loads.
-ARGS = gnn_args.parse(__doc__.split("\n")[0], ["gcn", "sage"]) if __name__ == "__main__" else None
+ARGS = gnn_args.parse(__doc__.split("\n")[0], ["gcn", "sage", "gat"]) if __name__ == "__main__" else None
 if ARGS is not None:
     os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 
@@ -76,14 +81,36 @@ def dgl_graph(g, self_loops):
     return G, reverse_eids, torch.arange(E)
 
 
+class GAT(nn.Module):
+    """tma's GAT layer from GATConv: heads concatenated (concat) or averaged, one bias."""
+
+    def __init__(self, d, hidden, heads, concat):
+        super().__init__()
+        self.concat = concat
+        self.conv = dglnn.GATConv(d, hidden // heads if concat else hidden, heads, bias=False)
+        self.bias = nn.Parameter(torch.zeros(hidden))
+
+    def forward(self, graph, h):
+        z = self.conv(graph, h)  # [nodes, heads, C]
+        return (z.flatten(1) if self.concat else z.mean(1)) + self.bias
+
+
+def conv(enc, d, hidden, heads, last):
+    if enc == "gcn":
+        return dglnn.GraphConv(d, hidden)
+    if enc == "sage":
+        return dglnn.SAGEConv(d, hidden, "mean")
+    return GAT(d, hidden, heads, not last)
+
+
 class Model(nn.Module):
-    def __init__(self, enc, layers, fdim, hidden, dlayers, dhidden):
+    def __init__(self, enc, layers, fdim, hidden, dlayers, dhidden, heads=1):
         super().__init__()
         self.L = layers
         self.convs, self.norms, self.acts = nn.ModuleList(), nn.ModuleList(), nn.ModuleList()
         for l in range(layers):
             d = fdim if l == 0 else hidden
-            self.convs.append(dglnn.GraphConv(d, hidden) if enc == "gcn" else dglnn.SAGEConv(d, hidden, "mean"))
+            self.convs.append(conv(enc, d, hidden, heads, l == layers - 1))
             if l < layers - 1:
                 self.norms.append(nn.LayerNorm(hidden))
                 self.acts.append(nn.PReLU())
@@ -127,7 +154,7 @@ def main():
     t_setup = time.perf_counter()
     g = read_tmag(a.graph)
     g["path"] = a.graph
-    G, reverse_eids, train_eids = dgl_graph(g, a.encoder == "gcn")
+    G, reverse_eids, train_eids = dgl_graph(g, a.encoder in ("gcn", "gat"))
     G.ndata["feat"] = torch.from_numpy(np.ascontiguousarray(g["features"]))
     G.create_formats_()
     fanouts = [int(x) for x in a.fanouts.split(",")][: a.layers]
@@ -139,7 +166,7 @@ def main():
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(1))
     loader = dgl.dataloading.DataLoader(G, train_eids, sampler, batch_size=a.batch, shuffle=True,
                                         drop_last=True, num_workers=0)
-    model = Model(a.encoder, a.layers, g["feature_dim"], a.hidden, a.decoder_layers, a.decoder_hidden)
+    model = Model(a.encoder, a.layers, g["feature_dim"], a.hidden, a.decoder_layers, a.decoder_hidden, a.heads)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     t_setup = time.perf_counter() - t_setup
     B = a.batch
@@ -170,7 +197,7 @@ def main():
 
     done, mean_loss, elapsed, cpu_train, times = timed_steps(step, a, 4)
     out = {"impl": "dgl", "dgl": dgl.__version__, "torch": torch.__version__, "graph": a.graph,
-           "encoder": a.encoder, "batch_size": B, "threads": torch.get_num_threads(), "setup_seconds": t_setup,
+           "encoder": a.encoder, "heads": a.heads, "batch_size": B, "threads": torch.get_num_threads(), "setup_seconds": t_setup,
            "features": "dense", "steps": done, "params": sum(p.numel() for p in model.parameters()),
            "mean_loss": mean_loss, "edges_per_second": done * B / elapsed, "step_ms": elapsed / done * 1e3,
            "cpu_ms_per_step": cpu_train / done * 1e3,

@@ -8,6 +8,7 @@ def parse(description, encoders):
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("graph")
     ap.add_argument("--encoder", default="sage", choices=encoders)
+    ap.add_argument("--heads", type=int, default=1)  # gat: attention heads
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=256)

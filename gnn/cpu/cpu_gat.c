@@ -2,8 +2,8 @@
  * cpu_gat.c: the CPU backend's GAT ops: the attention scores, the
  * attention-weighted aggregation and its backward.  Straightforward loops
  * parallelised with OpenMP over destination rows (or, where a scatter
- * over source rows would race, over columns), so every result is the same
- * for any thread count.  Compiled twice, for AVX2 and for the baseline ISA
+ * over source rows would race, over ranges of source rows, each part
+ * walking every edge), so every result is the same for any thread count.  Compiled twice, for AVX2 and for the baseline ISA
  * (see cpu_int.h).
  */
 #include "cpu_int.h"
@@ -79,27 +79,31 @@ tma_status_t cpu_gat_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *
     const int par = blk->num_edges * KC > PAR_MIN;
 
     /* 1: each edge's gradient through the softmax and the LeakyReLU, and
-     * the destination scores' (row i's own), one destination row a step. */
+     * the destination scores' (row i's own), one destination row a step;
+     * every head of an edge while its source row is at hand. */
 #pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 64) if (par)
     for (int64_t i = 0; i < n; i++) {
-        for (int64_t k = 0; k < K; k++) {
-            float sum = 0, gd = 0;
-            const float *go = mean ? dy + i * d : dy + i * d + k * C;
-            for (int32_t e = i < nd ? ip[i] : 0; i < nd && e < ip[i + 1]; e++) {
-                const float *tu = t + (int64_t)ix[e] * KC + k * C;
+        float sum[TMA_GNN_MAX_HEADS] = {0}, gd[TMA_GNN_MAX_HEADS] = {0};
+        for (int32_t e = i < nd ? ip[i] : 0; i < nd && e < ip[i + 1]; e++) {
+            const float *tu = t + (int64_t)ix[e] * KC;
+            for (int64_t k = 0; k < K; k++) {
+                const float *go = mean ? dy + i * d : dy + i * d + k * C;
                 float g = 0;
                 for (int64_t c = 0; c < C; c++)
-                    g += go[c] * tu[c];
+                    g += go[c] * tu[k * C + c];
                 de[(int64_t)e * K + k] = g * scale;
-                sum += al[(int64_t)e * K + k] * g * scale;
+                sum[k] += al[(int64_t)e * K + k] * g * scale;
             }
-            for (int32_t e = i < nd ? ip[i] : 0; i < nd && e < ip[i + 1]; e++) {
+        }
+        for (int32_t e = i < nd ? ip[i] : 0; i < nd && e < ip[i + 1]; e++)
+            for (int64_t k = 0; k < K; k++) {
                 const float x = s[(int64_t)ix[e] * 2 * K + k] + s[i * 2 * K + K + k];
-                const float g = al[(int64_t)e * K + k] * (de[(int64_t)e * K + k] - sum) * (x > 0 ? 1.0f : TMA_GNN_GAT_SLOPE);
+                const float g = al[(int64_t)e * K + k] * (de[(int64_t)e * K + k] - sum[k]) * (x > 0 ? 1.0f : TMA_GNN_GAT_SLOPE);
                 de[(int64_t)e * K + k] = g;
-                gd += g;
+                gd[k] += g;
             }
-            ds[i * 2 * K + K + k] = gd;
+        for (int64_t k = 0; k < K; k++) {
+            ds[i * 2 * K + K + k] = gd[k];
             ds[i * 2 * K + k] = 0;
         }
     }
@@ -108,35 +112,54 @@ tma_status_t cpu_gat_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *
         for (int32_t e = ip[i]; e < ip[i + 1]; e++)
             for (int64_t k = 0; k < K; k++)
                 ds[(int64_t)ix[e] * 2 * K + k] += de[(int64_t)e * K + k];
-    /* 3: dT, the columns split between threads (each thread scatters into
-     * its own columns, in edge order), then the scores' share. */
-    const int64_t nblk = (KC + 15) / 16;
-#pragma omp parallel for num_threads(NT(b)) schedule(static) if (par)
-    for (int64_t cb = 0; cb < nblk; cb++) {
-        const int64_t c0 = cb * 16, c1 = TMA_MIN(KC, c0 + 16);
-        for (int64_t u = 0; u < n; u++)
-            for (int64_t j = c0; j < c1; j++)
-                dt[u * KC + j] = 0;
+    /* 3: dT, the source rows split into ranges between threads: each part
+     * walks every edge in order and scatters whole rows into its own range,
+     * so a row sums its edges in edge order for any split; then the scores'
+     * share.  (Splitting the columns instead sent every edge's row to memory
+     * once per 16 columns: most of a GAT step.) */
+    const int64_t parts = par ? 4 * (int64_t)NT(b) : 1;
+#pragma omp parallel for num_threads(NT(b)) schedule(dynamic, 1) if (par)
+    for (int64_t p = 0; p < parts; p++) {
+        const int64_t u0 = n * p / parts, u1 = n * (p + 1) / parts;
+        for (int64_t u = u0; u < u1; u++)
+            row_zero(dt + u * KC, KC);
         for (int64_t i = 0; i < nd; i++)
             for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+                if (ix[e] < u0 || ix[e] >= u1)
+                    continue;
                 float *du = dt + (int64_t)ix[e] * KC;
-                for (int64_t j = c0; j < c1; j++)
-                    du[j] += al[(int64_t)e * K + j / C] * scale * dy[i * d + (mean ? j % C : j)];
+                for (int64_t k = 0; k < K; k++) {
+                    const float a = al[(int64_t)e * K + k] * scale, *g = dy + i * d + (mean ? 0 : k * C);
+                    for (int64_t c = 0; c < C; c++)
+                        du[k * C + c] += a * g[c];
+                }
             }
-        for (int64_t u = 0; u < n; u++)
-            for (int64_t j = c0; j < c1; j++)
-                dt[u * KC + j] += ds[u * 2 * K + j / C] * as[j] + ds[u * 2 * K + K + j / C] * ad[j];
+        for (int64_t u = u0; u < u1; u++)
+            for (int64_t k = 0; k < K; k++) {
+                const float gs = ds[u * 2 * K + k], gdst = ds[u * 2 * K + K + k];
+                for (int64_t c = 0; c < C; c++)
+                    dt[u * KC + k * C + c] += gs * as[k * C + c] + gdst * ad[k * C + c];
+            }
     }
-    /* 4: the attention vectors' gradients, a column each (double sums). */
+    /* 4: the attention vectors' gradients, double sums over the rows in
+     * order, 16 columns of one head a thread's block (row-major reads). */
+    const int64_t per_head = (C + 15) / 16, nblk = K * per_head;
 #pragma omp parallel for num_threads(NT(b)) schedule(static) if (n * KC > PAR_MIN)
-    for (int64_t j = 0; j < KC; j++) {
-        double x = 0, y = 0;
+    for (int64_t cb = 0; cb < nblk; cb++) {
+        const int64_t k = cb / per_head, c0 = (cb % per_head) * 16, w = TMA_MIN(C, c0 + 16) - c0, col = k * C + c0;
+        double x[16] = {0}, y[16] = {0};
         for (int64_t u = 0; u < n; u++) {
-            x += (double)ds[u * 2 * K + j / C] * t[u * KC + j];
-            y += (double)ds[u * 2 * K + K + j / C] * t[u * KC + j];
+            const double gs = ds[u * 2 * K + k], gd = ds[u * 2 * K + K + k];
+            const float *tu = t + u * KC + col;
+            for (int64_t j = 0; j < w; j++) {
+                x[j] += gs * tu[j];
+                y[j] += gd * tu[j];
+            }
         }
-        F(da_src)[j] = (float)x;
-        F(da_dst)[j] = (float)y;
+        for (int64_t j = 0; j < w; j++) {
+            F(da_src)[col + j] = (float)x[j];
+            F(da_dst)[col + j] = (float)y[j];
+        }
     }
     return TMA_OK;
 }

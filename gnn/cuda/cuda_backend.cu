@@ -567,6 +567,57 @@ static tma_status_t cuda_rgcn_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_
     return TMA_OK;
 }
 
+/* ------------------------------------------------------------------ GAT */
+
+static tma_status_t cuda_gat_scores(tma_gnn_backend_t *b, const tensor_t *T, const tensor_t *a_src,
+                                    const tensor_t *a_dst, tensor_t *Sc)
+{
+    ENTER(b);
+    CU(cuk_gat_scores(S(b)->stream, CF(T), CF(a_src), CF(a_dst), T->rows, a_src->rows, a_src->cols, F(Sc)));
+    return TMA_OK;
+}
+
+static tma_status_t cuda_gat_aggregate(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                                       const tensor_t *Sc, int64_t self0, tensor_t *alpha, tensor_t *Y)
+{
+    ENTER(b);
+    const int64_t K = Sc->cols / 2;
+    CU(cuk_gat_agg(S(b)->stream, CI32(&blk->indptr), CI32(&blk->indices), CF(T), CF(Sc), self0, blk->num_dst, K,
+                   T->cols / K, Y->cols != T->cols, F(alpha), F(Y)));
+    return TMA_OK;
+}
+
+/* The kernels give dE, dS and dT; the attention vectors' gradients are one
+ * product a head and vector: da_src[k] = T[:, head k]^T dS[:, k] (and
+ * da_dst with dS[:, K + k]), a cuBLAS gemv on T's column-major view. */
+static tma_status_t cuda_gat_aggregate_bwd(tma_gnn_backend_t *b, const tma_gnn_block_t *blk, const tensor_t *T,
+                                           const tensor_t *Sc, const tensor_t *alpha, const tensor_t *a_src,
+                                           const tensor_t *a_dst, const tensor_t *dY, tensor_t *dE, tensor_t *dS,
+                                           tensor_t *dT, tensor_t *da_src, tensor_t *da_dst)
+{
+    ENTER(b);
+    const int64_t K = a_src->rows, C = a_src->cols, n = T->rows;
+    CU(cuk_gat_agg_bwd(S(b)->stream, CI32(&blk->indptr), CI32(&blk->indices), CF(T), CF(Sc), CF(alpha), CF(a_src),
+                       CF(a_dst), CF(dY), n, blk->num_dst, K, C, dY->cols != T->cols, F(dE), F(dS), F(dT)));
+    CU(cudaMemsetAsync(da_src->data, 0, (size_t)(K * C) * sizeof(float), S(b)->stream));
+    CU(cudaMemsetAsync(da_dst->data, 0, (size_t)(K * C) * sizeof(float), S(b)->stream));
+    if (n == 0)
+        return TMA_OK;
+    if (n > INT_MAX || K * C > INT_MAX) {
+        tma_log_error(COMP, "device %s: a GAT layer of %lld rows x %lld columns is beyond cuBLAS's 32-bit sizes",
+                      b->device, (long long)n, (long long)(K * C));
+        return TMA_ERR_UNSUPPORTED;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t k = 0; k < K; k++) {
+        BLAS(cublasSgemv(S(b)->blas, CUBLAS_OP_N, (int)C, (int)n, &one, CF(T) + k * C, (int)(K * C), CF(dS) + k,
+                         (int)(2 * K), &zero, F(da_src) + k * C, 1));
+        BLAS(cublasSgemv(S(b)->blas, CUBLAS_OP_N, (int)C, (int)n, &one, CF(T) + k * C, (int)(K * C), CF(dS) + K + k,
+                         (int)(2 * K), &zero, F(da_dst) + k * C, 1));
+    }
+    return TMA_OK;
+}
+
 static tma_status_t cuda_distmult(tma_gnn_backend_t *b, const tensor_t *H, const tensor_t *hi, const tensor_t *ti,
                                   const tensor_t *rel, const tensor_t *Wr, tensor_t *score)
 {
@@ -896,6 +947,9 @@ const tma_gnn_ops_t tma_gnn_cuda_ops = {
     .rgcn_aggregate_bwd = cuda_rgcn_aggregate_bwd,
     .distmult = cuda_distmult,
     .distmult_bwd = cuda_distmult_bwd,
+    .gat_scores = cuda_gat_scores,
+    .gat_aggregate = cuda_gat_aggregate,
+    .gat_aggregate_bwd = cuda_gat_aggregate_bwd,
     .rows_gather = cuda_rows_gather,
     .rows_scatter = cuda_rows_scatter,
 };

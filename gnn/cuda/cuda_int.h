@@ -116,6 +116,18 @@ cudaError_t cuk_distmult(cudaStream_t s, const float *H, const int32_t *hi, cons
 cudaError_t cuk_distmult_bwd(cudaStream_t s, const float *ds, const float *H, const int32_t *hi, const int32_t *ti,
                              const int32_t *rel, const float *Wr, int64_t np, int64_t d, float *dH, int64_t n_h,
                              float *dWr, int64_t n_r);
+/* GAT (gnn_backend.h says what each computes; K heads of C columns). */
+cudaError_t cuk_gat_scores(cudaStream_t s, const float *T, const float *as, const float *ad, int64_t n, int64_t K,
+                           int64_t C, float *S);
+/* Y is rows x C (the heads' mean) when mean, else rows x K*C. */
+cudaError_t cuk_gat_agg(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *T, const float *S,
+                        int64_t self0, int64_t rows, int64_t K, int64_t C, int mean, float *alpha, float *Y);
+/* dE, dS (n x 2K) and dT (n x K*C) for the n rows of T, nd of them
+ * destinations; dT by scatter with atomics (its sums' order varies from
+ * run to run).  The attention vectors' gradients are products: the caller's. */
+cudaError_t cuk_gat_agg_bwd(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *T, const float *S,
+                            const float *alpha, const float *as, const float *ad, const float *dY, int64_t n,
+                            int64_t nd, int64_t K, int64_t C, int mean, float *dE, float *dS, float *dT);
 /* Y[didx[i]] = X[sidx[i]] for i < n (a NULL index is the identity). */
 cudaError_t cuk_rows_copy(cudaStream_t s, const float *X, const int32_t *sidx, const int32_t *didx, int64_t n,
                           int64_t d, float *Y);

@@ -1051,3 +1051,204 @@ cudaError_t cuk_rows_copy(cudaStream_t s, const float *X, const int32_t *sidx, c
     k_rows_copy<<<grid_rows(n), CUK_THREADS, 0, s>>>(X, sidx, didx, n, d, Y);
     return launched();
 }
+
+/* ------------------------------------------------------------------ GAT */
+
+__device__ __forceinline__ float gat_leaky(float x) { return x > 0 ? x : TMA_GNN_GAT_SLOPE * x; }
+
+/* Every lane gets the warp's maximum. */
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
+    return v;
+}
+
+/* S[u, k] = T[u, head k] . a_src[k], S[u, K + k] likewise with a_dst: one
+ * warp a row, a head at a time. */
+__global__ void k_gat_scores(const float *T, const float *as, const float *ad, int64_t n, int64_t K, int64_t C,
+                             float *S)
+{
+    WARP_ROWS(u, n)
+    {
+        const float *tu = T + u * K * C;
+        for (int64_t k = 0; k < K; k++) {
+            float x = 0.0f, y = 0.0f;
+            for (int64_t c = lane; c < C; c += 32) {
+                x += tu[k * C + c] * as[k * C + c];
+                y += tu[k * C + c] * ad[k * C + c];
+            }
+            x = warp_sum(x);
+            y = warp_sum(y);
+            if (lane == 0) {
+                S[u * 2 * K + k] = x;
+                S[u * 2 * K + K + k] = y;
+            }
+        }
+    }
+}
+
+cudaError_t cuk_gat_scores(cudaStream_t s, const float *T, const float *as, const float *ad, int64_t n, int64_t K,
+                           int64_t C, float *S)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    k_gat_scores<<<grid_rows(n), CUK_THREADS, 0, s>>>(T, as, ad, n, K, C, S);
+    return launched();
+}
+
+/* One warp a destination row: per head the softmax over its edges (the
+ * lanes take the edges), then the weighted sum of the sources' head rows
+ * (the lanes take the columns of the head; each reads the attention of
+ * other lanes' edges, and adds to columns other lanes zeroed, only after
+ * __syncwarp). */
+__global__ void k_gat_agg(const int32_t *ip, const int32_t *ix, const float *T, const float *S, int64_t self0,
+                          int64_t rows, int64_t K, int64_t C, int mean, float *alpha, float *Y)
+{
+    const int64_t KC = K * C, d = mean ? C : KC;
+    WARP_ROWS(i, rows)
+    {
+        float *yi = Y + i * d;
+        for (int64_t j = lane; j < d; j += 32)
+            yi[j] = 0.0f;
+        __syncwarp(); /* a head's columns start at k C: other lanes than those that zeroed them add to them */
+        const int32_t e0 = ip[i], e1 = ip[i + 1];
+        for (int64_t k = 0; k < K; k++) {
+            const float sd = S[(self0 + i) * 2 * K + K + k];
+            float m = -INFINITY, z = 0.0f;
+            for (int32_t e = e0 + lane; e < e1; e += 32)
+                m = fmaxf(m, gat_leaky(S[(int64_t)ix[e] * 2 * K + k] + sd));
+            m = warp_max(m);
+            for (int32_t e = e0 + lane; e < e1; e += 32) {
+                const float w = expf(gat_leaky(S[(int64_t)ix[e] * 2 * K + k] + sd) - m);
+                alpha[(int64_t)e * K + k] = w;
+                z += w;
+            }
+            z = warp_sum(z);
+            for (int32_t e = e0 + lane; e < e1; e += 32)
+                alpha[(int64_t)e * K + k] /= z;
+            __syncwarp();
+            float *yk = mean ? yi : yi + k * C;
+            for (int32_t e = e0; e < e1; e++) {
+                const float a = mean ? alpha[(int64_t)e * K + k] / (float)K : alpha[(int64_t)e * K + k];
+                const float *tu = T + (int64_t)ix[e] * KC + k * C;
+                for (int64_t j = lane; j < C; j += 32)
+                    yk[j] += a * tu[j];
+            }
+        }
+    }
+}
+
+cudaError_t cuk_gat_agg(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *T, const float *S,
+                        int64_t self0, int64_t rows, int64_t K, int64_t C, int mean, float *alpha, float *Y)
+{
+    if (rows <= 0)
+        return cudaSuccess;
+    k_gat_agg<<<grid_rows(rows), CUK_THREADS, 0, s>>>(ip, ix, T, S, self0, rows, K, C, mean, alpha, Y);
+    return launched();
+}
+
+/* Backward 1: one warp a row of T.  Destination rows: each edge's gradient
+ * through the softmax and the LeakyReLU into dE, their sum into the row's
+ * destination score gradient dS[i, K + k]; every row's source score
+ * gradient dS[u, k] starts at 0 (backward 2 adds to it). */
+__global__ void k_gat_bwd_edges(const int32_t *ip, const int32_t *ix, const float *T, const float *S,
+                                const float *alpha, const float *dY, int64_t n, int64_t nd, int64_t K, int64_t C,
+                                int mean, float scale, float *dE, float *dS)
+{
+    const int64_t KC = K * C, d = mean ? C : KC;
+    WARP_ROWS(i, n)
+    {
+        for (int64_t k = 0; k < K; k++) {
+            float gd = 0.0f;
+            if (i < nd) {
+                const float *go = mean ? dY + i * d : dY + i * d + k * C;
+                float sum = 0.0f;
+                for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+                    const float *tu = T + (int64_t)ix[e] * KC + k * C;
+                    float g = 0.0f;
+                    for (int64_t c = lane; c < C; c += 32)
+                        g += go[c] * tu[c];
+                    g = warp_sum(g);
+                    if (lane == 0)
+                        dE[(int64_t)e * K + k] = g * scale;
+                    sum += alpha[(int64_t)e * K + k] * g * scale;
+                }
+                __syncwarp();
+                for (int32_t e = ip[i] + lane; e < ip[i + 1]; e += 32) {
+                    const float x = S[(int64_t)ix[e] * 2 * K + k] + S[i * 2 * K + K + k];
+                    const float g = alpha[(int64_t)e * K + k] * (dE[(int64_t)e * K + k] - sum) *
+                                    (x > 0 ? 1.0f : TMA_GNN_GAT_SLOPE);
+                    dE[(int64_t)e * K + k] = g;
+                    gd += g;
+                }
+                gd = warp_sum(gd);
+                __syncwarp();
+            }
+            if (lane == 0) {
+                dS[i * 2 * K + K + k] = gd;
+                dS[i * 2 * K + k] = 0.0f;
+            }
+        }
+    }
+}
+
+/* Backward 2: the source score gradients, dS[src(e), k] += dE[e, k]; and dT
+ * (zeroed first) += alpha[e, k] scale dY[i, head k], both with atomics:
+ * one warp a destination row. */
+__global__ void k_gat_bwd_scatter(const int32_t *ip, const int32_t *ix, const float *alpha, const float *dE,
+                                  const float *dY, int64_t nd, int64_t K, int64_t C, int mean, float scale,
+                                  float *dS, float *dT)
+{
+    const int64_t KC = K * C, d = mean ? C : KC;
+    WARP_ROWS(i, nd)
+    {
+        for (int32_t e = ip[i]; e < ip[i + 1]; e++) {
+            const int64_t u = ix[e];
+            for (int64_t k = lane; k < K; k += 32)
+                atomicAdd(dS + u * 2 * K + k, dE[(int64_t)e * K + k]);
+            for (int64_t k = 0; k < K; k++) {
+                const float a = alpha[(int64_t)e * K + k] * scale, *g = dY + i * d + (mean ? 0 : k * C);
+                for (int64_t c = lane; c < C; c += 32)
+                    atomicAdd(dT + u * KC + k * C + c, a * g[c]);
+            }
+        }
+    }
+}
+
+/* Backward 3: the scores' share of dT, dT[u, head k] += dS[u, k] a_src[k] +
+ * dS[u, K + k] a_dst[k]: one warp a row. */
+__global__ void k_gat_bwd_scores(const float *dS, const float *as, const float *ad, int64_t n, int64_t K, int64_t C,
+                                 float *dT)
+{
+    WARP_ROWS(u, n)
+    {
+        for (int64_t k = 0; k < K; k++) {
+            const float gs = dS[u * 2 * K + k], gd = dS[u * 2 * K + K + k];
+            for (int64_t c = lane; c < C; c += 32)
+                dT[u * K * C + k * C + c] += gs * as[k * C + c] + gd * ad[k * C + c];
+        }
+    }
+}
+
+cudaError_t cuk_gat_agg_bwd(cudaStream_t s, const int32_t *ip, const int32_t *ix, const float *T, const float *S,
+                            const float *alpha, const float *as, const float *ad, const float *dY, int64_t n,
+                            int64_t nd, int64_t K, int64_t C, int mean, float *dE, float *dS, float *dT)
+{
+    const float scale = mean ? 1.0f / (float)K : 1.0f;
+    if (n <= 0)
+        return cudaSuccess;
+    cudaError_t e = cudaMemsetAsync(dT, 0, (size_t)(n * K * C) * sizeof(float), s);
+    if (e != cudaSuccess)
+        return e;
+    k_gat_bwd_edges<<<grid_rows(n), CUK_THREADS, 0, s>>>(ip, ix, T, S, alpha, dY, n, nd, K, C, mean, scale, dE, dS);
+    if ((e = launched()) != cudaSuccess)
+        return e;
+    if (nd > 0) {
+        k_gat_bwd_scatter<<<grid_rows(nd), CUK_THREADS, 0, s>>>(ip, ix, alpha, dE, dY, nd, K, C, mean, scale, dS, dT);
+        if ((e = launched()) != cudaSuccess)
+            return e;
+    }
+    k_gat_bwd_scores<<<grid_rows(n), CUK_THREADS, 0, s>>>(dS, as, ad, n, K, C, dT);
+    return launched();
+}

@@ -1,6 +1,7 @@
 """`torch_model`: a `tma export` folder as a PyTorch module that embeds the
 nodes of any graph with the model's features (and, for relational models,
-its node types and relations) and scores pairs, as `tma eval` does:
+its node types and relations) and scores pairs, as `tma eval` does (every
+encoder: GCN, SAGE, MLP, RGCN, GAT):
 full-neighbourhood inference, LayerNorm (eps 1e-5) and PReLU after every
 encoder layer but the last (docs/model.md, "The model" and "tma export")."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import warnings
 from typing import Optional
 
 import numpy as np
@@ -158,7 +160,34 @@ def _module_class():
                     if bool(m.any()):
                         out = out + self._aggregate(h, src[m], dst[m], w[m], n) @ W[r]
                 return out
+            if kind == "gat":
+                return self._gat(l, h, src, dst, n)
             raise TmaError("unknown encoder %r in model.json" % kind)
+
+        def _gat(self, l, h, src, dst, n):
+            """PyG's GATConv (add_self_loops, negative_slope 0.2): every node
+            attends over its neighbours and itself; hidden layers concatenate
+            the heads, the last averages them (docs/model.md, "GAT")."""
+            torch = _torch()
+            F = torch.nn.functional
+            P = lambda s: self.p("encoder.%d.%s" % (l, s))  # noqa: E731
+            # [heads, C]; an export of one head before tma wrote it as a matrix is [C].
+            a_src, a_dst = (P(s).reshape(-1, P(s).shape[-1]) for s in ("att_src", "att_dst"))
+            K, C = a_src.shape
+            t = F.linear(h, P("lin.weight")).view(n, K, C)
+            s_src, s_dst = (t * a_src).sum(-1), (t * a_dst).sum(-1)  # [n, heads]
+            # Each node's own edge, as tma's blocks have it (first: the order changes the sums by rounding only).
+            loop = torch.arange(n)
+            src, dst = torch.cat([loop, src]), torch.cat([loop, dst])
+            e = F.leaky_relu(s_src[src] + s_dst[dst], 0.2)  # [edges, heads]
+            with warnings.catch_warnings():  # scatter_reduce is "beta" in torch 1.12 and 1.13
+                warnings.simplefilter("ignore", UserWarning)
+                top = e.new_full((n, K), float("-inf")).scatter_reduce_(0, dst[:, None].expand(-1, K), e, "amax")
+            w = torch.exp(e - top[dst])
+            w = w / w.new_zeros(n, K).index_add_(0, dst, w)[dst]
+            z = t.new_zeros(n, K, C).index_add_(0, dst, t[src] * w[:, :, None])
+            z = z.reshape(n, K * C) if l < self.layers - 1 else z.mean(1)
+            return z + P("bias")
 
         # -------------------------------------------------------------- decoder
 

@@ -8,7 +8,8 @@
  * both evaluators score the same weights: every validation and test
  * score within 1e-4 (relative to the split's largest), and their MRRs
  * agree up to ranking ties (scores that differ by float rounding may swap
- * places).  Also SAGE's inference in id order, and the typed models (RGCN
+ * places).  Also GAT (several heads and one), SAGE's inference in id
+ * order, and the typed models (RGCN
  * with bases, GCN and RGCN with DistMult, RGCN with the MLP decoder) on a
  * typed graph.
  */
@@ -163,6 +164,14 @@ int main(void)
     c = step_config(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_MLP);
     c.negatives = 4;
     check_step(g, c, "dense, 4 negatives");
+    /* GAT: 4 heads (concatenated in the hidden layer, averaged in the last),
+     * dense and sparse features; one head with the dot decoder. */
+    c = step_config(TMA_GNN_ENCODER_GAT, TMA_GNN_DECODER_MLP);
+    c.heads = 4;
+    check_step(g, c, "dense");
+    check_step(gs, c, "sparse");
+    c = step_config(TMA_GNN_ENCODER_GAT, TMA_GNN_DECODER_DOT);
+    check_step(g, c, "dense");
     /* Typed graphs: RGCN with bases and the per-type projection, DistMult. */
     tma_graph_t *gt = gnn_test_typed_graph(1500, 4, 0.5, 2, 3, 32, 150, 20, 29);
     check_step(gt, step_config(TMA_GNN_ENCODER_RGCN, TMA_GNN_DECODER_DISTMULT), "typed");

@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_torch_model.sh: tma.torch_model rebuilds an exported model in
 # PyTorch and embeds the nodes of a graph the model never saw.  For GCN,
-# SAGE and MLP (MLP and dot decoders) on an untyped graph and RGCN +
+# SAGE, MLP and GAT (MLP and dot decoders; GAT with several heads,
+# concatenated and averaged, and with one) on an untyped graph and RGCN +
 # DistMult and GCN + DistMult on a typed one: train on graph A, export, then
 # embed graph B, another graph of the same feature width (and node types and
 # relations) with more nodes, generated from another seed.  Every node of B
@@ -71,6 +72,12 @@ check gcn a.tmag b.tmag '{"encoder": "gcn", "hidden": 16, "decoder_hidden": 8}'
 check sage a.tmag b.tmag '{"encoder": "sage", "layers": 3, "hidden": 16, "decoder_layers": 3, "decoder_hidden": 8}' \
   '[5, 5, 5]'
 check mlp a.tmag b.tmag '{"encoder": "mlp", "hidden": 16, "decoder": "dot"}'
+check gat a.tmag b.tmag '{"encoder": "gat", "heads": 4, "hidden": 16, "decoder_hidden": 8}'
+check gat3 a.tmag b.tmag '{"encoder": "gat", "layers": 3, "heads": 2, "hidden": 16, "decoder": "dot"}' '[5, 5, 5]'
+check gat1 a.tmag b.tmag '{"encoder": "gat", "layers": 1, "heads": 1, "hidden": 16, "decoder_hidden": 8}' '[5]'
+# One head: the attention vectors are still [heads, C], as GATConv's less the leading 1.
+"$PY" -c 'import numpy as np; m = np.load("gat1/export/model.npz"); assert m["encoder.0.att_src"].shape == (1, 16) and m["encoder.0.att_dst"].shape == (1, 16), m["encoder.0.att_src"].shape' ||
+  fail "gat1: the attention vectors of one head are not [1, C]"
 check rgcn ta.tmag tb.tmag '{"encoder": "rgcn", "decoder": "distmult", "hidden": 16, "bases": 2}'
 check gcn-dm ta.tmag tb.tmag '{"encoder": "gcn", "decoder": "distmult", "hidden": 16}'
 
