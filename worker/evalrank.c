@@ -18,7 +18,15 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* The rank's thread runs at this nice value (Linux: per thread): on a
+ * machine whose cores the trainer and the rank share, the trainer keeps
+ * most of a contended core and evaluation takes the rest; where a core is
+ * free the rank runs at full speed. */
+#define RANK_NICE 10
 
 #define COMP "evaluator"
 
@@ -478,6 +486,8 @@ static void step(worker_eval_t *e, const tma_transport_msg_t *m)
 static void *eval_main(void *arg)
 {
     worker_eval_t *e = arg;
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), RANK_NICE) != 0)
+        tma_log_debug(COMP, "the evaluator rank's thread keeps its priority (setpriority failed)");
     while (!__atomic_load_n(&e->quit, __ATOMIC_SEQ_CST)) {
         tma_transport_msg_t m;
         tma_status_t st = tma_transport_recv(e->tr, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.2, &m);
