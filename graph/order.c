@@ -208,6 +208,19 @@ static void bin_sink(bins_t *b, int32_t p)
     }
 }
 
+/* Adds node v's neighbours to b->edges by their part (unplaced ones, part
+ * -1, left out), each part's first time to b->touched[nt ..]: the new nt. */
+static int64_t tally_parts(const tma_graph_t *g, int64_t v, const int32_t *part, bins_t *b, int64_t nt)
+{
+    const int64_t *row = g->indices + g->indptr[v], deg = tma_graph_degree(g, v);
+    for (int64_t k = 0; k < deg; k++) {
+        const int32_t p = part[row[k]];
+        if (p >= 0 && b->edges[p]++ == 0)
+            b->touched[nt++] = p;
+    }
+    return nt;
+}
+
 /* The part for the group nodes[0 .. sz): of the parts with room for it,
  * the one its nodes have the most edges to (ties: the lighter); else the
  * lightest. */
@@ -215,14 +228,8 @@ static int32_t place_group(const tma_graph_t *g, const int32_t *nodes, int64_t s
                            int64_t room, bins_t *b)
 {
     int64_t nt = 0;
-    for (int64_t i = 0; i < sz; i++) {
-        const int64_t v = nodes[i], *row = g->indices + g->indptr[v], deg = tma_graph_degree(g, v);
-        for (int64_t k = 0; k < deg; k++) {
-            const int32_t p = part[row[k]];
-            if (p >= 0 && b->edges[p]++ == 0)
-                b->touched[nt++] = p;
-        }
-    }
+    for (int64_t i = 0; i < sz; i++)
+        nt = tally_parts(g, nodes[i], part, b, nt);
     int32_t best = b->heap[0];
     int64_t best_edges = 0;
     for (int64_t i = 0; i < nt; i++) {
@@ -248,13 +255,7 @@ static void refine(const tma_graph_t *g, int32_t *part, int64_t room, bins_t *b)
     for (int sweep = 0; sweep < LP_SWEEPS; sweep++) {
         int64_t moved = 0;
         for (int64_t v = 0; v < N; v++) {
-            const int64_t *row = g->indices + g->indptr[v], deg = tma_graph_degree(g, v);
-            int64_t nt = 0;
-            for (int64_t k = 0; k < deg; k++) {
-                const int32_t p = part[row[k]];
-                if (b->edges[p]++ == 0)
-                    b->touched[nt++] = p;
-            }
+            const int64_t nt = tally_parts(g, v, part, b, 0);
             const int32_t own = part[v];
             int32_t best = own;
             int64_t best_edges = b->edges[own];
