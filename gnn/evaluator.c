@@ -391,8 +391,8 @@ tma_status_t gnn_evaluator_create_on(const char *device, const tma_gnn_config_t 
             tf = TMA_MAX(tf, gnn_layer_proj_floats(&ev->cfg, l, N));
         if ((st = alloc_t(b, TMA_GNN_F32, tf, &ev->T)))
             goto fail;
-    } else if (ev->bf16 && gnn_layer_project_first(&ev->cfg, 0, &ev->fi)) {
-        /* Sparse features: layer 0's projection of every node, in float32 (the f32 tables lend a table). */
+    } else if (ev->bf16 && gnn_layer_eval_project_first(&ev->cfg, 0, &ev->fi)) {
+        /* Sparse or wide features: layer 0's projection of every node, in float32 (the f32 tables lend a table). */
         if ((st = alloc_t(b, TMA_GNN_F32, N * H, &ev->T)))
             goto fail;
     }
@@ -518,7 +518,7 @@ static tma_status_t infer(tma_gnn_evaluator_t *ev, tensor_t *R_p)
         } else {
             src.H = &in;
         }
-        const int pf = gnn_layer_project_first(cfg, l, &ev->fi);
+        const int pf = gnn_layer_eval_project_first(cfg, l, &ev->fi);
         tensor_t T;
         if (enc->always_project) {
             T = tma_gnn_tensor_shape(&ev->T, N, gnn_layer_proj_cols(cfg, l));

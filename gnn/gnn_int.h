@@ -64,6 +64,14 @@ typedef struct gnn_src {
  * GCN/SAGE on sparse features, and every RGCN layer, whose projection is
  * onto all bases: T is n x bases*hidden); otherwise it aggregates first. */
 int gnn_layer_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_feat_info_t *fi);
+/* Evaluation's choice (the single evaluator and the ranks alike): as
+ * training's, and also layer 0 of GCN/SAGE on an untyped graph whose dense
+ * features are more than GNN_EVAL_WIDE times as wide as the projection.
+ * Each node's row is projected once and the narrow rows aggregated: less
+ * work than aggregating the wide rows, and evaluator ranks exchange the
+ * projected rows instead of the features. */
+#define GNN_EVAL_WIDE 2
+int gnn_layer_eval_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_feat_info_t *fi);
 /* The projection's width at layer l (hidden, bases x hidden for RGCN, heads
  * x width for GAT), and the floats a buffer holding the projection of n rows
  * needs (with what the encoder derives from it after its rows). */

@@ -97,6 +97,15 @@ int gnn_layer_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_fe
     return enc->neighbours && l == 0 && fi && fi->sparse;
 }
 
+int gnn_layer_eval_project_first(const tma_gnn_config_t *cfg, int l, const tma_gnn_feat_info_t *fi)
+{
+    const gnn_encoder_desc_t *enc = gnn_encoder_of(cfg);
+    if (gnn_layer_project_first(cfg, l, fi))
+        return 1;
+    return l == 0 && enc->neighbours && !enc->relational && cfg->num_node_types == 0 &&
+           cfg->feature_dim > GNN_EVAL_WIDE * gnn_layer_proj_cols(cfg, 0);
+}
+
 tma_status_t gnn_src_matmul(const gnn_src_t *src, int64_t r0, const tensor_t *W, float beta, tensor_t *out)
 {
     if (src->feat) {

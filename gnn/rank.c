@@ -5,8 +5,9 @@
  * A rank holds the shards it owns and their inference files (each node's
  * full training-graph row, neighbours named by shard and local id) and
  * computes its own nodes' embeddings layer by layer: level 0 is the input
- * (the features, or the per-type input projection), level l + 1 is layer l's
- * output.  A layer runs chunk by chunk over the rank's rows: the chunk's
+ * (the features, the per-type input projection, or, for features wider
+ * than GNN_EVAL_WIDE times the hidden width, layer 0's projection of them,
+ * so the ranks exchange narrow rows), level l + 1 is layer l's output.  A layer runs chunk by chunk over the rank's rows: the chunk's
  * neighbours are gathered into one compact source table (the chunk's own
  * rows first, then the other neighbours: rows the rank holds are copied,
  * the others fetched from their owners through the caller's fetch function),
@@ -53,12 +54,15 @@ struct tma_gnn_rank {
     tma_gnn_fetch_fn fetch;
     void *fetch_arg;
     int typed_in; /* level 0 is the per-type projection (a table), not the features */
+    int proj0;    /* level 0 is layer 0's projection of the wide features (a float32 table; not typed_in) */
     tensor_t lvl[3]; /* level 0 (typed), odd levels, even levels >= 2: n x hidden */
     int bf16;         /* eval.table_dtype "bf16": the levels in t16 instead, widened as they are read */
     uint16_t *t16[3];
     tensor_t Zo;      /* bf16: a chunk's output rows before they are narrowed into the table */
 
-    int64_t chunk_rows, chunk_edges, max_src, widest_in;
+    int64_t chunk_rows, chunk_edges, max_src;
+    int64_t widest_in; /* the widest row a chunk gathers: the features', or hidden (typed_in, proj0) */
+    int64_t x_floats;  /* X's: max_src gathered rows, or proj0's chunk_rows feature rows */
     int64_t *cand;      /* chunk_edges: the chunk's neighbours, sorted and unique */
     int64_t *doff;      /* [num_shards + 1]: node (k, i)'s dense id is doff[k] + i, in the packed ids' order */
     uint64_t *skey[2];  /* chunk_edges: a chunk's entries' dense ids, radix-sorted (and the scratch) */
@@ -86,6 +90,13 @@ struct tma_gnn_rank {
     tensor_t R, hi, ti, prel, dec[2];
     double last_infer_s, last_score_s;
 };
+
+/* Table t is held in bfloat16 (eval.table_dtype); layer 0's projection stays
+ * float32, as the single evaluator's does. */
+static int table16(const tma_gnn_rank_t *rk, int t)
+{
+    return rk->bf16 && !(t == 0 && rk->proj0);
+}
 
 void tma_gnn_rank_destroy(tma_gnn_rank_t *rk)
 {
@@ -305,13 +316,16 @@ tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank
     const tma_gnn_config_t *c = &rk->cfg;
     const int64_t H = c->hidden, Fd = c->feature_dim, n = rk->n;
     rk->typed_in = c->num_node_types > 0;
-    rk->widest_in = rk->typed_in ? H : TMA_MAX(H, Fd);
+    tma_gnn_feat_info_t dense;
+    memset(&dense, 0, sizeof dense);
+    rk->proj0 = !rk->typed_in && !gnn_encoder_of(c)->always_project && gnn_layer_eval_project_first(c, 0, &dense);
+    rk->widest_in = rk->typed_in || rk->proj0 ? H : TMA_MAX(H, Fd);
     if ((st = alloc_t(b, TMA_GNN_F32, rk->layout.total, &rk->params)) ||
         (st = gnn_params_bind(&rk->cfg, &rk->layout, &rk->params, &rk->P)))
         goto fail;
     rk->bf16 = c->eval_table_bf16;
-    for (int i = rk->typed_in ? 0 : 1; i < 3; i++) {
-        if (rk->bf16 ? !(rk->t16[i] = tma_alloc_aligned((size_t)TMA_MAX(n * H, 1) * sizeof(uint16_t)))
+    for (int i = rk->typed_in || rk->proj0 ? 0 : 1; i < 3; i++) {
+        if (table16(rk, i) ? !(rk->t16[i] = tma_alloc_aligned((size_t)TMA_MAX(n * H, 1) * sizeof(uint16_t)))
                      : (st = alloc_t(b, TMA_GNN_F32, n * H, &rk->lvl[i])) != TMA_OK) {
             st = st ? st : TMA_ERR_NOMEM;
             goto fail;
@@ -337,9 +351,12 @@ tma_status_t tma_gnn_rank_create(const tma_gnn_config_t *cfg, const tma_gnn_rank
     /* Scoring: the remote tails and negatives of a chunk of duties. */
     const int64_t K = rk->inf[0]->num_negatives;
     const int64_t ids = TMA_MAX(ce, (int64_t)c->eval_batch_edges * (1 + K));
-    if ((st = alloc_t(b, TMA_GNN_F32, rk->max_src * rk->widest_in, &rk->X)) ||
+    rk->x_floats = TMA_MAX(rk->max_src * rk->widest_in, rk->proj0 ? rk->chunk_rows * Fd : 0);
+    /* A: a chunk's aggregated rows; proj0 with SAGE, its own features at layer 0 (the self term). */
+    const int64_t a_cols = rk->proj0 && gnn_encoder_of(c)->self_term ? TMA_MAX(Fd, H) : rk->widest_in;
+    if ((st = alloc_t(b, TMA_GNN_F32, rk->x_floats, &rk->X)) ||
         (st = alloc_t(b, TMA_GNN_F32, proj_floats, &rk->T)) ||
-        (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(rk->chunk_rows * rk->widest_in, ce * gnn_layer_edge_cols(c)), &rk->A)) ||
+        (st = alloc_t(b, TMA_GNN_F32, TMA_MAX(rk->chunk_rows * a_cols, ce * gnn_layer_edge_cols(c)), &rk->A)) ||
         (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows * H, &rk->Z)) ||
         (rk->bf16 && (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows * H, &rk->Zo))) ||
         (st = alloc_t(b, TMA_GNN_F32, rk->chunk_rows, &rk->mean)) ||
@@ -399,21 +416,31 @@ int64_t tma_gnn_rank_rows_held(const tma_gnn_rank_t *rk)
 static int level_table(const tma_gnn_rank_t *rk, int level)
 {
     if (level == 0)
-        return rk->typed_in ? 0 : -1;
+        return rk->typed_in || rk->proj0 ? 0 : -1;
     return level & 1 ? 1 : 2;
 }
+
 
 /* Rows [r0, r0 + n) of table t from n x hidden floats (narrowed to bf16 when the tables are). */
 static void table_put(tma_gnn_rank_t *rk, int t, int64_t r0, int64_t n, const float *rows)
 {
     const int64_t H = rk->cfg.hidden;
-    if (rk->bf16)
+    if (table16(rk, t))
         tma_feat_narrow(rows, (size_t)(n * H), TMA_FEAT_BF16, rk->t16[t] + r0 * H);
 }
 
 static int64_t level_cols(const tma_gnn_rank_t *rk, int level)
 {
-    return level == 0 && !rk->typed_in ? rk->cfg.feature_dim : rk->cfg.hidden;
+    return level == 0 && !rk->typed_in && !rk->proj0 ? rk->cfg.feature_dim : rk->cfg.hidden;
+}
+
+/* Held row r's features, widened to float32. */
+static void feature_row(const tma_gnn_rank_t *rk, int64_t r, float *out)
+{
+    int s = 0;
+    while (r >= rk->off[s + 1])
+        s++;
+    tma_graph_feat_rows(rk->sh[s], r - rk->off[s], 1, out);
 }
 
 /* One held row of a level into out (widened features at level 0). */
@@ -421,7 +448,7 @@ static void held_row(const tma_gnn_rank_t *rk, int level, int64_t r, float *out)
 {
     const int64_t d = level_cols(rk, level);
     const int t = level_table(rk, level);
-    if (t >= 0 && rk->bf16) {
+    if (t >= 0 && table16(rk, t)) {
         tma_feat_widen(rk->t16[t] + r * d, TMA_FEAT_BF16, (size_t)d, out);
         return;
     }
@@ -429,10 +456,7 @@ static void held_row(const tma_gnn_rank_t *rk, int level, int64_t r, float *out)
         memcpy(out, (const float *)rk->lvl[t].data + r * d, (size_t)d * sizeof(float));
         return;
     }
-    int s = 0;
-    while (r >= rk->off[s + 1])
-        s++;
-    tma_graph_feat_rows(rk->sh[s], r - rk->off[s], 1, out);
+    feature_row(rk, r, out);
 }
 
 /* The rank row of a packed node, -1 when another rank holds it. */
@@ -515,6 +539,24 @@ static tma_status_t project_input(tma_gnn_rank_t *rk)
     return st;
 }
 
+/* Level 0 for wide features: layer 0's projection of each held node's
+ * features, chunk_rows rows at a time (widened into X, then multiplied). */
+static tma_status_t project_wide(tma_gnn_rank_t *rk)
+{
+    const tma_gnn_config_t *c = &rk->cfg;
+    const int64_t Fd = c->feature_dim, P = gnn_layer_proj_cols(c, 0);
+    tma_status_t st = TMA_OK;
+    for (int64_t r0 = 0; r0 < rk->n && st == TMA_OK; r0 += rk->chunk_rows) {
+        const int64_t n = TMA_MIN(rk->chunk_rows, rk->n - r0);
+        for (int64_t i = 0; i < n; i++)
+            feature_row(rk, r0 + i, (float *)rk->X.data + i * Fd);
+        tensor_t Xs = tma_gnn_tensor_shape(&rk->X, n, Fd), out = tma_gnn_tensor_view(&rk->lvl[0], r0 * P, n, P);
+        gnn_src_t src = {.H = &Xs};
+        st = gnn_layer_project(c, &rk->P, 0, &src, n, &out);
+    }
+    return st;
+}
+
 tma_status_t tma_gnn_rank_begin(tma_gnn_rank_t *rk, const float *params)
 {
     rk->last_infer_s = rk->last_score_s = 0;
@@ -528,11 +570,13 @@ tma_status_t tma_gnn_rank_begin(tma_gnn_rank_t *rk, const float *params)
                 most = TMA_MAX(most, rk->sh[s]->num_nodes);
             if (rk->X.capacity < most * rk->cfg.hidden) {
                 tma_gnn_tensor_free(&rk->X);
-                st = alloc_t(rk->b, TMA_GNN_F32, TMA_MAX(most * rk->cfg.hidden, rk->max_src * rk->widest_in), &rk->X);
+                st = alloc_t(rk->b, TMA_GNN_F32, TMA_MAX(most * rk->cfg.hidden, rk->x_floats), &rk->X);
             }
         }
         st = st ? st : project_input(rk);
     }
+    if (st == TMA_OK && rk->proj0)
+        st = project_wide(rk);
     rk->last_infer_s += tma_clock_now() - t0;
     return st;
 }
@@ -728,7 +772,8 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
     /* The sources are dense rows here, whatever the features' storage. */
     tma_gnn_feat_info_t fi;
     memset(&fi, 0, sizeof fi);
-    const int pf = gnn_layer_project_first(c, l, &fi);
+    /* p0: the sources are layer 0's projections already (level 0 of wide features). */
+    const int p0 = l == 0 && rk->proj0, pf = p0 || gnn_layer_project_first(c, l, &fi);
     const int out_t = level_table(rk, l + 1);
     tensor_t out = rk->bf16 ? rk->Zo : tma_gnn_tensor_shape(&rk->lvl[out_t], rk->n, H);
     tma_status_t st = TMA_OK;
@@ -743,8 +788,15 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
                 break;
             tensor_t Xs = tma_gnn_tensor_shape(&rk->X, n_src, d_in);
             gnn_src_t src = {.H = &Xs};
-            tensor_t T, A;
-            if (enc->always_project || pf) {
+            tensor_t T = Xs, A;
+            if (p0 && enc->self_term) {
+                /* SAGE's self term: the chunk's own features, in A (unused when projecting first). */
+                for (int64_t i = 0; i < n; i++)
+                    feature_row(rk, r0 + i, (float *)rk->A.data + i * c->feature_dim);
+                A = tma_gnn_tensor_shape(&rk->A, n, c->feature_dim);
+                src.H = &A;
+            }
+            if (enc->always_project || (pf && !p0)) {
                 T = tma_gnn_tensor_shape(&rk->T, n_src, enc->always_project ? gnn_layer_proj_cols(c, l) : H);
                 st = gnn_layer_project(c, &rk->P, l, &src, n_src, &T);
             }
@@ -845,7 +897,7 @@ tma_status_t tma_gnn_rank_score(tma_gnn_rank_t *rk, tma_gnn_split_t split, int64
         tma_gnn_tensor_free(&rk->X);
         tma_status_t st = alloc_t(rk->b, TMA_GNN_F32,
                                   TMA_MAX(ce_max * (1 + rk->inf[0]->num_negatives) * rk->cfg.hidden,
-                                          rk->max_src * rk->widest_in),
+                                          rk->x_floats),
                                   &rk->X);
         if (st != TMA_OK) {
             free(rows);

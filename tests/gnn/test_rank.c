@@ -28,11 +28,14 @@ typedef struct world {
     tma_gnn_rank_t *rank[MAX_RANKS];
     int32_t *owner; /* [S]: shard -> rank */
     int64_t fetched;
+    int64_t cols0; /* the widest row fetched at level 0 */
 } world_t;
 
 static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, int64_t cols, float *out)
 {
     world_t *w = arg;
+    if (level == 0)
+        w->cols0 = TMA_MAX(w->cols0, cols);
     for (int64_t i = 0; i < n; i++) {
         tma_status_t st = tma_gnn_rank_rows(w->rank[w->owner[TMA_INFER_SHARD(ids[i])]], level, ids + i, 1,
                                             out + i * cols);
@@ -133,9 +136,10 @@ static double correlation(const float *x, const float *y, int64_t n)
  * logits' correlation with the single evaluator's is at least 0.99 instead. */
 /* cache_rows >= 0: each rank's cache of remote rows holds at most that many
  * (else eval.rank_cache_mb's, which holds them all here).  Returns the rows
- * fetched; *hash_p (may be NULL) is a hash of the ranks' logits' bits. */
+ * fetched; *hash_p (may be NULL) is a hash of the ranks' logits' bits;
+ * *cols0_p (may be NULL) the widest row the ranks fetched at level 0. */
 static int64_t check_model_cache(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
-                                 double tol, int64_t cache_rows, uint64_t *hash_p)
+                                 double tol, int64_t cache_rows, uint64_t *hash_p, int64_t *cols0_p)
 {
     uint64_t hash = 1469598103934665603ull;
     const int32_t S = p->info->num_shards;
@@ -229,13 +233,15 @@ static int64_t check_model_cache(const char *name, tma_gnn_config_t c, const tma
     tma_gnn_evaluator_destroy(ev);
     if (hash_p)
         *hash_p = hash;
+    if (cols0_p)
+        *cols0_p = w.cols0;
     return w.fetched;
 }
 
 static void check_model_tol(const char *name, tma_gnn_config_t c, const tma_graph_t *g, const part_t *p, int M,
                             double tol)
 {
-    check_model_cache(name, c, g, p, M, tol, -1, NULL);
+    check_model_cache(name, c, g, p, M, tol, -1, NULL, NULL);
 }
 
 /* The single evaluator with bfloat16 tables against its float32 tables, same
@@ -409,9 +415,9 @@ int main(void)
         tma_gnn_config_t cc = model(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_MLP);
         cc.layers = 3;
         uint64_t h[3];
-        const int64_t f0 = check_model_cache("gcn+mlp, no cache", cc, g, &p, 3, 1e-5, 0, &h[0]);
-        const int64_t f1 = check_model_cache("gcn+mlp, a cache of 40 rows", cc, g, &p, 3, 1e-5, 40, &h[1]);
-        const int64_t f2 = check_model_cache("gcn+mlp, eval.rank_cache_mb", cc, g, &p, 3, 1e-5, -1, &h[2]);
+        const int64_t f0 = check_model_cache("gcn+mlp, no cache", cc, g, &p, 3, 1e-5, 0, &h[0], NULL);
+        const int64_t f1 = check_model_cache("gcn+mlp, a cache of 40 rows", cc, g, &p, 3, 1e-5, 40, &h[1], NULL);
+        const int64_t f2 = check_model_cache("gcn+mlp, eval.rank_cache_mb", cc, g, &p, 3, 1e-5, -1, &h[2], NULL);
         ASSERT_EQ(h[1], h[0]);
         ASSERT_EQ(h[2], h[0]);
         ASSERT_LT(f1, f0);
@@ -432,6 +438,41 @@ int main(void)
     tma_gnn_config_t cn = model(TMA_GNN_ENCODER_SAGE, TMA_GNN_DECODER_DOT);
     cn.eval_locality = 0; /* id order */
     check_single_bf16("sage+dot, id order", cn, g);
+    part_close(&p);
+    tma_graph_destroy(g);
+    free(d1);
+
+    /* Wide features (64 columns, hidden 24): GCN and SAGE project each node's
+     * features once at layer 0 (gnn_layer_eval_project_first), in the single
+     * evaluator and in the ranks alike, and the ranks fetch the projected rows
+     * (24 columns), not the features; the logits are the same. */
+    o.feature_dim = 64;
+    g = gnn_test_graph(&o);
+    d1 = tma_path_join(dir, "wide");
+    CHECK_OK(tma_mkdir_p(d1));
+    partition(g, d1, 5, &p);
+    const tma_gnn_encoder_t wide[] = {TMA_GNN_ENCODER_GCN, TMA_GNN_ENCODER_SAGE};
+    for (size_t i = 0; i < TMA_ARRAY_LEN(wide); i++) {
+        tma_gnn_config_t cw = model(wide[i], TMA_GNN_DECODER_MLP);
+        int64_t cols0 = 0;
+        char name[64];
+        snprintf(name, sizeof name, "%s+mlp, wide features", tma_gnn_encoder_name(cw.encoder));
+        check_model_cache(name, cw, g, &p, 3, 1e-5, -1, NULL, &cols0);
+        ASSERT_EQ(cols0, cw.hidden);
+        cw.eval_table_bf16 = 1;
+        snprintf(name, sizeof name, "%s+mlp, wide features, bf16 tables", tma_gnn_encoder_name(cw.encoder));
+        check_model_cache(name, cw, g, &p, 3, 0, -1, NULL, &cols0);
+        ASSERT_EQ(cols0, cw.hidden);
+        check_single_bf16(name, cw, g);
+    }
+    /* At twice the hidden width or less, the features themselves. */
+    {
+        tma_gnn_config_t cw = model(TMA_GNN_ENCODER_GCN, TMA_GNN_DECODER_MLP);
+        cw.hidden = 32;
+        int64_t cols0 = 0;
+        check_model_cache("gcn+mlp, features twice the hidden width", cw, g, &p, 2, 1e-5, -1, NULL, &cols0);
+        ASSERT_EQ(cols0, 64);
+    }
     part_close(&p);
     tma_graph_destroy(g);
     free(d1);
