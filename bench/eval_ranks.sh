@@ -4,9 +4,11 @@
 # wall and CPU time, the validation and test MRR of both paths, and the
 # training steps/s beside each.
 #
-# It generates the graph (tma gen rmat), partitions it at random for each M
-# of MS (tma partition: shards and their inference files), and for each M and
-# each WHERE runs one RandomTMA job in step mode with "eval": {"where": WHERE},
+# It generates the graph (tma gen rmat), partitions it for each M of MS and
+# each scheme of SCHEMES (tma partition: shards and their inference files),
+# and for each partition and each WHERE runs one job in step mode (RandomTMA
+# on a random partition, SuperTMA on supernode:N, PSGD-PA on metis) with
+# "eval": {"where": WHERE},
 # starting the roles itself: a private etcd on free loopback ports with its own
 # data dir, `tma coordinator`, and M x `tma worker --threads 1`. With
 # WHERE=workers every role runs under `prlimit --data=BYTES` (RLIMIT_DATA caps
@@ -29,17 +31,25 @@
 #   --memory; default theirs), TABLE_DTYPE (eval.table_dtype of the ranks:
 #   f32 or bf16; default the config's), RANK_CACHE_MB (eval.rank_cache_mb:
 #   MiB a rank keeps of fetched rows; default the config's), JOB_TIMEOUT (3600 s a job),
-#   KEEP=1 keeps the graph and partitions, REUSE=1 uses the ones a KEEP=1 run
-#   left in WORKDIR. Each job's folder WORKDIR/M<M>-<WHERE> keeps its run
+#   SCHEMES ("random"; also supernode[:N] or metis), CLUSTERER (tma partition
+#   --clusterer for those; default its own, auto), PHASE_CAP_MB (generation and
+#   partition under prlimit --data=; 0, the default, is none), BATCH (512:
+#   train.batch_size), FANOUTS (train.fanouts as JSON; default the config's),
+#   DROP=1 removes each partition once its jobs are done (for a disk that
+#   cannot hold them all), KEEP=1 keeps the graph and partitions, REUSE=1 uses
+#   the ones a KEEP=1 run left in WORKDIR. Each job's folder WORKDIR/M<M>-<WHERE> keeps its run
 #   folder and, per role, ROLE.log, ROLE.time (time -v), ROLE.peak (peak
 #   RssAnon and RssFile, KiB) and rc.txt; WORKDIR/summary.txt repeats what is
-#   printed.
+#   printed. Partitions other than random are WORKDIR/rmat-SCHEME-M and
+#   their jobs' folders WORKDIR/SCHEME-M<M>-<WHERE> (a ':' in SCHEME as '_').
 set -euo pipefail
 BUILD=$(pwd)
 T=${TMA_BIN:-$BUILD/tma}
 W=${1:-${TMPDIR:-/tmp}/tma-bench-eval-ranks}
 SCALE=${SCALE:-23}; EDGES=${EDGES:-100000000}; FEAT_DIM=${FEAT_DIM:-64}; HIDDEN=${HIDDEN:-64}
 STEPS=${STEPS:-20}; ROUNDS=${ROUNDS:-3}; MS=${MS:-3 4}; WHERES=${WHERES:-workers coordinator}
+SCHEMES=${SCHEMES:-random}; BATCH=${BATCH:-512}
+PHASE_CAP=$(( ${PHASE_CAP_MB:-0} << 20 ))
 COORD_CAP_MB=${COORD_CAP_MB:-300}; WORKER_EXTRA_MB=${WORKER_EXTRA_MB:-768}; JOB_TIMEOUT=${JOB_TIMEOUT:-3600}
 ETCD=${TMA_ETCD:-$(command -v etcd || true)}
 [ -x "$T" ] || { echo "eval_ranks.sh: no tma at $T (run it from the build folder)" >&2; exit 2; }
@@ -53,6 +63,10 @@ TD_JSON=
 [ -z "${RANK_CACHE_MB:-}" ] || TD_JSON="$TD_JSON, \"rank_cache_mb\": $RANK_CACHE_MB"
 MEM=()
 [ -z "${MEMORY:-}" ] || MEM=(--memory "$MEMORY")
+CLU=()
+[ -z "${CLUSTERER:-}" ] || CLU=(--clusterer "$CLUSTERER")
+FAN_JSON=
+[ -z "${FANOUTS:-}" ] || FAN_JSON=", \"fanouts\": $FANOUTS"
 exec > >(tee -a "$W/summary.txt") 2>&1
 
 # Every process this script starts, ended on exit (by its own id).
@@ -79,14 +93,24 @@ fi
 GBYTES=$(stat -c %s "$G")
 echo "## file sizes (bytes)"
 echo "graph $(basename "$G") $GBYTES"
-for M in $MS; do
-  P=$W/rmat-random-$M
+
+# partition M SCHEME: the partition folder, made unless REUSE=1 finds it; in P.
+partition() {
+  local m=$1 scheme=$2 tag
+  tag=${scheme//:/_}
+  P=$W/rmat-$tag-$m
   if ! { [ "${REUSE:-0}" = 1 ] && [ -s "$P/partition.json" ]; }; then
     rm -rf "$P"
-    phase "partition-$M" "$T" partition "$G" --scheme random --shards "$M" --seed 1 -o "$P" "${MEM[@]}"
+    local extra=()
+    [ "$scheme" = random ] || extra=("${CLU[@]}")
+    phase "partition-$tag-$m" "$T" partition "$G" --scheme "$scheme" --shards "$m" --seed 1 -o "$P" \
+      "${MEM[@]}" "${extra[@]}"
+    grep -E 'clusterer|edge_ratio' "$W/partition-$tag-$m.out" | sed 's/^/  /' || true
   fi
-  for f in "$P"/shard-*.tmag; do echo "M=$M $(basename "$f") $(stat -c %s "$f")"; done
-done
+  local f
+  for f in "$P"/shard-*.tmag; do echo "M=$m $scheme $(basename "$f") $(stat -c %s "$f")"; done
+  du -sb "$P" | awk -v g="$GBYTES" '{printf "  the partition folder: %d bytes, %.2f times the graph\n", $1, $1 / g}'
+}
 
 # sample PID OUT: peak RssAnon and RssFile (KiB) of PID, every 0.5 s until it ends.
 sample() {
@@ -124,18 +148,25 @@ spawn() {
 }
 
 for M in $MS; do
-  P=$W/rmat-random-$M
+ for SCHEME in $SCHEMES; do
+  case $SCHEME in
+  random) VARIANT=randomtma PRE= ;;
+  supernode*) VARIANT=supertma PRE=${SCHEME//:/_}- ;;
+  metis) VARIANT=psgd-pa PRE=metis- ;;
+  *) echo "eval_ranks.sh: unknown scheme $SCHEME (random, supernode[:N] or metis)" >&2; exit 2 ;;
+  esac
+  partition "$M" "$SCHEME"
   WCAP=$(python3 -c "print(int(1.2 * $GBYTES / $M) + ($WORKER_EXTRA_MB << 20))")
   for WHERE in $WHERES; do
-    D=$W/M$M-$WHERE
+    D=$W/${PRE}M$M-$WHERE
     rm -rf "$D"; mkdir -p "$D"
-    JOB=evalranks-m$M-$WHERE
+    JOB=evalranks-${PRE//_/-}m$M-$WHERE
     cat > "$D/job.json" <<JSON
-{"job": "$JOB", "variant": "randomtma", "workers": $M, "graph": "$G",
+{"job": "$JOB", "variant": "$VARIANT", "workers": $M, "graph": "$G",
  "partition": {"dir": "$P"},
  "aggregation": {"interval_steps": $STEPS}, "duration": {"rounds": $ROUNDS, "train_seconds": 7200},
  "model": {"encoder": "gcn", "hidden": $HIDDEN, "decoder_hidden": $HIDDEN},
- "train": {"batch_size": 512, "seed": 1, "threads": 1},
+ "train": {"batch_size": $BATCH, "seed": 1, "threads": 1$FAN_JSON},
  "eval": {"where": "$WHERE", "threads": 1, "rank_timeout": 1800$TD_JSON},
  "fault": {"start_timeout": 600, "round_deadline": 1800}}
 JSON
@@ -152,7 +183,7 @@ print(a.getsockname()[1], b.getsockname()[1])')"
       --logger zap --log-outputs stderr --log-level warn > "$D/etcd.log" 2>&1 &
     EPID=$!; PIDS+=("$EPID")
     for ((i = 0; i < 100; i++)); do curl -sf "$URL/health" > /dev/null 2>&1 && break; sleep 0.1; done
-    echo "## M=$M where=$WHERE (caps: coordinator $CCAP, each worker $CAP bytes; 0 = none); $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "## M=$M $SCHEME ($VARIANT) where=$WHERE (caps: coordinator $CCAP, each worker $CAP bytes; 0 = none); $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
     t0=$(date +%s.%N)
     TMA_LOG_LEVEL=debug spawn "$D" coordinator "$CCAP" "$T" coordinator --etcd "$URL" --config "$D/job.json" \
       --run-dir "$D/run"
@@ -260,9 +291,11 @@ for name in sorted(rcs):
             print("    " + l.rstrip())
 PY
   done
+  [ "${DROP:-0}" != 1 ] || { rm -rf "$P"; echo "  (the partition folder removed: DROP=1)"; }
+ done
 done
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%T UTC')"
 if [ "${KEEP:-0}" != 1 ]; then
-  rm -rf "$G" "$W"/rmat-random-*
-  for D in "$W"/M*-*; do rm -rf "$D/etcd" "$D"/run/*.tmaw "$D"/run/checkpoints 2>/dev/null || true; done
+  rm -rf "$G" "$W"/rmat-*-[0-9]*
+  for D in "$W"/*M[0-9]*-*; do rm -rf "$D/etcd" "$D"/run/*.tmaw "$D"/run/checkpoints 2>/dev/null || true; done
 fi
