@@ -285,6 +285,38 @@ static void sbm_rows(const void *ctx, int64_t first, int64_t count, float *out)
     }
 }
 
+/* The features of g's n rows, made by rows() and stored as t.  A 16-bit
+ * table is made 4 MiB of float32 at a time and narrowed block by block, so
+ * no float32 table of the whole graph is ever held: the same bytes as
+ * narrowing the whole table (the rounding is element by element). */
+static tma_status_t gen_features(tma_graph_t *g, int32_t F, tma_feat_dtype_t t,
+                                 void (*rows)(const void *, int64_t, int64_t, float *), const void *ctx)
+{
+    const int64_t n = g->num_nodes;
+    const size_t cells = (size_t)n * (size_t)F, esz = tma_feat_dtype_size(t);
+    char *dst = tma_graph_alloc(g, cells ? cells * esz : 1);
+    if (!dst)
+        return TMA_ERR_NOMEM;
+    g->features = (float *)dst;
+    g->feature_dim = F;
+    g->feat_dtype = t;
+    if (t == TMA_FEAT_F32) {
+        rows(ctx, 0, n, (float *)dst);
+        return TMA_OK;
+    }
+    const int64_t blk = TMA_MAX((int64_t)1, TMA_MIN(n, ((int64_t)1 << 20) / TMA_MAX(F, 1)));
+    float *tmp = malloc((size_t)blk * (size_t)TMA_MAX(F, 1) * sizeof(float));
+    if (!tmp)
+        return TMA_ERR_NOMEM;
+    for (int64_t r0 = 0; r0 < n; r0 += blk) {
+        const int64_t m = TMA_MIN(blk, n - r0);
+        rows(ctx, r0, m, tmp);
+        tma_feat_narrow(tmp, (size_t)m * (size_t)F, t, dst + (size_t)r0 * (size_t)F * esz);
+    }
+    free(tmp);
+    return TMA_OK;
+}
+
 tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *to,
                                      const tma_graph_build_opts_t *b, tma_graph_t **g_p, tma_gen_report_t *rep_p)
 {
@@ -302,23 +334,28 @@ tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_
         return st;
     g->num_nodes = n;
     int32_t *label = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
-    float *feat = tma_graph_alloc(g, (size_t)n * (size_t)o->feat_dim * sizeof(float));
-    if (!label || !feat) {
+    /* Typed: the float32 rows first (sbm_types moves them), then the type. */
+    float *feat = to ? tma_graph_alloc(g, (size_t)n * (size_t)o->feat_dim * sizeof(float)) : NULL;
+    if (!label || (to && !feat)) {
         st = TMA_ERR_NOMEM;
         goto done;
     }
     if ((st = sbm_prepare(o, label, &ctx)) != TMA_OK)
         goto done;
-    sbm_rows(&ctx, 0, n, feat);
     g->labels = label;
     g->num_classes = o->classes;
-    g->features = feat;
-    g->feature_dim = o->feat_dim;
+    if (to) {
+        sbm_rows(&ctx, 0, n, feat);
+        g->features = feat;
+        g->feature_dim = o->feat_dim;
+    } else if ((st = gen_features(g, o->feat_dim, o->feat_dtype, sbm_rows, &ctx)) != TMA_OK) {
+        goto done;
+    }
     rep.features = TMA_FEAT_GENERATED;
     if ((st = draw_edges(&el, llround(o->avg_degree * (double)n / 2), o->seed, sbm_edge, &ctx)) != TMA_OK)
         goto done;
-    if ((to && (st = sbm_types(o, to, g, feat, &el)) != TMA_OK) ||
-        (st = graph_feat_store_as(g, feat, o->feat_dtype)) != TMA_OK)
+    if (to && ((st = sbm_types(o, to, g, feat, &el)) != TMA_OK ||
+               (st = graph_feat_store_as(g, feat, o->feat_dtype)) != TMA_OK))
         goto done;
     st = finish(g, &el, b, t0, &rep);
 done:
@@ -465,16 +502,8 @@ tma_status_t tma_graph_gen_rmat(const tma_gen_rmat_opts_t *o, const tma_graph_bu
     if ((st = tma_graph_create(&g)) != TMA_OK)
         return st;
     g->num_nodes = n;
-    float *feat = tma_graph_alloc(g, (size_t)n * (size_t)o->feat_dim * sizeof(float));
-    if (!feat) {
-        st = TMA_ERR_NOMEM;
-        goto done;
-    }
-    rmat_rows(&c, 0, n, feat);
-    g->features = feat;
-    g->feature_dim = o->feat_dim;
     rep.features = TMA_FEAT_DEFAULT;
-    if ((st = graph_feat_store_as(g, feat, o->feat_dtype)) != TMA_OK ||
+    if ((st = gen_features(g, o->feat_dim, o->feat_dtype, rmat_rows, &c)) != TMA_OK ||
         (st = draw_edges(&el, o->edges, o->seed, rmat_edge, &c.rmat)) != TMA_OK)
         goto done;
     st = finish(g, &el, b, t0, &rep);

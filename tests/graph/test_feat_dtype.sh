@@ -3,7 +3,8 @@
 # `tma gen` and `tma import` store the float32 features rounded to nearest
 # even, checked against numpy's float16 and PyTorch's bfloat16 conversions
 # (the reference, not tma's own code), every other section unchanged; a
-# float16 features.npy is kept as it is; `tma info` shows the type; the
+# float16 features.npy is kept as it is; a 16-bit table generated in memory
+# never exists in float32 whole; `tma info` shows the type; the
 # Python package returns the right numpy dtype; a partition keeps the type
 # and the rows; training on an f16 or bf16 SBM is deterministic and its test
 # MRR close to the f32 graph's; a bad --feat-dtype is refused (exit 2) and a
@@ -70,6 +71,26 @@ done
 size32=$(stat -c %s "$d/s-f32.tmag") size16=$(stat -c %s "$d/s-f16.tmag")
 [ "$size16" -lt "$size32" ] || fail "the f16 file ($size16 bytes) is not smaller than the f32 one ($size32)"
 echo "ok: gen sbm and rmat with f16 and bf16 features: the f32 values rounded to nearest even, the rest identical"
+
+# A 16-bit table generated in memory is narrowed a block at a time: the
+# process never holds the graph's float32 table (here 256 MiB; the f16 one
+# is 128 MiB).  Its peak RSS (getrusage) stays below the float32 table's size.
+for kind in rmat sbm; do
+  case $kind in
+  rmat) args=(gen rmat --scale 14 --edges 50000) ;;
+  sbm) args=(gen sbm --nodes 16384 --avg-degree 4) ;;
+  esac
+  peak=$("$PY" - "$TMA_BIN" "${args[@]}" --feat-dim 4096 --feat-dtype f16 --memory 16G -o "$d/wide16.tmag" <<'PY'
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)  # KiB
+PY
+) || fail "gen $kind --feat-dim 4096 --feat-dtype f16 failed"
+  [ "$peak" -lt $((256 << 10)) ] ||
+    fail "gen $kind --feat-dtype f16 in memory peaked at $peak KiB: the 256 MiB float32 table was held"
+  echo "ok: gen $kind f16 in memory peaked at $((peak >> 10)) MiB, under the float32 table's 256 MiB"
+  rm -f "$d/wide16.tmag"
+done
 
 # --- import ------------------------------------------------------------------
 mkdir -p "$d/ds"
