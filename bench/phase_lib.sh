@@ -32,5 +32,5 @@ phase() {
     /Maximum resident set size/ {rss = $2}
     END {printf "%-12s wall %s  CPU %.0f s  peak RSS %.2f GiB (RssAnon %.0f MiB, RssFile %.0f MiB sampled)%s\n",
                 n, wall, u + s, rss / 1048576, pa / 1024, pf / 1024,
-                cap == 0 ? "" : sprintf("  under prlimit --data=%d", cap)}' "$W/$name.time"
+                cap == "0" ? "" : "  under prlimit --data=" cap}' "$W/$name.time"
 }
