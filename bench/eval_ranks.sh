@@ -109,7 +109,7 @@ partition() {
   fi
   local f
   for f in "$P"/shard-*.tmag; do echo "M=$m $scheme $(basename "$f") $(stat -c %s "$f")"; done
-  du -sb "$P" | awk -v g="$GBYTES" '{printf "  the partition folder: %d bytes, %.2f times the graph\n", $1, $1 / g}'
+  du -sb "$P" | awk -v g="$GBYTES" '{printf "  the partition folder: %.0f bytes, %.2f times the graph\n", $1, $1 / g}'
 }
 
 # sample PID OUT: peak RssAnon and RssFile (KiB) of PID, every 0.5 s until it ends.
