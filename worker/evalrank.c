@@ -56,6 +56,11 @@ struct worker_eval {
     tma_graph_t **g;
     tma_graph_infer_t **inf;
     tma_gnn_rank_t *rk;
+    /* A coordinator's message that came while a fetch waited for rows (it
+     * ends that evaluation): kept for the main loop, which acts on it next,
+     * so a BEGIN of the next evaluation is never lost. */
+    int has_pending;
+    tma_transport_msg_t pending;
     /* this evaluation's traffic, for the log */
     int64_t rows_in, bytes_in, rows_out, bytes_out;
     double fetch_wait;
@@ -270,8 +275,15 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
         } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
             serve(e, &m);
         } else if (m.peer == TMA_COORD_PEER) {
-            /* The coordinator speaks between steps only: this evaluation is over. */
+            /* The coordinator speaks between steps only: this evaluation is
+             * over.  Its message (an abort, or the next evaluation's start)
+             * is the main loop's to act on. */
             tma_log_info(COMP, "evaluation %lld: the coordinator abandoned it", (long long)e->seq);
+            if (!e->has_pending) {
+                e->pending = m;
+                e->has_pending = 1;
+                return TMA_ERR_CANCELLED;
+            }
             st = TMA_ERR_CANCELLED;
         } else if (m.meta.tag == TMA_TAG_EVAL_ROWS && j < no && (int64_t)m.meta.round == e->seq && got[j] == 0) {
             const float *f = m.data;
@@ -432,8 +444,17 @@ static tma_status_t score(worker_eval_t *e, tma_gnn_split_t split, int64_t limit
 static void step(worker_eval_t *e, const tma_transport_msg_t *m)
 {
     const float *f = m->data;
-    if (m->count != 4 || (int64_t)m->meta.round != e->seq) {
-        tma_log_warn(COMP, "a malformed or stale evaluation step refused");
+    if (m->count != 4 || (int64_t)m->meta.round != e->seq || m->meta.epoch != e->epoch) {
+        if (m->count == 4 && ((int)f[0] == TMA_EVAL_ABORT || (int)f[0] == TMA_EVAL_RELEASE))
+            return; /* another evaluation's (or coordinator's): nobody waits for an answer */
+        /* Answered as refused (under the step's own number), so a coordinator
+         * that sent it is not left waiting for eval.rank_timeout. */
+        tma_log_warn(COMP, "a malformed or stale evaluation step refused (evaluation %llu; this rank is at %lld)",
+                     (unsigned long long)m->meta.round, (long long)e->seq);
+        const int score = m->count >= 1 && (int)f[0] == TMA_EVAL_SCORE;
+        float d[3] = {(float)TMA_ERR_MALFORMED, m->count >= 1 ? f[0] : -1, m->count >= 2 ? f[1] : 0};
+        send_to(e, TMA_COORD_PEER, score ? TMA_TAG_EVAL_RESULT : TMA_TAG_EVAL_DONE, (int64_t)m->meta.round, d,
+                score ? 2 : 3);
         return;
     }
     const int what = (int)f[0];
@@ -490,7 +511,13 @@ static void *eval_main(void *arg)
         tma_log_debug(COMP, "the evaluator rank's thread keeps its priority (setpriority failed)");
     while (!__atomic_load_n(&e->quit, __ATOMIC_SEQ_CST)) {
         tma_transport_msg_t m;
-        tma_status_t st = tma_transport_recv(e->tr, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.2, &m);
+        tma_status_t st = TMA_OK;
+        if (e->has_pending) {
+            m = e->pending;
+            e->has_pending = 0;
+        } else {
+            st = tma_transport_recv(e->tr, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.2, &m);
+        }
         if (st == TMA_ERR_CLOSED)
             break;
         if (st != TMA_OK)
@@ -502,7 +529,7 @@ static void *eval_main(void *arg)
             serve(e, &m);
         } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_BEGIN && m.meta.epoch >= e->epoch) {
             begin(e, &m);
-        } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_STEP && m.meta.epoch == e->epoch) {
+        } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_STEP && m.meta.epoch >= e->epoch) {
             step(e, &m);
         }
         tma_transport_msg_release(e->tr, &m);
@@ -586,6 +613,8 @@ void worker_eval_stop(worker_eval_t *e, double linger_s)
     __atomic_store_n(&e->quit, 1, __ATOMIC_SEQ_CST);
     if (e->started)
         pthread_join(e->thread, NULL);
+    if (e->has_pending)
+        tma_transport_msg_release(e->tr, &e->pending);
     tma_transport_destroy(e->tr);
     close_shards(e);
     void *owned[] = {e->owner, e->held, e->g, e->inf, e->tx, e->ids, e->want, e->fo, e->fcnt, e->fgot, e};

@@ -316,3 +316,29 @@ void gnn_test_dump_json(const char *dir, const char *name, const cJSON *o)
     gnn_test_dump(dir, name, text, strlen(text));
     cJSON_free(text);
 }
+
+tma_partition_info_t *gnn_test_partition(const char *dir, int64_t nodes, int32_t shards, uint64_t seed)
+{
+    gnn_test_graph_opts_t o;
+    gnn_test_graph_defaults(&o);
+    o.nodes = nodes;
+    tma_graph_t *g = gnn_test_graph(&o), *gf = NULL;
+    char *gpath = tma_path_join(dir, "g.tmag"), *pdir = tma_path_join(dir, "part");
+    tma_partition_opts_t po = {.scheme = TMA_PARTITION_RANDOM, .num_shards = shards, .seed = seed};
+    tma_partition_result_t *res = NULL;
+    tma_partition_info_t *pinfo = NULL;
+    tma_status_t st = g && gpath && pdir ? tma_graph_write(g, gpath) : TMA_ERR_NOMEM;
+    st = st ? st : tma_graph_open(gpath, 0, &gf);
+    st = st ? st : tma_partition_run(gf, gpath, &po, pdir, &res);
+    st = st ? st : tma_partition_info_load(pdir, &pinfo);
+    if (st != TMA_OK) {
+        fprintf(stderr, "cannot partition a test graph in %s: %s\n", dir, tma_status_str(st));
+        exit(99);
+    }
+    tma_partition_result_destroy(res);
+    tma_graph_destroy(gf);
+    tma_graph_destroy(g);
+    free(gpath);
+    free(pdir);
+    return pinfo;
+}

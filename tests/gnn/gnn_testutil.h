@@ -28,6 +28,11 @@ void gnn_test_graph_defaults(gnn_test_graph_opts_t *o);
 /* Builds the graph (exits the test on failure). */
 tma_graph_t *gnn_test_graph(const gnn_test_graph_opts_t *o);
 
+/* gnn_test_graph of `nodes` nodes (the other options its defaults) written
+ * to DIR/g.tmag and partitioned at random into `shards` shards with their
+ * inference files in DIR/part; its partition info.  Exits 99 on failure. */
+tma_partition_info_t *gnn_test_partition(const char *dir, int64_t nodes, int32_t shards, uint64_t seed);
+
 /* A typed SBM (tma_graph_gen_sbm_typed): `nodes` nodes in `classes`
  * classes (homophily 0.9, degree 10), features the class centroid plus
  * noise * N(0, I), `types` node types and `relations` relations; val and

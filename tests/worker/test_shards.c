@@ -50,20 +50,7 @@ static void *get_main(void *arg)
 int main(void)
 {
     char *dir = tma_test_tmpdir("shards");
-    gnn_test_graph_opts_t o;
-    gnn_test_graph_defaults(&o);
-    o.nodes = 400;
-    tma_graph_t *g = gnn_test_graph(&o);
-    char *gpath = tma_path_join(dir, "g.tmag"), *pdir = tma_path_join(dir, "part");
-    CHECK_OK(tma_graph_write(g, gpath));
-    tma_graph_t *gf;
-    CHECK_OK(tma_graph_open(gpath, 0, &gf));
-    tma_partition_opts_t po = {.scheme = TMA_PARTITION_RANDOM, .num_shards = 3, .seed = 5};
-    tma_partition_result_t *res;
-    CHECK_OK(tma_partition_run(gf, gpath, &po, pdir, &res));
-    tma_partition_result_destroy(res);
-    tma_partition_info_t *pinfo;
-    CHECK_OK(tma_partition_info_load(pdir, &pinfo));
+    tma_partition_info_t *pinfo = gnn_test_partition(dir, 400, 3, 5);
     const char *p1 = pinfo->shard_paths[1];
 
     worker_shards_t *s;
@@ -128,10 +115,6 @@ int main(void)
 
     free(row);
     tma_partition_info_destroy(pinfo);
-    tma_graph_destroy(gf);
-    tma_graph_destroy(g);
-    free(gpath);
-    free(pdir);
     tma_test_cleanup_dir(dir);
     return tma_test_done();
 }
