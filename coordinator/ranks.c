@@ -12,7 +12,11 @@
  * single evaluator's.  Its own transport (no listener), used by the
  * evaluator thread alone.  A rank that fails, leaves or does not answer
  * within eval.rank_timeout ends the evaluation with the reason, the others
- * told to drop it; nothing is reported from a partial table.
+ * told to drop it; nothing is reported from a partial table.  A start or a
+ * layer step a rank has not answered is sent to it again every
+ * RANK_RESEND_S seconds (a message can be lost with a connection that
+ * fails and is replaced); the rank answers one it already took again
+ * without taking it twice, and an answer counts only for the step it names.
  */
 #include "coord_int.h"
 
@@ -21,6 +25,19 @@
 #include <string.h>
 
 #define COMP "evaluator"
+
+/* Seconds before an unanswered start or layer step is sent to its rank again. */
+#define RANK_RESEND_S 5.0
+
+/* The step a wait is for: what a DONE must name, and the message to send
+ * again to a rank that has not answered (NULL: nothing is sent again). */
+typedef struct {
+    int what;
+    int64_t arg;
+    uint32_t tag;
+    const float *data;
+    size_t count;
+} rank_step_t;
 
 struct coord_ranks {
     tma_transport_t *tr;
@@ -213,10 +230,11 @@ static tma_status_t send_all(coord_ranks_t *r, uint32_t tag, const float *data, 
 
 /* Waits for every rank's answer (tag) to this evaluation; each is handed
  * to on_answer (may be NULL: a DONE whose status is checked here). */
-static tma_status_t wait_all(coord_ranks_t *r, uint32_t tag, const char *what,
+static tma_status_t wait_all(coord_ranks_t *r, uint32_t tag, const char *what, const rank_step_t *step,
                              tma_status_t (*on_answer)(coord_ranks_t *r, const tma_transport_msg_t *m), char *why,
                              size_t cap)
 {
+    double next_resend = tma_clock_now() + RANK_RESEND_S;
     for (int j = 0; j < r->n; j++)
         r->answered[j] = 0;
     int left = r->n;
@@ -237,6 +255,16 @@ static tma_status_t wait_all(coord_ranks_t *r, uint32_t tag, const char *what,
                 return TMA_ERR_PEER_FAILED;
             }
         }
+        if (step && step->data && tma_clock_now() >= next_resend) {
+            tma_transport_meta_t meta = {step->tag, r->epoch, (uint64_t)r->seq};
+            for (int j = 0; j < r->n; j++)
+                if (!r->answered[j] &&
+                    tma_transport_send(r->tr, r->rank[j], &meta, step->data, step->count, TMA_TRANSPORT_MEM_HOST,
+                                       2.0) == TMA_OK)
+                    tma_log_debug(COMP, "evaluation %lld: %s sent again to member %u (no answer in %.0f s)",
+                                  (long long)r->seq, what, r->rank[j], RANK_RESEND_S);
+            next_resend = tma_clock_now() + RANK_RESEND_S;
+        }
         if (tma_clock_now() > deadline) {
             for (int j = 0; j < r->n; j++)
                 if (!r->answered[j]) {
@@ -256,7 +284,10 @@ static tma_status_t wait_all(coord_ranks_t *r, uint32_t tag, const char *what,
                          tma_transport_event_str(m.event.kind));
                 st = TMA_ERR_PEER_FAILED;
             }
-        } else if (j >= 0 && !r->answered[j] && m.meta.tag == tag && (int64_t)m.meta.round == r->seq) {
+        } else if (j >= 0 && !r->answered[j] && m.meta.tag == tag && (int64_t)m.meta.round == r->seq &&
+                   (!step || tag != TMA_TAG_EVAL_DONE ||
+                    (m.count == 3 && (int)((const float *)m.data)[1] == step->what &&
+                     (int64_t)((const float *)m.data)[2] == step->arg))) {
             const float *f = m.data;
             st = m.count >= 1 && f[0] != 0 ? (tma_status_t)(int)f[0]
                  : on_answer          ? on_answer(r, &m)
@@ -306,7 +337,8 @@ static tma_status_t score_split(coord_ranks_t *r, int t, tma_gnn_metrics_t *m, c
     memset(r->seen, 0, (size_t)ne);
     r->split = t;
     tma_status_t st = send_all(r, TMA_TAG_EVAL_STEP, step, 4, why, cap);
-    st = st ? st : wait_all(r, TMA_TAG_EVAL_RESULT, t ? "scoring the test edges" : "scoring", take_counts, why, cap);
+    st = st ? st
+            : wait_all(r, TMA_TAG_EVAL_RESULT, t ? "scoring the test edges" : "scoring", NULL, take_counts, why, cap);
     for (int64_t e = 0; e < ne && st == TMA_OK; e++)
         if (!r->seen[e]) {
             snprintf(why, cap, "no rank scored %s edge %lld", t ? "test" : "validation", (long long)e);
@@ -330,13 +362,15 @@ tma_status_t coord_ranks_metrics(coord_ranks_t *r, const float *params, tma_gnn_
         memcpy(r->begin + 1 + r->S, params, (size_t)r->P * sizeof(float));
         st = send_all(r, TMA_TAG_EVAL_BEGIN, r->begin, (size_t)(1 + r->S + r->P), why, cap);
     }
-    st = st ? st : wait_all(r, TMA_TAG_EVAL_DONE, "starting", NULL, why, cap);
+    const rank_step_t start = {TMA_EVAL_BEGIN, 0, TMA_TAG_EVAL_BEGIN, r->begin, (size_t)(1 + r->S + r->P)};
+    st = st ? st : wait_all(r, TMA_TAG_EVAL_DONE, "starting", &start, NULL, why, cap);
     for (int l = 0; l < r->cfg.layers && st == TMA_OK; l++) {
         float step[4] = {TMA_EVAL_LAYER, (float)l, 0, 0};
+        const rank_step_t layer = {TMA_EVAL_LAYER, l, TMA_TAG_EVAL_STEP, step, 4};
         char what[32];
         snprintf(what, sizeof what, "layer %d", l);
         st = send_all(r, TMA_TAG_EVAL_STEP, step, 4, why, cap);
-        st = st ? st : wait_all(r, TMA_TAG_EVAL_DONE, what, NULL, why, cap);
+        st = st ? st : wait_all(r, TMA_TAG_EVAL_DONE, what, &layer, NULL, why, cap);
     }
     st = st ? st : score_split(r, split == TMA_GNN_SPLIT_TEST, m_p, why, cap);
     /* The test edges too, on the same embeddings (scoring is the cheap part). */

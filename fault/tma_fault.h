@@ -177,6 +177,8 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_
  *                        it goes on when sent SIGCONT
  *   delay_step=SECONDS   sleep this long after every training step
  *   drop=weights@ROUND   a worker does not send its weights in ROUND
+ *   drop=begin@N         a worker's evaluator rank ignores the first start of
+ *                        evaluation N it receives (as if the message were lost)
  *   stall_keepalive=SECONDS@ROUND  a worker stops renewing its lease for
  *                        SECONDS when ROUND begins
  *   poison=WHAT@ROUND    a NaN in the tensor sent in ROUND: weights (a worker's
@@ -191,6 +193,7 @@ typedef struct tma_inject {
     int64_t crash_round; /* -1: none; TMA_INJECT_ANY_ROUND: any */
     double delay_step;
     int64_t drop_round; /* -1: none */
+    int64_t drop_begin_round; /* -1: none */
     double stall_seconds;
     int64_t stall_round; /* -1: none */
     char poison_what[16]; /* "weights" or "global" */

@@ -47,6 +47,13 @@ struct worker_eval {
     int active;
     int64_t seq;
     uint64_t epoch;
+    /* What this rank answered for it: the coordinator sends a step again when
+     * no answer came (a message lost with a connection), and a step already
+     * taken is answered again, not taken twice. */
+    int64_t begun_seq; /* the evaluation whose start was answered (-1 none), with begun_st */
+    tma_status_t begun_st;
+    int layers_done; /* its layers done, in order */
+    int begin_dropped; /* TMA_FAULT drop=begin@N: done */
     int32_t S;
     int64_t *owner; /* [S]: each shard's owner (member id, -1 none) */
     int nheld;
@@ -202,6 +209,17 @@ static tma_status_t reach(worker_eval_t *e, uint32_t peer)
     return st;
 }
 
+/* A coordinator's message that only repeats this evaluation's start or a
+ * layer step of it (sent again for want of an answer). */
+static int repeat_of_current(const worker_eval_t *e, const tma_transport_msg_t *m)
+{
+    if ((int64_t)m->meta.round != e->seq || m->meta.epoch != e->epoch)
+        return 0;
+    if (m->meta.tag == TMA_TAG_EVAL_BEGIN)
+        return e->begun_seq == e->seq;
+    return m->meta.tag == TMA_TAG_EVAL_STEP && m->count == 4 && (int)((const float *)m->data)[0] == TMA_EVAL_LAYER;
+}
+
 /* The rows of other ranks' nodes (tma_gnn_fetch_fn): one request to each
  * owner, then serving others until every answer is in. */
 static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, int64_t cols, float *out)
@@ -274,10 +292,13 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
             }
         } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
             serve(e, &m);
+        } else if (m.peer == TMA_COORD_PEER && repeat_of_current(e, &m)) {
+            /* The step under way (or this evaluation's start), sent again: it
+             * is answered when it is done. */
         } else if (m.peer == TMA_COORD_PEER) {
-            /* The coordinator speaks between steps only: this evaluation is
-             * over.  Its message (an abort, or the next evaluation's start)
-             * is the main loop's to act on. */
+            /* The coordinator speaks between steps only, sending again only
+             * what is under way: this evaluation is over.  Its message (an
+             * abort, or the next evaluation's start) is the main loop's. */
             tma_log_info(COMP, "evaluation %lld: the coordinator abandoned it", (long long)e->seq);
             if (!e->has_pending) {
                 e->pending = m;
@@ -379,7 +400,14 @@ static void begin(worker_eval_t *e, const tma_transport_msg_t *m)
 {
     const float *f = m->data;
     const int64_t S = m->count >= 1 ? (int64_t)f[0] : -1;
+    if ((int64_t)m->meta.round == e->seq && m->meta.epoch == e->epoch && e->begun_seq == e->seq) {
+        reply_done(e, e->begun_st, TMA_EVAL_BEGIN, 0); /* the same start again: answered again */
+        return;
+    }
+    if (m->meta.epoch == e->epoch && (int64_t)m->meta.round < e->seq)
+        return; /* an older evaluation's start, late: that evaluation is over */
     e->seq = (int64_t)m->meta.round;
+    e->layers_done = 0;
     e->epoch = m->meta.epoch;
     e->active = 0;
     tma_status_t st = TMA_OK;
@@ -406,6 +434,8 @@ static void begin(worker_eval_t *e, const tma_transport_msg_t *m)
     e->active = st == TMA_OK;
     if (st != TMA_OK)
         tma_log_warn(COMP, "evaluation %lld cannot start here: %s", (long long)e->seq, tma_status_str(st));
+    e->begun_seq = e->seq;
+    e->begun_st = st;
     reply_done(e, st, TMA_EVAL_BEGIN, 0);
 }
 
@@ -462,12 +492,18 @@ static void step(worker_eval_t *e, const tma_transport_msg_t *m)
     tma_status_t st = TMA_OK;
     switch (what) {
     case TMA_EVAL_LAYER: {
+        if (e->active && arg >= 0 && arg < e->layers_done) {
+            reply_done(e, TMA_OK, what, arg); /* sent again: done already */
+            return;
+        }
         if (arg == 0)
             tma_inject_point(e->inj, "rank", e->seq); /* a test's fault: the rank fails mid-evaluation */
         const double t0 = tma_clock_now();
         e->rows_in = e->bytes_in = e->rows_out = e->bytes_out = 0;
         e->fetch_wait = 0;
         st = e->active ? tma_gnn_rank_layer(e->rk, (int)arg) : TMA_ERR_INVALID;
+        if (st == TMA_OK && arg == e->layers_done)
+            e->layers_done++;
         reply_done(e, st, what, arg);
         if (st == TMA_OK) {
             int64_t hits = 0, cap = 0;
@@ -528,7 +564,12 @@ static void *eval_main(void *arg)
         } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
             serve(e, &m);
         } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_BEGIN && m.meta.epoch >= e->epoch) {
-            begin(e, &m);
+            if (e->inj && e->inj->drop_begin_round == (int64_t)m.meta.round && !e->begin_dropped) {
+                e->begin_dropped = 1; /* a test's fault: this start is lost */
+                tma_log_warn(COMP, "injected: the start of evaluation %lld ignored", (long long)m.meta.round);
+            } else {
+                begin(e, &m);
+            }
         } else if (m.peer == TMA_COORD_PEER && m.meta.tag == TMA_TAG_EVAL_STEP && m.meta.epoch >= e->epoch) {
             step(e, &m);
         }
@@ -548,6 +589,7 @@ tma_status_t worker_eval_start(const worker_eval_cfg_t *c, worker_eval_t **e_p)
     e->view = c->view;
     e->inj = c->inj;
     e->self = c->self_id;
+    e->begun_seq = -1;
     e->S = c->pinfo->num_shards;
     e->owner = malloc((size_t)e->S * sizeof *e->owner);
     e->held = malloc((size_t)e->S * sizeof *e->held);
