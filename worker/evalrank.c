@@ -28,6 +28,11 @@
  * free the rank runs at full speed. */
 #define RANK_NICE 10
 
+/* Seconds a rank waits for a lower member's rank to connect to it before it
+ * connects itself (normally the lower connects; the transport keeps one
+ * connection when both do). */
+#define RANK_REACH_WAIT_S 2.0
+
 #define COMP "evaluator"
 
 struct worker_eval {
@@ -184,10 +189,29 @@ static tma_status_t reach(worker_eval_t *e, uint32_t peer)
 {
     if (tma_transport_wait_peer(e->tr, peer, 0) == TMA_OK)
         return TMA_OK;
-    if (peer < e->self)
-        return tma_transport_wait_peer(e->tr, peer, e->cfg.eval_rank_timeout);
+    if (peer < e->self) {
+        /* A slice at a time: the worker may end the rank meanwhile, and a
+         * peer that left the job never connects.  A lower rank that needs
+         * nothing of this one (scoring asks for rows one way only) never
+         * connects either: past RANK_REACH_WAIT_S this rank connects itself. */
+        const double t0 = tma_clock_now();
+        double next_check = t0 + 1.0;
+        const int64_t who = peer;
+        while (tma_clock_now() - t0 < RANK_REACH_WAIT_S) {
+            if (tma_transport_wait_peer(e->tr, peer, 0.2) == TMA_OK)
+                return TMA_OK;
+            if (__atomic_load_n(&e->quit, __ATOMIC_SEQ_CST))
+                return TMA_ERR_CANCELLED;
+            const double now = tma_clock_now();
+            if (now >= next_check) {
+                next_check = now + 1.0;
+                if (e->view && first_gone(e->view, &who, 1) >= 0)
+                    return TMA_ERR_PEER_FAILED;
+            }
+        }
+    }
     tma_job_view_snap_t s;
-    tma_status_t st = tma_job_view_snapshot(e->view, &s);
+    tma_status_t st = e->view ? tma_job_view_snapshot(e->view, &s) : TMA_ERR_UNAVAILABLE;
     if (st != TMA_OK)
         return st;
     char addr[128] = "";

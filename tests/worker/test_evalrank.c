@@ -7,6 +7,11 @@
  * coordinator's evaluation fails in a moment instead of waiting for
  * eval.rank_timeout.  An abort of another evaluation gets no answer (nobody
  * waits for one).  Before, the rank dropped such steps without a word.
+ * Then a real evaluation: the rank holds shard 0 and member 3 (a lower id,
+ * which never connects) holds shard 1; its first layer waits for member 3
+ * to connect, and the worker ending the rank meanwhile ends that wait at
+ * once.  Before, the rank's thread waited out eval.rank_timeout (120 s
+ * here) and the worker with it.
  */
 #include "../gnn/gnn_testutil.h"
 #include "tma_test.h"
@@ -87,9 +92,42 @@ int main(void)
     send_step(coord, got, 9, TMA_EVAL_ABORT, 0);
     ASSERT_EQ(answer(coord, 1.5, &tag, &seq, &st), TMA_ERR_TIMEOUT);
     fprintf(stderr, "a rank answers steps of an evaluation it never started (refused), and drops a stray abort\n");
-
     tma_transport_destroy(coord);
     worker_eval_stop(e, 0);
+
+    /* Evaluation 1: shard 0 here (member 7), shard 1 at member 3, absent. */
+    worker_shards_t *sh;
+    CHECK_OK(worker_shards_create(pinfo, &sh));
+    tma_graph_t *s0;
+    CHECK_OK(tma_graph_open(pinfo->shard_paths[0], 0, &s0));
+    cfg.eval_rank_timeout = 120;
+    CHECK_OK(tma_gnn_config_resolve(&cfg, s0));
+    ec.shards = sh;
+    CHECK_OK(worker_eval_start(&ec, &e));
+    CHECK_OK(tma_transport_create(&tc, &coord));
+    CHECK_OK(tma_transport_connect(coord, worker_eval_address(e), 10.0, &got));
+    const int64_t P = tma_gnn_param_count(&cfg);
+    float *begin = calloc((size_t)(3 + P), sizeof *begin);
+    begin[0] = 2;
+    begin[1] = 7;
+    begin[2] = 3;
+    CHECK_OK(tma_gnn_params_init(&cfg, 1, begin + 3));
+    tma_transport_meta_t bm = {TMA_TAG_EVAL_BEGIN, 0, 1};
+    CHECK_OK(tma_transport_send(coord, got, &bm, begin, (size_t)(3 + P), TMA_TRANSPORT_MEM_HOST, 5.0));
+    CHECK_MSG(answer(coord, 30.0, &tag, &seq, &st) == TMA_OK, "no answer to the start");
+    ASSERT_EQ(tag, (uint32_t)TMA_TAG_EVAL_DONE);
+    ASSERT_EQ((int)st, (int)TMA_OK);
+    send_step(coord, got, 1, TMA_EVAL_LAYER, 0);
+    tma_sleep(1.0); /* the layer waits for member 3 */
+    const double t0 = tma_clock_now();
+    worker_eval_stop(e, 0);
+    const double took = tma_clock_now() - t0;
+    fprintf(stderr, "the rank ended %.2f s after it was told to, while waiting for a rank that never came\n", took);
+    CHECK_MSG(took < 30.0, "ending the rank took %.1f s: it waited for the absent rank (eval.rank_timeout 120 s)", took);
+    tma_transport_destroy(coord);
+    free(begin);
+    tma_graph_destroy(s0);
+    worker_shards_destroy(sh);
     tma_partition_info_destroy(pinfo);
     tma_test_cleanup_dir(dir);
     return tma_test_done();
