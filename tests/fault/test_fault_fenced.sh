@@ -2,14 +2,16 @@
 # test_fault_fenced.sh (issue 13, item 5): a fenced coordinator writes nothing.
 # The leader pauses itself (pause=eval@3: SIGSTOP) once round 3 has
 # committed, as its evaluator is about to evaluate round 3 (a watch that
-# stopped it from outside raced the 20-50 ms evaluation); a standby takes over once the
+# stopped it from outside raced the 20-50 ms evaluation).  Rounds are 2 s:
+# an evaluator that falls behind skips rounds, and at 1 s rounds under a
+# load average of 11 it skipped round 3, so the pause never came.  A standby takes over once the
 # leader's lease lapses and rebuilds metrics.jsonl; then the old leader is
 # resumed.  It must stop without writing anything: no metrics/<t> or `best`
 # in etcd, no line in metrics.jsonl, no best.tmaw.  The job finishes under
 # the standby with every round once and best.tmaw matching result.json.
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
-TRAIN=12 INTERVAL=1 write_job j.json fe '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
+TRAIN=16 INTERVAL=2 write_job j.json fe '"fault": {"lease_ttl": 3, "round_deadline": 4, "start_timeout": 20}'
 TMA_FAULT=pause=eval@3 start_coordinator old.log --config j.json --run-dir run
 old=$COORD_PID
 for i in 0 1 2; do start_worker w$i.log --job fe --name w$i; done
