@@ -29,8 +29,8 @@
 /* Seconds before an unanswered start or layer step is sent to its rank again. */
 #define RANK_RESEND_S 5.0
 
-/* The step a wait is for: what a DONE must name, and the message to send
- * again to a rank that has not answered (NULL: nothing is sent again). */
+/* The step a DONE wait is for: what the DONE must name, and the message to
+ * send again to a rank that has not answered. */
 typedef struct {
     int what;
     int64_t arg;
@@ -255,7 +255,7 @@ static tma_status_t wait_all(coord_ranks_t *r, uint32_t tag, const char *what, c
                 return TMA_ERR_PEER_FAILED;
             }
         }
-        if (step && step->data && tma_clock_now() >= next_resend) {
+        if (step && tma_clock_now() >= next_resend) {
             tma_transport_meta_t meta = {step->tag, r->epoch, (uint64_t)r->seq};
             for (int j = 0; j < r->n; j++)
                 if (!r->answered[j] &&
@@ -285,9 +285,8 @@ static tma_status_t wait_all(coord_ranks_t *r, uint32_t tag, const char *what, c
                 st = TMA_ERR_PEER_FAILED;
             }
         } else if (j >= 0 && !r->answered[j] && m.meta.tag == tag && (int64_t)m.meta.round == r->seq &&
-                   (!step || tag != TMA_TAG_EVAL_DONE ||
-                    (m.count == 3 && (int)((const float *)m.data)[1] == step->what &&
-                     (int64_t)((const float *)m.data)[2] == step->arg))) {
+                   (!step || (m.count == 3 && (int)((const float *)m.data)[1] == step->what &&
+                              (int64_t)((const float *)m.data)[2] == step->arg))) {
             const float *f = m.data;
             st = m.count >= 1 && f[0] != 0 ? (tma_status_t)(int)f[0]
                  : on_answer          ? on_answer(r, &m)
