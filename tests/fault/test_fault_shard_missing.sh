@@ -32,8 +32,12 @@ a=$(member_id s-a.log) b=$(member_id s-b.log)
 [ -n "$a" ] && [ -n "$b" ] || fail "no member ids in the workers' logs"
 grep -q "node $HOST: shard 0's file $TMP_ROOT/part/shard-00000.tmag is missing" s-a.log ||
   { dump_logs s-a.log; fail "worker a did not name the missing file and the node"; }
-grep -q "node $HOST: shard 1's file $TMP_ROOT/part/shard-00001.tmag is missing" s-b.log ||
-  { dump_logs s-b.log; fail "worker b did not name the missing file and the node"; }
+# b refuses shard 1 only when it was dealt it before the move of a's refusal
+# left a idle and a took shard 1 from b (under load, b may join after that).
+if grep -q "member $b (b on $HOST) refused shard 1" s-c.log; then
+  grep -q "node $HOST: shard 1's file $TMP_ROOT/part/shard-00001.tmag is missing" s-b.log ||
+    { dump_logs s-b.log; fail "worker b did not name the missing file and the node"; }
+fi
 grep -q "member $a (a on $HOST) refused shard 0" s-c.log || { dump_logs s-c.log; fail "the coordinator did not report a's refusal"; }
 rounds_check s-run "R[-1]['owners'] == [$b, $a]" "the shards did not end with the workers that hold them" ||
   fail "swap: owners"
