@@ -150,7 +150,7 @@ static void test_roundtrip(void)
     }
     tma_transport_t *t = make(1, NULL, NULL, NULL);
     uint32_t peer = 0;
-    CHECK_OK(tma_transport_connect(t, echo.addr, 10, &peer));
+    CHECK_OK(tma_transport_connect(t, echo.addr, 60, &peer));
     ASSERT_EQ(peer, 7);
     const size_t max = 64u << 20; /* 256 MiB */
     float *x = tma_alloc_aligned(max * sizeof(float));
@@ -199,9 +199,9 @@ static void test_roundtrip(void)
     /* A clean close is seen as one by the peer, which then exits 0. */
     CHECK_OK(tma_transport_disconnect(t, 7, 10));
     char line[128];
-    ASSERT_EQ(peer_proc_expect(&echo, "EVENT closed 1 0", 10, line, sizeof line), 0);
+    ASSERT_EQ(peer_proc_expect(&echo, "EVENT closed 1 0", 30, line, sizeof line), 0);
     tma_transport_destroy(t);
-    ASSERT_EQ(peer_proc_end(&echo, 10), 0);
+    ASSERT_EQ(peer_proc_end(&echo, 30), 0);
 }
 
 /* Wrong job and wrong token are refused, logged and never shown. */
@@ -248,10 +248,10 @@ static void test_refused(void)
 
     /* ... and in-process clients with the wrong token and the wrong job. */
     tma_transport_t *c1 = make(4, NULL, NULL, "wrong-token");
-    CHECK_STATUS(tma_transport_connect(c1, tma_transport_address(srv), 10, NULL),
+    CHECK_STATUS(tma_transport_connect(c1, tma_transport_address(srv), 60, NULL),
                  TMA_ERR_PERMISSION);
     tma_transport_t *c2 = make(5, NULL, "other-job", NULL);
-    CHECK_STATUS(tma_transport_connect(c2, tma_transport_address(srv), 10, NULL),
+    CHECK_STATUS(tma_transport_connect(c2, tma_transport_address(srv), 60, NULL),
                  TMA_ERR_PERMISSION);
     tma_transport_stats_t s;
     tma_transport_stats(srv, &s);
@@ -268,15 +268,15 @@ static void test_refused(void)
     /* The right token still gets in. */
     tma_transport_t *c3 = make(6, NULL, NULL, NULL);
     uint32_t peer = 99;
-    CHECK_OK(tma_transport_connect(c3, tma_transport_address(srv), 10, &peer));
+    CHECK_OK(tma_transport_connect(c3, tma_transport_address(srv), 60, &peer));
     ASSERT_EQ(peer, 0);
-    CHECK_OK(tma_transport_wait_peer(srv, 6, 5));
+    CHECK_OK(tma_transport_wait_peer(srv, 6, 30));
     ASSERT_EQ(connected_events, 1);
     /* Its end reaches the callback before the receive queue: c3 closes
      * while this thread already waits in recv(). */
     pthread_t closer;
     ASSERT_EQ(pthread_create(&closer, NULL, destroy_thread, c3), 0);
-    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
+    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 60, &msg));
     ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_EVENT);
     ASSERT_EQ(msg.event.peer, 6);
     CHECK_MSG(__atomic_load_n(&ended_events, __ATOMIC_ACQUIRE) == 1,
@@ -314,13 +314,13 @@ static void test_member_auth(void)
     cfg.self_lease = 0x7777000012345678ull;
     tma_transport_t *w;
     CHECK_OK(tma_transport_create(&cfg, &w));
-    CHECK_OK(tma_transport_connect(w, tma_transport_address(srv), 10, NULL));
-    CHECK_OK(tma_transport_wait_peer(srv, 9, 5));
+    CHECK_OK(tma_transport_connect(w, tma_transport_address(srv), 60, NULL));
+    CHECK_OK(tma_transport_wait_peer(srv, 9, 30));
     ASSERT_EQ(__atomic_load_n(&proved_lease, __ATOMIC_RELAXED), 0x7777000012345678ull);
 
     /* The eavesdropper's replay of that hello and proof, as member 9. */
     tma_transport_test_inject(w, TMA_TRANSPORT_FAULT_REPLAY_HELLO);
-    CHECK_STATUS(tma_transport_connect(w, tma_transport_address(srv), 10, NULL), TMA_ERR_PERMISSION);
+    CHECK_STATUS(tma_transport_connect(w, tma_transport_address(srv), 60, NULL), TMA_ERR_PERMISSION);
     tma_transport_stats_t s;
     tma_transport_stats(srv, &s);
     ASSERT_EQ(s.peers_refused, 1);
@@ -330,8 +330,8 @@ static void test_member_auth(void)
     fill(x, 16, 3);
     tma_transport_meta_t m = {1, 1, 1};
     tma_transport_msg_t msg;
-    CHECK_OK(tma_transport_send(w, 0, &m, x, 16, HOST, 10));
-    CHECK_OK(tma_transport_recv(srv, 9, ANYT, 10, &msg));
+    CHECK_OK(tma_transport_send(w, 0, &m, x, 16, HOST, 60));
+    CHECK_OK(tma_transport_recv(srv, 9, ANYT, 60, &msg));
     ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
     ASSERT_EQ(msg.peer_lease, 0x7777000012345678ull);
     tma_transport_msg_release(srv, &msg);
@@ -340,7 +340,7 @@ static void test_member_auth(void)
      * refuses the connector's proof. */
     tma_transport_t *fake = make(0, "127.0.0.1:0", NULL, "not-the-token");
     tma_transport_t *w2 = make(10, NULL, NULL, NULL);
-    CHECK_STATUS(tma_transport_connect(w2, tma_transport_address(fake), 10, NULL), TMA_ERR_PERMISSION);
+    CHECK_STATUS(tma_transport_connect(w2, tma_transport_address(fake), 60, NULL), TMA_ERR_PERMISSION);
     tma_transport_stats(fake, &s);
     ASSERT_EQ(s.peers_refused, 1);
     ASSERT_EQ(s.connections, 0);
@@ -354,7 +354,7 @@ static void test_bad_frames(void)
 {
     tma_transport_t *srv = make(0, "127.0.0.1:0", NULL, NULL);
     tma_transport_t *good = make(100, NULL, NULL, NULL);
-    CHECK_OK(tma_transport_connect(good, tma_transport_address(srv), 10, NULL));
+    CHECK_OK(tma_transport_connect(good, tma_transport_address(srv), 60, NULL));
     const size_t big = 3u << 20; /* 12 MiB: three chunks */
     float *x = malloc(big * sizeof(float));
     fill(x, big, 2);
@@ -377,17 +377,17 @@ static void test_bad_frames(void)
         size_t i = j / 2;
         uint32_t id = 10 + (uint32_t)j;
         tma_transport_t *c = make(id, NULL, NULL, NULL);
-        CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 10, NULL));
+        CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 60, NULL));
         tma_transport_test_inject(c, cases[i].fault);
         tma_transport_meta_t m = {1, 0, j};
         /* Small frames go eagerly in one frame; large ones by rendezvous in
          * chunks (a damaged payload is in the last chunk, after the others
          * landed; a damaged header in the first). */
         int is_big = j % 2;
-        tma_status_t st = tma_transport_send(c, 0, &m, x, is_big ? big : 64, HOST, 10);
+        tma_status_t st = tma_transport_send(c, 0, &m, x, is_big ? big : 64, HOST, 60);
         (void)st; /* a checksum failure is found by the receiver later */
         tma_status_t reason = 0;
-        int kind = expect_event(srv, id, 10, &reason);
+        int kind = expect_event(srv, id, 30, &reason);
         CHECK_MSG(kind == TMA_TRANSPORT_EV_FLAGGED, "fault %d: event %d", (int)cases[i].fault,
                   kind);
         /* A first chunk with a damaged epoch may be found out by its CRC, or
@@ -397,7 +397,7 @@ static void test_bad_frames(void)
         CHECK_MSG(reason == cases[i].reason || alt, "fault %d%s: reason %d", (int)cases[i].fault,
                   is_big ? " (chunked)" : "", reason);
         /* The flagged sender learns that its connection is gone. */
-        int ckind = expect_event(c, 0, 10, NULL);
+        int ckind = expect_event(c, 0, 30, NULL);
         CHECK_MSG(ckind == TMA_TRANSPORT_EV_FAILED, "fault %d: sender saw %d", (int)cases[i].fault,
                   ckind);
         tma_transport_stats_t s;
@@ -407,9 +407,9 @@ static void test_bad_frames(void)
         tma_transport_destroy(c);
 
         /* The good peer is still served. */
-        CHECK_OK(tma_transport_send(good, 0, &m, x, 8, HOST, 10));
+        CHECK_OK(tma_transport_send(good, 0, &m, x, 8, HOST, 60));
         tma_transport_msg_t msg;
-        CHECK_OK(tma_transport_recv(srv, 100, ANYT, 10, &msg));
+        CHECK_OK(tma_transport_recv(srv, 100, ANYT, 60, &msg));
         ASSERT_EQ(msg.kind, TMA_TRANSPORT_MSG_TENSOR);
         ASSERT_EQ(msg.count, 8);
         ASSERT_EQ(memcmp(msg.data, x, 32), 0);
@@ -419,12 +419,12 @@ static void test_bad_frames(void)
      * let the tensor complete with a chunk never written: flagged. */
     {
         tma_transport_t *c = make(40, NULL, NULL, NULL);
-        CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 10, NULL));
+        CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 60, NULL));
         tma_transport_test_inject(c, TMA_TRANSPORT_FAULT_DUP_CHUNK);
         tma_transport_meta_t m = {1, 0, 99};
-        (void)tma_transport_send(c, 0, &m, x, big, HOST, 10);
+        (void)tma_transport_send(c, 0, &m, x, big, HOST, 60);
         tma_status_t reason = 0;
-        int kind = expect_event(srv, 40, 10, &reason);
+        int kind = expect_event(srv, 40, 30, &reason);
         CHECK_MSG(kind == TMA_TRANSPORT_EV_FLAGGED && reason == TMA_ERR_MALFORMED,
                   "duplicate chunk: event %d reason %d", kind, reason);
         tma_transport_stats_t s;
@@ -440,7 +440,7 @@ static void test_bad_frames(void)
     for (size_t i = 0; i < TMA_ARRAY_LEN(hello_faults); i++) {
         tma_transport_t *c = make(50, NULL, NULL, NULL);
         tma_transport_test_inject(c, hello_faults[i]);
-        tma_status_t st = tma_transport_connect(c, tma_transport_address(srv), 10, NULL);
+        tma_status_t st = tma_transport_connect(c, tma_transport_address(srv), 60, NULL);
         CHECK_MSG(st == TMA_ERR_UNAVAILABLE, "hello fault %d: %d", (int)hello_faults[i], st);
         tma_transport_destroy(c);
     }
@@ -460,8 +460,8 @@ static void test_backpressure_and_posts(void)
     tma_transport_t *srv;
     CHECK_OK(tma_transport_create(&cfg, &srv));
     tma_transport_t *b = make(2, NULL, NULL, NULL), *c = make(3, NULL, NULL, NULL);
-    CHECK_OK(tma_transport_connect(b, tma_transport_address(srv), 10, NULL));
-    CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 10, NULL));
+    CHECK_OK(tma_transport_connect(b, tma_transport_address(srv), 60, NULL));
+    CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 60, NULL));
 
     const size_t n = (10u << 20) / 4 + 5; /* 10 MiB and a bit: three chunks, over the pool */
     float *x = malloc(n * sizeof(float)), *dst = malloc(n * sizeof(float));
@@ -469,7 +469,7 @@ static void test_backpressure_and_posts(void)
     peer_send_t job = {.t = b, .peer = 0, .meta = {2, 0, 0}, .x = x, .n = n, .timeout_s = 30};
     peer_send_start(&job);
     tma_transport_stats_t s;
-    double deadline = tma_clock_now() + 10;
+    double deadline = tma_clock_now() + 60;
     do {
         tma_sleep(0.0005); /* poll politely */
         tma_transport_stats(srv, &s);
@@ -477,9 +477,9 @@ static void test_backpressure_and_posts(void)
     CHECK_MSG(s.rx_held == 3, "%u chunks held", s.rx_held); /* the tensor has no buffer yet */
     /* A small tensor from another peer is not stuck behind it. */
     tma_transport_meta_t m = {1, 0, 0};
-    CHECK_OK(tma_transport_send(c, 0, &m, x, 16, HOST, 10));
+    CHECK_OK(tma_transport_send(c, 0, &m, x, 16, HOST, 60));
     tma_transport_msg_t msg;
-    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
+    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 60, &msg));
     ASSERT_EQ(msg.peer, 3);
     ASSERT_EQ(msg.count, 16);
     tma_transport_msg_release(srv, &msg);
@@ -490,7 +490,7 @@ static void test_backpressure_and_posts(void)
     CHECK_STATUS(tma_transport_recv(srv, 2, ANYT, 0.2, &msg), TMA_ERR_TIMEOUT);
     CHECK_OK(tma_transport_post_cancel(srv, dst, 1));
     CHECK_OK(tma_transport_post(srv, 2, 2, dst, n, HOST));
-    CHECK_OK(tma_transport_recv(srv, 2, 2, 10, &msg));
+    CHECK_OK(tma_transport_recv(srv, 2, 2, 60, &msg));
     CHECK(msg.in_place);
     CHECK_MSG(msg.data == dst, "msg.data %p, posted %p", (void *)msg.data, (void *)dst);
     ASSERT_EQ(msg.count, n);
@@ -501,15 +501,15 @@ static void test_backpressure_and_posts(void)
 
     /* Filters: the tag-2 tensor is taken before an earlier tag-1 one. */
     tma_transport_meta_t m1 = {1, 0, 1}, m2 = {2, 0, 2};
-    CHECK_OK(tma_transport_send(b, 0, &m1, x, 4, HOST, 10));
-    CHECK_OK(tma_transport_send(b, 0, &m2, x + 4, 4, HOST, 10));
-    CHECK_OK(tma_transport_recv(srv, 2, 2, 10, &msg));
+    CHECK_OK(tma_transport_send(b, 0, &m1, x, 4, HOST, 60));
+    CHECK_OK(tma_transport_send(b, 0, &m2, x + 4, 4, HOST, 60));
+    CHECK_OK(tma_transport_recv(srv, 2, 2, 60, &msg));
     ASSERT_EQ(msg.meta.tag, 2);
     ASSERT_EQ(msg.meta.round, 2);
     ASSERT_EQ(msg.data[0], x[4]);
     tma_transport_msg_release(srv, &msg);
     CHECK_STATUS(tma_transport_recv(srv, 3, ANYT, 0, &msg), TMA_ERR_TIMEOUT);
-    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 10, &msg));
+    CHECK_OK(tma_transport_recv(srv, ANYP, ANYT, 60, &msg));
     ASSERT_EQ(msg.meta.tag, 1);
     ASSERT_EQ(msg.peer, 2);
     tma_transport_msg_release(srv, &msg);
@@ -517,8 +517,8 @@ static void test_backpressure_and_posts(void)
     /* A tensor that landed in a post and was not received is discarded by
      * cancelling the post. */
     CHECK_OK(tma_transport_post(srv, 3, ANYT, dst, 4, HOST));
-    CHECK_OK(tma_transport_send(c, 0, &m1, x, 4, HOST, 10));
-    deadline = tma_clock_now() + 10;
+    CHECK_OK(tma_transport_send(c, 0, &m1, x, 4, HOST, 60));
+    deadline = tma_clock_now() + 60;
     do {
         tma_sleep(0.0005); /* poll politely */
         tma_transport_stats(srv, &s);
@@ -533,16 +533,16 @@ static void test_backpressure_and_posts(void)
     uint32_t peers[3] = {2, 3, 77};
     tma_status_t sts[3];
     fill(x, 1024, 4);
-    CHECK_STATUS(tma_transport_send_many(srv, peers, 3, &m2, x, 1024, HOST, 10, sts),
+    CHECK_STATUS(tma_transport_send_many(srv, peers, 3, &m2, x, 1024, HOST, 60, sts),
                  TMA_ERR_UNAVAILABLE);
     ASSERT_EQ(sts[0], TMA_OK);
     ASSERT_EQ(sts[1], TMA_OK);
     ASSERT_EQ(sts[2], TMA_ERR_UNAVAILABLE);
-    CHECK_OK(tma_transport_send_many(srv, peers, 2, &m2, x, 1024, HOST, 10, NULL));
+    CHECK_OK(tma_transport_send_many(srv, peers, 2, &m2, x, 1024, HOST, 60, NULL));
     tma_transport_t *rx[2] = {b, c};
     for (int k = 0; k < 2; k++) {
         for (int rep = 0; rep < 2; rep++) {
-            CHECK_OK(tma_transport_recv(rx[k], 0, 2, 10, &msg));
+            CHECK_OK(tma_transport_recv(rx[k], 0, 2, 60, &msg));
             ASSERT_EQ(msg.count, 1024);
             if (msg.count == 1024) {
                 ASSERT_EQ(memcmp(msg.data, x, 4096), 0);
@@ -555,9 +555,9 @@ static void test_backpressure_and_posts(void)
     cfg.max_message_bytes = 64;
     tma_transport_t *small;
     CHECK_OK(tma_transport_create(&cfg, &small));
-    CHECK_OK(tma_transport_connect(small, tma_transport_address(srv), 10, NULL));
-    CHECK_STATUS(tma_transport_send(small, 0, &m1, x, 17, HOST, 10), TMA_ERR_RANGE);
-    CHECK_OK(tma_transport_send(small, 0, &m1, x, 16, HOST, 10));
+    CHECK_OK(tma_transport_connect(small, tma_transport_address(srv), 60, NULL));
+    CHECK_STATUS(tma_transport_send(small, 0, &m1, x, 17, HOST, 60), TMA_ERR_RANGE);
+    CHECK_OK(tma_transport_send(small, 0, &m1, x, 16, HOST, 60));
     tma_transport_destroy(small);
 
     free(x);
@@ -595,7 +595,7 @@ static void test_interleaved(void)
 {
     tma_transport_t *srv = make(0, "127.0.0.1:0", NULL, NULL);
     tma_transport_t *c = make(4, NULL, NULL, NULL);
-    CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 10, NULL));
+    CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 60, NULL));
     burst_t b[2] = {{c, 1, 1}, {c, 2, 1}};
     pthread_t th[2];
     for (int k = 0; k < 2; k++)
@@ -643,13 +643,13 @@ static void test_reconnect(void)
     fill(x, 64, 5);
     tma_transport_meta_t m = {3, 1, 1};
     tma_transport_msg_t msg;
-    CHECK_OK(tma_transport_connect(w, c1.addr, 10, NULL));
-    CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 10));
-    CHECK_OK(tma_transport_recv(w, 0, 3, 10, &msg));
+    CHECK_OK(tma_transport_connect(w, c1.addr, 60, NULL));
+    CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 60));
+    CHECK_OK(tma_transport_recv(w, 0, 3, 60, &msg));
     tma_transport_msg_release(w, &msg);
     peer_proc_kill(&c1);
     tma_status_t reason = 0;
-    ASSERT_EQ(expect_event(w, 0, 5, &reason), TMA_TRANSPORT_EV_FAILED);
+    ASSERT_EQ(expect_event(w, 0, 30, &reason), TMA_TRANSPORT_EV_FAILED);
     ASSERT_EQ(reason, TMA_ERR_PEER_FAILED);
     CHECK_STATUS(tma_transport_send(w, 0, &m, x, 64, HOST, 1), TMA_ERR_UNAVAILABLE);
 
@@ -660,11 +660,11 @@ static void test_reconnect(void)
         return;
     }
     ASSERT_NE(strcmp(c1.addr, c2.addr), 0);
-    CHECK_OK(tma_transport_connect(w, c2.addr, 10, NULL));
+    CHECK_OK(tma_transport_connect(w, c2.addr, 60, NULL));
     m.epoch = 2;
     CHECK_OK(tma_transport_post(w, 0, 3, y, 64, HOST));
-    CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 10));
-    CHECK_OK(tma_transport_recv(w, 0, 3, 10, &msg));
+    CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 60));
+    CHECK_OK(tma_transport_recv(w, 0, 3, 60, &msg));
     CHECK(msg.in_place);
     ASSERT_EQ(msg.meta.epoch, 2);
     ASSERT_EQ(memcmp(y, x, sizeof x), 0);
@@ -672,14 +672,14 @@ static void test_reconnect(void)
 
     /* Connecting to the same id again replaces the connection (the old one
      * ends here as replaced, or as reset if the listener closed it first). */
-    CHECK_OK(tma_transport_connect(w, c2.addr, 10, NULL));
-    ASSERT_EQ(expect_event(w, 0, 5, &reason), TMA_TRANSPORT_EV_FAILED);
+    CHECK_OK(tma_transport_connect(w, c2.addr, 60, NULL));
+    ASSERT_EQ(expect_event(w, 0, 30, &reason), TMA_TRANSPORT_EV_FAILED);
     CHECK_MSG(reason == TMA_ERR_FENCED || reason == TMA_ERR_PEER_FAILED, "reason %s", tma_status_str(reason));
-    CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 10));
-    CHECK_OK(tma_transport_recv(w, 0, 3, 10, &msg));
+    CHECK_OK(tma_transport_send(w, 0, &m, x, 64, HOST, 60));
+    CHECK_OK(tma_transport_recv(w, 0, 3, 60, &msg));
     tma_transport_msg_release(w, &msg);
     tma_transport_destroy(w);
-    ASSERT_EQ(peer_proc_end(&c2, 10), 0);
+    ASSERT_EQ(peer_proc_end(&c2, 30), 0);
 }
 
 /* Connections that never say hello (issue 30, item 8): a host holding 40
@@ -689,7 +689,7 @@ static void test_unauthed_bound(void)
 {
     tma_transport_config_t cfg;
     peer_config(&cfg, 0, "127.0.0.1:0");
-    cfg.hello_timeout = 120; /* nothing ends them but the bound */
+    cfg.hello_timeout = 600; /* nothing ends them but the bound */
     tma_transport_t *srv;
     CHECK_OK(tma_transport_create(&cfg, &srv));
     peer_proc_t h;
@@ -701,25 +701,31 @@ static void test_unauthed_bound(void)
         return;
     }
     ASSERT_EQ(peer_proc_expect(&h, "HELD", 60, line, sizeof line), 0);
+    /* The holder has made its 40 endpoints, but the listener sees their
+     * requests when UCX's handshakes get there: on a loaded machine that
+     * was once more than 20 s later (CI, stop 41).  The wait is a bound on
+     * a hang, not a timing assertion. */
     tma_transport_stats_t s;
-    double end = tma_clock_now() + 20;
+    double start = tma_clock_now(), end = start + 120;
     do {
         tma_sleep(0.05);
         tma_transport_stats(srv, &s);
-    } while (s.hello_evicted < 24 && tma_clock_now() < end);
+    } while ((s.hello_evicted < 24 || s.endpoints > 16) && tma_clock_now() < end);
+    fprintf(stderr, "%llu closed, %llu endpoints left, %.1f s after HELD\n",
+            (unsigned long long)s.hello_evicted, (unsigned long long)s.endpoints, tma_clock_now() - start);
     ASSERT_GE(s.hello_evicted, 24); /* 40 held, 16 kept */
     ASSERT_LE(s.endpoints, 16);
-    ASSERT_EQ(peer_proc_expect(&h, "CLOSED", 10, line, sizeof line), 0); /* the holder saw them closed */
+    ASSERT_EQ(peer_proc_expect(&h, "CLOSED", 30, line, sizeof line), 0); /* the holder saw them closed */
     /* A member from the same host, while the 16 still wait for their hello. */
     tma_transport_t *c = make(6, NULL, NULL, NULL);
     uint32_t peer = 99;
-    CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 10, &peer));
-    CHECK_OK(tma_transport_wait_peer(srv, 6, 5));
+    CHECK_OK(tma_transport_connect(c, tma_transport_address(srv), 60, &peer));
+    CHECK_OK(tma_transport_wait_peer(srv, 6, 30));
     tma_transport_stats(srv, &s);
     ASSERT_EQ(s.connections, 1);
     ASSERT_GE(s.hello_evicted, 25); /* one more made room for it */
     tma_transport_destroy(c);
-    peer_proc_end(&h, 10);
+    peer_proc_end(&h, 30);
     tma_transport_destroy(srv);
 }
 

@@ -90,7 +90,7 @@ static void test_sender_dies(tma_transport_t *srv, const float *x)
         CHECK(0);
         return;
     }
-    CHECK_OK(tma_transport_wait_peer(srv, 21, 10));
+    CHECK_OK(tma_transport_wait_peer(srv, 21, 30));
     int got = 0, stopped = 0;
     double deadline = tma_clock_now() + 60;
     while (!stopped && tma_clock_now() < deadline) {
@@ -132,7 +132,7 @@ static void test_receiver_dies(tma_transport_t *srv, const float *x)
         CHECK(0);
         return;
     }
-    CHECK_OK(tma_transport_wait_peer(srv, 23, 10));
+    CHECK_OK(tma_transport_wait_peer(srv, 23, 30));
     int stopped = 0;
     for (int attempt = 0; attempt < 10 && !stopped; attempt++) {
         peer_send_t job = {.t = srv, .peer = 23, .meta = {1, 0, 0}, .x = x, .n = BIG, .timeout_s = 60};
@@ -191,7 +191,7 @@ int main(void)
         tma_transport_destroy(srv);
         return 1;
     }
-    CHECK_OK(tma_transport_wait_peer(srv, 22, 10));
+    CHECK_OK(tma_transport_wait_peer(srv, 22, 30));
     float *x = tma_alloc_aligned((size_t)BIG * sizeof(float));
     tma_rng_t r;
     tma_rng_seed(&r, 7, 0);
@@ -203,6 +203,6 @@ int main(void)
 
     tma_free_aligned(x);
     tma_transport_destroy(srv);
-    ASSERT_EQ(peer_proc_end(&e, 10), 0);
+    ASSERT_EQ(peer_proc_end(&e, 30), 0);
     return tma_test_done();
 }
