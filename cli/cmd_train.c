@@ -563,6 +563,15 @@ static tma_status_t train_open(train_run_t *r)
     }
     if (st == TMA_OK && r->tensorboard)
         st = tma_tfevents_open(r->run_dir, &r->tb);
+    if (st == TMA_OK && r->tb && r->resumed) {
+        /* The killed process may have shown rounds from this one on (or
+         * died before showing this one): TensorBoard drops them, and this
+         * round is shown again from the state's own line. */
+        const cJSON *line = cJSON_GetObjectItemCaseSensitive(r->resumed, "line");
+        st = tma_tfevents_restart(r->tb, tma_clock_wall(), r->round);
+        if (st == TMA_OK && cJSON_IsObject(line))
+            st = tma_job_run_tb_line(r->tb, line);
+    }
     if (st == TMA_OK && !f->quiet && r->resumed)
         fprintf(stderr, "[train] resuming %s at step %lld, %.1f s of training, round %lld (best validation MRR %.4f)\n",
                 r->run_dir, (long long)r->steps, r->train_s, (long long)r->round, r->best_val);

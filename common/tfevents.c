@@ -3,13 +3,15 @@
  * hand.  A file is a sequence of TFRecords (docs/formats.md, "TensorBoard
  * event files"): the payload's length as 8 bytes little endian, the masked
  * CRC-32C of those 8 bytes, the payload, its masked CRC-32C.  Each payload
- * is a protobuf `Event`; we write only four of its fields (wall_time, step,
- * file_version, summary) and of `Summary.Value` only tag and simple_value,
+ * is a protobuf `Event`; we write only five of its fields (wall_time, step,
+ * file_version, summary, session_log) and of `Summary.Value` only tag and
+ * simple_value, of `SessionLog` only status,
  * so a few lines of varint encoding replace a protobuf library and its
  * generated code.
  */
 #include "tma_common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -134,6 +136,29 @@ static tma_status_t write_record(tma_tfevents_t *w, const pbuf_t *p)
     return TMA_OK;
 }
 
+/* The time in a new file's name: now, or one past the newest event file
+ * already in dir.  TensorBoard reads a folder's files in name order, so a
+ * successor's file (its restart record) must come after its predecessor's,
+ * also when it starts within the same second. */
+static long long name_time(const char *dir, double wall)
+{
+    static const char prefix[] = "events.out.tfevents.";
+    long long t = (long long)wall;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (strncmp(de->d_name, prefix, sizeof prefix - 1) != 0)
+            continue;
+        char *end;
+        long long u = strtoll(de->d_name + sizeof prefix - 1, &end, 10);
+        if (end != de->d_name + sizeof prefix - 1 && *end == '.' && u >= t && u < t + 1000000)
+            t = u + 1;
+    }
+    if (d)
+        closedir(d);
+    return t;
+}
+
 tma_status_t tma_tfevents_open(const char *dir, tma_tfevents_t **w_p)
 {
     *w_p = NULL;
@@ -146,7 +171,7 @@ tma_status_t tma_tfevents_open(const char *dir, tma_tfevents_t **w_p)
     if (!w)
         return TMA_ERR_NOMEM;
     /* The pid keeps two writers of one second apart (a coordinator's successor). */
-    w->path = tma_strdup_printf("%s/events.out.tfevents.%lld.%s.%ld", dir, (long long)wall, host, (long)getpid());
+    w->path = tma_strdup_printf("%s/events.out.tfevents.%lld.%s.%ld", dir, name_time(dir, wall), host, (long)getpid());
     if (!w->path) {
         free(w);
         return TMA_ERR_NOMEM;
@@ -203,6 +228,20 @@ tma_status_t tma_tfevents_scalars(tma_tfevents_t *w, double wall, int64_t step, 
     tma_status_t st = write_record(w, &p);
     free(p.b);
     return st;
+}
+
+tma_status_t tma_tfevents_restart(tma_tfevents_t *w, double wall, int64_t step)
+{
+    pbuf_t p = {.n = 0};
+    put_event_head(&p, wall, step);
+    /* Event field 7, session_log: SessionLog { status (1) = START (1) }. */
+    put_key(&p, 7, 2);
+    put_varint(&p, 2);
+    put_key(&p, 1, 0);
+    put_varint(&p, 1);
+    tma_status_t st = write_record(w, &p);
+    free(p.b);
+    return st == TMA_OK ? tma_tfevents_flush(w) : st;
 }
 
 tma_status_t tma_tfevents_flush(tma_tfevents_t *w)

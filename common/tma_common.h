@@ -413,6 +413,11 @@ typedef struct tma_tfevents tma_tfevents_t;
 tma_status_t tma_tfevents_open(const char *dir, tma_tfevents_t **w_p);
 tma_status_t tma_tfevents_scalars(tma_tfevents_t *w, double wall, int64_t step, int n, const char *const *tags,
                                   const float *values);
+/* A restart: an Event with SessionLog START at `step`, flushed.  TensorBoard
+ * then drops every value it read at a step >= `step` (from this file or an
+ * earlier one of the folder), so a process that redoes steps another wrote
+ * writes this first and each step is shown once, with its new values. */
+tma_status_t tma_tfevents_restart(tma_tfevents_t *w, double wall, int64_t step);
 tma_status_t tma_tfevents_flush(tma_tfevents_t *w);
 const char *tma_tfevents_path(const tma_tfevents_t *w);
 void tma_tfevents_close(tma_tfevents_t *w); /* NULL: nothing */

@@ -97,6 +97,7 @@ typedef struct coord_eval_cfg {
     int tensorboard;             /* metrics.tensorboard: write RUN/events.out.tfevents.* */
     coord_prom_t *prom;          /* may be NULL; told each evaluation; must outlive the evaluator */
     const coord_ranks_cfg_t *ranks; /* eval.where "workers": evaluate on the ranks (graph: its header only) */
+    int64_t first_round;         /* a resumed job's first round of its own (> 0): TensorBoard drops those after it */
 } coord_eval_cfg_t;
 
 tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p);

@@ -459,6 +459,12 @@ tma_status_t coord_eval_create(const coord_eval_cfg_t *c, coord_eval_t **e_p)
         goto fail;
     if (c->tensorboard && tma_tfevents_open(c->run_dir, &e->tb) != TMA_OK)
         tma_log_warn(COMP, "no TensorBoard event file in %s: metrics.jsonl alone records the rounds", c->run_dir);
+    /* metrics.jsonl was cut back to the rounds before first_round (takeover.c),
+     * which this coordinator writes again: the predecessor's values of them
+     * are dropped from TensorBoard's view too. */
+    if (e->tb && c->first_round > 0 && tma_tfevents_restart(e->tb, tma_clock_wall(), c->first_round) != TMA_OK)
+        tma_log_warn(COMP, "%s: no restart record: TensorBoard may show rounds from %lld twice",
+                     tma_tfevents_path(e->tb), (long long)c->first_round);
     e->mail = tma_alloc_aligned((size_t)e->P * sizeof(float));
     e->work = tma_alloc_aligned((size_t)e->P * sizeof(float));
     e->best = tma_alloc_aligned((size_t)e->P * sizeof(float));

@@ -563,7 +563,7 @@ tma_status_t coord_open_run(coord_t *c)
     coord_prom_phase(c->prom, c->resume ? c->prev.phase : "starting", c->epoch);
     coord_eval_cfg_t ec = {&c->cfg, c->graph, c->run_dir, c->kv, c->job->name, c->epoch, &c->fenced, c->stop_flag,
                            -1, 0, 0, {c->job->train_s, c->job->rounds, c->job->workers}, &c->inj,
-                           c->job->tensorboard, c->prom, NULL};
+                           c->job->tensorboard, c->prom, NULL, 0};
     coord_ranks_cfg_t rc = {c->job->name, c->job->token[0] ? c->job->token : NULL, c->view, &c->cfg,
                             c->pinfo ? c->pinfo->num_shards : 0, c->graph->num_val, c->graph->num_test,
                             c->graph->num_negatives, c->epoch, &c->fenced, c->stop_flag};
@@ -571,6 +571,8 @@ tma_status_t coord_open_run(coord_t *c)
         ec.ranks = &rc;
     if (c->resume && (st = coord_resume_metrics(c, &ec)) != TMA_OK)
         goto fail;
+    if (c->resume)
+        ec.first_round = c->prev.round + 1;
     if ((st = coord_eval_create(&ec, &c->ev)) != TMA_OK)
         goto fail;
     return TMA_OK;

@@ -5,7 +5,8 @@
 # last committed round, into the same run folder: in step mode the resumed
 # job ends with the final weights of an uninterrupted launch of the same
 # seed, byte for byte (each worker continues the optimizer state its shard
-# set saved), and metrics.jsonl has every round once.  A finished run, a
+# set saved), and metrics.jsonl has every round once, as has TensorBoard's
+# view of the run's event files.  A finished run, a
 # folder without a launched run or without its etcd, a config of another
 # job (or of the same job with another model) and flags that would change
 # the job are refused with exit 2, naming what is wrong.
@@ -64,12 +65,22 @@ rounds = [json.loads(l)["round"] for l in open(sys.argv[1])]
 if rounds != list(range(int(sys.argv[2]) + 1)):
     sys.exit("rounds %s" % rounds)
 PY
+  if [ -n "$TB_PY" ]; then
+    timeout 120 "$TB_PY" "$TMA_SRCDIR/tests/gnn/tfevents_check.py" "$run" 2 ||
+      fail "$run: TensorBoard does not show every round once, with metrics.jsonl's values"
+  fi
   check_run "$run" > /dev/null || fail "$run: run folder invalid"
   [ "$(json "$run/result.json" 'd["stopped"]')" = rounds ] || fail "$run: result.json does not say it ran its rounds"
   [ ! -e "$run/etcd" ] || fail "$run: the private etcd's data was kept after the job finished"
   echo "$run: resumed from round $from, $ROUNDS rounds, final weights identical ($((SECONDS - t0)) s)"
 }
 
+# TensorBoard's own reader, from the venv ./check makes (as test_tfevents.sh).
+TB_PY=${TMA_TB_PYTHON:-$TMA_SRCDIR/.ci/ogb-venv/bin/python}
+if ! { [ -x "$TB_PY" ] && timeout 120 "$TB_PY" -c 'import tensorboard' 2> /dev/null; }; then
+  echo "# no python with the tensorboard package at $TB_PY (./check makes it): the event files are not read"
+  TB_PY=
+fi
 interrupt INT int
 grep -q "tma launch --resume .*int continues it" int.out || { cat int.out >&2; fail "the launch did not say how to resume"; }
 cp -r int noetcd

@@ -1,8 +1,9 @@
 #!/bin/bash
-# test_tfevents.sh: the TensorBoard event files of `tma train` and of a
-# distributed job (tma launch), read with TensorBoard's own EventAccumulator
-# and compared value by value with metrics.jsonl.  TensorBoard lives in the
-# test venv that ./check makes (.ci/ogb-venv; TMA_TB_PYTHON points elsewhere).
+# test_tfevents.sh: the TensorBoard event files of `tma train` (also killed
+# and resumed) and of a distributed job (tma launch), read with TensorBoard's
+# own EventAccumulator and compared value by value with metrics.jsonl.
+# TensorBoard lives in the test venv that ./check makes (.ci/ogb-venv;
+# TMA_TB_PYTHON points elsewhere).
 . "$TMA_SRCDIR/tests/lib.sh"
 TB_PY=${TMA_TB_PYTHON:-$TMA_SRCDIR/.ci/ogb-venv/bin/python}
 [ -x "$TB_PY" ] ||
@@ -21,6 +22,49 @@ JSON
 "$TMA_BIN" train g.tmag --config small.json --steps 200 --eval-every-seconds 0.01 -o run-train -q \
   > train.out 2> train.err || { cat train.err; fail "tma train failed"; }
 timeout 120 "$TB_PY" "$CHECK" run-train || fail "tma train: the event file disagrees with metrics.jsonl"
+
+# --- tma train killed and resumed: TensorBoard shows each round once, with
+# the values metrics.jsonl keeps.  The kill's worst moments are made sure
+# of: the event file loses the state's own round (killed between the state
+# and its event) and shows the round after it with a value no run made
+# (killed after that round's event, before its state).
+"$TMA_BIN" train g.tmag --config small.json --steps 4000 --eval-every-seconds 0.02 -o run-kill -q \
+  > kill.out 2> kill.err &
+pid=$!
+track $pid
+enough() { [ -f run-kill/metrics.jsonl ] && [ "$(wc -l < run-kill/metrics.jsonl)" -ge 3 ]; }
+wait_for 120 enough || fail "tma train: no third validation within 120 s"
+kill -KILL $pid
+wait $pid
+timeout 120 "$TB_PY" - run-kill <<'PY' || fail "cannot rewrite the killed run's event file"
+import glob, json, struct, sys
+from tensorboard.compat.proto import event_pb2
+from tensorboard.summary.writer.record_writer import RecordWriter
+run = sys.argv[1]
+st = open(run + "/last.opt", "rb").read()
+n, = struct.unpack_from("<I", st, 40)
+state_round = json.loads(st[128:128 + n])["rounds"]
+path, = glob.glob(run + "/events.out.tfevents.*")
+data, records, pos = open(path, "rb").read(), [], 0
+while pos + 12 <= len(data):
+    size, = struct.unpack_from("<Q", data, pos)
+    if pos + 16 + size > len(data):
+        break  # a record the kill cut short
+    records.append(data[pos + 12:pos + 12 + size])
+    pos += 16 + size
+with open(path, "wb") as f:
+    w = RecordWriter(f)
+    for r in records:
+        e = event_pb2.Event.FromString(r)
+        if e.step < state_round or e.HasField("file_version"):
+            w.write(r)
+    e = event_pb2.Event(wall_time=1.0, step=state_round + 1)
+    e.summary.value.add(tag="val/mrr", simple_value=12345.0)
+    w.write(e.SerializeToString())
+print(f"{path}: rounds from {state_round} dropped, a false round {state_round + 1} added")
+PY
+"$TMA_BIN" train --resume run-kill -q > resume.out 2> resume.err || { cat resume.err; fail "tma train --resume failed"; }
+timeout 120 "$TB_PY" "$CHECK" run-kill 2 || fail "tma train --resume: TensorBoard's view disagrees with metrics.jsonl"
 
 # --- "metrics": {"tensorboard": false} turns them off; a wrong value is refused by name.
 cat > off.json <<'JSON'

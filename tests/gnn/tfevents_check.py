@@ -1,6 +1,10 @@
-"""tfevents_check.py RUN: every value of RUN/metrics.jsonl that the event
-file should hold, read back with TensorBoard's own EventAccumulator, and no
-value there that metrics.jsonl lacks."""
+"""tfevents_check.py RUN [FILES]: every value of RUN/metrics.jsonl that the
+event files should hold, read back with TensorBoard's own EventAccumulator
+from the folder (as `tensorboard --logdir` reads a run: its files in order,
+a restart's SessionLog.START dropping the steps it redoes), each step of a
+tag once, and no value there that metrics.jsonl lacks.  FILES: the number
+of event files RUN must hold (default 1; a resumed run has one more per
+process that wrote to it)."""
 import glob
 import json
 import math
@@ -9,11 +13,17 @@ import sys
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 run = sys.argv[1]
-files = glob.glob(run + "/events.out.tfevents.*")
-assert len(files) == 1, f"expected one event file in {run}, found {files}"
-acc = EventAccumulator(files[0], size_guidance={"scalars": 0})
+nfiles = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+files = sorted(glob.glob(run + "/events.out.tfevents.*"))
+assert len(files) == nfiles, f"expected {nfiles} event file(s) in {run}, found {files}"
+acc = EventAccumulator(run, size_guidance={"scalars": 0})
 acc.Reload()
-got = {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
+got = {}
+for tag in acc.Tags()["scalars"]:
+    steps = [e.step for e in acc.Scalars(tag)]
+    twice = sorted({s for s in steps if steps.count(s) > 1})
+    assert not twice, f"{tag}: steps {twice} shown more than once (of {steps})"
+    got[tag] = {e.step: e.value for e in acc.Scalars(tag)}
 
 want = {}
 def put(tag, step, v):
@@ -47,4 +57,4 @@ for tag, steps in want.items():
         # float32 in the event file
         assert math.isclose(got[tag][step], v, rel_tol=1e-6, abs_tol=1e-30), f"{tag} step {step}: {got[tag][step]} != {v}"
         n += 1
-print(f"{files[0]}: {len(want)} tags, {n} values equal to metrics.jsonl")
+print(f"{run}: {len(files)} event file(s), {len(want)} tags, {n} values equal to metrics.jsonl, each step once")
