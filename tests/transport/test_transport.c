@@ -59,10 +59,13 @@ static int expect_event(tma_transport_t *t, uint32_t peer, double timeout_s, tma
     }
 }
 
-/* A port nobody listens on (bound, read, and closed again). */
-static int free_port(void)
+/* A port nobody listens on: bound and not listening, so connections to it
+ * are refused, and held (*fd_p) so that no other process of a parallel
+ * test run can take it meanwhile. */
+static int free_port(int *fd_p)
 {
     int s = socket(AF_INET, SOCK_STREAM, 0);
+    *fd_p = s;
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
@@ -72,7 +75,6 @@ static int free_port(void)
     if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
         getsockname(s, (struct sockaddr *)&a, &l) == 0)
         port = ntohs(a.sin_port);
-    close(s);
     return port;
 }
 
@@ -129,8 +131,11 @@ static void test_config_errors(void)
     /* Connecting where nobody listens, and to bad addresses. */
     tma_transport_t *b = make(1, NULL, NULL, NULL);
     char nobody[64];
-    snprintf(nobody, sizeof nobody, "127.0.0.1:%d", free_port());
-    CHECK_STATUS(tma_transport_connect(b, nobody, 5, NULL), TMA_ERR_UNAVAILABLE);
+    int held = -1;
+    snprintf(nobody, sizeof nobody, "127.0.0.1:%d", free_port(&held));
+    CHECK_STATUS(tma_transport_connect(b, nobody, 30, NULL), TMA_ERR_UNAVAILABLE);
+    if (held >= 0)
+        close(held);
     CHECK_STATUS(tma_transport_connect(b, "127.0.0.1:0", 5, NULL), TMA_ERR_CONFIG);
     CHECK_STATUS(tma_transport_connect(b, "nonsense", 5, NULL), TMA_ERR_CONFIG);
     tma_transport_destroy(b);
