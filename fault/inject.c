@@ -19,6 +19,7 @@ void tma_inject_init(tma_inject_t *inj)
     inj->crash_round = -1;
     inj->drop_round = -1;
     inj->drop_begin_round = -1;
+    inj->drop_rows_round = -1;
     inj->stall_round = -1;
     inj->poison_round = -1;
     inj->pause_round = -1;
@@ -94,15 +95,18 @@ tma_status_t tma_inject_parse(const char *spec, tma_inject_t *inj)
                 break;
             }
         } else if (strcmp(name, "drop") == 0) {
-            if (split_at(val, &x, &round) != 0 || (strcmp(x, "weights") != 0 && strcmp(x, "begin") != 0)) {
-                tma_log_error(COMP, "TMA_FAULT: drop=weights@ROUND or drop=begin@EVALUATION");
+            if (split_at(val, &x, &round) != 0 ||
+                (strcmp(x, "weights") != 0 && strcmp(x, "begin") != 0 && strcmp(x, "rows") != 0)) {
+                tma_log_error(COMP, "TMA_FAULT: drop=weights@ROUND, drop=begin@EVALUATION or drop=rows@EVALUATION");
                 st = TMA_ERR_CONFIG;
                 break;
             }
             if (x[0] == 'w')
                 inj->drop_round = round;
-            else
+            else if (x[0] == 'b')
                 inj->drop_begin_round = round;
+            else
+                inj->drop_rows_round = round;
         } else if (strcmp(name, "stall_keepalive") == 0) {
             if (split_at(val, &x, &round) != 0 || tma_parse_double(x, &inj->stall_seconds) != 0 ||
                 inj->stall_seconds <= 0) {

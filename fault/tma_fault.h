@@ -179,6 +179,8 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_
  *   drop=weights@ROUND   a worker does not send its weights in ROUND
  *   drop=begin@N         a worker's evaluator rank ignores the first start of
  *                        evaluation N it receives (as if the message were lost)
+ *   drop=rows@N          a worker's evaluator rank ignores the first request
+ *                        for rows of evaluation N it receives (the same)
  *   stall_keepalive=SECONDS@ROUND  a worker stops renewing its lease for
  *                        SECONDS when ROUND begins
  *   poison=WHAT@ROUND    a NaN in the tensor sent in ROUND: weights (a worker's
@@ -194,6 +196,7 @@ typedef struct tma_inject {
     double delay_step;
     int64_t drop_round; /* -1: none */
     int64_t drop_begin_round; /* -1: none */
+    int64_t drop_rows_round;  /* -1: none */
     double stall_seconds;
     int64_t stall_round; /* -1: none */
     char poison_what[16]; /* "weights" or "global" */

@@ -353,8 +353,8 @@ enum {
     TMA_TAG_EVAL_STEP = 17,   /* coordinator -> rank: what (TMA_EVAL_*), its argument, a limit (64-bit) */
     TMA_TAG_EVAL_DONE = 18,   /* rank -> coordinator: status, what, argument */
     TMA_TAG_EVAL_RESULT = 19, /* rank -> coordinator: status, duties, then each: edge (64-bit), above, ties */
-    TMA_TAG_EVAL_FETCH = 20,  /* rank -> rank: level, n, then n packed nodes (64-bit) */
-    TMA_TAG_EVAL_ROWS = 21,   /* rank -> rank: status, then the n rows */
+    TMA_TAG_EVAL_FETCH = 20,  /* rank -> rank: level, n, the request's id (64-bit), then n packed nodes (64-bit) */
+    TMA_TAG_EVAL_ROWS = 21,   /* rank -> rank: status, the id of the request answered (64-bit), then the n rows */
 };
 
 /* What an evaluation step asks of a rank (TMA_TAG_EVAL_STEP). */

@@ -33,6 +33,14 @@
  * connection when both do). */
 #define RANK_REACH_WAIT_S 2.0
 
+/* Seconds a rank waits for the rows it asked another rank for before it
+ * asks again, doubling each time up to RANK_FETCH_RESEND_MAX_S: a request
+ * or its answer can be lost with a connection that fails and is replaced.
+ * A connection to that rank that ends or changes asks again at once.  An
+ * answer counts only for the request it names. */
+#define RANK_FETCH_RESEND_S 5.0
+#define RANK_FETCH_RESEND_MAX_S 40.0
+
 #define COMP "evaluator"
 
 struct worker_eval {
@@ -59,12 +67,15 @@ struct worker_eval {
     tma_status_t begun_st;
     int layers_done; /* its layers done, in order */
     int begin_dropped; /* TMA_FAULT drop=begin@N: done */
+    int rows_dropped;  /* TMA_FAULT drop=rows@N: done */
     int32_t S;
     int64_t *owner; /* [S]: each shard's owner (member id, -1 none) */
     int nheld;
     int32_t *held; /* [S]: the shards open, nheld of them */
     int32_t *want; /* [S]: scratch */
     int64_t *fo, *fcnt, *fgot; /* [S]: a fetch's owners, its rows from each, answered */
+    double *fnext, *fwait;     /* [S]: when to ask each owner (again), and the wait after that */
+    uint64_t req_id;           /* the fetch under way (its requests and answers name it) */
     tma_graph_t **g;
     tma_graph_infer_t **inf;
     tma_gnn_rank_t *rk;
@@ -116,23 +127,30 @@ static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
 {
     const float *f = m->data;
     tma_status_t st = TMA_OK;
-    int64_t n = m->count >= 2 ? (int64_t)f[1] : -1;
-    const int level = m->count >= 2 ? (int)f[0] : -1;
+    int64_t n = m->count >= 4 ? (int64_t)f[1] : -1;
+    const int level = m->count >= 4 ? (int)f[0] : -1;
+    const int64_t rid = m->count >= 4 ? tma_eval_get_i64(f + 2) : 0;
+    if (e->inj && e->inj->drop_rows_round == (int64_t)m->meta.round && !e->rows_dropped) {
+        e->rows_dropped = 1; /* a test's fault: this request is lost */
+        tma_log_warn(COMP, "injected: a request for rows of evaluation %llu from member %u ignored",
+                     (unsigned long long)m->meta.round, m->peer);
+        return;
+    }
     /* A layer's request names distinct rows of ours, a scoring chunk's at
      * most its pairs: never more (no request makes this rank allocate more). */
     const int64_t most = (e->rk ? tma_gnn_rank_rows_held(e->rk) : 0) +
                          (int64_t)e->cfg.eval_batch_edges * (1 + (e->nheld ? e->inf[0]->num_negatives : 0));
-    if (n < 0 || m->count != (size_t)(2 + 2 * n) || !e->rk || !e->active || (int64_t)m->meta.round != e->seq ||
+    if (n < 0 || m->count != (size_t)(4 + 2 * n) || !e->rk || !e->active || (int64_t)m->meta.round != e->seq ||
         level < 0 || level > e->cfg.layers || n > most)
         st = TMA_ERR_MALFORMED;
     const int64_t cols = st == TMA_OK ? tma_gnn_rank_cols(e->rk, level) : 0;
     if (st == TMA_OK && (grow((void **)&e->ids, &e->ids_cap, (size_t)n + 1, sizeof *e->ids) ||
-                         grow((void **)&e->tx, &e->tx_cap, (size_t)(n * cols + 1), sizeof *e->tx)))
+                         grow((void **)&e->tx, &e->tx_cap, (size_t)(n * cols + 3), sizeof *e->tx)))
         st = TMA_ERR_NOMEM;
     if (st == TMA_OK) {
         for (int64_t i = 0; i < n; i++)
-            e->ids[i] = tma_eval_get_i64(f + 2 + 2 * i);
-        st = tma_gnn_rank_rows(e->rk, level, e->ids, n, e->tx + 1);
+            e->ids[i] = tma_eval_get_i64(f + 4 + 2 * i);
+        st = tma_gnn_rank_rows(e->rk, level, e->ids, n, e->tx + 3);
     }
     if (st == TMA_OK) {
         e->rows_out += n;
@@ -141,10 +159,16 @@ static void serve(worker_eval_t *e, const tma_transport_msg_t *m)
     if (st != TMA_OK)
         tma_log_warn(COMP, "member %u's request for rows (evaluation %llu) refused: %s", m->peer,
                      (unsigned long long)m->meta.round, tma_status_str(st));
-    float bad = (float)st;
-    tma_status_t s2 = st == TMA_OK ? (e->tx[0] = 0, send_to(e, m->peer, TMA_TAG_EVAL_ROWS, (int64_t)m->meta.round, e->tx,
-                                                             (size_t)(n * cols + 1)))
-                                   : send_to(e, m->peer, TMA_TAG_EVAL_ROWS, (int64_t)m->meta.round, &bad, 1);
+    /* The answer names the request: status, the request's id, the rows. */
+    float bad[3] = {(float)st, 0, 0};
+    tma_eval_put_i64(bad + 1, rid);
+    tma_status_t s2;
+    if (st == TMA_OK) {
+        memcpy(e->tx, bad, sizeof bad);
+        s2 = send_to(e, m->peer, TMA_TAG_EVAL_ROWS, (int64_t)m->meta.round, e->tx, (size_t)(n * cols + 3));
+    } else {
+        s2 = send_to(e, m->peer, TMA_TAG_EVAL_ROWS, (int64_t)m->meta.round, bad, 3);
+    }
     if (s2 != TMA_OK)
         tma_log_warn(COMP, "cannot send rows to member %u: %s", m->peer, tma_status_str(s2));
 }
@@ -244,8 +268,31 @@ static int repeat_of_current(const worker_eval_t *e, const tma_transport_msg_t *
     return m->meta.tag == TMA_TAG_EVAL_STEP && m->count == 4 && (int)((const float *)m->data)[0] == TMA_EVAL_LAYER;
 }
 
+/* Asks owner j of the fetch under way (e->fo[j]) for its rows among ids[]:
+ * level, count, the request's id, the nodes. */
+static tma_status_t ask(worker_eval_t *e, int level, const int64_t *ids, int64_t n, int j)
+{
+    const int64_t o = e->fo[j];
+    if (grow((void **)&e->tx, &e->tx_cap, (size_t)(4 + 2 * e->fcnt[j]), sizeof *e->tx))
+        return TMA_ERR_NOMEM;
+    int64_t c = 0;
+    e->tx[0] = (float)level;
+    e->tx[1] = (float)e->fcnt[j];
+    tma_eval_put_i64(e->tx + 2, (int64_t)e->req_id);
+    for (int64_t i = 0; i < n; i++)
+        if (e->owner[TMA_INFER_SHARD(ids[i])] == o)
+            tma_eval_put_i64(e->tx + 4 + 2 * c++, ids[i]);
+    tma_status_t st = reach(e, (uint32_t)o);
+    st = st ? st : send_to(e, (uint32_t)o, TMA_TAG_EVAL_FETCH, e->seq, e->tx, (size_t)(4 + 2 * c));
+    if (st != TMA_OK)
+        tma_log_warn(COMP, "evaluation %lld: cannot ask member %lld for rows: %s", (long long)e->seq, (long long)o,
+                     tma_status_str(st));
+    return st;
+}
+
 /* The rows of other ranks' nodes (tma_gnn_fetch_fn): one request to each
- * owner, then serving others until every answer is in. */
+ * owner, asked again when no answer comes (RANK_FETCH_RESEND_S), then
+ * serving others until every answer is in. */
 static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, int64_t cols, float *out)
 {
     worker_eval_t *e = arg;
@@ -263,26 +310,14 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
         if (j == no) {
             owners[no] = o;
             cnt[no] = got[no] = 0;
+            e->fnext[no] = 0; /* ask at once */
+            e->fwait[no] = RANK_FETCH_RESEND_S;
             no++;
         }
         cnt[j]++;
     }
+    e->req_id++;
     tma_status_t st = TMA_OK;
-    for (int j = 0; j < no && st == TMA_OK; j++) {
-        if (grow((void **)&e->tx, &e->tx_cap, (size_t)(2 + 2 * cnt[j]), sizeof *e->tx))
-            return TMA_ERR_NOMEM;
-        int64_t c = 0;
-        e->tx[0] = (float)level;
-        e->tx[1] = (float)cnt[j];
-        for (int64_t i = 0; i < n; i++)
-            if (e->owner[TMA_INFER_SHARD(ids[i])] == owners[j])
-                tma_eval_put_i64(e->tx + 2 + 2 * c++, ids[i]);
-        st = reach(e, (uint32_t)owners[j]);
-        st = st ? st : send_to(e, (uint32_t)owners[j], TMA_TAG_EVAL_FETCH, e->seq, e->tx, (size_t)(2 + 2 * c));
-        if (st != TMA_OK)
-            tma_log_warn(COMP, "evaluation %lld: cannot ask member %lld for rows: %s", (long long)e->seq,
-                         (long long)owners[j], tma_status_str(st));
-    }
     const double t0 = tma_clock_now(), deadline = t0 + e->cfg.eval_rank_timeout;
     double next_check = t0 + 1.0;
     int left = no;
@@ -302,6 +337,21 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
             tma_log_warn(COMP, "evaluation %lld: rows did not come within eval.rank_timeout", (long long)e->seq);
             return TMA_ERR_TIMEOUT;
         }
+        for (int j = 0; j < no; j++) {
+            if (got[j] || tma_clock_now() < e->fnext[j])
+                continue;
+            if (e->fnext[j] > 0)
+                tma_log_info(COMP, "evaluation %lld: asking member %lld for its rows again", (long long)e->seq,
+                             (long long)owners[j]);
+            const tma_status_t sa = ask(e, level, ids, n, j);
+            if (sa == TMA_ERR_NOMEM || sa == TMA_ERR_CANCELLED || sa == TMA_ERR_PEER_FAILED)
+                return sa;
+            /* Not reached or not sent: tried again in a second, until the
+             * owner leaves the job or eval.rank_timeout. */
+            e->fnext[j] = tma_clock_now() + (sa == TMA_OK ? e->fwait[j] : 1.0);
+            if (sa == TMA_OK)
+                e->fwait[j] = TMA_MIN(2 * e->fwait[j], RANK_FETCH_RESEND_MAX_S);
+        }
         tma_transport_msg_t m;
         if (tma_transport_recv(e->tr, TMA_TRANSPORT_ANY_PEER, TMA_TRANSPORT_ANY_TAG, 0.2, &m) != TMA_OK)
             continue;
@@ -309,10 +359,17 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
         while (j < no && (uint32_t)owners[j] != m.peer)
             j++;
         if (m.kind == TMA_TRANSPORT_MSG_EVENT) {
-            if ((m.peer == TMA_COORD_PEER && coord_gone(e, &m)) || (m.peer != TMA_COORD_PEER && j < no)) {
-                tma_log_warn(COMP, "evaluation %lld: the connection to %s ended", (long long)e->seq,
-                             m.peer == TMA_COORD_PEER ? "the coordinator" : "a rank it needs rows from");
+            if (m.peer == TMA_COORD_PEER && coord_gone(e, &m)) {
+                tma_log_warn(COMP, "evaluation %lld: the connection to the coordinator ended", (long long)e->seq);
                 st = TMA_ERR_PEER_FAILED;
+            } else if (m.peer != TMA_COORD_PEER && j < no && !got[j]) {
+                /* The request or its answer may have gone with the old
+                 * connection: asked again at once (a rank that left the
+                 * job is found by first_gone). */
+                tma_log_info(COMP, "evaluation %lld: the connection to member %u %s: its rows are asked for again",
+                             (long long)e->seq, m.peer,
+                             m.event.kind == TMA_TRANSPORT_EV_CONNECTED ? "was replaced" : "ended");
+                e->fnext[j] = tma_clock_now();
             }
         } else if (m.meta.tag == TMA_TAG_EVAL_FETCH) {
             serve(e, &m);
@@ -330,17 +387,19 @@ static tma_status_t fetch(void *arg, int level, const int64_t *ids, int64_t n, i
                 return TMA_ERR_CANCELLED;
             }
             st = TMA_ERR_CANCELLED;
-        } else if (m.meta.tag == TMA_TAG_EVAL_ROWS && j < no && (int64_t)m.meta.round == e->seq && got[j] == 0) {
+        } else if (m.meta.tag == TMA_TAG_EVAL_ROWS && j < no && (int64_t)m.meta.round == e->seq && got[j] == 0 &&
+                   m.count >= 3 && tma_eval_get_i64((const float *)m.data + 1) == (int64_t)e->req_id) {
+            /* (An answer to an earlier request, asked again, is dropped.) */
             const float *f = m.data;
-            if (m.count == 1 && f[0] != 0)
+            if (m.count == 3 && f[0] != 0)
                 st = (tma_status_t)(int)f[0];
-            else if (m.count != (size_t)(1 + cnt[j] * cols) || f[0] != 0)
+            else if (m.count != (size_t)(3 + cnt[j] * cols) || f[0] != 0)
                 st = TMA_ERR_MALFORMED;
             else {
                 int64_t c = 0;
                 for (int64_t i = 0; i < n; i++)
                     if (e->owner[TMA_INFER_SHARD(ids[i])] == owners[j])
-                        memcpy(out + i * cols, f + 1 + (c++) * cols, (size_t)cols * sizeof(float));
+                        memcpy(out + i * cols, f + 3 + (c++) * cols, (size_t)cols * sizeof(float));
                 got[j] = 1;
                 left--;
                 e->rows_in += cnt[j];
@@ -621,9 +680,12 @@ tma_status_t worker_eval_start(const worker_eval_cfg_t *c, worker_eval_t **e_p)
     e->fo = malloc((size_t)e->S * sizeof *e->fo);
     e->fcnt = malloc((size_t)e->S * sizeof *e->fcnt);
     e->fgot = malloc((size_t)e->S * sizeof *e->fgot);
+    e->fnext = malloc((size_t)e->S * sizeof *e->fnext);
+    e->fwait = malloc((size_t)e->S * sizeof *e->fwait);
     e->g = calloc((size_t)e->S, sizeof *e->g);
     e->inf = calloc((size_t)e->S, sizeof *e->inf);
-    tma_status_t st = e->owner && e->held && e->want && e->fo && e->fcnt && e->fgot && e->g && e->inf ? TMA_OK : TMA_ERR_NOMEM;
+    tma_status_t st = e->owner && e->held && e->want && e->fo && e->fcnt && e->fgot && e->fnext && e->fwait && e->g &&
+                               e->inf ? TMA_OK : TMA_ERR_NOMEM;
     const char *listen = c->listen;
     tma_transport_config_t tc;
     tma_transport_config_init(&tc);
@@ -683,7 +745,7 @@ void worker_eval_stop(worker_eval_t *e, double linger_s)
         tma_transport_msg_release(e->tr, &e->pending);
     tma_transport_destroy(e->tr);
     close_shards(e);
-    void *owned[] = {e->owner, e->held, e->g, e->inf, e->tx, e->ids, e->want, e->fo, e->fcnt, e->fgot, e};
+    void *owned[] = {e->owner, e->held, e->g, e->inf, e->tx, e->ids, e->want, e->fo, e->fcnt, e->fgot, e->fnext, e->fwait, e};
     for (size_t i = 0; i < TMA_ARRAY_LEN(owned); i++)
         free(owned[i]);
 }

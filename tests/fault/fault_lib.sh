@@ -134,6 +134,29 @@ finish_pair() {
   check_run f-run >/dev/null || { dump_logs f-c2.log; fail "the faulted run folder is invalid"; }
 }
 
+# lost_message_pair P DROP: a step-mode pair evaluated on the ranks
+# (eval.where "workers", eval.rank_timeout 120 s; 8 rounds), the faulted
+# job's worker f1 with TMA_FAULT drop=DROP (logs f-c1.log at debug level,
+# f-w0..2.log); both jobs run to their end.
+lost_message_pair() {
+  export ROUNDS=8
+  export EVAL='"where": "workers", "rank_timeout": 120'
+  TMA_LOG_LEVEL=debug step_pair "$1" '"fault": {"lease_ttl": 3, "round_deadline": 30, "start_timeout": 20}' f-c1.log
+  TMA_FAULT=delay_step=0.02 start_worker f-w0.log --job "${1}f" --name f0
+  TMA_FAULT=delay_step=0.02,drop=$2 start_worker f-w1.log --job "${1}f" --name f1
+  TMA_FAULT=delay_step=0.02 start_worker f-w2.log --job "${1}f" --name f2
+  finish_pair "$FIRST"
+}
+
+# lost_message_ok: after lost_message_pair, no evaluation of the faulted
+# run failed, every round was recorded, and its final model is the
+# undisturbed run's.
+lost_message_ok() {
+  rounds_check f-run "len(R) == $ROUNDS + 1 and not [r for r in R if 'eval_reason' in r] and R[-1]['eval'] == 'ok'" \
+    "an evaluation failed, or not every round was recorded" || { dump_logs f-c1.log; fail "evaluations"; }
+  same_model u-run f-run 0.03 || fail "the final model of the faulted run is far from the undisturbed one's"
+}
+
 # rounds_json RUN EXPR: evaluates a Python expression over the list of round
 # records `R` of RUN/metrics.jsonl; exits non-zero when it is false.
 rounds_check() {

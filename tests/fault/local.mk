@@ -38,6 +38,7 @@ FAULT_MODEL_TESTS = tests/fault/test_fault_step_restart.sh tests/fault/test_faul
 TESTS += $(FAULT_MODEL_TESTS)
 FAULT_SCRIPT_FILES += $(FAULT_MODEL_TESTS)
 # issue 28, a distributed evaluation's failures
-FAULT_EVAL_TESTS = tests/fault/test_fault_eval_rank.sh tests/fault/test_fault_lost_start.sh
+FAULT_EVAL_TESTS = tests/fault/test_fault_eval_rank.sh tests/fault/test_fault_lost_start.sh \
+	tests/fault/test_fault_lost_rows.sh
 TESTS += $(FAULT_EVAL_TESTS)
 FAULT_SCRIPT_FILES += $(FAULT_EVAL_TESTS)
