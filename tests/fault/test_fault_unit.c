@@ -157,6 +157,12 @@ static void test_inject(void)
     ASSERT_EQ(inj.drop_round, 2);
     ASSERT_EQ(inj.stall_round, 6);
     ASSERT_EQ(inj.stall_seconds, 4.5);
+    ASSERT_EQ(inj.drop_begin_round, -1);
+    ASSERT_EQ(inj.drop_rows_round, -1);
+    CHECK_OK(tma_inject_parse("drop=begin@3,drop=rows@4", &inj));
+    ASSERT_EQ(inj.drop_begin_round, 3);
+    ASSERT_EQ(inj.drop_rows_round, 4);
+    ASSERT_EQ(inj.drop_round, -1);
     CHECK_OK(tma_inject_parse("crash=stop@*", &inj));
     CHECK(inj.active);
     ASSERT_EQ(inj.crash_round, TMA_INJECT_ANY_ROUND);
