@@ -237,6 +237,7 @@ tma_status_t coord_commit_round(coord_t *c, int64_t t, double time, int64_t best
         cJSON_Delete(record);
         return st;
     }
+    tma_inject_point(&c->inj, "commit", t);
     coord_prom_phase(c->prom, "training", c->epoch);
     coord_prom_round(c->prom, record);
     coord_eval_submit(c->ev, t, time, c->global, record);

@@ -25,7 +25,7 @@ void tma_inject_init(tma_inject_t *inj)
     inj->pause_round = -1;
 }
 
-static const char *const points[] = {"step", "send", "recv", "aggregate", "broadcast", "stop", "eval", "rank"};
+static const char *const points[] = {"step", "send", "recv", "aggregate", "broadcast", "commit", "stop", "eval", "rank"};
 
 /* "X@N" into value X and round N. */
 static int split_at(char *v, char **x_p, int64_t *round_p)

@@ -169,7 +169,9 @@ int tma_policy_joined(tma_shard_map_t *map, int64_t joined, int backup, tma_job_
  *                        global weights arrive), aggregate (the coordinator,
  *                        after receiving, before averaging), broadcast (the
  *                        coordinator, after averaging, before sending),
- *                        stop (the coordinator, after it set `stop`, before
+ *                        commit (the coordinator, once the round's state
+ *                        and record are in etcd, before its evaluation is
+ *                        queued), stop (the coordinator, after it set `stop`, before
  *                        the last evaluation and result.json), eval (the
  *                        coordinator's evaluator, before it evaluates the
  *                        model of that round); ROUND may be *, any round
