@@ -513,8 +513,10 @@ static void refuse(tma_transport_t *t, conn_t *c, uint64_t job_id, tma_transport
     /* The ack carries the connector's job id, so that a refused peer of
      * another job reads the refusal rather than a frame of a foreign job. */
     control_header(t, TMA_TRANSPORT_FRAME_HELLO_ACK, job_id, payload, ACK_BYTES, hdr);
-    conn_send_ctl(c, hdr, TMA_TRANSPORT_HEADER_BYTES, payload, ACK_BYTES);
+    /* Counted before the refusal leaves: the refused peer may act on it
+     * (and read these counters) before this thread runs again. */
     STAT_ADD(t, peers_refused, 1);
+    conn_send_ctl(c, hdr, TMA_TRANSPORT_HEADER_BYTES, payload, ACK_BYTES);
     tma_log_warn(COMP, "refused member %u connecting from %s: %s", sender, c->addr, why);
     if (!transport_conn_gone(c))
         conn_start_close(c, CLOSE_FLUSH2); /* let the refusal reach the peer, then close */
