@@ -139,6 +139,7 @@ typedef struct sbm_ctx {
     int32_t F;
     double noise;
     uint64_t seed;
+    int32_t types; /* a typed SBM's node types T (0: untyped) */
 } sbm_ctx_t;
 
 static void sbm_edge(const void *ctx, tma_rng_t *rng, int64_t *u_p, int64_t *v_p)
@@ -158,11 +159,18 @@ static void sbm_edge(const void *ctx, tma_rng_t *rng, int64_t *u_p, int64_t *v_p
     *v_p = v;
 }
 
-/* The typed SBM's additions: node v of type v mod T, type t with
- * max(1, F - t) real feature columns (the rest zeroed), each edge a seeded
- * uniform relation (a hash of its index, so any thread count agrees). */
+/* A typed SBM's node v is of type v mod T; type t has max(1, F - t) real
+ * feature columns, the rest zero. */
+static inline int32_t sbm_type_width(int32_t F, int32_t t)
+{
+    return F - t > 1 ? F - t : 1;
+}
+
+/* The typed SBM's additions: each node's type and each type's width (its
+ * rows were zeroed past it by sbm_rows), each edge a seeded uniform
+ * relation (a hash of its index, so any thread count agrees). */
 static tma_status_t sbm_types(const tma_gen_sbm_opts_t *o, const tma_gen_typed_opts_t *to, tma_graph_t *g,
-                              float *feat, tma_edge_list_t *el)
+                              tma_edge_list_t *el)
 {
     const int64_t n = g->num_nodes;
     const int32_t T = to->node_types, R = to->relations, F = o->feat_dim;
@@ -174,12 +182,9 @@ static tma_status_t sbm_types(const tma_gen_sbm_opts_t *o, const tma_gen_typed_o
         return TMA_ERR_NOMEM;
     }
     for (int32_t t = 0; t < T; t++)
-        width[t] = F - t > 1 ? F - t : 1;
-    for (int64_t v = 0; v < n; v++) {
+        width[t] = sbm_type_width(F, t);
+    for (int64_t v = 0; v < n; v++)
         type[v] = (int32_t)(v % T);
-        for (int32_t j = width[type[v]]; j < F; j++)
-            feat[v * F + j] = 0.0f;
-    }
     for (int64_t i = 0; i < el->count; i++)
         el->rels[i] = (int32_t)(tma_hash64((o->seed ^ SALT_REL) + (uint64_t)i) % (uint64_t)R);
     g->num_node_types = T;
@@ -237,7 +242,7 @@ static tma_status_t sbm_prepare(const tma_gen_sbm_opts_t *o, int32_t *label, sbm
 {
     const int64_t n = o->nodes;
     const int32_t k = o->classes, F = o->feat_dim;
-    *c = (sbm_ctx_t){n, k, o->homophily, label, NULL, NULL, NULL, F, o->noise, o->seed};
+    *c = (sbm_ctx_t){n, k, o->homophily, label, NULL, NULL, NULL, F, o->noise, o->seed, 0};
     c->cstart = calloc((size_t)k + 1, sizeof *c->cstart);
     c->members = malloc((size_t)n * sizeof *c->members);
     c->centroids = malloc((size_t)k * (size_t)F * sizeof(float));
@@ -269,7 +274,8 @@ static tma_status_t sbm_prepare(const tma_gen_sbm_opts_t *o, int32_t *label, sbm
     return TMA_OK;
 }
 
-/* Feature rows [first, first + count): the class centroid plus noise * N(0, I). */
+/* Feature rows [first, first + count): the class centroid plus noise * N(0, I)
+ * (typed: zero past the row's type's width). */
 static void sbm_rows(const void *ctx, int64_t first, int64_t count, float *out)
 {
     const sbm_ctx_t *c = ctx;
@@ -282,6 +288,9 @@ static void sbm_rows(const void *ctx, int64_t first, int64_t count, float *out)
         const float *cen = c->centroids + (int64_t)c->label[v] * F;
         for (int32_t j = 0; j < F; j++)
             out[i * F + j] = cen[j] + (float)(c->noise * tma_rng_normal(&r));
+        if (c->types > 0)
+            for (int32_t j = sbm_type_width(F, (int32_t)(v % c->types)); j < F; j++)
+                out[i * F + j] = 0.0f;
     }
 }
 
@@ -334,28 +343,21 @@ tma_status_t tma_graph_gen_sbm_typed(const tma_gen_sbm_opts_t *o, const tma_gen_
         return st;
     g->num_nodes = n;
     int32_t *label = tma_graph_alloc(g, (size_t)n * sizeof(int32_t));
-    /* Typed: the float32 rows first (sbm_types moves them), then the type. */
-    float *feat = to ? tma_graph_alloc(g, (size_t)n * (size_t)o->feat_dim * sizeof(float)) : NULL;
-    if (!label || (to && !feat)) {
+    if (!label) {
         st = TMA_ERR_NOMEM;
         goto done;
     }
     if ((st = sbm_prepare(o, label, &ctx)) != TMA_OK)
         goto done;
+    ctx.types = to ? to->node_types : 0;
     g->labels = label;
     g->num_classes = o->classes;
-    if (to) {
-        sbm_rows(&ctx, 0, n, feat);
-        g->features = feat;
-        g->feature_dim = o->feat_dim;
-    } else if ((st = gen_features(g, o->feat_dim, o->feat_dtype, sbm_rows, &ctx)) != TMA_OK) {
+    if ((st = gen_features(g, o->feat_dim, o->feat_dtype, sbm_rows, &ctx)) != TMA_OK)
         goto done;
-    }
     rep.features = TMA_FEAT_GENERATED;
     if ((st = draw_edges(&el, llround(o->avg_degree * (double)n / 2), o->seed, sbm_edge, &ctx)) != TMA_OK)
         goto done;
-    if (to && ((st = sbm_types(o, to, g, feat, &el)) != TMA_OK ||
-               (st = graph_feat_store_as(g, feat, o->feat_dtype)) != TMA_OK))
+    if (to && (st = sbm_types(o, to, g, &el)) != TMA_OK)
         goto done;
     st = finish(g, &el, b, t0, &rep);
 done:

@@ -75,10 +75,11 @@ echo "ok: gen sbm and rmat with f16 and bf16 features: the f32 values rounded to
 # A 16-bit table generated in memory is narrowed a block at a time: the
 # process never holds the graph's float32 table (here 256 MiB; the f16 one
 # is 128 MiB).  Its peak RSS (getrusage) stays below the float32 table's size.
-for kind in rmat sbm; do
+for kind in rmat sbm typed-sbm; do
   case $kind in
   rmat) args=(gen rmat --scale 14 --edges 50000) ;;
   sbm) args=(gen sbm --nodes 16384 --avg-degree 4) ;;
+  typed-sbm) args=(gen sbm --nodes 16384 --avg-degree 4 --node-types 3 --relations 2) ;;
   esac
   peak=$("$PY" - "$TMA_BIN" "${args[@]}" --feat-dim 4096 --feat-dtype f16 --memory 16G -o "$d/wide16.tmag" <<'PY'
 import resource, subprocess, sys
