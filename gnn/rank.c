@@ -434,13 +434,20 @@ static int64_t level_cols(const tma_gnn_rank_t *rk, int level)
     return level == 0 && !rk->typed_in && !rk->proj0 ? rk->cfg.feature_dim : rk->cfg.hidden;
 }
 
-/* Held row r's features, widened to float32. */
-static void feature_row(const tma_gnn_rank_t *rk, int64_t r, float *out)
+/* Held rows [r, r + n)'s features, widened to float32: one read for each
+ * shard the rows lie in. */
+static void feature_rows(const tma_gnn_rank_t *rk, int64_t r, int64_t n, float *out)
 {
     int s = 0;
     while (r >= rk->off[s + 1])
         s++;
-    tma_graph_feat_rows(rk->sh[s], r - rk->off[s], 1, out);
+    for (; n > 0; s++) {
+        const int64_t m = TMA_MIN(n, rk->off[s + 1] - r);
+        tma_graph_feat_rows(rk->sh[s], r - rk->off[s], m, out);
+        out += m * rk->cfg.feature_dim;
+        r += m;
+        n -= m;
+    }
 }
 
 /* One held row of a level into out (widened features at level 0). */
@@ -456,7 +463,7 @@ static void held_row(const tma_gnn_rank_t *rk, int level, int64_t r, float *out)
         memcpy(out, (const float *)rk->lvl[t].data + r * d, (size_t)d * sizeof(float));
         return;
     }
-    feature_row(rk, r, out);
+    feature_rows(rk, r, 1, out);
 }
 
 /* The rank row of a packed node, -1 when another rank holds it. */
@@ -548,8 +555,7 @@ static tma_status_t project_wide(tma_gnn_rank_t *rk)
     tma_status_t st = TMA_OK;
     for (int64_t r0 = 0; r0 < rk->n && st == TMA_OK; r0 += rk->chunk_rows) {
         const int64_t n = TMA_MIN(rk->chunk_rows, rk->n - r0);
-        for (int64_t i = 0; i < n; i++)
-            feature_row(rk, r0 + i, (float *)rk->X.data + i * Fd);
+        feature_rows(rk, r0, n, (float *)rk->X.data);
         tensor_t Xs = tma_gnn_tensor_shape(&rk->X, n, Fd), out = tma_gnn_tensor_view(&rk->lvl[0], r0 * P, n, P);
         gnn_src_t src = {.H = &Xs};
         st = gnn_layer_project(c, &rk->P, 0, &src, n, &out);
@@ -791,8 +797,7 @@ tma_status_t tma_gnn_rank_layer(tma_gnn_rank_t *rk, int l)
             tensor_t T = Xs, A;
             if (p0 && enc->self_term) {
                 /* SAGE's self term: the chunk's own features, in A (unused when projecting first). */
-                for (int64_t i = 0; i < n; i++)
-                    feature_row(rk, r0 + i, (float *)rk->A.data + i * c->feature_dim);
+                feature_rows(rk, r0, n, (float *)rk->A.data);
                 A = tma_gnn_tensor_shape(&rk->A, n, c->feature_dim);
                 src.H = &A;
             }
