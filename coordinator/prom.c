@@ -24,6 +24,7 @@
 
 #define PROM_MAX_CONNECTIONS 64 /* beyond them MHD refuses new connections at once */
 #define PROM_TIMEOUT_S 5        /* an idle or stalled connection is closed after this */
+#define PROM_ROUND_WALLS 9      /* tma_round_duration_seconds: the median of the last 8 rounds' durations */
 
 static const char *const phases[] = {"starting", "training", "stopping", "done", "failed"};
 
@@ -46,6 +47,8 @@ struct coord_prom {
     uint64_t epoch;
     int64_t round;        /* -1: none committed */
     double round_wall;    /* wall-clock seconds when it committed */
+    double walls[PROM_ROUND_WALLS]; /* the commit times of the last rounds, consecutive, oldest first */
+    int n_walls;
     double train_s, agg_s;
     int workers, backups;
     prom_worker_t *per_worker;
@@ -96,6 +99,22 @@ static void family(buf_t *b, const char *name, const char *type, const char *hel
         add(b, "%s %.17g\n", name, v);
 }
 
+/* The median time between the consecutive commits in p->walls, NAN with
+ * fewer than two. */
+static double round_duration(const coord_prom_t *p)
+{
+    double d[PROM_ROUND_WALLS];
+    int n = 0;
+    for (int i = 1; i < p->n_walls; i++) {
+        double x = p->walls[i] - p->walls[i - 1];
+        int j = n++;
+        for (; j > 0 && d[j - 1] > x; j--)
+            d[j] = d[j - 1];
+        d[j] = x;
+    }
+    return n == 0 ? NAN : n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+}
+
 /* The exposition text of the snapshot (caller holds the lock). */
 static char *render(const coord_prom_t *p, size_t *len_p)
 {
@@ -117,6 +136,8 @@ static char *render(const coord_prom_t *p, size_t *len_p)
            p->round >= 0 ? p->round_wall : NAN);
     family(&b, "tma_aggregation_interval_seconds", "gauge", "aggregation.interval_seconds (absent in step mode).",
            p->interval_s > 0 ? p->interval_s : NAN);
+    family(&b, "tma_round_duration_seconds", "gauge",
+           "The median time between consecutive commits over the last 8 rounds.", round_duration(p));
     family(&b, "tma_train_seconds", "gauge", "Training time spent, as of the last round.", p->train_s);
     family(&b, "tma_train_budget_seconds", "gauge", "duration.train_seconds.", p->budget_s > 0 ? p->budget_s : NAN);
     family(&b, "tma_train_budget_rounds", "gauge", "duration.rounds.",
@@ -281,8 +302,18 @@ void coord_prom_round(coord_prom_t *p, const cJSON *record)
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(record, "workers");
     int n = cJSON_IsArray(ws) ? cJSON_GetArraySize(ws) : 0;
     pthread_mutex_lock(&p->lock);
+    const int64_t prev = p->round;
     p->round = (int64_t)num(record, "round", (double)p->round);
     p->round_wall = num(record, "wall", tma_clock_wall());
+    /* A round that does not follow the last one (this coordinator took
+     * over, or a round was redone) starts the durations afresh. */
+    if (p->n_walls > 0 && p->round != prev + 1)
+        p->n_walls = 0;
+    if (p->n_walls == PROM_ROUND_WALLS) {
+        memmove(p->walls, p->walls + 1, (PROM_ROUND_WALLS - 1) * sizeof *p->walls);
+        p->n_walls--;
+    }
+    p->walls[p->n_walls++] = p->round_wall;
     p->train_s = num(record, "time", p->train_s);
     p->agg_s = num(record, "agg_seconds", 0);
     p->failures += (uint64_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(record, "lost"));

@@ -5,9 +5,13 @@
 # The endpoint answers 405 to POST and 404 off /metrics, listens on the
 # configured address only, and 100 idle connections holding every slot do
 # not stop rounds; it is gone when the job ends.  A malformed
-# metrics.listen is refused by name (exit 2).
+# metrics.listen is refused by name (exit 2).  In step mode,
+# tma_round_duration_seconds is the median of the last rounds' durations in
+# metrics.jsonl, and the alert rules of docs/operations.md pass promtool and
+# do not fire on a healthy job.
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 need prometheus prometheus
+need promtool prometheus
 need curl curl
 cd "$TMP_ROOT"
 read -r MPORT PPORT <<< "$(_etcd_free_ports 2)"
@@ -40,10 +44,33 @@ body=$(curl -sf --max-time 5 "$M") || fail "GET /metrics failed"
 for m in 'tma_job_phase{phase="training"} 1' tma_coordinator_epoch tma_train_seconds tma_train_budget_seconds \
          'tma_workers_alive 2' 'tma_backups_idle 0' 'tma_worker_steps_per_second{worker=' tma_aggregation_seconds \
          tma_validation_mrr tma_validation_best_mrr tma_evaluation_seconds tma_failures_detected_total \
-         tma_shards_moved_total tma_etcd_request_errors_total; do
+         tma_shards_moved_total tma_etcd_request_errors_total tma_round_duration_seconds; do
   grep -qF "$m" <<< "$body" || { echo "$body" >&2; fail "/metrics lacks $m"; }
 done
 curl -sI --max-time 5 "$M" | grep -qi '^content-type: text/plain; version=0.0.4' || fail "not the text exposition format"
+# The round duration of that scrape: the median gap between the commits of
+# the last (at most 8) rounds up to its round, as metrics.jsonl has them.
+sround=$(awk '$1 == "tma_round" {print $2}' <<< "$body")
+sdur=$(awk '$1 == "tma_round_duration_seconds" {print $2}' <<< "$body")
+line_of() { python3 -c 'import json,sys; sys.exit(not any(json.loads(l)["round"] == int(float(sys.argv[2])) for l in open(sys.argv[1])))' run/metrics.jsonl "$1"; }
+wait_for 30 line_of "$sround" || fail "metrics.jsonl has no line for round $sround"
+python3 - run/metrics.jsonl "$sround" "$sdur" <<'PY' || fail "tma_round_duration_seconds is not the median of metrics.jsonl's round times"
+import json, statistics, sys
+wall = {r["round"]: r["wall"] for r in map(json.loads, open(sys.argv[1]))}
+t, d = int(float(sys.argv[2])), float(sys.argv[3])
+gaps = [wall[r] - wall[r - 1] for r in range(max(1, t - 7), t + 1)]
+if abs(statistics.median(gaps) - d) > 1e-6:
+    sys.exit("round %d: tma_round_duration_seconds %r, the median of %r is %r" % (t, d, gaps, statistics.median(gaps)))
+print("round %d: tma_round_duration_seconds %.3f s, the median of %d rounds" % (t, d, len(gaps)))
+PY
+# The documented alert rules are valid.
+python3 - "$TMA_SRCDIR/docs/operations.md" > rules.yml <<'PY' || fail "no alert rules in docs/operations.md"
+import sys
+text = open(sys.argv[1]).read()
+start = text.index("```yaml", text.index("alert rules")) + len("```yaml")
+print(text[start:text.index("```", start)])
+PY
+promtool check rules rules.yml > promtool.txt 2>&1 || { cat promtool.txt >&2; fail "promtool refuses docs/operations.md's alert rules"; }
 
 # Only GET /metrics exists, and only on the configured address.
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -X POST -d x=1 "$M")
@@ -117,6 +144,17 @@ if abs(line["val_mrr"] - v) > 1e-9:
 PY
 r=$(query 'max_over_time(tma_round{job="tma"}[1m])')
 [ -n "$r" ] && [ "${r%.*}" -ge 3 ] || fail "no round series in Prometheus ($r)"
+# TmaNoRound's bound exists in step mode, and its condition is false while rounds come.
+[ -n "$(query '3 * (tma_aggregation_interval_seconds{job="tma"} or tma_round_duration_seconds{job="tma"})')" ] ||
+  fail "Prometheus has no round time for TmaNoRound in step mode"
+no_round=$(python3 - rules.yml <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"alert: TmaNoRound\n\s*#[^\n]*\n\s*#[^\n]*\n\s*expr: >\n((?:\s{10}.*\n)+)", text)
+print(" ".join(m.group(1).split()))
+PY
+) || fail "no TmaNoRound expression in the rules"
+[ -z "$(query "$no_round")" ] || fail "TmaNoRound fires while rounds come: $no_round"
 kill -TERM $ppid
 wait_exit $ppid 30 >/dev/null; [ $? -ne 124 ] || fail "prometheus did not stop"
 
