@@ -17,4 +17,4 @@ TESTS += tests/gpu/test_cuda_step
 dist_check_SCRIPTS += tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_roles.sh \
 	tests/gpu/test_cuda_hetero.sh
 TESTS += tests/gpu/test_cuda_ops.sh tests/gpu/test_cuda_cli.sh tests/gpu/test_cuda_roles.sh tests/gpu/test_cuda_hetero.sh
-EXTRA_DIST += tests/gpu/run.sh
+EXTRA_DIST += tests/gpu/run.sh tests/gpu/prepare.sh
