@@ -43,6 +43,7 @@ typedef struct launch {
     tma_job_t *job;
     char *exe, *run_dir, *logs, *job_path;
     int made_run_dir; /* the run folder did not exist before: removed again if the job is refused */
+    int refused;      /* the coordinator refused the job (exit 2) before its first round */
     FILE *say; /* the human lines: stdout, or stderr under --json */
     /* the roles */
     cli_etcd_t etcd;
@@ -710,7 +711,10 @@ static void launch_supervise(launch_t *L)
     free(prog.metrics_path);
     if (L->procs[0].running)
         cli_proc_stop(&L->procs[0], 30.0);
-    double end = tma_clock_now() + 15.0;
+    /* Workers see a finished job's stop and end by themselves; a coordinator
+     * that failed or refused the job leaves them nothing to wait for. */
+    const int failed = !g_stop && cli_proc_exit_code(&L->procs[0]) != CLI_EXIT_OK;
+    double end = tma_clock_now() + (failed ? 0.0 : 15.0);
     for (int i = 1; i < L->nprocs; i++)
         while (cli_proc_poll(&L->procs[i]) && tma_clock_now() < end)
             tma_sleep(0.05);
@@ -724,6 +728,20 @@ static int launch_result(launch_t *L)
     int have = res && tma_file_exists(res);
     free(res);
     int code = cli_proc_exit_code(&L->procs[0]);
+    char *metrics = tma_path_join(L->run_dir, "metrics.jsonl");
+    struct stat sb;
+    const int trained = metrics && stat(metrics, &sb) == 0 && sb.st_size > 0;
+    free(metrics);
+    if (!have && code == CLI_EXIT_USAGE && !L->resume && !trained && !g_stop) {
+        /* Its config or partition, refused by name in its log: a --resume
+         * would be refused the same way. */
+        L->refused = 1;
+        tma_log_error(COMP, "the coordinator refused the job before its first round (its error below); nothing was "
+                            "trained%s",
+                      L->made_run_dir ? ", and the run folder this launch made is removed" : "");
+        print_last_error(stderr, L->logs, "coordinator");
+        return CLI_EXIT_USAGE;
+    }
     if (!have || (code != CLI_EXIT_OK && !(g_stop && code > CLI_EXIT_SIGNAL_BASE))) {
         tma_log_error(COMP, "the job did not finish; see %s/coordinator.log", L->logs);
         print_last_error(stderr, L->logs, "coordinator");
@@ -800,7 +818,7 @@ int cli_cmd_launch(int argc, char **argv)
      * launch made it (removed once every process it started has ended). */
     char *made = (rc == CLI_EXIT_USAGE || remove_run) && L.made_run_dir && L.run_dir ? strdup(L.run_dir) : NULL;
     /* A job that trained but did not finish keeps its etcd: --resume goes on from its state there. */
-    if (L.etcd_started && rc != CLI_EXIT_OK && !made && !L.keep && !remove_run) {
+    if (L.etcd_started && rc != CLI_EXIT_OK && !made && !L.keep && !remove_run && !L.refused) {
         L.keep = 1;
         fprintf(stderr, "tma launch: the job did not finish: its etcd data stays in %s/etcd; tma launch --resume %s "
                         "continues it\n", L.run_dir, L.run_dir);

@@ -4,7 +4,8 @@
 # MRR; every progress line shows the MRR of the round it names; SIGTERM stops
 # every process it started, leaves a valid run folder with the private etcd's
 # data kept for --resume (removed after a job that finished), and exits 143;
-# a missing etcd binary is a clear error.
+# a job the coordinator refuses exits 2 naming why; a missing etcd binary is
+# a clear error.
 source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 cd "$TMP_ROOT"
 cat > job.json <<JSON
@@ -81,6 +82,29 @@ grep -qE "interrupted while (preparing the graph|partitioning); nothing was trai
   { cat out4.txt >&2; fail "the launch did not say where it was interrupted"; }
 ! grep -q "failed" out4.txt || { cat out4.txt >&2; fail "an interrupted step was reported as failed"; }
 [ ! -e run4 ] || fail "the interrupted launch left its run folder: $(ls -R run4 | head)"
+
+# A job the coordinator refuses before its first round (eval.where "workers"
+# on a partition without inference files, as an older tma made them): exit
+# 2 with the coordinator's reason, no --resume offered (it would be refused
+# the same way), and the run folder it made removed.
+cp -r run1/partition oldpart
+rm -f oldpart/*.infer.tmag
+python3 - oldpart/partition.json <<'PY' || fail "cannot rewrite partition.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d.pop("inference")
+json.dump(d, open(sys.argv[1], "w"))
+PY
+cat > old.json <<'JSON'
+{"job": "oldp", "graph": "run1/graph.tmag", "partition": {"dir": "oldpart"}, "workers": 2,
+ "aggregation": {"interval_steps": 5}, "duration": {"rounds": 2}, "eval": {"where": "workers"}}
+JSON
+timeout 120 "$TMA" launch old.json -o run5 > out5.txt 2>&1; rc=$?
+[ "$rc" -eq 2 ] || { cat out5.txt >&2; fail "a job the coordinator refused: tma launch exited $rc, not 2"; }
+grep -q "refused the job before its first round" out5.txt && grep -q "has no inference files" out5.txt ||
+  { cat out5.txt >&2; fail "the launch did not say that the coordinator refused the job, and why"; }
+! grep -q -- "--resume" out5.txt || { cat out5.txt >&2; fail "a refused job was offered --resume"; }
+[ ! -e run5 ] || fail "the refused launch left its run folder: $(ls run5)"
 
 # --keep keeps the data folder; a missing etcd binary is named.
 mkdir bin && ln -s "$TMA" bin/tma
