@@ -1,6 +1,11 @@
 # lib.sh: helpers for tma's shell tests (sourced).  Runs under tests/harness.sh,
 # which sets TMA_BIN, TMA_SRCDIR, TMA_ETCD and friends.
 set -u
+# Once per test: sourced again (dist_lib.sh and fault_lib.sh source it too)
+# it would make a second TMP_ROOT, leaving the first behind, and forget the
+# processes tracked so far.
+[ -z "${_tma_lib_sourced:-}" ] || return 0
+_tma_lib_sourced=1
 # Graphs kept in the repository (tests/data/README.md): tests read these, never
 # the optional datasets folder ($TMA_DATASETS, for make check-datasets only).
 TMA_FIXTURES=${TMA_SRCDIR:?TMA_SRCDIR is not set: run the test through make check}/tests/data
