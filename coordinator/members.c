@@ -253,9 +253,11 @@ static tma_status_t apply_policies(coord_t *c, const tma_job_view_snap_t *s, con
 }
 
 /* A member that (re)loaded its shards gets the current global weights, so
- * it starts from them.  With shards: only when ready for exactly the
- * shards it owns now. */
-static void push_ready(coord_t *c, const tma_job_view_snap_t *s)
+ * it starts from them: the first time, and whenever its ready record says
+ * it holds none (`fresh`: it loaded its shards from none, as after losing
+ * them all; another change of its shards keeps its own weights).  With
+ * shards: only when ready for exactly the shards it owns now. */
+void coord_push_ready(coord_t *c, const tma_job_view_snap_t *s)
 {
     uint32_t *push = malloc((size_t)(s->n_ready + 1) * sizeof *push);
     int np = 0;
@@ -280,7 +282,7 @@ static void push_ready(coord_t *c, const tma_job_view_snap_t *s)
         int had = sl->pushed_rev >= 0;
         sl->pushed_rev = r->mod_revision;
         coord_slot_post(c, sl);
-        if (!had)
+        if (!had || r->rec.fresh)
             push[np++] = r->id;
     }
     if (np)
@@ -355,7 +357,7 @@ tma_status_t coord_service_view(coord_t *c, int training)
         if (c->slots[i].used && !is_member(&s, c->slots[i].id))
             coord_slot_release(c, &c->slots[i]);
     if (training && st == TMA_OK)
-        push_ready(c, &s);
+        coord_push_ready(c, &s);
     if (c->prom) {
         int workers = 0, backups = 0;
         for (int i = 0; i < s.n_members; i++) {

@@ -117,14 +117,15 @@ void coord_ranks_destroy(coord_ranks_t *r)
 {
     if (!r)
         return;
-    if (r->tr) {
-        /* The ranks linger after the job's stop for its last evaluations: let them go. */
+    /* The ranks linger after the job's stop for its last evaluations: let
+     * them go, unless another coordinator leads now (it may need them). */
+    if (r->tr && !(r->fenced && __atomic_load_n(r->fenced, __ATOMIC_SEQ_CST))) {
         uint32_t peers[256];
         size_t np = 0;
         tma_transport_peers(r->tr, peers, 256, &np);
         tell_each(r, peers, TMA_MIN(np, (size_t)256), TMA_EVAL_RELEASE);
-        tma_transport_destroy(r->tr);
     }
+    tma_transport_destroy(r->tr);
     void *owned[] = {r->rank, r->addr, r->answered, r->begin, r->above, r->ties, r->seen, r};
     for (size_t i = 0; i < TMA_ARRAY_LEN(owned); i++)
         free(owned[i]);

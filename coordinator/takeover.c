@@ -417,11 +417,12 @@ tma_status_t coord_take_over(coord_t *c)
         return st;
     }
     /* Workers already training keep going: treat them as having the
-     * weights.  Not in GGS: they step on the coordinator's parameters, so
-     * each gets this one's as it connects (and its step numbering with
-     * them: the sync-step counter starts again). */
+     * weights.  Not one whose ready record says it has none (it reloaded
+     * its shards and waits for them), and not in GGS: they step on the
+     * coordinator's parameters, so each gets this one's as it connects (and
+     * its step numbering with them: the sync-step counter starts again). */
     for (int i = 0; i < s.n_ready && c->vd->averages != TMA_AVERAGE_GRADS; i++) {
-        slot_t *sl = coord_slot_get(c, s.ready[i].id);
+        slot_t *sl = s.ready[i].rec.fresh ? NULL : coord_slot_get(c, s.ready[i].id);
         if (sl)
             sl->pushed_rev = s.ready[i].mod_revision;
     }

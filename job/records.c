@@ -79,6 +79,7 @@ static const field_t coord_fields[] = {
 /* The ready record's scalar fields; its shard lists follow them. */
 static const field_t ready_fields[] = {
     FIELD_I(tma_job_ready_rec_t, lease, 1, INT64_MAX),
+    FIELD_B(tma_job_ready_rec_t, fresh),
     FIELD_END,
 };
 

@@ -302,6 +302,9 @@ typedef struct tma_job_ready_rec {
      * to another member). */
     int n_refused;
     int32_t *refused; /* [n_refused]; malloc'd by the decoder */
+    /* The worker loaded these shards from none and holds no weights: it
+     * waits for the coordinator's (optional "fresh"; absent is 0). */
+    int fresh;
 } tma_job_ready_rec_t;
 
 /* The job's progress, for a restarted or standby coordinator. */

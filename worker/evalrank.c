@@ -188,6 +188,17 @@ static int64_t first_gone(tma_job_view_t *view, const int64_t *ids, int n)
     return gone;
 }
 
+/* Whether the coordinator key is epoch's (or unknown): that coordinator leads. */
+static int leads(worker_eval_t *e, uint64_t epoch)
+{
+    tma_job_view_snap_t s;
+    if (!e->view || tma_job_view_snapshot(e->view, &s) != TMA_OK)
+        return 1;
+    const int ok = !s.has_coord || s.coord_epoch == epoch;
+    tma_job_view_snap_free(&s);
+    return ok;
+}
+
 /* The job's state says it ended (its result is written): no evaluation follows. */
 static int job_over(tma_job_view_t *view)
 {
@@ -611,7 +622,14 @@ static void step(worker_eval_t *e, const tma_transport_msg_t *m)
         break;
     case TMA_EVAL_RELEASE:
         e->active = 0;
-        __atomic_store_n(&e->released, 1, __ATOMIC_SEQ_CST);
+        /* Only the leader lets the ranks go: a coordinator fenced before it
+         * knew it (a paused one resumed) must not, as the new one may still
+         * need them for the job's last evaluations. */
+        if (leads(e, m->meta.epoch))
+            __atomic_store_n(&e->released, 1, __ATOMIC_SEQ_CST);
+        else
+            tma_log_info(COMP, "a release from coordinator epoch %llu, which no longer leads: ignored",
+                         (unsigned long long)m->meta.epoch);
         break;
     default:
         tma_log_warn(COMP, "unknown evaluation step %d refused", what);

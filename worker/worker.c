@@ -220,6 +220,7 @@ static tma_status_t put_ready(worker_t *w)
     r.shards = w->loaded;
     r.n_refused = w->n_refused;
     r.refused = w->refused;
+    r.fresh = w->n_loaded > 0 && !w->have_weights;
     char *val = tma_job_ready_rec_encode(&r);
     if (!val)
         return TMA_ERR_NOMEM;

@@ -34,7 +34,7 @@ FAULT_MODEL_TESTS = tests/fault/test_fault_step_restart.sh tests/fault/test_faul
 	tests/fault/test_fault_pause_points.sh tests/fault/test_fault_bad_state.sh tests/fault/test_fault_step_standby.sh \
 	tests/fault/test_fault_bad_record.sh tests/fault/test_fault_restart_round0.sh \
 	tests/fault/test_fault_etcd_freeze.sh tests/fault/test_fault_etcd_member_step.sh tests/fault/test_fault_ggs_standby.sh \
-	tests/fault/test_fault_unleased_record.sh
+	tests/fault/test_fault_unleased_record.sh tests/fault/test_fault_shards_lost.sh
 TESTS += $(FAULT_MODEL_TESTS)
 FAULT_SCRIPT_FILES += $(FAULT_MODEL_TESTS)
 # issue 28, a distributed evaluation's failures

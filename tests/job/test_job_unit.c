@@ -42,16 +42,30 @@ static void test_records(void)
     ASSERT_EQ(tma_job_shard_rec_decode("k", "{\"shard\":1}", 11, &r2), TMA_ERR_MALFORMED);
 
     int32_t rd_shards[3] = {0, 5, 9};
-    tma_job_ready_rec_t rd = {42, 3, rd_shards, 0, NULL}, rd2;
+    tma_job_ready_rec_t rd = {42, 3, rd_shards, 0, NULL, 0}, rd2;
     s = tma_job_ready_rec_encode(&rd);
     CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
     ASSERT_EQ(rd2.n_shards, 3);
     ASSERT_EQ(rd2.shards[1], 5);
     ASSERT_EQ(rd2.lease, 42);
     ASSERT_EQ(rd2.n_refused, 0);
+    ASSERT_EQ(rd2.fresh, 0);
     CHECK(strstr(s, "refused") == NULL);
     tma_job_ready_rec_free(&rd2);
     free(s);
+    /* A worker that loaded its shards from none and holds no weights says so;
+     * a record without the field (an older worker's) is not fresh. */
+    rd.fresh = 1;
+    s = tma_job_ready_rec_encode(&rd);
+    CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
+    ASSERT_EQ(rd2.fresh, 1);
+    tma_job_ready_rec_free(&rd2);
+    free(s);
+    rd.fresh = 0;
+    CHECK_OK(tma_job_ready_rec_decode("k", "{\"lease\":1,\"shards\":[0]}", 24, &rd2));
+    ASSERT_EQ(rd2.fresh, 0);
+    tma_job_ready_rec_free(&rd2);
+    ASSERT_EQ(tma_job_ready_rec_decode("k", "{\"lease\":1,\"shards\":[0],\"fresh\":1}", 34, &rd2), TMA_ERR_MALFORMED);
     /* Shards refused (their files are missing on the worker's node). */
     int32_t rd_refused[2] = {1, 7};
     rd.n_refused = 2;
@@ -71,7 +85,7 @@ static void test_records(void)
     int32_t many[90];
     for (int i = 0; i < 90; i++)
         many[i] = i;
-    tma_job_ready_rec_t rdm = {7, 90, many, 0, NULL};
+    tma_job_ready_rec_t rdm = {7, 90, many, 0, NULL, 0};
     s = tma_job_ready_rec_encode(&rdm);
     CHECK_OK(tma_job_ready_rec_decode("k", s, strlen(s), &rd2));
     ASSERT_EQ(rd2.n_shards, 90);
