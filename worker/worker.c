@@ -89,6 +89,7 @@ typedef struct worker {
     int64_t state_round; /* the last round committed (`state` in etcd) */
     int stall_done, drop_done;
     int ready_dirty; /* ready/<id> must be (re)written */
+    int ready_fresh; /* the record in etcd says "fresh" (no weights): rewritten once they come */
     int bad_shard_said; /* the highest out-of-range shards/<k> reported */
     double next_ready;
 } worker_t;
@@ -230,6 +231,8 @@ static tma_status_t put_ready(worker_t *w)
     free(val);
     if (st != TMA_OK)
         tma_log_warn(COMP, "cannot record readiness in etcd: %s", tma_status_str(st));
+    else
+        w->ready_fresh = r.fresh;
     return st;
 }
 
@@ -434,6 +437,12 @@ static int take_global(worker_t *w, tma_transport_msg_t *m)
             w->adopted_epoch = m->meta.epoch;
             w->have_weights = 1;
             adopted = 1;
+            /* A record that still says "fresh" would make a coordinator that
+             * takes over think this member waits for weights. */
+            if (w->ready_fresh && !w->ready_dirty) {
+                w->ready_dirty = 1;
+                w->next_ready = 0;
+            }
         }
     }
     int was_in_place = m->in_place;
