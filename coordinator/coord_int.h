@@ -280,8 +280,9 @@ int coord_expect_participants(coord_t *c, const tma_job_view_snap_t *s, uint32_t
  * every member). */
 int coord_count_participants(coord_t *c, int *owners_p);
 /* Sends the current global weights to the members ready for the shards they
- * own that have none yet (members.c). */
-void coord_push_ready(coord_t *c, const tma_job_view_snap_t *s);
+ * own that have none yet (members.c); expected_only: those the round under
+ * way expects. */
+void coord_push_ready(coord_t *c, const tma_job_view_snap_t *s, int expected_only);
 /* At a round's start: the shards/<k> records in the view s must be this
  * coordinator's map.  One that does not decode, names another owner or was
  * deleted (someone else wrote it) would make its owner drop the shard while

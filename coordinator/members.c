@@ -256,8 +256,10 @@ static tma_status_t apply_policies(coord_t *c, const tma_job_view_snap_t *s, con
  * it starts from them: the first time, and whenever its ready record says
  * it holds none (`fresh`: it loaded its shards from none, as after losing
  * them all; another change of its shards keeps its own weights).  With
- * shards: only when ready for exactly the shards it owns now. */
-void coord_push_ready(coord_t *c, const tma_job_view_snap_t *s)
+ * shards: only when ready for exactly the shards it owns now.  With
+ * `expected_only` (while a round collects), only members that round
+ * expects: one that joins meanwhile starts from the round's average. */
+void coord_push_ready(coord_t *c, const tma_job_view_snap_t *s, int expected_only)
 {
     uint32_t *push = malloc((size_t)(s->n_ready + 1) * sizeof *push);
     int np = 0;
@@ -276,8 +278,8 @@ void coord_push_ready(coord_t *c, const tma_job_view_snap_t *s)
         /* One not connected yet gets them once it is (coord_idle). */
         if (!coord_is_connected(c, r->id))
             continue;
-        slot_t *sl = coord_slot_get(c, r->id);
-        if (!sl || sl->pushed_rev >= r->mod_revision)
+        slot_t *sl = expected_only ? coord_slot_find(c, r->id) : coord_slot_get(c, r->id);
+        if (!sl || sl->pushed_rev >= r->mod_revision || (expected_only && (!sl->expected || sl->got)))
             continue;
         int had = sl->pushed_rev >= 0;
         sl->pushed_rev = r->mod_revision;
@@ -357,7 +359,7 @@ tma_status_t coord_service_view(coord_t *c, int training)
         if (c->slots[i].used && !is_member(&s, c->slots[i].id))
             coord_slot_release(c, &c->slots[i]);
     if (training && st == TMA_OK)
-        coord_push_ready(c, &s);
+        coord_push_ready(c, &s, 0);
     if (c->prom) {
         int workers = 0, backups = 0;
         for (int i = 0; i < s.n_members; i++) {

@@ -114,10 +114,10 @@ static int refuses_owned(const coord_t *c, const tma_job_view_snap_t *s, uint32_
 }
 
 /* Expected members whose key vanished, or that refused a shard they own,
- * will not send (a step-mode round would otherwise wait for them).  One
- * that reloaded its shards meanwhile and waits for weights gets them, so it
- * trains and sends (it would otherwise wait for this round's broadcast,
- * and a step-mode round for it). */
+ * will not send (a step-mode round would otherwise wait for them).  An
+ * expected one that reloaded its shards meanwhile and waits for weights
+ * gets them, so it trains and sends (it would otherwise wait for this
+ * round's broadcast, and a step-mode round for it). */
 static void drop_gone(coord_t *c, int64_t t, int *n_missed)
 {
     if (tma_job_view_wait(c->view, c->seen_version, 0) == c->seen_version)
@@ -125,7 +125,7 @@ static void drop_gone(coord_t *c, int64_t t, int *n_missed)
     tma_job_view_snap_t s;
     if (tma_job_view_snapshot(c->view, &s) != TMA_OK)
         return;
-    coord_push_ready(c, &s);
+    coord_push_ready(c, &s, 1);
     for (int i = 0; i < c->n_slots; i++) {
         slot_t *sl = &c->slots[i];
         if (!sl->used || !sl->expected || sl->got || sl->missed)
