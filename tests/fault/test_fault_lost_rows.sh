@@ -7,8 +7,6 @@
 # evaluation fails, and the job reaches the undisturbed run's rounds and
 # model.  Before, the asking rank waited eval.rank_timeout (here 120 s) for
 # the answer, then the evaluation was recorded as skipped.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 lost_message_pair r rows@3

@@ -7,8 +7,6 @@
 # reaches the undisturbed run's rounds and model.  Before, the coordinator
 # waited eval.rank_timeout (here 120 s) for an answer that never came, then
 # recorded that evaluation as skipped.
-source "$TMA_SRCDIR/tests/lib.sh"
-source "$TMA_SRCDIR/tests/coordinator/dist_lib.sh"
 source "$TMA_SRCDIR/tests/fault/fault_lib.sh"
 fault_setup 1
 lost_message_pair l begin@3
